@@ -1,0 +1,49 @@
+# Kavka — every target bootstraps what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS ?= dev
+PYTEST_ARGS ?=
+
+.PHONY: help venv deps test lint demo bench clean
+
+help:
+	@echo "make test   - set up .venv and system packages, check layers, run the suite"
+	@echo "make demo   - set up, start a local 3-broker cluster, produce and consume, stop"
+	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# System packages: ZooKeeper (Debian's) and kcat, installed only when missing.
+deps:
+	@missing=""; \
+	test -x /usr/share/zookeeper/bin/zkServer.sh || missing="$$missing zookeeper"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+lint: venv
+	$(BIN)/lint-imports
+
+test: venv deps lint
+	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+
+bench: venv deps
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+demo: venv deps
+	$(BIN)/python -m kavka.tools.demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

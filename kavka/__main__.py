@@ -1,0 +1,5 @@
+import sys
+
+from kavka.cli import main
+
+sys.exit(main())
