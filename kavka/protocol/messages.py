@@ -120,6 +120,8 @@ def merged(fields: tuple[Field, ...]) -> dict[str, tuple[Field, ...]]:
 def default_of(f: Field):
     """The value a field has when absent or not sent; FRESH for arrays and
     single structs (a new list / struct per instance)."""
+    if isinstance(f.default, list):
+        return FRESH  # never share one mutable list between instances
     if f.default is not MISSING:
         return f.default
     if not f.nullable.empty:
