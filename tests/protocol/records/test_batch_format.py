@@ -150,3 +150,13 @@ def test_unknown_codec_bits_are_an_invalid_batch_not_a_crash():
 def test_delete_horizon_property():
     header = validate_batch(BATCH)
     assert header.delete_horizon_ms is None and not header.has_delete_horizon
+
+
+def test_every_single_bit_flip_in_a_small_batch_is_caught():
+    small = build_batch([SimpleRecord(b"k", b"value", 5, (("h", None),))], compression=Compression.GZIP)
+    for position in range(17, len(small)):
+        for bit in range(8):
+            damaged = bytearray(small)
+            damaged[position] ^= 1 << bit
+            with pytest.raises(InvalidRecordBatch):
+                validate_batch(damaged)
