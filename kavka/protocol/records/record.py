@@ -35,8 +35,6 @@ from kavka.protocol.records.varint import (
     write_varlong,
 )
 
-Header = tuple[str, "bytes | None"]
-
 
 class CorruptRecord(CorruptRecordBatch):
     """A record whose bytes do not follow the v2 record layout."""
