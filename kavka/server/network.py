@@ -1,0 +1,332 @@
+"""The broker's socket server: listeners, connections, request ordering.
+
+Seed 000 §Broker 响应请求流程 describes Kafka's reactor (an acceptor, N
+processors, M handler threads joined by a RequestChannel). Kavka keeps the
+guarantees and drops the threads: one asyncio event loop per broker, one
+``KafkaConnection`` (an ``asyncio.Protocol``) per socket.
+
+Per connection:
+- bytes are cut into frames by ``kavka.protocol.framing.FrameDecoder``,
+  which rejects a negative or oversized size prefix
+  (``socket.request.max.bytes``) before buffering anything; the connection
+  is then closed (a TLS ClientHello read as a size is 369,295,617);
+- requests may be pipelined; each is decoded and its handler started in
+  arrival order, so the synchronous part of handlers (an append, say) runs
+  in request order;
+- a handler returns a response, ``None`` (no response: Produce with
+  acks=0), or an awaitable of one (a delayed operation parked in a
+  purgatory). Responses are written strictly in request order by a writer
+  task that awaits them one by one, so a slow acks=-1 produce holds back
+  the responses behind it, as Kafka's muted channel does;
+- reading pauses while more than ``max_queued_requests`` requests wait, and
+  while the transport's write buffer is above its high-water mark;
+- a request for an unknown API key, or a version the dispatcher does not
+  serve, closes the connection — except ApiVersions, which is answered at
+  v0 with UNSUPPORTED_VERSION and the supported ranges (KIP-511); a
+  malformed request closes the connection too. Other connections are never
+  disturbed;
+- a connection idle for ``connections.max.idle.ms`` (no request in flight)
+  is closed by the server's idle sweep.
+
+Runs on the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
+from kavka.protocol.framing import FrameDecoder, frame_parts
+from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
+
+log = logging.getLogger("kavka.network")
+
+API_VERSIONS_KEY = 18
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """What a handler knows about the request besides its body."""
+
+    header: RequestHeader
+    connection_id: str
+    client_host: str
+    client_port: int
+    listener: str
+    received_ns: int
+    connection: "KafkaConnection | None" = field(default=None, repr=False)
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+
+Response = Any  # a kavka.protocol.messages Message
+HandlerResult = Response | None | Awaitable[Response | None]
+Handler = Callable[[RequestContext, Any], Awaitable[HandlerResult]]
+
+
+class Dispatcher:
+    """API key → (handler, lowest and highest version served).
+
+    The served range may be narrower than the codec's: an API advertises
+    only the versions its handler fully implements."""
+
+    def __init__(self) -> None:
+        self._table: dict[int, tuple[Handler, int, int]] = {}
+
+    def register(self, api_key: int, handler: Handler, min_version: int, max_version: int) -> None:
+        if api_key in self._table:
+            raise ValueError(f"API key {api_key} registered twice")
+        self._table[api_key] = (handler, min_version, max_version)
+
+    def lookup(self, api_key: int) -> tuple[Handler, int, int] | None:
+        return self._table.get(api_key)
+
+    def supported(self) -> list[tuple[int, int, int]]:
+        """``(api_key, min_version, max_version)`` sorted by key."""
+        return sorted((k, lo, hi) for k, (_, lo, hi) in self._table.items())
+
+
+@dataclass(slots=True)
+class NetworkConfig:
+    max_request_size: int = 104857600  # socket.request.max.bytes
+    connections_max_idle_ms: int = 600000  # connections.max.idle.ms
+    max_queued_requests: int = 64
+
+
+class KafkaConnection(asyncio.Protocol):
+    """One client socket. See the module docstring for the guarantees."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, server: "SocketServer") -> None:
+        self.server = server
+        self.decoder = FrameDecoder(server.config.max_request_size)
+        self.transport: asyncio.Transport | None = None
+        self.peer = ("?", 0)
+        self.connection_id = f"c{next(self._ids)}"
+        self._inbox: collections.deque[bytes] = collections.deque()
+        self._inbox_ready = asyncio.Event()
+        self._outbox: asyncio.Queue = asyncio.Queue()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._tasks: list[asyncio.Task] = []
+        self._closing = False
+        self._paused = False
+        self.in_flight = 0
+        self.last_active = time.monotonic()
+
+    # -- asyncio.Protocol -------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer = (str(peer[0]), int(peer[1]))
+        self.server.connections.add(self)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._process()), loop.create_task(self._write())]
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
+        try:
+            frames = self.decoder.feed(data)
+        except FrameSizeError as e:
+            log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
+            self.close()
+            return
+        if frames:
+            self._inbox.extend(frames)
+            self._inbox_ready.set()
+            if len(self._inbox) >= self.server.config.max_queued_requests and not self._paused:
+                self._paused = True
+                self.transport.pause_reading()
+
+    def eof_received(self) -> bool | None:
+        return None  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self.server.connections.discard(self)
+        for t in self._tasks:
+            t.cancel()
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # -- request processing -------------------------------------------------
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            if self.transport is not None:
+                self.transport.close()
+
+    async def _process(self) -> None:
+        try:
+            while not self._closing:
+                if not self._inbox:
+                    self._inbox_ready.clear()
+                    if self._paused:
+                        self._paused = False
+                        self.transport.resume_reading()
+                    await self._inbox_ready.wait()
+                    continue
+                frame = self._inbox.popleft()
+                if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
+                    self._paused = False
+                    self.transport.resume_reading()
+                if not await self._handle(frame):
+                    self.close()
+                    return
+        except asyncio.CancelledError:
+            pass
+
+    async def _handle(self, frame: bytes) -> bool:
+        """Decode and dispatch one request; False closes the connection."""
+        received = time.monotonic_ns()
+        dispatcher = self.server.dispatcher
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedVersionError as e:
+            if e.header.api_key == API_VERSIONS_KEY:
+                self._respond_unsupported_api_versions(e.header)
+                return True
+            log.info("closing %s (%s): %s", self.connection_id, self._who(e.header), e)
+            return False
+        except UnknownApiError as e:
+            log.info("closing %s (%s): %s", self.connection_id, self._who(e.header), e)
+            return False
+        except DecodeError as e:
+            log.info("closing %s from %s:%s: malformed request: %s", self.connection_id, *self.peer, e)
+            return False
+        entry = dispatcher.lookup(header.api_key)
+        if entry is None or not entry[1] <= header.api_version <= entry[2]:
+            if header.api_key == API_VERSIONS_KEY:
+                self._respond_unsupported_api_versions(header)
+                return True
+            log.info("closing %s (%s): API %d v%d is not served", self.connection_id,
+                     self._who(header), header.api_key, header.api_version)
+            return False
+        handler = entry[0]
+        ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
+                             self.server.listener_name, received, self)
+        self.in_flight += 1
+        try:
+            result = await handler(ctx, body)
+        except Exception:
+            self.in_flight -= 1
+            log.exception("handler for API %d v%d failed (%s); closing the connection",
+                          header.api_key, header.api_version, self._who(header))
+            return False
+        if inspect.isawaitable(result):
+            fut = asyncio.ensure_future(result)
+        else:
+            fut = result
+        self._outbox.put_nowait((header, fut))
+        return True
+
+    def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
+        """KIP-511: answer an ApiVersions version we do not know at v0 with
+        UNSUPPORTED_VERSION and our ranges, so the client can retry lower."""
+        from kavka.protocol.messages import ApiVersionsResponse as R
+        from kavka.common.errors import ErrorCode
+
+        body = R(error_code=int(ErrorCode.UNSUPPORTED_VERSION), api_keys=[
+            R.ApiKeys(api_key=k, min_version=lo, max_version=hi)
+            for k, lo, hi in self.server.dispatcher.supported()])
+        self.in_flight += 1
+        self._outbox.put_nowait((RequestHeader(header.api_key, 0, header.correlation_id, header.client_id), body))
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                header, result = await self._outbox.get()
+                try:
+                    if isinstance(result, asyncio.Future):
+                        body = await result
+                    else:
+                        body = result
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("delayed response for API %d v%d failed (%s); closing",
+                                  header.api_key, header.api_version, self._who(header))
+                    self.in_flight -= 1
+                    self.close()
+                    return
+                self.in_flight -= 1
+                self.last_active = time.monotonic()
+                if body is None or self._closing:
+                    continue
+                try:
+                    parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, body)
+                except Exception:
+                    log.exception("cannot encode the response to API %d v%d (%s); closing",
+                                  header.api_key, header.api_version, self._who(header))
+                    self.close()
+                    return
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+                self.transport.writelines(frame_parts(parts))
+        except asyncio.CancelledError:
+            pass
+
+    def _who(self, header: RequestHeader) -> str:
+        return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
+
+
+class SocketServer:
+    """One listener: accepts connections and sweeps idle ones."""
+
+    def __init__(self, dispatcher: Dispatcher, config: NetworkConfig | None = None,
+                 listener_name: str = "PLAINTEXT") -> None:
+        self.dispatcher = dispatcher
+        self.config = config or NetworkConfig()
+        self.listener_name = listener_name
+        self.connections: set[KafkaConnection] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self._sweeper: asyncio.Task | None = None
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Listen; returns the bound address (port 0 picks a free one)."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
+                                                reuse_address=True, backlog=1024)
+        self._sweeper = loop.create_task(self._sweep_idle())
+        addr = self._server.sockets[0].getsockname()
+        return str(addr[0]), int(addr[1])
+
+    async def _sweep_idle(self) -> None:
+        idle_s = self.config.connections_max_idle_ms / 1000.0
+        interval = max(0.05, min(idle_s / 4, 5.0))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if conn.in_flight == 0 and now - conn.last_active > idle_s:
+                    log.info("closing idle connection %s from %s:%s", conn.connection_id, *conn.peer)
+                    conn.close()
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()
