@@ -1,16 +1,19 @@
 """Fact checks for the group-A schema tables (offsets, inter_broker, groups,
 admin_topics, auth_producer).
 
-Three independent checks:
-1. Against kafka-python 3.0.12's own message definitions (an external
-   oracle shipped in the venv): for every API both sides define and every
-   version kafka-python knows, the flattened wire layout — field order,
-   name (modulo spelling), type, nullability, tag and scalar defaults —
-   must agree. Deliberate differences are listed in ``DIFFERENCES``.
-2. For the ZooKeeper-era inter-broker APIs, which kafka-python does not
-   define, against the request/response grammars of the Kafka protocol
-   guide, transcribed below in the guide's own notation.
-3. Well-formedness of every table: version ranges inside the API's range,
+Four independent checks:
+1. Against kafka-python 3.0.12's message definitions (Kafka's own message
+   descriptions as shipped in the venv): for every API both define and
+   every version kafka-python knows, the flattened layout — field order,
+   name (modulo spelling), type, nullability, tag, scalar defaults and
+   ignorability — must agree. Deliberate differences: ``DIFFERENCES``.
+2. Against the structs kafka-python (legacy ``kafka.protocol.old``) and
+   aiokafka wrote by hand from the protocol guide: the sequence of wire
+   types must agree. Their known errors: ``HAND_WRITTEN_ERRATA``.
+3. For the ZooKeeper-era inter-broker APIs, which neither client defines,
+   against the request/response grammars of the Kafka 3.9 protocol guide,
+   transcribed below in the guide's own notation.
+4. Well-formedness of every table: version ranges inside the API's range,
    tagged fields only in flexible versions with unique tags, nullability
    only where the type allows null, defaults of the field's type,
    snake_case unique names.
@@ -104,7 +107,7 @@ def _ours(fields: tuple[Field, ...], version: int) -> list[tuple]:
         nullable = version in f.nullable
         if f.is_struct_array or f.is_struct:
             kind = "[]{" if f.is_struct_array else "{"
-            out.append((_norm(f.name), kind, nullable, tag, None))
+            out.append((_norm(f.name), kind, nullable, tag, None, f.ignorable))
             out.extend(_ours(f.struct_fields, version))
             out.append(("}",))
         else:
@@ -114,7 +117,7 @@ def _ours(fields: tuple[Field, ...], version: int) -> list[tuple]:
                 default = "null" if f.default is None else None
             else:
                 default = None
-            out.append((_norm(f.name), f.type, nullable, tag, default))
+            out.append((_norm(f.name), f.type, nullable, tag, default, f.ignorable))
     return out
 
 
@@ -130,7 +133,7 @@ def _theirs(fields, version: int) -> list[tuple]:
         if f.is_struct_array() or f.is_struct():
             kind = "[]{" if f.is_struct_array() else "{"
             inner = f.array_of if f.is_struct_array() else f
-            out.append((_norm(f.name), kind, nullable, tag, None))
+            out.append((_norm(f.name), kind, nullable, tag, None, bool(f._ignorable)))
             out.extend(_theirs(list(inner.fields.values()), version))
             out.append(("}",))
         else:
@@ -141,7 +144,7 @@ def _theirs(fields, version: int) -> list[tuple]:
                 default = "null" if f.default is None else None
             else:
                 default = None
-            out.append((_norm(f.name), type_str, nullable, tag, default))
+            out.append((_norm(f.name), type_str, nullable, tag, default, bool(f._ignorable)))
     return out
 
 
