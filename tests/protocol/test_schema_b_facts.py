@@ -41,10 +41,10 @@ GROUP_B = {
 OURS: dict[int, Api] = {a.key: a for m in MODULES for a in m.APIS}
 KINDS = ("request", "response")
 
-# (api key, version, kind) -> why our table differs from kafka-python's legacy
-# (pre-JSON) schema. Each entry is asserted to still differ, so a stale entry fails.
+# (client, api key, version, kind) -> why our table differs from a client's
+# hand-written schema. Each entry is asserted to still differ (stale ones fail).
 LEGACY_DIFFERENCES = {
-    (35, 0, "request"): "kafka-python's legacy DescribeLogDirsRequest_v0 declares "
+    ("kafka-python", 35, 0, "request"): "kafka-python's legacy DescribeLogDirsRequest_v0 declares "
     "topics[].partitions as a single int32; Kafka (and kafka-python's own JSON "
     "definition) has an int32 array there",
 }
@@ -205,16 +205,16 @@ def test_fields_match_the_oracle(key, kind, version):
             assert our_default(f) == their_scalar_default(other, typ), f"{path}: default"
 
 
-# --------------------------------------------------- oracle: legacy schemas
+# ------------------------------------- oracle: hand-written client schemas
 
-def _legacy_classes():
+def _struct_classes(package: str, request_base: str, response_base: str):
+    """(key, version, kind) -> struct class of a client's hand-written schemas."""
     import pkgutil
 
-    import kafka.protocol.old as old
-    from kafka.protocol.old.api import Request, Response
-
-    for info in pkgutil.iter_modules(old.__path__):
-        importlib.import_module(f"kafka.protocol.old.{info.name}")
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{package}.{info.name}")
+    api = importlib.import_module(f"{package}.api")
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
@@ -222,15 +222,19 @@ def _legacy_classes():
             yield from subclasses(sub)
 
     found = {}
-    for base, kind in ((Request, "request"), (Response, "response")):
-        for cls in subclasses(base):
+    for base, kind in ((request_base, "request"), (response_base, "response")):
+        for cls in subclasses(getattr(api, base)):
             key = getattr(cls, "API_KEY", None)
-            if key in GROUP_B:
+            if key in GROUP_B and hasattr(cls, "API_VERSION") and hasattr(cls, "SCHEMA"):
                 found[(key, cls.API_VERSION, kind)] = cls
     return found
 
 
-LEGACY = _legacy_classes()
+# kafka-python's pre-JSON schemas, and aiokafka's (which decodes what Kavka sends).
+LEGACY = {
+    "kafka-python": _struct_classes("kafka.protocol.old", "Request", "Response"),
+    "aiokafka": _struct_classes("aiokafka.protocol", "RequestStruct", "Response"),
+}
 _LEGACY_PRIMITIVE = {
     "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64", "Boolean": "bool",
     "String": "string", "CompactString": "string", "Bytes": "bytes", "CompactBytes": "bytes",
@@ -238,14 +242,13 @@ _LEGACY_PRIMITIVE = {
 
 
 def legacy_shape(item) -> list[str]:
-    """Wire shape of a kafka-python legacy type: primitives, and brackets for arrays."""
-    from kafka.protocol.old import types as t
-
-    if isinstance(item, t.Schema):
-        return [tok for f in item.fields for tok in legacy_shape(f)]
-    if isinstance(item, t.Array):
-        return ["[", *legacy_shape(item.array_of), "]"]
+    """Wire shape of a client's hand-written type: primitives, brackets for arrays.
+    Compact and classic encodings have the same shape; tag buffers have none."""
     name = item.__name__ if isinstance(item, type) else type(item).__name__
+    if name == "Schema":
+        return [tok for f in item.fields for tok in legacy_shape(f)]
+    if name in ("Array", "CompactArray"):
+        return ["[", *legacy_shape(item.array_of), "]"]
     if name == "TaggedFields":
         return []
     return [_LEGACY_PRIMITIVE[name]]
@@ -267,20 +270,28 @@ def our_shape(fields, version: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("key,version,kind", sorted(LEGACY), ids=lambda v: str(v))
-def test_wire_shape_matches_legacy_schemas(key, version, kind):
+def legacy_cases():
+    for client, classes in LEGACY.items():
+        for key, version, kind in sorted(classes):
+            yield pytest.param(client, key, version, kind,
+                               id=f"{client}-{GROUP_B[key]}-{kind}-v{version}")
+
+
+@pytest.mark.parametrize("client,key,version,kind", list(legacy_cases()))
+def test_wire_shape_matches_client_schemas(client, key, version, kind):
     ours = our_shape(getattr(OURS[key], kind), version)
-    theirs = legacy_shape(LEGACY[(key, version, kind)].SCHEMA)
-    if (key, version, kind) in LEGACY_DIFFERENCES:
-        assert ours != theirs, f"stale LEGACY_DIFFERENCES entry {(key, version, kind)}"
+    theirs = legacy_shape(LEGACY[client][(key, version, kind)].SCHEMA)
+    if (client, key, version, kind) in LEGACY_DIFFERENCES:
+        assert ours != theirs, f"stale LEGACY_DIFFERENCES entry {(client, key, version, kind)}"
     else:
         assert ours == theirs
 
 
-def test_legacy_oracle_covers_the_versions_below_kafka_4_floor():
-    # DescribeAcls/DescribeConfigs/DescribeLogDirs v0 left Kafka's JSON in 4.0;
-    # the legacy schemas still check them independently.
-    assert {(29, 0, "request"), (32, 0, "response"), (35, 0, "response")} <= set(LEGACY)
+def test_client_schemas_cover_the_versions_below_kafka_4_floor():
+    # DescribeAcls/DescribeConfigs/DescribeLogDirs v0 left Kafka in 4.0; the
+    # hand-written schemas still check them independently of Kafka's JSON.
+    assert {(29, 0, "request"), (32, 0, "response"), (35, 0, "response")} <= set(LEGACY["kafka-python"])
+    assert {(29, 0, "response"), (32, 0, "response")} <= set(LEGACY["aiokafka"])
 
 
 # ------------------------------------------------------------ well-formedness
