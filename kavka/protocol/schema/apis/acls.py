@@ -10,7 +10,8 @@ Version history:
 - v1 adds the resource pattern type (KIP-290: prefixed ACLs). Absent in v0,
   where every pattern is LITERAL (3), hence the default of 3.
 - v2 is the first flexible version (KIP-482).
-- v3 only admits the USER resource type (KIP-554 SCRAM credentials).
+- v3 only admits the USER resource type (KIP-373: delegation tokens for
+  other users).
 - v0 was removed in Kafka 4.0 (KIP-896); kept for ZooKeeper-era clients.
 
 Enum values (resource type, operation, permission, pattern type) are carried

@@ -11,8 +11,10 @@ admin client's inspection calls:
   (KIP-827), v5 whether the directory is cordoned (KIP-1066). v0 was removed
   in Kafka 4.0 (KIP-896) and is kept for ZooKeeper-era clients.
 - CreatePartitions (KIP-195): grow a topic, optionally with explicit replica
-  assignments; v2 is flexible.
-- DeleteGroups (KIP-229): delete empty consumer groups; v2 is flexible.
+  assignments; v2 is flexible, v3 only adds quota errors (KIP-599).
+- DeleteGroups (KIP-229): delete empty consumer groups; v2 is flexible. (A v3
+  with per-group error messages exists in Kafka's development branch after
+  4.2; it is not in a release, so it is not here.)
 - ElectLeaders (KIP-183, KIP-460): preferred or unclean leader election; v1
   adds the election type (0 preferred, 1 unclean), v2 is flexible.
 - AlterPartitionReassignments / ListPartitionReassignments (KIP-455): start,

@@ -23,7 +23,9 @@ Version history worth knowing when serving clients:
   ZooKeeper-era peers. v2 carries the transaction version of the marker
   (KIP-1228).
 
-Versions covered: the union of Kafka 3.9 and Kafka 4.x (up to 4.2/4.3 stable).
+Versions covered: the union of Kafka 3.9 and the Kafka 4.x releases (4.2's
+message definitions). TxnOffsetCommit v6 (topic ids instead of names) exists
+only in Kafka's development branch after 4.2 and is not here.
 Pure data, imported by the registry and the codec.
 """
 
