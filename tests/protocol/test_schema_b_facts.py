@@ -21,13 +21,13 @@ from __future__ import annotations
 import importlib
 import re
 
+import kafka.protocol.api_message as kafka_protocol  # kafka-python, a dev dependency
 import pytest
 
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.apis import acls, admin, configs, sasl, transactions
 from kavka.protocol.schema.dsl import MISSING, PRIMITIVES, Api, Field, Versions
 
-kafka_protocol = pytest.importorskip("kafka.protocol.api_message")
 
 MODULES = (transactions, acls, configs, admin, sasl)
 GROUP_B = {
