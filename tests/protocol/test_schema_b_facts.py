@@ -20,9 +20,15 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 
-import kafka.protocol.api_message as kafka_protocol  # kafka-python, a dev dependency
 import pytest
+
+# kafka-python (a dev dependency) loads its JSON with a deprecated importlib
+# call at import time; that noise is theirs, not ours.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import kafka.protocol.api_message as kafka_protocol
 
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.apis import acls, admin, configs, sasl, transactions
@@ -103,9 +109,11 @@ def our_default(f: Field):
 # ----------------------------------------------------------- oracle: JSON
 
 def _kafka_python_classes() -> dict[tuple[int, str], type]:
-    for name in ("producer.transaction", "admin.acl", "admin.configs", "admin.cluster",
-                 "admin.topics", "admin.groups", "admin.transactions", "sasl", "consumer.group"):
-        importlib.import_module(f"kafka.protocol.{name}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in ("producer.transaction", "admin.acl", "admin.configs", "admin.cluster",
+                     "admin.topics", "admin.groups", "admin.transactions", "sasl", "consumer.group"):
+            importlib.import_module(f"kafka.protocol.{name}")
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
@@ -212,8 +220,10 @@ def _struct_classes(package: str, request_base: str, response_base: str):
     import pkgutil
 
     pkg = importlib.import_module(package)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{package}.{info.name}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{package}.{info.name}")
     api = importlib.import_module(f"{package}.api")
 
     def subclasses(cls):
