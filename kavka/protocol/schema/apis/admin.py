@@ -70,7 +70,6 @@ DESCRIBE_LOG_DIRS = api(
             F("is_cordoned", "bool", "5+", ignorable=True),
         ]),
     ],
-    notes="v0 was removed in Kafka 4.0 (KIP-896); kept for ZooKeeper-era clients",
 )
 
 CREATE_PARTITIONS = api(

@@ -60,7 +60,6 @@ DESCRIBE_CONFIGS = api(
             ]),
         ]),
     ],
-    notes="v0 was removed in Kafka 4.0 (KIP-896); kept for ZooKeeper-era clients",
 )
 
 ALTER_CONFIGS = api(

@@ -135,7 +135,6 @@ WRITE_TXN_MARKERS = api(
             ]),
         ]),
     ],
-    notes="v0 was removed in Kafka 4.0 (KIP-896); kept for ZooKeeper-era brokers",
 )
 
 TXN_OFFSET_COMMIT = api(
