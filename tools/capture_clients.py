@@ -318,7 +318,7 @@ def run_kcat(bootstrap: str, timeout: float) -> None:
             step(f"Produce acks={acks} {codec}")(kcat)(
                 ["-P", "-t", topic, "-K", ":", "-H", "h=1", "-z", codec, "-X", f"acks={acks}"], lines)
     step("InitProducerId + idempotent Produce")(kcat)(
-        ["-P", "-t", topic, "-K", ":", "-X", "enable.idempotence=true"], lines)
+        ["-P", "-t", topic, "-K", ":", "-H", "h=1", "-X", "enable.idempotence=true"], lines)
     step("Fetch + ListOffsets (simple consumer)")(kcat)(["-C", "-t", topic, "-o", "beginning", "-e", "-q"])
     step("ListOffsets (query)")(kcat)(["-Q", "-t", f"{topic}:0:0"])
     want = 2 * len(CODECS) * MESSAGES_PER_BATCH
