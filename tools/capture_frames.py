@@ -258,8 +258,12 @@ def write_outputs(out: Path, frames: list[Frame], max_per_version: int) -> dict:
                     **({"rewritten_by_proxy": True} if f.rewritten else {}),
                 }) + "\n")
         summary[client] = (len(mine), path.stat().st_size)
+    # A run over some clients keeps the other clients' entries.
+    existing = out / "versions.json"
+    if existing.exists():
+        versions = {**json.loads(existing.read_text()), **versions}
     ordered = {c: dict(sorted(v.items(), key=lambda kv: int(kv[0].split()[0]))) for c, v in sorted(versions.items())}
-    (out / "versions.json").write_text(json.dumps(ordered, indent=1) + "\n")
+    existing.write_text(json.dumps(ordered, indent=1) + "\n")
     return summary
 
 
