@@ -1,0 +1,91 @@
+"""Size-prefixed framing of Kafka requests and responses.
+
+Every message on a Kafka connection is ``int32 size`` followed by ``size``
+bytes (header and body). ``frame`` adds the prefix; ``FrameDecoder`` is the
+sans-IO reader: the connection feeds it whatever bytes arrived and gets back
+the complete frames (without prefix). A size that is negative or larger than
+``max_frame_size`` (Kafka's ``socket.request.max.bytes``, 100 MiB by
+default) is rejected with ``FrameSizeError`` as soon as its four bytes are
+seen — before any of the body is buffered — so a TLS ClientHello sent to a
+plaintext port (its first bytes read as a size of about 369 million) or a
+hostile size costs nothing. After that error the decoder stays failed: the
+connection must be closed.
+
+One decoder per connection; not thread-safe (one event-loop task owns it).
+"""
+
+from __future__ import annotations
+
+from kavka.protocol.errors import FrameSizeError
+from kavka.protocol.primitives import INT32
+
+SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's default
+_unpack_size = INT32.unpack_from
+_pack_size = INT32.pack
+
+
+def frame(payload: bytes | bytearray | memoryview) -> bytes:
+    """``payload`` with its int32 size prefix."""
+    return _pack_size(len(payload)) + bytes(payload)
+
+
+def frame_parts(parts: list) -> list:
+    """Prefix a list of byte parts with their total size (for
+    ``writelines``: the parts are not copied)."""
+    return [_pack_size(sum(len(p) for p in parts)), *parts]
+
+
+class FrameDecoder:
+    """Turns a byte stream into frames. ``feed(data)`` returns the frames it
+    completed (possibly none); ``buffered`` is how many bytes wait for the
+    rest of a frame."""
+
+    __slots__ = ("max_frame_size", "_buf", "_failed")
+
+    def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES) -> None:
+        if max_frame_size < 0:
+            raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._failed: FrameSizeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        if self._failed is not None:
+            raise FrameSizeError(self._failed.reason)
+        buf = self._buf
+        frames: list[bytes] = []
+        if not buf and len(data) >= 4:
+            # Fast path: whole frames straight from ``data`` without staging.
+            view = memoryview(data)
+            pos = 0
+            while len(view) - pos >= 4:
+                size = self._check(_unpack_size(view, pos)[0])
+                if len(view) - pos - 4 < size:
+                    break
+                frames.append(bytes(view[pos + 4 : pos + 4 + size]))
+                pos += 4 + size
+            buf += view[pos:]
+            return frames
+        buf += data
+        while len(buf) >= 4:
+            size = self._check(_unpack_size(buf, 0)[0])
+            if len(buf) - 4 < size:
+                break
+            frames.append(bytes(buf[4 : 4 + size]))
+            del buf[: 4 + size]
+        return frames
+
+    def _check(self, size: int) -> int:
+        if size < 0 or size > self.max_frame_size:
+            self._buf.clear()
+            what = "negative" if size < 0 else f"larger than the maximum {self.max_frame_size}"
+            self._failed = FrameSizeError(
+                f"frame size {size} is {what} (socket.request.max.bytes); "
+                "is the client speaking TLS or another protocol to a plaintext Kafka port?"
+            )
+            raise FrameSizeError(self._failed.reason)
+        return size

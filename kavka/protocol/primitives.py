@@ -1,0 +1,452 @@
+"""Kafka protocol primitive types: readers and writers.
+
+Wire forms (big-endian; see the protocol guide, "Protocol Primitive Types"):
+
+    int8 int16 int32 int64 uint16 uint32 float64   fixed size
+    bool                 1 byte, 0 false, anything else true
+    uuid                 16 bytes
+    unsigned varint      7 bits a byte, low group first, at most 5 bytes
+    varint / varlong     zigzag then as above (at most 5 / 10 bytes)
+    string               int16 length N (-1 = null if nullable), N UTF-8 bytes
+    compact string       unsigned varint N+1 (0 = null), N bytes
+    bytes                int32 length N (-1 = null), N bytes
+    compact bytes        unsigned varint N+1 (0 = null), N bytes
+    array                int32 count N (-1 = null), N elements
+    compact array        unsigned varint N+1 (0 = null), N elements
+    tagged fields        unsigned varint count, then per field: unsigned
+                         varint tag, unsigned varint size, size bytes
+
+Readers are functions ``read_x(buf, pos) -> (value, new_pos)`` over any
+buffer (``bytes``, ``bytearray``, ``memoryview``); ``Reader`` wraps them with
+a position for hand-written parsers (headers). Every declared length or
+count is checked against the bytes that remain BEFORE anything is allocated
+(CVE-2022-34917: a tiny request declaring a huge array made Kafka allocate
+it). Every failure is a ``DecodeError``. Writers ``write_x(value) -> bytes``.
+
+Pure functions; any thread.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+from kavka.protocol.errors import DecodeError, EncodeError
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+UINT16 = struct.Struct(">H")
+UINT32 = struct.Struct(">I")
+FLOAT64 = struct.Struct(">d")
+BOOL = struct.Struct(">?")
+UUID16 = struct.Struct(">16s")
+
+ZERO_UUID = uuid.UUID(int=0)
+
+_FIXED = {
+    "int8": INT8, "int16": INT16, "int32": INT32, "int64": INT64,
+    "uint16": UINT16, "uint32": UINT32, "float64": FLOAT64, "bool": BOOL,
+}
+FIXED_SIZE = {name: s.size for name, s in _FIXED.items()} | {"uuid": 16}
+STRUCT_CODE = {"int8": "b", "int16": "h", "int32": "i", "int64": "q",
+               "uint16": "H", "uint32": "I", "float64": "d", "bool": "?"}
+
+
+def length_error(what: str, n: int, remaining: int) -> DecodeError:
+    return DecodeError(f"{what} {n} exceeds {remaining} remaining bytes")
+
+
+def truncated(what: str, need: int, remaining: int) -> DecodeError:
+    return DecodeError(f"truncated: {what} needs {need} bytes, {max(remaining, 0)} remain")
+
+
+# ---------------------------------------------------------------- readers
+
+
+def _fixed_reader(s: struct.Struct, name: str):
+    unpack_from = s.unpack_from
+    size = s.size
+
+    def read(buf, pos: int):
+        if pos + size > len(buf):
+            raise truncated(name, size, len(buf) - pos)
+        return unpack_from(buf, pos)[0], pos + size
+
+    read.__name__ = f"read_{name}"
+    read.__doc__ = f"Read one {name}."
+    return read
+
+
+read_int8 = _fixed_reader(INT8, "int8")
+read_int16 = _fixed_reader(INT16, "int16")
+read_int32 = _fixed_reader(INT32, "int32")
+read_int64 = _fixed_reader(INT64, "int64")
+read_uint16 = _fixed_reader(UINT16, "uint16")
+read_uint32 = _fixed_reader(UINT32, "uint32")
+read_float64 = _fixed_reader(FLOAT64, "float64")
+read_bool = _fixed_reader(BOOL, "bool")
+
+
+def read_uuid(buf, pos: int):
+    if pos + 16 > len(buf):
+        raise truncated("uuid", 16, len(buf) - pos)
+    return uuid.UUID(bytes=bytes(buf[pos : pos + 16])), pos + 16
+
+
+def _read_varbits(buf, pos: int, max_bytes: int, what: str):
+    result = 0
+    shift = 0
+    end = len(buf)
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise truncated(what, 1, 0)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise DecodeError(f"{what} longer than {max_bytes} bytes")
+
+
+def read_uvarint(buf, pos: int):
+    """Unsigned varint of at most 5 bytes holding a value < 2**32."""
+    if pos < len(buf):
+        b = buf[pos]
+        if b < 0x80:  # the common one-byte case
+            return b, pos + 1
+    value, pos = _read_varbits(buf, pos, 5, "unsigned varint")
+    if value > 0xFFFFFFFF:
+        raise DecodeError(f"unsigned varint {value} does not fit 32 bits")
+    return value, pos
+
+
+def read_uvarlong(buf, pos: int):
+    value, pos = _read_varbits(buf, pos, 10, "unsigned varlong")
+    if value > 0xFFFFFFFFFFFFFFFF:
+        raise DecodeError(f"unsigned varlong {value} does not fit 64 bits")
+    return value, pos
+
+
+def read_varint(buf, pos: int):
+    """Zigzag-encoded signed 32-bit varint."""
+    raw, pos = read_uvarint(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def read_varlong(buf, pos: int):
+    """Zigzag-encoded signed 64-bit varint."""
+    raw, pos = read_uvarlong(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _utf8(buf, start: int, n: int) -> str:
+    try:
+        return str(buf[start : start + n], "utf-8")
+    except UnicodeDecodeError as e:
+        raise DecodeError(f"string is not valid UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+def read_string_len(buf, pos: int):
+    """int16 length of a (non-compact) string; -1 for null."""
+    if pos + 2 > len(buf):
+        raise truncated("string length", 2, len(buf) - pos)
+    n = INT16.unpack_from(buf, pos)[0]
+    pos += 2
+    if n < -1:
+        raise DecodeError(f"negative string length {n}")
+    if n > len(buf) - pos:
+        raise length_error("string length", n, len(buf) - pos)
+    return n, pos
+
+
+def read_compact_len(buf, pos: int, what: str):
+    """Compact length (N+1 as unsigned varint); -1 for null."""
+    raw, pos = read_uvarint(buf, pos)
+    n = raw - 1
+    if n > len(buf) - pos:
+        raise length_error(what, n, len(buf) - pos)
+    return n, pos
+
+
+def read_nullable_string(buf, pos: int):
+    n, pos = read_string_len(buf, pos)
+    if n < 0:
+        return None, pos
+    return _utf8(buf, pos, n), pos + n
+
+
+def read_string(buf, pos: int):
+    n, pos = read_string_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null string where null is not allowed")
+    return _utf8(buf, pos, n), pos + n
+
+
+def read_compact_nullable_string(buf, pos: int):
+    n, pos = read_compact_len(buf, pos, "compact string length")
+    if n < 0:
+        return None, pos
+    return _utf8(buf, pos, n), pos + n
+
+
+def read_compact_string(buf, pos: int):
+    n, pos = read_compact_len(buf, pos, "compact string length")
+    if n < 0:
+        raise DecodeError("null string where null is not allowed")
+    return _utf8(buf, pos, n), pos + n
+
+
+def read_bytes_len(buf, pos: int):
+    """int32 length of (non-compact) bytes; -1 for null."""
+    if pos + 4 > len(buf):
+        raise truncated("bytes length", 4, len(buf) - pos)
+    n = INT32.unpack_from(buf, pos)[0]
+    pos += 4
+    if n < -1:
+        raise DecodeError(f"negative bytes length {n}")
+    if n > len(buf) - pos:
+        raise length_error("length", n, len(buf) - pos)
+    return n, pos
+
+
+def read_nullable_bytes(buf, pos: int):
+    n, pos = read_bytes_len(buf, pos)
+    if n < 0:
+        return None, pos
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_bytes(buf, pos: int):
+    n, pos = read_bytes_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null bytes where null is not allowed")
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_compact_nullable_bytes(buf, pos: int):
+    n, pos = read_compact_len(buf, pos, "compact bytes length")
+    if n < 0:
+        return None, pos
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_compact_bytes(buf, pos: int):
+    n, pos = read_compact_len(buf, pos, "compact bytes length")
+    if n < 0:
+        raise DecodeError("null bytes where null is not allowed")
+    return bytes(buf[pos : pos + n]), pos + n
+
+
+def read_records(buf, pos: int):
+    """Nullable bytes kept as a zero-copy slice of ``buf`` (a memoryview
+    when ``buf`` is one): record batches are never decoded here."""
+    n, pos = read_bytes_len(buf, pos)
+    if n < 0:
+        return None, pos
+    return buf[pos : pos + n], pos + n
+
+
+def read_compact_records(buf, pos: int):
+    n, pos = read_compact_len(buf, pos, "compact records length")
+    if n < 0:
+        return None, pos
+    return buf[pos : pos + n], pos + n
+
+
+def read_array_len(buf, pos: int, min_element_size: int = 1):
+    """int32 element count (-1 = null), checked so that ``count *
+    min_element_size`` fits in the remaining bytes."""
+    if pos + 4 > len(buf):
+        raise truncated("array length", 4, len(buf) - pos)
+    n = INT32.unpack_from(buf, pos)[0]
+    pos += 4
+    if n < -1:
+        raise DecodeError(f"negative array length {n}")
+    if n * min_element_size > len(buf) - pos:
+        raise length_error("array length", n, len(buf) - pos)
+    return n, pos
+
+
+def read_compact_array_len(buf, pos: int, min_element_size: int = 1):
+    raw, pos = read_uvarint(buf, pos)
+    n = raw - 1
+    if n * min_element_size > len(buf) - pos:
+        raise length_error("compact array length", n, len(buf) - pos)
+    return n, pos
+
+
+def read_tagged_fields(buf, pos: int):
+    """A tagged-field block as ``{tag: bytes}``; tags must strictly increase."""
+    count, pos = read_uvarint(buf, pos)
+    if count > len(buf) - pos:
+        raise length_error("tagged field count", count, len(buf) - pos)
+    fields: dict[int, bytes] = {}
+    last = -1
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        if tag <= last:
+            raise DecodeError(f"tagged field {tag} out of order or repeated (after {last})")
+        last = tag
+        size, pos = read_uvarint(buf, pos)
+        if size > len(buf) - pos:
+            raise length_error(f"tagged field {tag} size", size, len(buf) - pos)
+        fields[tag] = bytes(buf[pos : pos + size])
+        pos += size
+    return fields, pos
+
+
+class Reader:
+    """A position over a buffer for hand-written parsers (request and
+    response headers). Methods read at ``pos`` and advance it."""
+
+    __slots__ = ("buf", "pos")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0) -> None:
+        self.buf = buf if isinstance(buf, memoryview) else memoryview(buf)
+        self.pos = pos
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+    def _do(self, fn, *args):
+        value, self.pos = fn(self.buf, self.pos, *args)
+        return value
+
+    def int8(self) -> int: return self._do(read_int8)
+    def int16(self) -> int: return self._do(read_int16)
+    def int32(self) -> int: return self._do(read_int32)
+    def int64(self) -> int: return self._do(read_int64)
+    def uvarint(self) -> int: return self._do(read_uvarint)
+    def varint(self) -> int: return self._do(read_varint)
+    def varlong(self) -> int: return self._do(read_varlong)
+    def uuid(self) -> uuid.UUID: return self._do(read_uuid)
+    def nullable_string(self) -> str | None: return self._do(read_nullable_string)
+    def compact_nullable_string(self) -> str | None: return self._do(read_compact_nullable_string)
+    def tagged_fields(self) -> dict[int, bytes]: return self._do(read_tagged_fields)
+
+
+# ---------------------------------------------------------------- writers
+
+_UV1 = [bytes([i]) for i in range(128)]
+
+
+def write_uvarint(value: int) -> bytes:
+    """Unsigned varint; ``value`` in 0 .. 2**32-1."""
+    if 0 <= value < 128:
+        return _UV1[value]
+    if value < 0 or value > 0xFFFFFFFF:
+        raise EncodeError(f"unsigned varint {value} out of range 0..2**32-1")
+    return _write_varbits(value)
+
+
+def write_uvarlong(value: int) -> bytes:
+    if value < 0 or value > 0xFFFFFFFFFFFFFFFF:
+        raise EncodeError(f"unsigned varlong {value} out of range 0..2**64-1")
+    return _write_varbits(value)
+
+
+def _write_varbits(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def write_varint(value: int) -> bytes:
+    if not -(1 << 31) <= value < (1 << 31):
+        raise EncodeError(f"varint {value} out of int32 range")
+    return write_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def write_varlong(value: int) -> bytes:
+    if not -(1 << 63) <= value < (1 << 63):
+        raise EncodeError(f"varlong {value} out of int64 range")
+    return write_uvarlong(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def write_int8(v: int) -> bytes: return INT8.pack(v)
+def write_int16(v: int) -> bytes: return INT16.pack(v)
+def write_int32(v: int) -> bytes: return INT32.pack(v)
+def write_int64(v: int) -> bytes: return INT64.pack(v)
+def write_uint16(v: int) -> bytes: return UINT16.pack(v)
+def write_uint32(v: int) -> bytes: return UINT32.pack(v)
+def write_float64(v: float) -> bytes: return FLOAT64.pack(v)
+def write_bool(v: bool) -> bytes: return b"\x01" if v else b"\x00"
+
+
+def write_uuid(v: uuid.UUID) -> bytes:
+    return v.bytes
+
+
+_NULL16 = INT16.pack(-1)
+_NULL32 = INT32.pack(-1)
+
+
+def write_nullable_string(v: str | None) -> bytes:
+    if v is None:
+        return _NULL16
+    data = v.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise EncodeError(f"string of {len(data)} bytes exceeds the int16 length limit")
+    return INT16.pack(len(data)) + data
+
+
+write_string = write_nullable_string
+
+
+def write_compact_nullable_string(v: str | None) -> bytes:
+    if v is None:
+        return b"\x00"
+    data = v.encode("utf-8")
+    return write_uvarint(len(data) + 1) + data
+
+
+write_compact_string = write_compact_nullable_string
+
+
+def write_nullable_bytes(v) -> bytes:
+    if v is None:
+        return _NULL32
+    return INT32.pack(len(v)) + bytes(v)
+
+
+write_bytes = write_nullable_bytes
+
+
+def write_compact_nullable_bytes(v) -> bytes:
+    if v is None:
+        return b"\x00"
+    return write_uvarint(len(v) + 1) + bytes(v)
+
+
+write_compact_bytes = write_compact_nullable_bytes
+
+
+def write_array_len(n: int | None) -> bytes:
+    """int32 count; None for a null array."""
+    return _NULL32 if n is None else INT32.pack(n)
+
+
+def write_compact_array_len(n: int | None) -> bytes:
+    return b"\x00" if n is None else write_uvarint(n + 1)
+
+
+EMPTY_TAGGED_FIELDS = b"\x00"
+
+
+def write_tagged_fields(fields: list[tuple[int, bytes]]) -> bytes:
+    """A tagged-field block from ``(tag, payload)`` pairs sorted by tag."""
+    if not fields:
+        return EMPTY_TAGGED_FIELDS
+    out = [write_uvarint(len(fields))]
+    for tag, payload in fields:
+        out.append(write_uvarint(tag))
+        out.append(write_uvarint(len(payload)))
+        out.append(bytes(payload))
+    return b"".join(out)
