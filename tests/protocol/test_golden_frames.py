@@ -69,10 +69,11 @@ def _groups() -> list:
 
 
 def _codec():
+    """The module with the header-level codec (decode_request and friends)."""
     try:
-        return importlib.import_module("kavka.protocol.codec")
+        return importlib.import_module("kavka.protocol.headers")
     except ImportError as exc:
-        pytest.fail(f"kavka.protocol.codec cannot be imported ({exc}); golden frames need "
+        pytest.fail(f"kavka.protocol.headers cannot be imported ({exc}); golden frames need "
                     "decode_request/encode_request/decode_response/encode_response")
 
 

@@ -4,7 +4,7 @@ by field, and detect any single flipped bit in their CRC-covered region.
 The batches come from the Produce requests in ``tests/protocol/golden/``
 (captured from confluent-kafka, kafka-python, aiokafka and kcat; see the
 README there). Each request is walked with Kavka's codec
-(``kavka.protocol.codec.decode_request``) to reach its ``records`` fields;
+(``kavka.protocol.headers.decode_request``) to reach its ``records`` fields;
 the header fields are then read independently from the byte layout of
 KIP-98's batch v2 and compared with ``parse_header``. The records inside
 (every codec) are decoded with ``kavka.protocol.records.reader`` and built
@@ -84,9 +84,9 @@ def _records_fields(value) -> list[bytes]:
 def batches_of(frame: bytes) -> list[bytes]:
     """The record batches of one Produce request, reached through the codec."""
     try:
-        codec = importlib.import_module("kavka.protocol.codec")
+        codec = importlib.import_module("kavka.protocol.headers")
     except ImportError as exc:
-        pytest.fail(f"kavka.protocol.codec cannot be imported ({exc}); it is needed to walk Produce requests")
+        pytest.fail(f"kavka.protocol.headers cannot be imported ({exc}); it is needed to walk Produce requests")
     decoded = codec.decode_request(frame)
     body = decoded[1] if isinstance(decoded, tuple) else decoded.body
     blobs = _records_fields(body)
