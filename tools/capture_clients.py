@@ -7,7 +7,10 @@ ApiVersions and Metadata (on connect), CreateTopics and DescribeConfigs
 every codec the client offers, an idempotent producer (InitProducerId),
 ListOffsets, a group consumer (FindCoordinator, JoinGroup, SyncGroup,
 OffsetFetch, Fetch, Heartbeat, OffsetCommit, LeaveGroup), a transactional
-producer where supported, and DeleteTopics. Each step is bounded by
+producer where supported, group and topic administration (ListGroups,
+DescribeGroups, config changes, CreatePartitions, DeleteRecords,
+DescribeCluster, DeleteGroups — whatever each admin API offers), and
+DeleteTopics. Each step is bounded by
 ``--timeout``; a step the broker refuses is reported and the scenario goes
 on, because the point is what the client *sent*.
 
@@ -131,6 +134,7 @@ def run_confluent(bootstrap: str, timeout: float) -> None:
         print(f"    consumed {got}")
 
     consume()
+    _confluent_admin_extras(admin, topic, group, timeout)
 
     @step("DeleteTopics")
     def delete():
@@ -139,11 +143,50 @@ def run_confluent(bootstrap: str, timeout: float) -> None:
     delete()
 
 
+def _confluent_admin_extras(admin, topic: str, group: str, timeout: float) -> None:
+    """Group and topic administration: ListGroups, DescribeGroups, OffsetFetch,
+    ListOffsets, IncrementalAlterConfigs, AlterConfigs, CreatePartitions,
+    DeleteRecords, DescribeCluster, DeleteGroups."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection, TopicPartition
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        OffsetSpec,
+    )
+
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    calls = {
+        "ListGroups": lambda: admin.list_consumer_groups(request_timeout=timeout).result(timeout),
+        "DescribeGroups": lambda: admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout),
+        "OffsetFetch (admin)": lambda: admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=timeout)[group].result(timeout),
+        "ListOffsets (admin)": lambda: admin.list_offsets(
+            {TopicPartition(topic, 0): OffsetSpec.latest()}, request_timeout=timeout)[TopicPartition(topic, 0)].result(timeout),
+        "IncrementalAlterConfigs": lambda: admin.incremental_alter_configs([ConfigResource(
+            ConfigResource.Type.TOPIC, topic, incremental_configs=[ConfigEntry(
+                "retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])])[res].result(timeout),
+        "AlterConfigs": lambda: admin.alter_configs([ConfigResource(
+            ConfigResource.Type.TOPIC, topic, set_config={"retention.ms": "7200000"})])[res].result(timeout),
+        "CreatePartitions": lambda: admin.create_partitions(
+            [NewPartitions(topic, 2)], request_timeout=timeout)[topic].result(timeout),
+        "DeleteRecords": lambda: admin.delete_records(
+            [TopicPartition(topic, 0, 1)], request_timeout=timeout)[TopicPartition(topic, 0, 1)].result(timeout),
+        "DescribeCluster": lambda: admin.describe_cluster(request_timeout=timeout).result(timeout),
+        "DescribeTopics": lambda: admin.describe_topics(
+            TopicCollection([topic]), request_timeout=timeout)[topic].result(timeout),
+        "DeleteGroups": lambda: admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout),
+    }
+    for name, call in calls.items():
+        step(name)(call)()
+
+
 # --------------------------------------------------------------------------- kafka-python
 
 def run_kafka_python(bootstrap: str, timeout: float) -> None:
     from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic, OffsetSpec
 
     topic, group = "golden.kafka-python", "golden-group-kafka-python"
     ms = int(timeout * 1000)
@@ -206,6 +249,19 @@ def run_kafka_python(bootstrap: str, timeout: float) -> None:
 
     consume()
     if admin is not None:
+        tp = TopicPartition(topic, 0)
+        step("ListGroups")(admin.list_groups)()
+        step("DescribeGroups")(admin.describe_groups)([group])
+        step("OffsetFetch (admin)")(admin.list_group_offsets)({group: None})
+        step("ListOffsets (admin)")(admin.list_partition_offsets)({tp: OffsetSpec.LATEST})
+        step("IncrementalAlterConfigs")(admin.alter_configs)(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": ("SET", "3600000")})])
+        step("CreatePartitions")(admin.create_partitions)({topic: 2}, timeout_ms=ms)
+        step("DeleteRecords")(admin.delete_records)({tp: 1}, timeout_ms=ms)
+        step("DescribeCluster")(admin.describe_cluster)()
+        step("DescribeTopics")(admin.describe_topics)([topic])
+        step("DescribeLogDirs")(admin.describe_log_dirs)()
+        step("DeleteGroups")(admin.delete_groups)([group])
         step("DeleteTopics")(admin.delete_topics)([topic], timeout_ms=ms)
         admin.close()
 
@@ -214,7 +270,7 @@ def run_kafka_python(bootstrap: str, timeout: float) -> None:
 
 async def _aiokafka(bootstrap: str, timeout: float) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     topic, group = "golden.aiokafka", "golden-group-aiokafka"
@@ -262,6 +318,7 @@ async def _aiokafka(bootstrap: str, timeout: float) -> None:
             async with p.transaction():
                 for k, v, h in _messages("txn"):
                     await p.send(topic, v, k, headers=h)
+                await p.send_offsets_to_transaction({TopicPartition(topic, 0): 1}, group + "-txn")
         finally:
             await p.stop()
 
@@ -290,6 +347,16 @@ async def _aiokafka(bootstrap: str, timeout: float) -> None:
             await c.stop()
 
     await astep("group consume", consume())
+    tp = TopicPartition(topic, 0)
+    await astep("ListGroups", admin.list_consumer_groups())
+    await astep("DescribeGroups", admin.describe_consumer_groups([group]))
+    await astep("OffsetFetch (admin)", admin.list_consumer_group_offsets(group))
+    await astep("AlterConfigs", admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "3600000"})]))
+    await astep("CreatePartitions", admin.create_partitions({topic: NewPartitions(2)}, timeout_ms=ms))
+    await astep("DeleteRecords", admin.delete_records({tp: RecordsToDelete(1)}, timeout_ms=ms))
+    await astep("DescribeCluster", admin.describe_cluster())
+    await astep("DescribeTopics", admin.describe_topics([topic]))
     await astep("DeleteTopics", admin.delete_topics([topic], timeout_ms=ms))
     await admin.close()
 

@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import capture_rewrites as rw  # beside this script
+
 HERE = Path(__file__).resolve().parent
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "kcat")
 # Frames larger than this are never legitimate for our small scenarios; the
@@ -57,7 +59,9 @@ API_NAMES = {
     33: "AlterConfigs", 35: "DescribeLogDirs", 36: "SaslAuthenticate",
     37: "CreatePartitions", 42: "DeleteGroups", 44: "IncrementalAlterConfigs",
     47: "OffsetDelete", 60: "DescribeCluster", 61: "DescribeProducers",
-    68: "ConsumerGroupHeartbeat", 71: "GetTelemetrySubscriptions",
+    45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
+    50: "DescribeUserScramCredentials", 65: "DescribeTransactions", 66: "ListTransactions",
+    68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 71: "GetTelemetrySubscriptions",
     72: "PushTelemetry", 75: "DescribeTopicPartitions",
 }
 
@@ -72,7 +76,8 @@ class Frame:
     api_version: int
     correlation_id: int
     payload: bytes
-    rewritten: bool = False
+    rewritten: str | None = None
+    broker_fault: str | None = None
 
 
 @dataclass(slots=True)
@@ -105,43 +110,6 @@ async def _pump(reader, writer, on_frame) -> None:
         writer.close()
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _skip_tags(buf: bytes, pos: int) -> int:
-    count, pos = _uvarint(buf, pos)
-    for _ in range(count):
-        _, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-    return pos
-
-
-def strip_api_versions_tags(payload: bytes) -> bytes:
-    """ApiVersions v3+ response with its top-level tagged fields dropped.
-
-    librdkafka before 2.2 (kcat on Debian is 2.0.2) fails with "Read
-    underflow" on the default-valued tags Tansu writes (SupportedFeatures,
-    FinalizedFeaturesEpoch, FinalizedFeatures, ZkMigrationReady); every tag
-    Tansu sends there holds its default, so dropping them changes no value.
-    Layout: correlation id, error code, compact array of (key, min, max,
-    tags), throttle time, tags — the response header is v0 for ApiVersions."""
-    pos = 4 + 2
-    count, pos = _uvarint(payload, pos)
-    for _ in range(max(count - 1, 0)):
-        pos = _skip_tags(payload, pos + 6)
-    pos += 4
-    return payload[:pos] + b"\0"
-
-
 def _proxy_handler(recorder: Recorder, broker_port: int):
     async def handle(client_reader, client_writer) -> None:
         label = recorder.client  # a connection belongs to the scenario that opened it
@@ -152,10 +120,16 @@ def _proxy_handler(recorder: Recorder, broker_port: int):
             client_writer.close()
             return
 
-        def on_request(payload: bytes) -> None:
+        bridged: set[int] = set()  # correlation ids sent on to tansu at another version
+
+        def on_request(payload: bytes) -> bytes:
             key, version, corr = struct.unpack_from(">hhi", payload)
             pending[corr] = (key, version)
             recorder.frames.append(Frame(label, "request", key, version, corr, payload))
+            if key == 22 and version == 0:
+                bridged.add(corr)
+                return rw.init_producer_id_v0_as_v4(payload)
+            return payload
 
         def on_response(payload: bytes) -> bytes:
             (corr,) = struct.unpack_from(">i", payload)
@@ -163,10 +137,16 @@ def _proxy_handler(recorder: Recorder, broker_port: int):
                 recorder.unmatched_responses += 1
                 return payload
             key, version = pending.pop(corr)
-            rewritten = label == "kcat" and key == 18 and version >= 3
-            if rewritten:
-                payload = strip_api_versions_tags(payload)
-            recorder.frames.append(Frame(label, "response", key, version, corr, payload, rewritten))
+            rewritten = None
+            if corr in bridged:
+                bridged.discard(corr)
+                payload = rw.init_producer_id_v4_response_as_v0(payload)
+                rewritten = rw.INIT_PRODUCER_ID_BRIDGE
+            elif label == "kcat" and key == 18 and version >= 3:
+                payload = rw.strip_api_versions_tags(payload)
+                rewritten = rw.API_VERSIONS_TAGS_DROPPED
+            recorder.frames.append(Frame(label, "response", key, version, corr, payload, rewritten,
+                                         rw.broker_fault(key, version, payload)))
             return payload
 
         await asyncio.gather(
@@ -255,7 +235,8 @@ def write_outputs(out: Path, frames: list[Frame], max_per_version: int) -> dict:
                     "dir": f.direction, "api_key": f.api_key,
                     "api_name": API_NAMES.get(f.api_key, "?"), "api_version": f.api_version,
                     "correlation_id": f.correlation_id, "hex": f.payload.hex(),
-                    **({"rewritten_by_proxy": True} if f.rewritten else {}),
+                    **({"rewritten_by_proxy": f.rewritten} if f.rewritten else {}),
+                    **({"broker_fault": f.broker_fault} if f.broker_fault else {}),
                 }) + "\n")
         summary[client] = (len(mine), path.stat().st_size)
     # A run over some clients keeps the other clients' entries.
