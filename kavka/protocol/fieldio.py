@@ -30,6 +30,8 @@ def locate(e: BaseException, seg: str, i: int) -> DecodeError:
         err = e
     elif isinstance(e, (struct.error, IndexError)):
         err = DecodeError(f"truncated ({e})")
+    elif isinstance(e, UnicodeDecodeError):
+        err = DecodeError(f"string is not valid UTF-8 ({e.reason} at byte {e.start})")
     else:
         err = DecodeError(f"{type(e).__name__}: {e}")
     if seg:

@@ -86,6 +86,19 @@ class Message:
         return all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
 
     __hash__ = None  # mutable
+    _DEFAULTS: dict = {"_unknown_tags": lambda: None}
+
+    def __getattr__(self, name: str):
+        # Only reached for a slot never assigned: decoders leave fields that
+        # are absent in the version (or tagged and not sent) unset, and the
+        # default is made here on first access — per instance, so a mutable
+        # default is never shared.
+        make = type(self)._DEFAULTS.get(name)
+        if make is None:
+            raise AttributeError(f"{type(self).__qualname__!r} has no field {name!r}")
+        value = make()
+        object.__setattr__(self, name, value)
+        return value
 
     def __repr__(self) -> str:
         body = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.FIELDS)
@@ -120,6 +133,8 @@ def merged(fields: tuple[Field, ...]) -> dict[str, tuple[Field, ...]]:
 def default_of(f: Field):
     """The value a field has when absent or not sent; FRESH for arrays and
     single structs (a new list / struct per instance)."""
+    if isinstance(f.default, list):
+        return FRESH  # never share one mutable list between instances
     if f.default is not MISSING:
         return f.default
     if not f.nullable.empty:
@@ -135,6 +150,7 @@ def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]], attrs: dict 
     ns: dict[str, object] = {"FRESH": FRESH}
     nested: dict[str, type] = {}
     params, body = [], []
+    defaults: dict[str, object] = {"_unknown_tags": lambda: None}
     for i, name in enumerate(names):
         first = defs[name][0]
         child = None
@@ -150,15 +166,24 @@ def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]], attrs: dict 
             make = "[]" if first.is_array else f"_C{i}()"
             ns[f"_C{i}"] = child
             body.append(f"    self.{name} = {make} if {name} is FRESH else {name}")
+            defaults[name] = list if first.is_array else child
         else:
+            defaults[name] = (lambda d: lambda: d)(dflt)
             ns[f"_D{i}"] = dflt
             params.append(f"{name}=_D{i}")
             body.append(f"    self.{name} = {name}")
     body.append("    self._unknown_tags = None")
     sig = ", ".join(["self", "*", *params]) if params else "self"
     src = f"def __init__({sig}):\n" + "\n".join(body) + "\n"
+    # A straight-line __eq__: the encoder compares tagged and absent fields
+    # with their defaults on every message.
+    same = " and ".join(f"self.{n} == other.{n}" for n in names) or "True"
+    src += ("def __eq__(self, other):\n"
+            "    if type(other) is not type(self):\n        return NotImplemented\n"
+            f"    return {same}\n")
     exec(compile(src, f"<kavka message {qualname}>", "exec"), ns)
-    cls_attrs = {"__slots__": names, "__init__": ns["__init__"], "FIELDS": names, "SCHEMA": defs,
+    cls_attrs = {"__slots__": names, "__init__": ns["__init__"], "__eq__": ns["__eq__"],
+                 "__hash__": None, "FIELDS": names, "SCHEMA": defs, "_DEFAULTS": defaults,
                  "__qualname__": qualname, "__module__": __name__}
     cls_attrs.update(nested)
     cls_attrs.update(attrs or {})

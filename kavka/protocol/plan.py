@@ -39,6 +39,13 @@ class SchemaError(ValueError):
     field name present in the same version)."""
 
 
+_SLICE = {  # value expression for a string/bytes/records of n bytes at pos
+    "string": "str(buf[pos:pos + n], 'utf-8')",
+    "bytes": "bytes(buf[pos:pos + n])",
+    "records": "buf[pos:pos + n]",  # zero-copy: batches stay opaque
+}
+
+
 def _kind(f: Field) -> str:
     if f.is_struct_array:
         return "structs"
@@ -62,7 +69,9 @@ class Compiler:
             "_read_tags": fio.read_tags, "_write_tags": fio.write_tags,
             "_not_null": fio.not_null, "DecodeError": DecodeError, "EncodeError": EncodeError,
             "_alen": fio.array_len_reader(flexible), "_walen": fio.array_len_writer(flexible),
-            "_int8": p.read_int8,
+            "_int8": p.read_int8, "_uvarint": p.read_uvarint, "_length_error": p.length_error,
+            "_I16": p.INT16.unpack_from, "_I32": p.INT32.unpack_from,
+            "_P32": p.INT32.pack, "_wuvarint": p.write_uvarint,
         }
         self.src: list[str] = []
         self.late: list[tuple[str, object]] = []
@@ -95,14 +104,20 @@ class Compiler:
     def tagged(self, f: Field) -> bool:
         return self.flex and f.tag is not None and self.v in f.tagged
 
-    def default_expr(self, cls: type, name: str) -> str:
-        first = cls.SCHEMA[name][0]
-        d = default_of(first)
-        if d is FRESH:
-            if first.is_array:
-                return "[]"
-            return f"{self._name('C', getattr(cls, _camel(name)))}()"
-        return self._name("K", d)
+    def length_lines(self, what: str, width: int, min_each: int) -> list[str]:
+        """Inline code reading a length into ``n`` (-1 = null) and checking
+        ``n * min_each`` against the bytes that remain, before any use."""
+        if self.flex:
+            L = ["        n = buf[pos]",
+                 "        if n < 128: pos += 1",
+                 "        else: n, pos = _uvarint(buf, pos)",
+                 "        n -= 1"]
+        else:
+            L = [f"        n, = {'_I16' if width == 2 else '_I32'}(buf, pos); pos += {width}",
+                 f"        if n < -1: raise DecodeError(f'negative {what} {{n}}')"]
+        need = "n" if min_each == 1 else f"n * {min_each}"
+        L.append(f"        if {need} > len(buf) - pos: raise _length_error({what!r}, n, len(buf) - pos)")
+        return L
 
     def min_size(self, f: Field) -> int:
         if _kind(f) in ("fixed", "scalar"):
@@ -122,11 +137,10 @@ class Compiler:
             if f.is_struct_array or f.is_struct:
                 children[f.name] = self.decoder(getattr(cls, _camel(f.name)), f.struct_fields)
         L = [f"def {fname}(buf, pos):", "    _f = ''; _i = -1", "    try:",
-             f"        o = _new({cname})", "        o._unknown_tags = None"]
-        in_body = {f.name for f in body}
-        for name in cls.FIELDS:
-            if name not in in_body:
-                L.append(f"        o.{name} = {self.default_expr(cls, name)}")
+             f"        o = _new({cname})"]
+        # Fields absent in this version, tagged fields not sent and
+        # _unknown_tags stay unset: Message.__getattr__ makes their default
+        # on first access, which keeps decoding free of default structs.
         size = 0
         i = 0
         while i < len(body):
@@ -147,9 +161,9 @@ class Compiler:
                 nullable = self.v in f.nullable
                 child = children[f.name]
                 mn = max(1, self.min_sizes[child])
-                L += [f"        _f = {f.name!r}",
-                      f"        n, pos = _alen(buf, pos, {mn})",
-                      "        if n < 0:",
+                L.append(f"        _f = {f.name!r}")
+                L += self.length_lines("array length", 4, mn)
+                L += ["        if n < 0:",
                       f"            o.{f.name} = None" if nullable else "            raise _not_null('array')",
                       "        else:",
                       "            lst = []; ap = lst.append",
@@ -159,6 +173,16 @@ class Compiler:
                       "            _i = -1",
                       f"            o.{f.name} = lst"]
                 size += 1 if self.flex else 4
+            elif k == "scalar" and f.type in ("string", "bytes", "records"):
+                L.append(f"        _f = {f.name!r}")
+                L += self.length_lines(f"{'string ' if f.type == 'string' else ''}length",
+                                       2 if f.type == "string" else 4, 1)
+                L += ["        if n < 0:",
+                      f"            o.{f.name} = None" if self.v in f.nullable else
+                      f"            raise _not_null({f.type!r})",
+                      "        else:",
+                      f"            o.{f.name} = {_SLICE[f.type]}; pos += n"]
+                size += self.min_size(f)
             else:
                 if k == "struct":
                     cn, nl = children[f.name], self.v in f.nullable
@@ -235,11 +259,24 @@ class Compiler:
                       "        else:", "            a(_walen(len(v)))",
                       "            for _i, el in enumerate(v):", f"                {child}(el, out)",
                       "            _i = -1"]
+            elif f.type == "records":
+                # appended as is: the batch bytes are copied once, by the join
+                null = self._name("K", b"\x00" if self.flex else p.INT32.pack(-1))
+                L += [f"        v = o.{f.name}", "        if v is None:",
+                      f"            a({null})" if self.v in f.nullable
+                      else "            raise EncodeError('null records where this version does not allow null')",
+                      "        else:",
+                      "            a(_wuvarint(len(v) + 1))" if self.flex else "            a(_P32(len(v)))",
+                      "            a(v)"]
             else:
                 w = self._writer(f, children.get(f.name))
                 L.append(f"        {w}(o.{f.name}, out)")
             i += 1
-        if self.flex:
+        if self.flex and not tagged:
+            L += ["        _f = '_tagged_fields'",
+                  "        if o._unknown_tags is None: a(b'\\x00')",
+                  "        else: _write_tags(out, None, o._unknown_tags)"]
+        elif self.flex:
             L += ["        _f = '_tagged_fields'", "        t = None"]
             for f in tagged:
                 w = self._writer(f, children.get(f.name))
@@ -247,7 +284,7 @@ class Compiler:
                 dv = [] if d is FRESH and f.is_array else (
                     getattr(cls, _camel(f.name))() if d is FRESH else d)
                 dn = self._name("K", dv)
-                L += [f"        if o.{f.name} != {dn}:",
+                L += [f"        if not o.{f.name} == {dn}:",
                       "            if t is None: t = []",
                       f"            _f = {f.name!r}; sub = []; {w}(o.{f.name}, sub)",
                       f"            t.append(({f.tag}, b''.join(sub))); _f = '_tagged_fields'"]
