@@ -63,7 +63,7 @@ CREATE_TOPICS = api(
                 F("read_only", "bool", "5+"),
                 F("config_source", "int8", "5+", default=-1, ignorable=True),
                 F("is_sensitive", "bool", "5+"),
-            ], "5+", nullable="5+", ignorable=True),
+            ], "5+", nullable="5+", default=[], ignorable=True),
         ], "0+"),
     ],
 )
@@ -81,7 +81,8 @@ DELETE_TOPICS = api(
     response=[
         F("throttle_time_ms", "int32", "1+", ignorable=True),
         F("responses", [
-            F("name", "string", "0+", nullable="6+"),
+            # Null (topic known by id only) from v6; "" encodes in v0-v5.
+            F("name", "string", "0+", nullable="6+", default=""),
             F("topic_id", "uuid", "6+", ignorable=True),
             F("error_code", "int16", "0+"),
             F("error_message", "string", "5+", nullable="5+", default=None, ignorable=True),

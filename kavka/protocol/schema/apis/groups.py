@@ -78,7 +78,8 @@ JOIN_GROUP = api(
         F("error_code", "int16", "0+"),
         F("generation_id", "int32", "0+", default=-1),
         F("protocol_type", "string", "7+", nullable="7+", default=None, ignorable=True),
-        F("protocol_name", "string", "0+", nullable="7+"),
+        # Null only from v7 (KIP-559); the default must encode in v0-v6 too.
+        F("protocol_name", "string", "0+", nullable="7+", default=""),
         F("leader", "string", "0+"),
         F("skip_assignment", "bool", "9+"),
         F("member_id", "string", "0+"),

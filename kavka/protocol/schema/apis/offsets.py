@@ -109,7 +109,7 @@ OFFSET_FETCH = api(
         F("topics", [
             F("name", "string", "0-7"),
             F("partition_indexes", "[]int32", "0-7"),
-        ], "0-7", nullable="2-7"),
+        ], "0-7", nullable="2-7", default=[]),
         F("groups", [
             F("group_id", "string", "8+"),
             F("member_id", "string", "9+", nullable="9+", default=None, ignorable=True),
@@ -118,7 +118,7 @@ OFFSET_FETCH = api(
                 F("name", "string", "8-9", ignorable=True),
                 F("topic_id", "uuid", "10+", ignorable=True),
                 F("partition_indexes", "[]int32", "8+"),
-            ], "8+", nullable="8+"),
+            ], "8+", nullable="8+", default=[]),
         ], "8+"),
         F("require_stable", "bool", "7+"),
     ],
