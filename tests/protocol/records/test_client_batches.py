@@ -38,6 +38,7 @@ from kavka.protocol.records.reader import decode_batch, records_section
 GOLDEN = Path(__file__).parent.parent / "golden"
 CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka", "kcat")
 PRODUCE = 0
+FETCH = 1
 FLIPS_PER_BATCH = 48  # sampled bit positions per batch; deterministic seed
 
 
@@ -53,6 +54,17 @@ def _produce_requests() -> list:
 
 
 PRODUCE_REQUESTS = _produce_requests()
+
+
+def _fetch_responses() -> list:
+    params = []
+    for client in CLIENTS:
+        for line_no, line in enumerate((GOLDEN / f"{client}.frames").read_text().splitlines(), 1):
+            record = json.loads(line)
+            if record["dir"] == "response" and record["api_key"] == FETCH:
+                params.append(pytest.param(record["api_version"], bytes.fromhex(record["hex"]),
+                                           id=f"{client}-v{record['api_version']}-line{line_no}"))
+    return params
 
 
 def _records_fields(value) -> list[bytes]:
@@ -81,13 +93,16 @@ def _records_fields(value) -> list[bytes]:
     return found
 
 
+def _headers_codec():
+    try:
+        return importlib.import_module("kavka.protocol.headers")
+    except ImportError as exc:
+        pytest.fail(f"kavka.protocol.headers cannot be imported ({exc}); it is needed to walk captured frames")
+
+
 def batches_of(frame: bytes) -> list[bytes]:
     """The record batches of one Produce request, reached through the codec."""
-    try:
-        codec = importlib.import_module("kavka.protocol.headers")
-    except ImportError as exc:
-        pytest.fail(f"kavka.protocol.headers cannot be imported ({exc}); it is needed to walk Produce requests")
-    decoded = codec.decode_request(frame)
+    decoded = _headers_codec().decode_request(frame)
     body = decoded[1] if isinstance(decoded, tuple) else decoded.body
     blobs = _records_fields(body)
     assert blobs, "the decoded Produce request has no records field"
@@ -213,3 +228,33 @@ def test_kavka_builders_reproduce_client_batches(client, frame):
             assert bytes(records_section(rebuilt, again)) == bytes(records_section(batch, header))
             assert dataclasses.replace(again, crc=0, batch_length=0) == \
                 dataclasses.replace(header, crc=0, batch_length=0)
+
+
+@pytest.mark.parametrize(("version", "frame"), _fetch_responses())
+def test_batches_served_back_in_fetch_responses_validate_and_decode(version, frame):
+    """The same client batches after a broker stored them: offsets assigned
+    by patching the base offset, CRC untouched. A fetch may end in a partial
+    batch, which is left alone."""
+    decoded = _headers_codec().decode_response(FETCH, version, frame)
+    body = decoded[1] if isinstance(decoded, tuple) else decoded.body
+    for blob in _records_fields(body):
+        expected_offset = None
+        for pos, header in iter_batches(blob):
+            if expected_offset is not None:
+                assert header.base_offset == expected_offset, "batches in one partition are contiguous"
+            expected_offset = header.next_offset
+            _, records = decode_batch(blob[pos:pos + header.size])
+            assert [r.offset for r in records] == list(range(header.base_offset, header.next_offset))
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_each_client_fetched_every_codec_back(client):
+    codecs = set()
+    for param in _fetch_responses():
+        if not param.id.startswith(f"{client}-v"):
+            continue
+        version, frame = param.values
+        decoded = _headers_codec().decode_response(FETCH, version, frame)
+        body = decoded[1] if isinstance(decoded, tuple) else decoded.body
+        codecs |= {h.compression for blob in _records_fields(body) for _, h in iter_batches(blob)}
+    assert codecs == set(Compression), f"{client} fetched only {sorted(c.name for c in codecs)}"
