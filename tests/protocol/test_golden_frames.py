@@ -8,6 +8,11 @@ request, ``decode_request(frame)`` then ``encode_request(header, body)`` must
 give the frame back; for a response, ``decode_response(api_key, api_version,
 frame)`` then ``encode_response(api_key, api_version, correlation_id, body)``.
 
+A second test checks decode -> encode -> decode keeps the message (so a
+frame a broker wrote in non-canonical form still shows whether its meaning
+survives), and responses the capture broker got wrong (``broker_fault``)
+must be rejected with DecodeError.
+
 Tests are parametrized per (client, API, version, direction) so that an API
 whose schema table is missing, or a codec bug in one version, fails alone and
 by name. A missing table or codec is a failure, never a skip: every frame
