@@ -1,0 +1,10 @@
+"""ZooKeeper: one class per znode of seed 000 (path, encode, decode) and an
+asyncio-facing store over kazoo (``kavka.zk.store``) behind the ``ZkStore``
+protocol, with an in-memory double (``kavka.zk.memory``) for unit tests.
+
+Modules: ``brokers`` (/brokers/...), ``controller_nodes`` (/controller,
+/controller_epoch), ``admin`` (/admin/...), ``notifications`` (sequential
+change notifications), ``config_nodes`` (/config/<type>/<name>), ``cluster``
+(/cluster/id, /latest_producer_id_block, persistent paths), ``codec``
+(errors and JSON helpers).
+"""
