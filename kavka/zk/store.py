@@ -251,8 +251,10 @@ class KazooZkStore:
                 fut.set_exception(_translate(e, path, version))
 
         def done(ar: Any) -> None:  # kazoo's callback thread
-            if not loop.is_closed():
+            try:
                 loop.call_soon_threadsafe(settle, ar)
+            except RuntimeError:
+                pass  # the loop is closed: nobody awaits the answer any more
 
         async_result.rawlink(done)
         return await fut
@@ -269,8 +271,10 @@ class KazooZkStore:
                 return  # not a drop; nothing for the owner to do
             if self._closing:
                 return  # the owner closed the store: nobody is waiting
-            if not loop.is_closed():
+            try:
                 loop.call_soon_threadsafe(callback, WatchEvent(kind, event.path))
+            except RuntimeError:
+                pass  # the loop is closed
 
         return on_event
 
