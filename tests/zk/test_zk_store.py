@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable
 
 import pytest
 
-from kavka.tools.zookeeper import ZooKeeperServer, expire_session
+from kavka.tools.zookeeper import ZooKeeperServer
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 from kavka.zk.store import KazooZkStore
 from kavka.zk.store_types import (
@@ -32,79 +31,7 @@ from kavka.zk.store_types import (
     ZkNotConnectedError,
 )
 
-WAIT = 20.0  # generous bound for events on a loaded 2-core machine
-
-
-class Backend:
-    """Makes sessions on one backend, under one chroot per test."""
-
-    def __init__(self, kind: str, request: pytest.FixtureRequest) -> None:
-        self.kind = kind
-        if kind == "kazoo":
-            self.connect = request.getfixturevalue("zk_chroot")
-            self.server: ZooKeeperServer = request.getfixturevalue("zk_server")
-        else:
-            self.memory = InMemoryZooKeeper()
-        self.stores: list[Any] = []
-
-    def new_store(self, session_timeout_ms: int = 6000) -> Any:
-        if self.kind == "kazoo":
-            store = KazooZkStore(self.connect, session_timeout_ms=session_timeout_ms)
-        else:
-            store = InMemoryZkStore(self.memory, chroot="/kavka-test")
-        self.stores.append(store)
-        return store
-
-    async def expire(self, store: Any) -> None:
-        if self.kind == "kazoo":
-            session_id, password = store.client_id
-            await asyncio.to_thread(expire_session, self.server.connect_string, session_id, password)
-        else:
-            store.expire()
-
-    async def close_all(self) -> None:
-        for s in self.stores:
-            await s.close()
-
-
-@pytest.fixture(params=["kazoo", "memory"])
-def backend(request: pytest.FixtureRequest) -> Backend:
-    return Backend(request.param, request)
-
-
-def run(backend: Backend, body: Callable[[], Awaitable[None]]) -> None:
-    async def main() -> None:
-        try:
-            await asyncio.wait_for(body(), 60)
-        finally:
-            await backend.close_all()
-
-    asyncio.run(main())
-
-
-class Recorder:
-    """Collects callback events with the thread they ran on."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.threads: set[int] = set()
-        self._changed = asyncio.Event()
-
-    def __call__(self, event: Any) -> None:
-        self.events.append(event)
-        self.threads.add(threading.get_ident())
-        self._changed.set()
-
-    async def wait_for(self, predicate: Callable[[list[Any]], bool]) -> None:
-        async def loop() -> None:
-            while not predicate(self.events):
-                self._changed.clear()
-                await self._changed.wait()
-
-        await asyncio.wait_for(loop(), WAIT)
-
-
-def test_create_get_set_delete_and_versions(backend: Backend) -> None:
+def test_create_get_set_delete_and_versions(backend) -> None:
     async def body() -> None:
         s = backend.new_store()
         await s.start()
@@ -136,10 +63,10 @@ def test_create_get_set_delete_and_versions(backend: Backend) -> None:
         with pytest.raises(ValueError, match="invalid znode path"):
             await s.get("relative")
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_conditional_set_conflict(backend: Backend) -> None:
+def test_conditional_set_conflict(backend) -> None:
     async def body() -> None:
         a, b = backend.new_store(), backend.new_store()
         await a.start()
@@ -158,10 +85,10 @@ def test_conditional_set_conflict(backend: Backend) -> None:
             await b.delete("/state", version=0)
         await b.delete("/state", version=1)
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_multi_is_atomic(backend: Backend) -> None:
+def test_multi_is_atomic(backend) -> None:
     async def body() -> None:
         s = backend.new_store()
         await s.start()
@@ -185,10 +112,10 @@ def test_multi_is_atomic(backend: Backend) -> None:
         assert await s.exists("/v") is None
         assert await s.multi([]) == []
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_sequential_and_ephemeral_nodes(backend: Backend) -> None:
+def test_sequential_and_ephemeral_nodes(backend) -> None:
     async def body() -> None:
         a, b = backend.new_store(), backend.new_store()
         await a.start()
@@ -208,17 +135,17 @@ def test_sequential_and_ephemeral_nodes(backend: Backend) -> None:
         with pytest.raises(ZkNotConnectedError):
             await a.get("/brokers")
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_watches_fire_once_on_the_loop_thread(backend: Backend) -> None:
+def test_watches_fire_once_on_the_loop_thread(backend) -> None:
     async def body() -> None:
         loop_thread = threading.get_ident()
         a, b = backend.new_store(), backend.new_store()
         await a.start()
         await b.start()
         await a.create("/brokers", b"")
-        data_watch, child_watch, exists_watch = Recorder(), Recorder(), Recorder()
+        data_watch, child_watch, exists_watch = backend.recorder(), backend.recorder(), backend.recorder()
         await a.create("/node", b"0")
         await a.get("/node", watch=data_watch)
         await a.get_children("/brokers", watch=child_watch)
@@ -238,28 +165,28 @@ def test_watches_fire_once_on_the_loop_thread(backend: Backend) -> None:
         for r in (data_watch, child_watch, exists_watch):
             assert r.threads == {loop_thread}
 
-        deleted = Recorder()
+        deleted = backend.recorder()
         await a.get("/node", watch=deleted)
         await b.delete("/node")
         await deleted.wait_for(lambda ev: len(ev) >= 1)
         assert deleted.events == [WatchEvent(WatchEventType.DELETED, "/node")]
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_session_expiry_is_detected_and_a_new_session_follows(backend: Backend) -> None:
+def test_session_expiry_is_detected_and_a_new_session_follows(backend) -> None:
     async def body() -> None:
         loop_thread = threading.get_ident()
         a, observer = backend.new_store(session_timeout_ms=4000), backend.new_store()
-        sessions = Recorder()
+        sessions = backend.recorder()
         a.add_session_listener(sessions)
         await a.start()
         await observer.start()
         await a.ensure_path("/brokers/ids")
         await a.create("/brokers/ids/3", b"{}", ephemeral=True)
-        lost = Recorder()
+        lost = backend.recorder()
         await a.get("/brokers/ids/3", watch=lost)
-        vanished = Recorder()
+        vanished = backend.recorder()
         await observer.exists("/brokers/ids/3", watch=vanished)
         first = a.session_id
 
@@ -279,38 +206,38 @@ def test_session_expiry_is_detected_and_a_new_session_follows(backend: Backend) 
         if lost.events:  # a watch dropped with the old session reports LOST, never a fake change
             assert all(e.type is WatchEventType.LOST for e in lost.events)
 
-    run(backend, body)
+    backend.run(body)
 
 
-def test_chroot_isolates_paths(backend: Backend) -> None:
+def test_chroot_isolates_paths(backend) -> None:
     async def body() -> None:
         s = backend.new_store()
         await s.start()
         await s.create("/only-here", b"")
         assert "only-here" in await s.get_children("/")
-        watch = Recorder()
+        watch = backend.recorder()
         await s.get_children("/", watch=watch)
         await s.create("/another", b"")
         await watch.wait_for(lambda ev: len(ev) >= 1)
         assert watch.events == [WatchEvent(WatchEventType.CHILD, "/")]
 
-    run(backend, body)
+    backend.run(body)
 
 
 @pytest.mark.slow
-def test_connection_loss_then_same_session_reconnects(zk_chroot: str, zk_server: ZooKeeperServer) -> None:
+def test_connection_loss_then_same_session_reconnects(zk_chroot: str, zk_server: ZooKeeperServer, recorder) -> None:
     """Pause the real server until the client notices (SUSPENDED), resume
     before the session times out: RECONNECTED with the same session, the
     ephemeral znode kept, and pending watches report LOST."""
 
     async def main() -> None:
         store = KazooZkStore(zk_chroot, session_timeout_ms=9000)
-        sessions = Recorder()
+        sessions = recorder()
         store.add_session_listener(sessions)
         await store.start()
         try:
             await store.create("/eph", b"", ephemeral=True)
-            watch = Recorder()
+            watch = recorder()
             await store.get("/eph", watch=watch)
             session = store.session_id
             zk_server.pause()
@@ -330,15 +257,15 @@ def test_connection_loss_then_same_session_reconnects(zk_chroot: str, zk_server:
     asyncio.run(asyncio.wait_for(main(), 90))
 
 
-def test_memory_disconnect_and_reconnect() -> None:
+def test_memory_disconnect_and_reconnect(recorder) -> None:
     async def main() -> None:
         server = InMemoryZooKeeper()
         s = InMemoryZkStore(server)
-        sessions = Recorder()
+        sessions = recorder()
         s.add_session_listener(sessions)
         await s.start()
         await s.create("/eph", b"", ephemeral=True)
-        watch = Recorder()
+        watch = recorder()
         await s.get("/eph", watch=watch)
         s.disconnect()
         with pytest.raises(Exception, match="connection lost"):
