@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Awaitable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -89,8 +89,12 @@ class PartitionWrite:
 class KavkaZkClient:
     """Typed ZooKeeper operations over a ``ZkStore`` (see module doc)."""
 
-    def __init__(self, store: ZkStore, *, gather_limit: int = 2000) -> None:
+    def __init__(self, store: ZkStore, *, gather_limit: int = 2000, batch_size: int = 100) -> None:
         self.store = store
+        # Partitions per multi: large enough to amortise round trips (seed
+        # 001: "batch with multi"), small enough to stay far below
+        # ZooKeeper's 1 MB request limit (jute.maxbuffer).
+        self.batch_size = batch_size
         # Bounds how many requests one call keeps in flight at once, so a
         # 100K-partition failover does not queue unbounded work in kazoo.
         self._limit = asyncio.Semaphore(gather_limit)
@@ -323,51 +327,76 @@ class KavkaZkClient:
 
     async def create_partition_states(self, claim: ControllerClaim, states: Sequence[PartitionStateZNode]) -> dict[tuple[str, int], PartitionWrite]:
         """New partitions' first leader and ISR (seed 000 §创建 Topic 3.2),
-        each in a fenced multi with its parents. A partition whose state
-        already exists reports ``conflict``."""
+        with their parent znodes, in fenced multis of up to ``batch_size``
+        partitions. A partition whose state already exists reports ``conflict``."""
         for topic in {s.topic for s in states}:
             try:
                 await self.store.create(PartitionStateZNode.partitions_path(topic), b"")
             except NodeExistsError:
                 pass
+        items: list[list[Op]] = [[CreateOp(PartitionStateZNode.partition_path(s.topic, s.partition)), CreateOp(s.znode_path, s.encode())] for s in states]
 
-        async def one(s: PartitionStateZNode) -> PartitionWrite:
-            ops: list[Op] = [CreateOp(PartitionStateZNode.partition_path(s.topic, s.partition)), CreateOp(s.znode_path, s.encode())]  # type: ignore[type-arg]
-            if await self.store.exists(ops[0].path) is not None:
-                ops = ops[1:]
-            try:
-                await self._fenced(claim, ops)
-            except MultiOpError as e:
-                if isinstance(e.cause, NodeExistsError):
-                    return PartitionWrite(None, conflict=True)
-                if isinstance(e.cause, NoNodeError):
-                    return PartitionWrite(None, missing=True)
-                raise
-            return PartitionWrite(0)
+        def on_error(ops: list[Op], k: int, cause: ZkError) -> list[Op] | PartitionWrite:
+            if isinstance(cause, NodeExistsError) and len(ops) == 2 and k == 0:
+                return ops[1:]  # the parent is there already: create just the state
+            return _refused(cause)
 
-        results = await asyncio.gather(*(self._bounded(one(s)) for s in states))
-        return {(s.topic, s.partition): r for s, r in zip(states, results)}
+        results = await self._fenced_batches(claim, items, on_error)
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(0)) for s, r in zip(states, results)}
 
     async def update_partition_states(
         self, claim: ControllerClaim, updates: Sequence[tuple[PartitionStateZNode, int]]
     ) -> dict[tuple[str, int], PartitionWrite]:
-        """Controller writes of (new state, expected znode version), fenced
-        by the controller epoch, all in flight. Raises ``ControllerMovedError``
-        if this controller was deposed."""
+        """Controller writes of (new state, expected znode version), fenced by
+        the controller epoch, in multis of up to ``batch_size`` partitions
+        with every batch in flight. Raises ``ControllerMovedError`` if this
+        controller was deposed."""
+        items: list[list[Op]] = [[SetDataOp(s.znode_path, s.encode(), v)] for s, v in updates]
+        results = await self._fenced_batches(claim, items, lambda ops, k, cause: _refused(cause))
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(r[0].version)) for (s, _), r in zip(updates, results)}
 
-        async def one(s: PartitionStateZNode, version: int) -> PartitionWrite:
-            try:
-                results = await self._fenced(claim, [SetDataOp(s.znode_path, s.encode(), version)])
-            except MultiOpError as e:
-                if isinstance(e.cause, BadVersionError):
-                    return PartitionWrite(None, conflict=True)
-                if isinstance(e.cause, NoNodeError):
-                    return PartitionWrite(None, missing=True)
-                raise
-            return PartitionWrite(results[1].version)
+    async def _fenced_batches(
+        self,
+        claim: ControllerClaim,
+        items: list[list[Op]],
+        on_error: Callable[[list[Op], int, ZkError], list[Op] | PartitionWrite],
+    ) -> list[list[Any] | PartitionWrite]:
+        """Run each item's ops, many items per fenced multi. A multi is all
+        or nothing, so when one item's op fails, ``on_error`` decides: new
+        ops for that item (retry) or its final ``PartitionWrite``; the batch
+        is then re-sent without it. Each round settles or shrinks an item,
+        so a batch takes at most 1 + 2 x items rounds."""
+        results: list[list[Any] | PartitionWrite | None] = [None] * len(items)
 
-        results = await asyncio.gather(*(self._bounded(one(s, v)) for s, v in updates))
-        return {(s.topic, s.partition): r for (s, _), r in zip(updates, results)}
+        async def run(indices: range) -> None:
+            pending = list(indices)
+            while pending:
+                flat: list[Op] = []
+                owner: list[tuple[int, int]] = []
+                for i in pending:
+                    for k, op in enumerate(items[i]):
+                        flat.append(op)
+                        owner.append((i, k))
+                try:
+                    out = await self._fenced(claim, flat)
+                except MultiOpError as e:
+                    i, k = owner[e.index - 1]  # op 0 is the epoch check
+                    verdict = on_error(items[i], k, e.cause)
+                    if isinstance(verdict, PartitionWrite):
+                        results[i] = verdict
+                        pending.remove(i)
+                    else:
+                        items[i] = verdict
+                    continue
+                pos = 1
+                for i in pending:
+                    results[i] = out[pos : pos + len(items[i])]
+                    pos += len(items[i])
+                pending = []
+
+        size = self.batch_size
+        await asyncio.gather(*(self._bounded(run(range(lo, min(lo + size, len(items))))) for lo in range(0, len(items), size)))
+        return results  # type: ignore[return-value]
 
     async def maybe_update_leader_and_isr(self, state: PartitionStateZNode, expected_version: int) -> int | None:
         """A partition leader's ISR change (seed 001 #3): the new version,
@@ -467,3 +496,12 @@ class KavkaZkClient:
             if await self.store.maybe_set(path, block.encode(), stat.version) is not None:
                 return block
 
+
+def _refused(cause: ZkError) -> PartitionWrite:
+    """A partition's write lost to a concurrent change or a missing znode;
+    anything else is unexpected and propagates."""
+    if isinstance(cause, (BadVersionError, NodeExistsError)):
+        return PartitionWrite(None, conflict=True)
+    if isinstance(cause, NoNodeError):
+        return PartitionWrite(None, missing=True)
+    raise cause

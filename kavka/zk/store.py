@@ -4,7 +4,9 @@ Threading: kazoo runs its own connection and callback threads. This class
 never acts in them: each kazoo async result is bridged to an asyncio future
 with ``loop.call_soon_threadsafe``, and every watch and session-state
 callback is re-posted to the loop the same way (DESIGN.md "kazoo's callbacks
-are handed to the loop"). The few blocking kazoo calls (start, stop,
+are handed to the loop"). ``_LoopHandoff`` batches those posts: one loop
+wake-up carries every answer that arrived meanwhile, which matters when a
+controller has thousands of requests in flight. The few blocking kazoo calls (start, stop,
 recursive delete) run in a worker thread via ``asyncio.to_thread``.
 
 Chroot: ``zookeeper.connect`` may end in a chroot (``/kavka``); the store
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Sequence
+import threading
+from collections import deque
+from typing import Any, Callable, Sequence
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient
@@ -69,6 +73,40 @@ _EVENT_TYPES = {
     EventType.CHANGED: WatchEventType.CHANGED,
     EventType.CHILD: WatchEventType.CHILD,
 }
+
+
+class _LoopHandoff:
+    """Calls posted from kazoo's threads, run on the loop in posting order.
+    Only the first post after a drain pays for ``call_soon_threadsafe``
+    (a self-pipe write and a loop wake-up); later ones join the queue."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._items: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
+        self._scheduled = False
+
+    def post(self, fn: Callable[..., None], *args: Any) -> None:
+        """Any thread. Dropped silently if the loop is closed (nobody waits)."""
+        with self._lock:
+            self._items.append((fn, args))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self._loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:
+            pass  # loop closed
+
+    def _drain(self) -> None:
+        with self._lock:
+            items, self._items = self._items, deque()
+            self._scheduled = False
+        for fn, args in items:
+            try:
+                fn(*args)
+            except Exception:  # a callback's bug must not drop the others
+                log.exception("ZooKeeper callback %r failed", fn)
 
 
 def _stat(s: Any) -> ZnodeStat:
@@ -119,6 +157,7 @@ class KazooZkStore:
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._handoff: _LoopHandoff | None = None
         self._listeners: list[SessionListener] = []
         self._closing = False
         self._ready = False
@@ -133,6 +172,7 @@ class KazooZkStore:
         if self._client is not None:
             raise ZkNotConnectedError("store already started")
         self._loop = asyncio.get_running_loop()
+        self._handoff = _LoopHandoff(self._loop)
         hosts = self._connect.hosts_string()
         if self._connect.chroot:
             await asyncio.to_thread(self._create_chroot, hosts)
@@ -193,16 +233,13 @@ class KazooZkStore:
 
     def _on_kazoo_state(self, state: str) -> None:
         """Runs in kazoo's connection thread: only reads ids and posts."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
+        handoff = self._handoff
+        if handoff is None:
             return
         client = self._client
         client_id = client.client_id if client is not None else None
         session = client_id[0] if client_id else None
-        try:
-            loop.call_soon_threadsafe(self._on_state_in_loop, state, session)
-        except RuntimeError:
-            pass  # the loop closed while kazoo was shutting down
+        handoff.post(self._on_state_in_loop, state, session)
 
     def _on_state_in_loop(self, state: str, session: int | None) -> None:
         if not self._ready or self._closing:
@@ -250,11 +287,11 @@ class KazooZkStore:
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
                 fut.set_exception(_translate(e, path, version))
 
+        handoff = self._handoff
+        assert handoff is not None
+
         def done(ar: Any) -> None:  # kazoo's callback thread
-            try:
-                loop.call_soon_threadsafe(settle, ar)
-            except RuntimeError:
-                pass  # the loop is closed: nobody awaits the answer any more
+            handoff.post(settle, ar)
 
         async_result.rawlink(done)
         return await fut
@@ -262,8 +299,8 @@ class KazooZkStore:
     def _watcher(self, callback: WatchCallback | None) -> Any:
         if callback is None:
             return None
-        loop = self._loop
-        assert loop is not None
+        handoff = self._handoff
+        assert handoff is not None
 
         def on_event(event: Any) -> None:  # kazoo's callback thread
             kind = _EVENT_TYPES.get(event.type, WatchEventType.LOST)
@@ -271,10 +308,7 @@ class KazooZkStore:
                 return  # not a drop; nothing for the owner to do
             if self._closing:
                 return  # the owner closed the store: nobody is waiting
-            try:
-                loop.call_soon_threadsafe(callback, WatchEvent(kind, event.path))
-            except RuntimeError:
-                pass  # the loop is closed
+            handoff.post(callback, WatchEvent(kind, event.path))
 
         return on_event
 
