@@ -165,3 +165,44 @@ def test_controller_watch_sees_expiry_of_the_controller(backend):
         assert ControllerZNode.decode(data).broker_id == 2
 
     backend.run(body)
+
+
+def test_batched_writes_settle_each_partition_despite_conflicts(backend):
+    """A multi is all or nothing: a conflicting partition in a batch must not
+    cost the others their write, nor be reported as written."""
+
+    async def body() -> None:
+        store = backend.new_store()
+        await store.start()
+        client = KavkaZkClient(store, batch_size=7)
+        await client.create_top_level_paths()
+        claim = await client.try_become_controller(1)
+        n = 30
+        await client.create_topic(TopicZNode("t", {p: (1, 2) for p in range(n)}), {})
+        # partition 3's parent exists already, partition 4's state too
+        await store.create(PartitionStateZNode.partitions_path("t"), b"")
+        await store.create(PartitionStateZNode.partition_path("t", 3), b"")
+        await store.create(PartitionStateZNode.partition_path("t", 4), b"")
+        await store.create(PartitionStateZNode.path("t", 4), PartitionStateZNode("t", 4, 2, 5, (2,), 1).encode())
+        states = [PartitionStateZNode("t", p, 1, 0, (1, 2), claim.epoch) for p in range(n)]
+        created = await client.create_partition_states(claim, states)
+        assert created[("t", 4)].conflict
+        assert all(created[("t", p)].zk_version == 0 for p in range(n) if p != 4)
+
+        conflicting = {2, 9, 17, 29}
+        for p in conflicting:  # someone else (a leader's ISR change) wrote first
+            await store.set(PartitionStateZNode.path("t", p), states[p].encode())
+        updates = [(PartitionStateZNode("t", p, 2, 1, (2,), claim.epoch), 0) for p in range(n)]
+        updates.append((PartitionStateZNode("t", 99, 2, 1, (2,), claim.epoch), 0))  # no such znode
+        result = await client.update_partition_states(claim, updates)
+        assert {p for (_, p), w in result.items() if w.conflict} == conflicting
+        assert result[("t", 99)].missing
+        written = {p for (_, p), w in result.items() if w.zk_version is not None}
+        assert written == set(range(n)) - conflicting
+        read = await client.get_partition_states([("t", p) for p in range(n)])
+        for p in range(n):
+            z, version = read[("t", p)]
+            assert (z.leader == 2) == (p not in conflicting)
+            assert version == 1
+
+    backend.run(body)
