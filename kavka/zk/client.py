@@ -18,7 +18,9 @@ What it adds over raw store calls:
   once (all in flight), not one round trip after another (seed 001's 40 s
   for 10K partitions).
 
-All methods are coroutines for the store's event loop.
+Admin requests, notifications, configs and producer ids come from the
+``AdminZkOps`` mixin (client_admin.py). All methods are coroutines for the
+store's event loop.
 """
 
 from __future__ import annotations
@@ -29,13 +31,12 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVa
 
 T = TypeVar("T")
 
-from kavka.zk.admin import DeleteTopicZNode, DELETE_TOPICS_PATH, PreferredReplicaElectionZNode, ReassignPartitionsZNode
+from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, TOPICS_PATH, BrokerIdZNode, PartitionStateZNode, TopicZNode
-from kavka.zk.cluster import PERSISTENT_PATHS, ClusterIdZNode, ProducerIdBlockZNode, generated_broker_id
-from kavka.zk.codec import sequence_number
+from kavka.zk.client_admin import AdminZkOps
+from kavka.zk.cluster import PERSISTENT_PATHS, ClusterIdZNode, generated_broker_id
 from kavka.zk.config_nodes import ConfigEntityZNode
 from kavka.zk.controller_nodes import INITIAL_CONTROLLER_EPOCH, ControllerEpochZNode, ControllerZNode
-from kavka.zk.notifications import ConfigChangeNotificationZNode, IsrChangeNotificationZNode, ISR_CHANGE_NOTIFICATION_PATH
 from kavka.zk.store_types import (
     BadVersionError,
     CheckOp,
@@ -86,7 +87,7 @@ class PartitionWrite:
     missing: bool = False
 
 
-class KavkaZkClient:
+class KavkaZkClient(AdminZkOps):
     """Typed ZooKeeper operations over a ``ZkStore`` (see module doc)."""
 
     def __init__(self, store: ZkStore, *, gather_limit: int = 2000, batch_size: int = 100) -> None:
@@ -403,98 +404,6 @@ class KavkaZkClient:
         or None if the znode moved on — this broker is no longer the leader."""
         stat = await self.store.maybe_set(state.znode_path, state.encode(), expected_version)
         return stat.version if stat is not None else None
-
-    # -- admin requests and notifications -------------------------------------------------------
-
-    async def request_topic_deletion(self, topic: str) -> None:
-        try:
-            await self.store.create(DeleteTopicZNode.path(topic), b"", make_parents=True)
-        except NodeExistsError:
-            pass
-
-    async def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
-        return await self.store.get_children(DELETE_TOPICS_PATH, watch)
-
-    async def get_reassignment(self, watch: WatchCallback | None = None) -> ReassignPartitionsZNode | None:
-        """The pending reassignment; ``watch`` is an exists watch, so it also
-        fires when the znode is created."""
-        if await self.store.exists(ReassignPartitionsZNode.path(), watch) is None:
-            return None
-        try:
-            data, _ = await self.store.get(ReassignPartitionsZNode.path())
-        except NoNodeError:
-            return None
-        return ReassignPartitionsZNode.decode(data)
-
-    async def get_preferred_replica_election(self, watch: WatchCallback | None = None) -> PreferredReplicaElectionZNode | None:
-        if await self.store.exists(PreferredReplicaElectionZNode.path(), watch) is None:
-            return None
-        try:
-            data, _ = await self.store.get(PreferredReplicaElectionZNode.path())
-        except NoNodeError:
-            return None
-        return PreferredReplicaElectionZNode.decode(data)
-
-    async def create_isr_change_notification(self, partitions: Sequence[tuple[str, int]]) -> str:
-        node = IsrChangeNotificationZNode(tuple(partitions))
-        return await self.store.create(IsrChangeNotificationZNode.PREFIX, node.encode(), sequential=True, make_parents=True)
-
-    async def get_isr_change_notifications(self, watch: WatchCallback | None = None) -> list[tuple[str, IsrChangeNotificationZNode]]:
-        """Pending notifications in sequence order, as (path, value); ones
-        deleted meanwhile are skipped."""
-        names = await self.store.get_children(ISR_CHANGE_NOTIFICATION_PATH, watch)
-        names = sorted((n for n in names if n.startswith(IsrChangeNotificationZNode.NAME_PREFIX)), key=lambda n: sequence_number(n, IsrChangeNotificationZNode.NAME_PREFIX))
-        out = []
-        for name in names:
-            path = f"{ISR_CHANGE_NOTIFICATION_PATH}/{name}"
-            try:
-                data, _ = await self.store.get(path)
-            except NoNodeError:
-                continue
-            out.append((path, IsrChangeNotificationZNode.decode(data, path)))
-        return out
-
-    # -- entity configs (seed 002 §8) ---------------------------------------------------------------
-
-    async def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
-        path = ConfigEntityZNode.path(entity_type, entity_name)
-        try:
-            data, _ = await self.store.get(path)
-        except NoNodeError:
-            return {}
-        return dict(ConfigEntityZNode.decode(data, path).config)
-
-    async def set_entity_config(self, entity_type: str, entity_name: str, config: Mapping[str, str]) -> None:
-        """Replace an entity's overrides, then notify every broker through
-        ``/config/changes/config_change_<seq>``."""
-        node = ConfigEntityZNode(entity_type, entity_name, dict(config))
-        try:
-            await self.store.set(node.znode_path, node.encode())
-        except NoNodeError:
-            await self.store.create(node.znode_path, node.encode(), make_parents=True)
-        change = ConfigChangeNotificationZNode(entity_type, entity_name)
-        await self.store.create(ConfigChangeNotificationZNode.PREFIX, change.encode(), sequential=True, make_parents=True)
-
-    # -- producer ids -------------------------------------------------------------------------------------
-
-    async def claim_producer_id_block(self, broker_id: int) -> ProducerIdBlockZNode:
-        """The next block of producer ids for this broker; a conditional
-        write, retried when another broker claims concurrently."""
-        path = ProducerIdBlockZNode.path()
-        while True:
-            try:
-                data, stat = await self.store.get(path)
-            except NoNodeError:
-                block = ProducerIdBlockZNode.first_block(broker_id)
-                try:
-                    await self.store.create(path, block.encode())
-                    return block
-                except NodeExistsError:
-                    continue
-            block = (ProducerIdBlockZNode.decode(data) if data else None)
-            block = block.next_block(broker_id) if block else ProducerIdBlockZNode.first_block(broker_id)
-            if await self.store.maybe_set(path, block.encode(), stat.version) is not None:
-                return block
 
 
 def _refused(cause: ZkError) -> PartitionWrite:
