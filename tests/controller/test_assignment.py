@@ -21,7 +21,7 @@ from kavka.controller.assignment import (
 broker_sets = st.sets(st.integers(0, 50), min_size=1, max_size=9)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(broker_sets, st.integers(1, 60), st.data())
 def test_every_partition_gets_rf_distinct_live_brokers_and_leaders_spread(brokers, partitions, data):
     rf = data.draw(st.integers(1, len(brokers)))

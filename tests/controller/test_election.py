@@ -29,7 +29,7 @@ def partitions(draw):
     return assignment, list(isr), live
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(partitions(), st.booleans())
 def test_offline_election_properties(p, unclean_allowed):
     assignment, isr, live = p
@@ -51,7 +51,7 @@ def test_offline_election_properties(p, unclean_allowed):
         assert result.leader == live_assigned[0] and result.isr == (result.leader,)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(partitions())
 def test_preferred_election_picks_first_replica_only_if_alive_and_in_isr(p):
     assignment, isr, live = p
@@ -63,7 +63,7 @@ def test_preferred_election_picks_first_replica_only_if_alive_and_in_isr(p):
         assert result is None
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(partitions(), st.sets(st.sampled_from(BROKERS)))
 def test_controlled_shutdown_moves_leadership_off_shutting_down_brokers(p, shutting_down):
     assignment, isr, live = p
@@ -77,7 +77,7 @@ def test_controlled_shutdown_moves_leadership_off_shutting_down_brokers(p, shutt
     assert result.leader in result.isr and set(result.isr) <= set(isr)
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(partitions(), st.lists(st.sampled_from(BROKERS), min_size=1, max_size=4, unique=True))
 def test_reassignment_election_picks_from_target(p, target):
     _, isr, live = p
