@@ -30,6 +30,7 @@ Pure functions over ``bytes``/``bytearray``/``memoryview``; any thread.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -46,6 +47,9 @@ NO_PARTITION_LEADER_EPOCH = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == HEADER_SIZE
+HEADER_STRUCT = _HEADER  # field order as in the table above; for writers
+CRC_OFFSET = 17
+_UINT32 = struct.Struct(">I")
 _OFFSET_LEN = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -138,6 +142,12 @@ class RecordBatchHeader:
         return bool(self.attributes & ATTR_DELETE_HORIZON)
 
     @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: with attribute bit 6 set the base timestamp is the time
+        after which the cleaner may drop this batch's tombstones and markers."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    @property
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
@@ -192,8 +202,10 @@ def validate_batch(
         raise CorruptRecordBatch(
             f"negative record count {header.record_count} or last offset delta {header.last_offset_delta}", pos
         )
-    if header.compression > Compression.ZSTD:
-        raise InvalidRecordBatch(f"unknown compression codec id {header.attributes & ATTR_COMPRESSION_MASK}", pos)
+    codec_id = header.attributes & ATTR_COMPRESSION_MASK
+    if codec_id > Compression.ZSTD:
+        # Compare the raw bits: Compression(5..7) itself would raise ValueError.
+        raise InvalidRecordBatch(f"unknown compression codec id {codec_id}", pos)
     if check_crc:
         view = memoryview(buf)[pos + CRC_START : pos + size]
         actual = _crc32c.crc32c(view)
@@ -202,6 +214,15 @@ def validate_batch(
                 f"CRC32C mismatch: header says {header.crc:#010x}, bytes give {actual:#010x}", pos
             )
     return header
+
+
+def write_crc(buf: bytearray | memoryview, pos: int = 0) -> int:
+    """Compute the CRC32C of the batch at ``pos`` (its length field must be
+    set) and store it in the header; return it. For batch writers."""
+    size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+    crc = _crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
+    return crc
 
 
 def patch_base_offset(buf: bytearray | memoryview, base_offset: int, pos: int = 0) -> None:
@@ -216,7 +237,7 @@ def patch_leader_epoch(buf: bytearray | memoryview, epoch: int, pos: int = 0) ->
 
 def iter_batches(
     buf: bytes | bytearray | memoryview, *, check_crc: bool = True, start: int = 0
-):
+) -> Iterator[tuple[int, RecordBatchHeader]]:
     """Yield ``(position, header)`` for each whole, valid batch in ``buf``.
     Stops at a trailing partial batch (a fetch may end mid-batch, as Kafka's
     does); raises on a damaged one."""
