@@ -6,5 +6,5 @@ Pure cores, no I/O: ``context`` (cluster state and value types),
 ``partition_state`` and ``replica_state`` (state machines' states and
 transition rules), ``election`` (leader election functions),
 ``assignment`` (replica placement), ``rebalance`` (preferred-leader
-imbalance).
+imbalance). On ZooKeeper only: ``elector`` (competing for ``/controller``).
 """
