@@ -23,7 +23,9 @@ Public functions take and return frames WITHOUT the int32 size prefix
 ``decode_request`` raises ``UnknownApiError`` / ``UnsupportedVersionError``
 carrying the parsed header, so the broker can answer an unsupported
 ApiVersions with UNSUPPORTED_VERSION and its version list at v0; any other
-bad byte raises ``DecodeError``.
+bad byte raises ``DecodeError``. Encode EVERY ApiVersions response that
+carries an error at v0: clients (kafka-python, Kafka's own) read an
+ApiVersions body with a non-zero error code as v0 whatever they asked for.
 
 Pure functions; any thread.
 """

@@ -71,6 +71,7 @@ class Compiler:
             "_alen": fio.array_len_reader(flexible), "_walen": fio.array_len_writer(flexible),
             "_int8": p.read_int8, "_uvarint": p.read_uvarint, "_length_error": p.length_error,
             "_I16": p.INT16.unpack_from, "_I32": p.INT32.unpack_from,
+            "_P32": p.INT32.pack, "_wuvarint": p.write_uvarint,
         }
         self.src: list[str] = []
         self.late: list[tuple[str, object]] = []
@@ -258,11 +259,24 @@ class Compiler:
                       "        else:", "            a(_walen(len(v)))",
                       "            for _i, el in enumerate(v):", f"                {child}(el, out)",
                       "            _i = -1"]
+            elif f.type == "records":
+                # appended as is: the batch bytes are copied once, by the join
+                null = self._name("K", b"\x00" if self.flex else p.INT32.pack(-1))
+                L += [f"        v = o.{f.name}", "        if v is None:",
+                      f"            a({null})" if self.v in f.nullable
+                      else "            raise EncodeError('null records where this version does not allow null')",
+                      "        else:",
+                      "            a(_wuvarint(len(v) + 1))" if self.flex else "            a(_P32(len(v)))",
+                      "            a(v)"]
             else:
                 w = self._writer(f, children.get(f.name))
                 L.append(f"        {w}(o.{f.name}, out)")
             i += 1
-        if self.flex:
+        if self.flex and not tagged:
+            L += ["        _f = '_tagged_fields'",
+                  "        if o._unknown_tags is None: a(b'\\x00')",
+                  "        else: _write_tags(out, None, o._unknown_tags)"]
+        elif self.flex:
             L += ["        _f = '_tagged_fields'", "        t = None"]
             for f in tagged:
                 w = self._writer(f, children.get(f.name))
@@ -270,7 +284,7 @@ class Compiler:
                 dv = [] if d is FRESH and f.is_array else (
                     getattr(cls, _camel(f.name))() if d is FRESH else d)
                 dn = self._name("K", dv)
-                L += [f"        if o.{f.name} != {dn}:",
+                L += [f"        if not o.{f.name} == {dn}:",
                       "            if t is None: t = []",
                       f"            _f = {f.name!r}; sub = []; {w}(o.{f.name}, sub)",
                       f"            t.append(({f.tag}, b''.join(sub))); _f = '_tagged_fields'"]

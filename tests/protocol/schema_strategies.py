@@ -10,11 +10,26 @@ defaults. Used by the round-trip, fuzz and oracle tests, so a new table in
 
 from __future__ import annotations
 
+import os
+
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from kavka.protocol.messages import FRESH, camel, default_of, message_class
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.dsl import Field
+
+# Examples per property in ``make test`` (a shared 2-core machine); raise
+# with KAVKA_PROTOCOL_EXAMPLES=300 for a deeper local run.
+EXAMPLES = int(os.environ.get("KAVKA_PROTOCOL_EXAMPLES", "12"))
+
+
+def budget(factor: float = 1.0) -> settings:
+    """Hypothesis settings for the protocol tests (only theirs: no global
+    profile, so other test packages keep their own)."""
+    return settings(max_examples=max(1, int(EXAMPLES * factor)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
 
 _INT_RANGES = {
     "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),

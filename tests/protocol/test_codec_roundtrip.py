@@ -16,6 +16,7 @@ CASES = ss.all_versions()
 def test_round_trip(case):
     key, side, version = case
 
+    @ss.budget()
     @given(ss.message(key, side, version))
     def check(msg):
         data = encode_body(msg, version)

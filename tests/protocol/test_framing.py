@@ -4,6 +4,8 @@ import struct
 
 import pytest
 from hypothesis import given
+
+import schema_strategies as ss
 from hypothesis import strategies as st
 
 from kavka.protocol.errors import FrameSizeError
@@ -15,6 +17,7 @@ def test_frame_adds_size_prefix():
     assert b"".join(frame_parts([b"ab", memoryview(b"cde")])) == b"\x00\x00\x00\x05abcde"
 
 
+@ss.budget(4)
 @given(st.lists(st.binary(max_size=40), max_size=6), st.lists(st.integers(1, 30), min_size=1))
 def test_any_chunking_yields_the_same_frames(payloads, cuts):
     stream = b"".join(frame(p) for p in payloads)

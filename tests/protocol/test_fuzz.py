@@ -10,7 +10,7 @@ import struct
 import tracemalloc
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import schema_strategies as ss
@@ -50,7 +50,7 @@ def decode_or_decode_error(key, side, version, data):
 def test_mutated_encodings_only_raise_decode_errors(case):
     key, side, version = case
 
-    @settings(max_examples=6)
+    @ss.budget(0.5)
     @given(ss.message(key, side, version), st.integers(0, 3), st.integers(0, 10_000),
            st.one_of(st.sampled_from(HUGE), st.binary(min_size=1, max_size=8)))
     def check(msg, kind, pos, payload):
@@ -65,7 +65,7 @@ def test_huge_lengths_at_every_offset_stay_bounded(case):
     int16 and unsigned varint forms): memory stays bounded (CVE-2022-34917)."""
     key, side, version = case
 
-    @settings(max_examples=1)
+    @ss.budget(1 / ss.EXAMPLES)
     @given(ss.message(key, side, version))
     def check(msg):
         data = encode_body(msg, version)
@@ -83,7 +83,7 @@ def test_huge_lengths_at_every_offset_stay_bounded(case):
     check()
 
 
-@settings(max_examples=60)
+@ss.budget(5)
 @given(st.binary(max_size=64))
 def test_random_request_frames(frame):
     try:
@@ -92,7 +92,7 @@ def test_random_request_frames(frame):
         pass
 
 
-@settings(max_examples=60)
+@ss.budget(5)
 @given(st.sampled_from([0, 1, 3, 18]), st.integers(-2, 20), st.binary(max_size=48))
 def test_random_bodies_behind_valid_headers(key, version, body):
     frame = struct.pack(">hhi", key, version, 1) + b"\x00\x01c\x00" + body
@@ -102,7 +102,7 @@ def test_random_bodies_behind_valid_headers(key, version, body):
         pass
 
 
-@settings(max_examples=60)
+@ss.budget(5)
 @given(st.lists(st.binary(max_size=16), max_size=8))
 def test_frame_decoder_random_streams(chunks):
     dec = FrameDecoder(max_frame_size=64)

@@ -18,6 +18,9 @@ from hypothesis import given
 import schema_strategies as ss
 from kavka.protocol.codec import encode_body
 
+# kafka-python loads its JSON schemas with a deprecated importlib API
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 kp = pytest.importorskip("kafka.protocol")
 from kafka.protocol.api_message import ApiMessage  # noqa: E402
 
@@ -55,6 +58,7 @@ def test_kafka_python_reads_what_kavka_writes(case):
     key, side, version = case
     oracle = ORACLE[(key, side)]
 
+    @ss.budget()
     @given(ss.message(key, side, version))
     def check(msg):
         if key == 18 and side == "response" and version > 0:

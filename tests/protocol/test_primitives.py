@@ -6,6 +6,8 @@ import uuid
 
 import pytest
 from hypothesis import given
+
+import schema_strategies as ss
 from hypothesis import strategies as st
 
 from kavka.protocol import primitives as p
@@ -62,17 +64,20 @@ def test_out_of_range_varints_are_encode_errors():
         p.write_varlong(-(2**63) - 1)
 
 
+@ss.budget(4)
 @given(st.integers(0, 2**32 - 1))
 def test_uvarint_round_trip(v):
     data = p.write_uvarint(v)
     assert p.read_uvarint(data + b"tail", 0) == (v, len(data))
 
 
+@ss.budget(4)
 @given(st.integers(-(2**31), 2**31 - 1))
 def test_varint_round_trip(v):
     assert p.read_varint(p.write_varint(v), 0)[0] == v
 
 
+@ss.budget(4)
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_varlong_round_trip(v):
     assert p.read_varlong(p.write_varlong(v), 0)[0] == v
@@ -98,6 +103,7 @@ def test_bool_reads_any_nonzero_as_true():
     assert p.read_bool(b"\x00", 0) == (False, 1)
 
 
+@ss.budget(4)
 @given(st.uuids())
 def test_uuid_round_trip(u):
     assert p.read_uuid(p.write_uuid(u), 0) == (u, 16)
@@ -111,12 +117,14 @@ def test_uuid_truncated():
 # -------------------------------------------------------------- strings and bytes
 
 
+@ss.budget(4)
 @given(st.one_of(st.none(), st.text(max_size=50)))
 def test_strings_round_trip(s):
     assert p.read_nullable_string(p.write_nullable_string(s), 0)[0] == s
     assert p.read_compact_nullable_string(p.write_compact_nullable_string(s), 0)[0] == s
 
 
+@ss.budget(4)
 @given(st.one_of(st.none(), st.binary(max_size=50)))
 def test_bytes_round_trip(b):
     assert p.read_nullable_bytes(p.write_nullable_bytes(b), 0)[0] == b

@@ -41,7 +41,7 @@ PRODUCE = api(
         F("acks", "int16", "0+"),
         F("timeout_ms", "int32", "0+"),
         F("topic_data", [
-            F("name", "string", "0+"),
+            F("name", "string", "0+", ignorable=True),  # replaced by a topic id in v13
             F("partition_data", [
                 F("index", "int32", "0+"),
                 F("records", "records", "0+", nullable="0+"),
@@ -50,7 +50,7 @@ PRODUCE = api(
     ],
     response=[
         F("responses", [
-            F("name", "string", "0+"),
+            F("name", "string", "0+", ignorable=True),
             F("partition_responses", [
                 F("index", "int32", "0+"),
                 F("error_code", "int16", "0+"),
@@ -133,7 +133,7 @@ FETCH = api(
                 F("aborted_transactions", [
                     F("producer_id", "int64", "4+"),
                     F("first_offset", "int64", "4+"),
-                ], "4+", nullable="4+", ignorable=True),
+                ], "4+", nullable="4+", default=[], ignorable=True),
                 F("preferred_read_replica", "int32", "11+", default=-1),  # KIP-392
                 F("records", "records", "0+", nullable="0+"),
             ], "0+"),
@@ -145,11 +145,11 @@ FETCH = api(
 METADATA = api(
     3, "Metadata", "0-12", "9+",
     request=[
-        # null (v1+) asks for every topic; an empty array for none
+        # null (v1+) asks for every topic; an empty array (v1+) for none
         F("topics", [
             F("topic_id", "uuid", "10+", ignorable=True),
             F("name", "string", "0+", nullable="10+", default=""),
-        ], "0+", nullable="1+"),
+        ], "0+", nullable="1+", default=[]),
         F("allow_auto_topic_creation", "bool", "4+", default=True),
         F("include_cluster_authorized_operations", "bool", "8-10"),
         F("include_topic_authorized_operations", "bool", "8+"),
