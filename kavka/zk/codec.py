@@ -16,12 +16,10 @@ import json
 import re
 from typing import Any, Callable, TypeVar
 
+from kavka.common.topic_names import validate_topic_name
+
 T = TypeVar("T")
 
-# Kafka's legal topic names: letters, digits, '.', '_', '-', at most 249
-# characters, not '.' or '..'. Checked before a name becomes a path segment
-# so that no topic can escape its znode ("a/../b").
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
 class ZnodeDataError(ValueError):
@@ -38,8 +36,11 @@ class ZnodePathError(ValueError):
 
 
 def check_topic(topic: str) -> str:
-    if not isinstance(topic, str) or not _TOPIC_RE.match(topic) or topic in (".", ".."):
-        raise ZnodePathError(f"{topic!r} is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not '.' or '..')")
+    """The name, if legal (checked before it becomes a path segment, so
+    that no topic can escape its znode: "a/../b")."""
+    problem = validate_topic_name(topic)
+    if problem is not None:
+        raise ZnodePathError(f"{topic!r} is not a legal topic name: {problem}")
     return topic
 
 
