@@ -19,8 +19,10 @@ loop. Values handed out are immutable.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 
 LEADER_DURING_DELETE = -2
 NO_LEADER = -1
@@ -79,6 +81,31 @@ class MetadataCache:
         self.brokers: dict[int, LiveBroker] = {}
         self.partitions: dict[str, dict[int, PartitionMetadata]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
+        self._changed: asyncio.Event | None = None
+
+    async def wait_until(self, predicate: Callable[["MetadataCache"], bool], timeout_s: float) -> bool:
+        """Wait (on the loop) until ``predicate(self)`` holds after some
+        update, or the timeout passes; returns whether it holds. Used by
+        CreateTopics and DeleteTopics, which answer once the controller's
+        decision has reached this broker (Kafka's delayed topic operations)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not predicate(self):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return predicate(self)
+        return True
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     # -- updates ----------------------------------------------------------
     def update(self, request, version: int) -> MetadataUpdate:
@@ -114,6 +141,7 @@ class MetadataCache:
             if topic_id is not None and topic_id != ZERO_UUID:
                 self.topic_ids[topic] = topic_id
             updated.append(tp)
+        self._notify()
         return MetadataUpdate(tuple(updated), tuple(deleted))
 
     # -- queries ----------------------------------------------------------
@@ -125,6 +153,14 @@ class MetadataCache:
 
     def contains_topic(self, topic: str) -> bool:
         return topic in self.partitions
+
+    def topic_has_leaders(self, topic: str, partitions: int | None = None) -> bool:
+        """Every partition of the topic (at least ``partitions`` of them)
+        has a live leader."""
+        parts = self.partitions.get(topic)
+        if not parts or (partitions is not None and len(parts) < partitions):
+            return False
+        return all(p.leader >= 0 and p.leader in self.brokers for p in parts.values())
 
     def topics(self) -> list[str]:
         return sorted(self.partitions)

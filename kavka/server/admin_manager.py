@@ -1,0 +1,182 @@
+"""Topic administration on any broker: create, add partitions, delete.
+
+Seed 000 §创建 / 删除 Topic: a broker does not create a topic itself, it
+writes the assignment to ``/brokers/topics/<t>`` (config first, in
+``/config/topics/<t>``); the controller's watch fires and it elects the
+leaders and sends LeaderAndIsr. Deletion writes ``/admin/delete_topics/<t>``
+and the controller does the rest when ``delete.topic.enable``.
+
+Each operation validates first (topic name, partitions, replication factor
+against the live brokers, explicit assignments, topic configs through
+``LogConfig``) and reports a Kafka error code and a message per topic; with
+``validate_only`` nothing is written.
+
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from kavka.common.config import ConfigError
+from kavka.common.errors import ErrorCode
+from kavka.common.topic_names import validate_topic_name
+from kavka.controller.assignment import (
+    AssignmentError,
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    assign_new_partitions,
+    assign_replicas,
+    validate_replica_assignment,
+)
+from kavka.storage.log_config import LogConfig
+from kavka.zk.brokers import TopicZNode
+from kavka.zk.client import KavkaZkClient
+from kavka.zk.store_types import NodeExistsError
+
+log = logging.getLogger("kavka.admin")
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1: num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignment: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    error: ErrorCode
+    message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    topic_id: uuid.UUID | None = None
+    configs: Mapping[str, object] = field(default_factory=dict)
+
+
+_ASSIGNMENT_ERRORS: dict[type, ErrorCode] = {
+    InvalidPartitions: ErrorCode.INVALID_PARTITIONS,
+    InvalidReplicationFactor: ErrorCode.INVALID_REPLICATION_FACTOR,
+    InvalidReplicaAssignment: ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+}
+
+
+class AdminManager:
+    """See the module docstring. ``live_brokers`` returns the ids of the
+    brokers registered now; ``topic_exists`` asks the metadata cache."""
+
+    def __init__(self, zk: KavkaZkClient, broker_props: Mapping[str, object],
+                 live_brokers: Callable[[], Sequence[int]], num_partitions: int,
+                 default_replication_factor: int) -> None:
+        self.zk = zk
+        self.broker_props = broker_props
+        self.live_brokers = live_brokers
+        self.num_partitions = num_partitions
+        self.default_replication_factor = default_replication_factor
+
+    def _validate(self, t: NewTopic) -> tuple[dict[int, tuple[int, ...]], LogConfig]:
+        problem = validate_topic_name(t.name)
+        if problem is not None:
+            raise _Fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        configs = {k: v for k, v in t.configs.items() if v is not None}
+        try:
+            log_config = LogConfig.from_broker(self.broker_props, configs)
+        except ConfigError as e:
+            raise _Fail(ErrorCode.INVALID_CONFIG, str(e)) from None
+        brokers = list(self.live_brokers())
+        try:
+            if t.assignment:
+                if t.num_partitions != -1 or t.replication_factor != -1:
+                    raise _Fail(ErrorCode.INVALID_REQUEST,
+                                "give either a replica assignment or partitions and replication factor, not both")
+                assignment = {int(p): tuple(r) for p, r in t.assignment.items()}
+                validate_replica_assignment(assignment, brokers)
+            else:
+                partitions = self.num_partitions if t.num_partitions == -1 else t.num_partitions
+                rf = self.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+                assignment = assign_replicas(brokers, partitions, rf)
+        except AssignmentError as e:
+            raise _Fail(_ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)) from None
+        return assignment, log_config
+
+    async def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False) -> list[TopicResult]:
+        results = []
+        for t in topics:
+            try:
+                assignment, log_config = self._validate(t)
+                if await self.zk.get_topic(t.name) is not None:
+                    raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists")
+                topic_id = uuid.uuid4()
+                if not validate_only:
+                    configs = {k: str(v) for k, v in t.configs.items() if v is not None}
+                    try:
+                        await self.zk.create_topic(TopicZNode(t.name, assignment, topic_id), configs)
+                    except NodeExistsError:
+                        raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists") from None
+                    log.info("created topic %s: %d partitions, assignment %s, configs %s",
+                             t.name, len(assignment), dict(assignment), configs)
+                results.append(TopicResult(t.name, ErrorCode.NONE, None, len(assignment),
+                                           len(assignment[0]), topic_id, log_config.to_props()))
+            except _Fail as f:
+                results.append(TopicResult(t.name, f.code, f.message))
+        return results
+
+    async def auto_create(self, names: list[str]) -> set[str]:
+        """Metadata's auto-creation with the broker defaults; returns the
+        names whose creation was written (or that already existed)."""
+        started: set[str] = set()
+        for r in await self.create_topics([NewTopic(n) for n in names]):
+            if r.error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                started.add(r.name)
+            else:
+                log.warning("auto-creating topic %s failed: %s %s", r.name, r.error.name, r.message)
+        return started
+
+    async def create_partitions(self, topic: str, new_total: int,
+                                assignment: Sequence[Sequence[int]] | None,
+                                validate_only: bool) -> tuple[ErrorCode, str | None]:
+        found = await self.zk.get_topic(topic)
+        if found is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
+        node, version = found
+        brokers = list(self.live_brokers())
+        try:
+            if assignment is not None:
+                current = len(node.partitions)
+                if len(assignment) != new_total - current:
+                    raise InvalidReplicaAssignment(
+                        f"{len(assignment)} replica lists given for {new_total - current} new partitions")
+                added = {current + i: tuple(r) for i, r in enumerate(assignment)}
+                if new_total <= current:
+                    raise InvalidPartitions(f"topic currently has {current} partitions; {new_total} would not add any")
+                validate_replica_assignment({**dict(node.partitions), **added}, brokers)
+            else:
+                added = assign_new_partitions(brokers, node.partitions, new_total)
+        except AssignmentError as e:
+            return _ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)
+        if validate_only:
+            return ErrorCode.NONE, None
+        updated = TopicZNode(topic, {**dict(node.partitions), **added}, node.topic_id,
+                             node.adding_replicas, node.removing_replicas)
+        if await self.zk.set_topic_assignment(updated, version) is None:
+            return ErrorCode.REASSIGNMENT_IN_PROGRESS, "the topic's assignment changed meanwhile; retry"
+        return ErrorCode.NONE, None
+
+    async def delete_topic(self, topic: str) -> tuple[ErrorCode, str | None]:
+        if await self.zk.get_topic(topic) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
+        await self.zk.request_topic_deletion(topic)
+        return ErrorCode.NONE, None
+
+
+class _Fail(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
