@@ -117,11 +117,17 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch: last index entry, then a scan."""
+        return self.scan_tail()[0]
+
+    def scan_tail(self) -> tuple[int, int]:
+        """(next offset, end position of the last readable batch header
+        chain) from the last index entry; an end short of the file size means
+        the tail is not a batch (headers only, no CRC)."""
         start = self.offset_index.lookup(2**63 - 1).position
-        next_offset = self.base_offset
-        for _pos, header in self.log.headers_from(start):
-            next_offset = header.next_offset
-        return next_offset
+        next_offset, end = self.base_offset, start
+        for pos, header in self.log.headers_from(start):
+            next_offset, end = header.next_offset, pos + header.size
+        return next_offset, end
 
     def first_batch_header(self) -> RecordBatchHeader | None:
         for _pos, header in self.log.headers_from(0):
@@ -259,7 +265,11 @@ class LogSegment:
         if oi.entries:
             last = oi.entry(oi.entries - 1)
             first = oi.entry(0)
-            if last.offset < self.base_offset or first.offset > last.offset or last.position >= self.log.size:
+            if (
+                last.offset < self.base_offset
+                or first.offset > last.offset
+                or not 0 <= first.position <= last.position < self.log.size
+            ):
                 raise CorruptIndexError(f"{oi.path} last entry {last} is outside the segment")
             try:
                 header = next((h for _p, h in self.log.headers_from(last.position)), None)
