@@ -85,6 +85,7 @@ class LogLoader:
         self.roll_jitter_ms = roll_jitter_ms
         self.segments: dict[int, LogSegment] = {}
         self.cut_segments: set[int] = set()  # bases whose index rebuild truncated bytes
+        self.index_hints: dict[int, int] = {}  # base -> last offset the old indexes claimed
         self.truncated_bytes = 0
 
     def _segment(self, base_offset: int, suffix: str = "") -> LogSegment:
@@ -141,6 +142,7 @@ class LogLoader:
             )
             segment = self._segment(base)
             self.segments[base] = segment
+            self.index_hints[base] = segment.index_end_hint()
             if indexes_exist:
                 try:
                     segment.sanity_check()
@@ -209,9 +211,17 @@ class LogLoader:
                     start = i
             stop = len(bases) if cut_at is None else min(len(bases), cut_at + 1)
             for i in range(start, stop):
-                truncated = self.segments[bases[i]].recover(self.epoch_cache)
+                segment = self.segments[bases[i]]
+                truncated = segment.recover(self.epoch_cache)
                 self.truncated_bytes += truncated
-                if truncated > 0:
+                # Lost data also shows when the old indexes (written at roll)
+                # claim offsets the recovered .log no longer reaches: the
+                # segments after it must go too, or the log would have a hole.
+                hint = self.index_hints.get(bases[i], -1)
+                lost = i < len(bases) - 1 and hint >= segment.read_next_offset()
+                if truncated > 0 or lost:
+                    if lost:
+                        log.warning("%s lost offsets up to %d; later segments are dropped", segment.log.path, hint)
                     cut_at = i
                     break
         if cut_at is not None:

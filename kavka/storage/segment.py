@@ -129,6 +129,23 @@ class LogSegment:
             next_offset, end = header.next_offset, pos + header.size
         return next_offset, end
 
+    def last_batch(self) -> tuple[int, RecordBatchHeader] | None:
+        """Position and header of the last batch (scan from the last index entry)."""
+        found = None
+        for pos, header in self.log.headers_from(self.offset_index.lookup(2**63 - 1).position):
+            found = (pos, header)
+        return found
+
+    def index_end_hint(self) -> int:
+        """The largest offset the on-disk indexes claim this segment holds
+        (-1 if they claim none). Read before recovery rebuilds them."""
+        hint = -1
+        if self.offset_index.entries:
+            hint = self.offset_index.last_offset
+        if self.time_index.entries:
+            hint = max(hint, self.time_index.last_entry.offset)
+        return hint
+
     def first_batch_header(self) -> RecordBatchHeader | None:
         for _pos, header in self.log.headers_from(0):
             return header
@@ -241,7 +258,13 @@ class LogSegment:
         )
 
     def on_become_inactive(self) -> None:
-        """On roll: record the final largest timestamp, trim the files."""
+        """On roll: index the last batch and record the final largest
+        timestamp (so the indexes say where the segment ends: recovery uses
+        that as evidence of lost data), then trim the files."""
+        last = self.last_batch()
+        oi = self.offset_index
+        if last is not None and (oi.entries == 0 or last[1].last_offset > oi.last_offset) and not oi.is_full():
+            oi.append(last[1].last_offset, last[0])
         ts = self.max_timestamp_so_far
         if ts.timestamp > self.time_index.last_entry.timestamp:
             self.time_index.maybe_append(ts.timestamp, max(ts.offset, self.time_index.last_entry.offset), skip_full_check=True)
