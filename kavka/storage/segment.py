@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.clock import Clock
@@ -217,15 +218,15 @@ class LogSegment:
         end = whole_batches_length(data)
         return FetchSlice(data if end == len(data) else data[:end], self.base_offset, position)
 
-    def find_batch_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, RecordBatchHeader] | None:
-        """The first batch with max timestamp >= ``timestamp`` and last offset
-        >= ``starting_offset`` (time index, then offset index, then a scan)."""
+    def batches_by_timestamp(self, timestamp: int, starting_offset: int) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """Batches with max timestamp >= ``timestamp`` and last offset >=
+        ``starting_offset``, in offset order, from where the time index and
+        offset index say the first one can be."""
         entry = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         for pos, header in self.log.headers_from(position):
             if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
-                return pos, header
-        return None
+                yield pos, header
 
     def read_batch(self, position: int, size: int) -> bytes:
         return self.log.read(position, size)
