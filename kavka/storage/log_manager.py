@@ -248,13 +248,13 @@ class LogManager:
         done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0}
         logs = self.all_logs()
         for tp, log in logs.items():
-            done["flushed"] += self._guard(tp, lambda: log.maybe_flush(now), 0)
+            done["flushed"] += self._guard(tp, lambda log=log: log.maybe_flush(now), 0)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
             for tp, log in logs.items():
-                done["retention_deleted"] += self._guard(tp, lambda: delete_old_segments(log, now), 0)
+                done["retention_deleted"] += self._guard(tp, lambda log=log: delete_old_segments(log, now), 0)
         for tp, log in logs.items():
-            done["files_removed"] += self._guard(tp, lambda: log.delete_expired_files(now), 0)
+            done["files_removed"] += self._guard(tp, lambda log=log: log.delete_expired_files(now), 0)
         done["files_removed"] += self._delete_expired_dirs(now)
         if now - self._last["recovery"] >= self.config.flush_offset_checkpoint_ms:
             self._last["recovery"] = now

@@ -119,7 +119,7 @@ def test_random_bytes_from_inside_batch_k_keep_offsets_before_it(tmp_path_factor
     served = read_all(log)
     assert [h.base_offset for h, _ in served] == list(range(k))
     assert log.log_end_offset == k
-    for h, b in served:
+    for _h, b in served:
         validate_batch(b)
     assert_indexes_agree(log)
     # segments after the corrupt one were deleted; appends go on from k
