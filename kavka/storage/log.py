@@ -353,7 +353,13 @@ class Log(LogTruncation):
             fsync_directory, self._dir_needs_fsync = self._dir_needs_fsync, False
         try:
             for segment in todo:
-                segment.flush()
+                try:
+                    segment.flush()
+                except (KafkaStorageError, OSError):
+                    with self._lock:
+                        if any(s is segment for s in self._segments):
+                            raise
+                    # removed (and maybe closed) meanwhile: nothing to make durable
             if fsync_directory:
                 fsync_dir(self.dir)
         except KafkaStorageError as e:

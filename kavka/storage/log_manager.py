@@ -106,6 +106,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, LogDir] = {}
         self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self._shut_down = False
         self._dirs = [LogDir(p) for p in config.log_dirs]
         self.had_clean_shutdown: dict[Path, bool] = {}
         now = self.clock.milliseconds()
@@ -310,6 +311,10 @@ class LogManager:
     def shutdown(self) -> None:
         """Clean shutdown: flush and close every log, write checkpoints and,
         in every directory whose logs all closed cleanly, the marker."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         failed: set[int] = set()
         logs = self.all_logs()
         for tp, log in logs.items():
