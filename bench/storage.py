@@ -124,12 +124,12 @@ def main() -> None:
             n = max(1, args.mb * MiB // len(batch))
             volume = n * len(batch) / MiB
 
-            def plain():
+            def plain(batch=batch, n=n):
                 t = bench_plain_write(root / "plain.bin", batch, n)
                 os.unlink(root / "plain.bin")
                 return (t,)
 
-            def appended():
+            def appended(batch=batch, n=n):
                 drop_dir(root / "bench-0")
                 t, log = bench_log_append(root / "bench-0", config, batch, n)
                 log.close()
