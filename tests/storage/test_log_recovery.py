@@ -250,3 +250,16 @@ def test_batches_larger_than_the_read_buffer_are_checked_streaming(log_dir, cloc
     log = reopen(log_dir, clock, cfg)
     assert log.log_end_offset == 9
     log.close()
+
+
+def test_malformed_epoch_checkpoint_is_rebuilt_from_the_batches(log_dir, clock):
+    log = Log(log_dir, CFG, clock=clock)
+    log.append_as_leader(make_batch(2), 2)
+    log.append_as_leader(make_batch(2), 5)
+    log.flush()
+    log.close()
+    (log_dir / "leader-epoch-checkpoint").write_text("0\n9\ngarbage\n")
+    log = reopen(log_dir, clock, recovery_point=4, had_clean_shutdown=True)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries()] == [(2, 0), (5, 2)]
+    assert (log_dir / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "2", "2 0", "5 2"]
+    log.close()
