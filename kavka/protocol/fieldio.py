@@ -20,7 +20,6 @@ from kavka.protocol import primitives as p
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.schema.dsl import Field
 
-_NULL16 = p.INT16.pack(-1)
 _NULL32 = p.INT32.pack(-1)
 
 

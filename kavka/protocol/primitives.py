@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from kavka.protocol.errors import DecodeError, EncodeError
+from kavka.protocol.errors import DecodeError
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
