@@ -218,6 +218,9 @@ def read_tags(o, buf, pos: int, known: dict) -> int:
             except Exception as e:
                 raise locate(e, name, -1) from None
             setattr(o, name, value)
+            if o._sent_tags is None:
+                o._sent_tags = set()
+            o._sent_tags.add(tag)
         pos = end
     return pos
 

@@ -101,11 +101,13 @@ class EncoderGen:
             return [f"{ind}_f = '_tagged_fields'",
                     f"{ind}if o._unknown_tags is None: a(b'\\x00')",
                     f"{ind}else: _write_tags(out, None, o._unknown_tags)"]
-        L = [f"{ind}_f = '_tagged_fields'", f"{ind}t = None"]
+        # Only tags that differ from their default are sent (librdkafka < 2.2
+        # misreads default-valued ones), plus those a decoded peer sent.
+        L = [f"{ind}_f = '_tagged_fields'", f"{ind}t = None", f"{ind}sent = o._sent_tags or ()"]
         for f in tagged:
             w = self.writer(f, children.get(f.name))
             dn = self.name("K", self.default_value(cls, f))
-            L += [f"{ind}if not o.{f.name} == {dn}:",  # only non-default tags are sent
+            L += [f"{ind}if not o.{f.name} == {dn} or {f.tag} in sent:",
                   f"{ind}    if t is None: t = []",
                   f"{ind}    _f = {f.name!r}; sub = []; {w}(o.{f.name}, sub)",
                   f"{ind}    t.append(({f.tag}, b''.join(sub))); _f = '_tagged_fields'"]
