@@ -34,7 +34,7 @@ class DecoderGen:
         """Read a length into ``nv`` (-1 = null) and check ``nv * min_each``
         against the bytes that remain, before anything uses it."""
         if self.flex:
-            L = [f"{ind}{nv} = buf[pos]",
+            L = [f"{ind}{nv} = buf[pos]",  # unsigned varint N+1, 1-byte case inline
                  f"{ind}if {nv} < 128: pos += 1",
                  f"{ind}else: {nv}, pos = _uvarint(buf, pos)",
                  f"{ind}{nv} -= 1"]
