@@ -23,9 +23,11 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # System packages: ZooKeeper (Debian's) and kcat, installed only when missing.
+# kavka/tools/zookeeper.py runs java with /usr/share/java/zookeeper.jar; the
+# zookeeper package brings that jar (libzookeeper-java) and a JRE.
 deps:
 	@missing=""; \
-	test -x /usr/share/zookeeper/bin/zkServer.sh || missing="$$missing zookeeper"; \
+	{ test -f /usr/share/java/zookeeper.jar && command -v java >/dev/null; } || missing="$$missing zookeeper"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

@@ -1,0 +1,228 @@
+"""The broker's configuration keys: Kafka's names, types and defaults.
+
+``BROKER_CONFIG`` is the ``ConfigDef`` of every key a ``server.properties``
+may hold; ``kavka.common.broker_config.KafkaConfig`` parses and cross-checks
+it. ``TOPIC_SYNONYMS`` maps each topic-level key (``segment.bytes`` ...) to
+the broker keys that give its default, in precedence order, as Kafka's
+DescribeConfigs reports them. ``DYNAMIC_BROKER_KEYS`` are the keys that may
+be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>``
+(seed 002 §8).
+
+Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
+``num.io.threads``, ``background.threads``, ``queued.max.requests``) are
+accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
+event loop per broker reads the ones that make sense for it (see each doc).
+
+Pure data; any thread.
+"""
+
+from __future__ import annotations
+
+from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigType, OneOf, Range
+
+INT, LONG, DOUBLE, BOOL, STRING, LIST = (
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.LIST,
+)
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+SHORT_MAX = 2**15 - 1
+DOUBLE_MAX = 1.7976931348623157e308
+
+CLEANUP_POLICIES = ("delete", "compact")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# Kavka-specific (DESIGN.md): how a replica that becomes a follower truncates.
+# leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
+# tests can show the data loss / divergence it allows.
+TRUNCATION_MODES = ("leader-epoch", "hw")
+
+BROKER_CONFIG = ConfigDef()
+_d = BROKER_CONFIG.define
+
+# -- broker identity and network --------------------------------------------
+_d("broker.id", INT, -1, "This broker's id; -1 lets the broker take one from ZooKeeper (/brokers/seqid) when broker.id.generation.enable.", Range(-1, INT_MAX))
+_d("broker.id.generation.enable", BOOL, True, "Allow broker.id=-1: generate an id above reserved.broker.max.id.")
+_d("reserved.broker.max.id", INT, 1000, "Highest id a user may configure; generated ids start above it.", Range(0, INT_MAX))
+_d("broker.rack", STRING, None, "Rack of this broker, written to /brokers/ids/<id>.", nullable=True)
+_d("listeners", LIST, "PLAINTEXT://:9092", "Comma-separated NAME://host:port the broker binds; empty host = all interfaces, port 0 = any free port.")
+_d("advertised.listeners", LIST, None, "Listeners published in ZooKeeper for clients and other brokers; defaults to listeners.", nullable=True)
+_d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (NAME:PROTOCOL, comma-separated).")
+_d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
+_d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
+_d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
+_d("num.io.threads", INT, 8, "Kafka's request handler count; Kavka uses it as the size of its blocking-I/O thread pool (fsync, recovery).", Range(1, None))
+_d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
+_d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 = OS default.", Range(-1, None))
+_d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 = OS default.", Range(-1, None))
+_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
+_d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
+_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
+_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", Range(0, None))
+_d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
+_d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
+_d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
+_d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch response holds.", Range(1024, None))
+_d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
+
+# -- ZooKeeper -----------------------------------------------------------------
+_d("zookeeper.connect", STRING, NO_DEFAULT, "host:port[,host:port...][/chroot] of ZooKeeper.")
+_d("zookeeper.session.timeout.ms", INT, 18000, "ZooKeeper session timeout.", Range(1, None))
+_d("zookeeper.connection.timeout.ms", INT, None, "How long to wait for a ZooKeeper connection; default: the session timeout.", Range(1, None), nullable=True)
+_d("zookeeper.max.in.flight.requests", INT, 10, "ZooKeeper requests the broker pipelines before waiting.", Range(1, None))
+
+# -- topics ----------------------------------------------------------------------
+_d("num.partitions", INT, 1, "Partitions of auto-created topics and CreateTopics with -1.", Range(1, None))
+_d("default.replication.factor", INT, 1, "Replication factor of auto-created topics and CreateTopics with -1.", Range(1, SHORT_MAX))
+_d("min.insync.replicas", INT, 1, "ISR size acks=all needs (topic min.insync.replicas).", Range(1, None))
+_d("unclean.leader.election.enable", BOOL, False, "Allow electing a replica outside the ISR (may lose committed data).")
+_d("auto.create.topics.enable", BOOL, True, "Create unknown topics on Metadata requests.")
+_d("delete.topic.enable", BOOL, True, "Let the controller act on /admin/delete_topics.")
+
+# -- replication -----------------------------------------------------------------
+_d("replica.lag.time.max.ms", LONG, 30000, "A follower not caught up for this long leaves the ISR.", Range(1, None))
+_d("replica.socket.timeout.ms", INT, 30000, "Socket timeout of follower fetches.", Range(1, None))
+_d("replica.socket.receive.buffer.bytes", INT, 65536, "SO_RCVBUF of follower fetch sockets; -1 = OS default.", Range(-1, None))
+_d("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition.", Range(0, None))
+_d("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks per fetch.", Range(0, None))
+_d("replica.fetch.min.bytes", INT, 1, "min_bytes of follower fetches.", Range(1, None))
+_d("replica.fetch.wait.max.ms", INT, 500, "max_wait_ms of follower fetches; at most replica.lag.time.max.ms.", Range(0, None))
+_d("replica.fetch.backoff.ms", INT, 1000, "Pause after a failed follower fetch.", Range(0, None))
+_d("num.replica.fetchers", INT, 1, "Fetcher tasks per source broker.", Range(1, None))
+_d("replica.high.watermark.checkpoint.interval.ms", LONG, 5000, "How often the HW checkpoint file is written.", Range(1, None))
+_d("replica.truncation.mode", STRING, "leader-epoch", "Kavka: follower truncation by leader epoch (KIP-101) or to the HW (the seeds' original design).", OneOf(TRUNCATION_MODES, case_sensitive=True))
+_d("leader.replication.throttled.rate", LONG, LONG_MAX, "Bytes/s the leader serves to throttled replicas (seed 002 §8).", Range(0, None))
+_d("follower.replication.throttled.rate", LONG, LONG_MAX, "Bytes/s a follower fetches for throttled replicas (seed 002 §8).", Range(0, None))
+
+# -- controller ------------------------------------------------------------------
+_d("controller.socket.timeout.ms", INT, 30000, "Timeout of controller-to-broker requests.", Range(1, None))
+_d("auto.leader.rebalance.enable", BOOL, True, "Periodically move leadership back to preferred replicas.")
+_d("leader.imbalance.per.broker.percentage", INT, 10, "Rebalance a broker's partitions when this % of them are led elsewhere.", Range(0, 100))
+_d("leader.imbalance.check.interval.seconds", LONG, 300, "How often the controller checks leader imbalance.", Range(1, None))
+_d("controlled.shutdown.enable", BOOL, True, "On SIGTERM, ask the controller to move leadership away first.")
+_d("controlled.shutdown.max.retries", INT, 3, "ControlledShutdown attempts before shutting down anyway.", Range(0, None))
+_d("controlled.shutdown.retry.backoff.ms", LONG, 5000, "Pause between ControlledShutdown attempts.", Range(0, None))
+
+# -- group coordinator and offsets -----------------------------------------------------
+_d("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets.", Range(1, None))
+_d("offsets.topic.replication.factor", INT, 3, "Replication factor of __consumer_offsets (capped by live brokers at creation).", Range(1, SHORT_MAX))
+_d("offsets.topic.segment.bytes", INT, 104857600, "segment.bytes of __consumer_offsets.", Range(1, None))
+_d("offsets.topic.compression.codec", INT, 0, "Codec of offset commits (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", Range(0, 4))
+_d("offsets.load.buffer.size", INT, 5242880, "Read size when loading __consumer_offsets.", Range(1, None))
+_d("offsets.retention.minutes", INT, 10080, "Committed offsets of empty groups expire after this.", Range(1, None))
+_d("offsets.retention.check.interval.ms", LONG, 600000, "How often expired offsets are removed.", Range(1, None))
+_d("offsets.commit.timeout.ms", INT, 5000, "How long an offset commit waits for __consumer_offsets replicas.", Range(1, None))
+_d("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout a consumer may ask.", Range(0, None))
+_d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a consumer may ask.", Range(0, None))
+_d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
+_d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
+
+# -- transactions and producer ids -----------------------------------------------------
+_d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
+_d("transaction.state.log.replication.factor", INT, 3, "Replication factor of __transaction_state.", Range(1, SHORT_MAX))
+_d("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of __transaction_state.", Range(1, None))
+_d("transaction.state.log.segment.bytes", INT, 104857600, "segment.bytes of __transaction_state.", Range(1, None))
+_d("transaction.state.log.load.buffer.size", INT, 5242880, "Read size when loading __transaction_state.", Range(1, None))
+_d("transaction.max.timeout.ms", INT, 900000, "Largest transaction timeout a producer may ask.", Range(1, None))
+_d("transactional.id.expiration.ms", INT, 604800000, "Idle transactional ids expire after this.", Range(1, None))
+_d("producer.id.expiration.ms", INT, 86400000, "Idle producer ids' sequence state expires after this.", Range(1, None))
+
+# -- log manager (seed 002) ----------------------------------------------------------------
+_d("log.dirs", LIST, None, "Comma-separated data directories; default: log.dir.", nullable=True)
+_d("log.dir", STRING, "/tmp/kafka-logs", "The data directory when log.dirs is unset.")
+_d("num.recovery.threads.per.data.dir", INT, 1, "Threads per data directory recovering logs at startup and flushing at shutdown.", Range(1, None))
+_d("log.segment.bytes", INT, 1073741824, "Roll a segment at this size (topic segment.bytes).", Range(14, None))
+_d("log.roll.ms", LONG, None, "Roll a segment at this age (topic segment.ms); beats log.roll.hours.", Range(1, None), nullable=True)
+_d("log.roll.hours", INT, 168, "Roll a segment at this age when log.roll.ms is unset.", Range(1, None))
+_d("log.roll.jitter.ms", LONG, None, "Random jitter subtracted from the roll age (topic segment.jitter.ms); beats log.roll.jitter.hours.", Range(0, None), nullable=True)
+_d("log.roll.jitter.hours", INT, 0, "Roll jitter when log.roll.jitter.ms is unset.", Range(0, None))
+_d("log.retention.ms", LONG, None, "Delete segments older than this (topic retention.ms); -1 = keep forever; beats minutes and hours.", nullable=True)
+_d("log.retention.minutes", INT, None, "Retention in minutes when log.retention.ms is unset; beats hours.", nullable=True)
+_d("log.retention.hours", INT, 168, "Retention in hours when neither ms nor minutes is set.")
+_d("log.retention.bytes", LONG, -1, "Delete old segments beyond this size per partition (topic retention.bytes); -1 = no limit.")
+_d("log.retention.check.interval.ms", LONG, 300000, "How often retention runs.", Range(1, None))
+_d("log.cleanup.policy", LIST, "delete", "delete, compact, or both (topic cleanup.policy).", OneOf(CLEANUP_POLICIES))
+_d("log.cleaner.enable", BOOL, True, "Run the log cleaner (needed by compacted topics such as __consumer_offsets).")
+_d("log.cleaner.threads", INT, 1, "Cleaner threads.", Range(0, None))
+_d("log.cleaner.io.max.bytes.per.second", DOUBLE, DOUBLE_MAX, "Cleaner I/O throttle.")
+_d("log.cleaner.dedupe.buffer.size", LONG, 134217728, "Memory for the cleaner's key-to-offset map, all threads together.")
+_d("log.cleaner.io.buffer.size", INT, 524288, "Cleaner read/write buffer, all threads together.", Range(0, None))
+_d("log.cleaner.io.buffer.load.factor", DOUBLE, 0.9, "Fill factor of the cleaner's key-to-offset map.", Range(0.01, 1.0))
+_d("log.cleaner.backoff.ms", LONG, 15000, "Cleaner sleep when there is nothing to clean.", Range(0, None))
+_d("log.cleaner.min.cleanable.ratio", DOUBLE, 0.5, "Dirty ratio that makes a log cleanable (topic min.cleanable.dirty.ratio).", Range(0.0, 1.0))
+_d("log.cleaner.delete.retention.ms", LONG, 86400000, "Tombstones are kept this long (topic delete.retention.ms).", Range(0, None))
+_d("log.cleaner.min.compaction.lag.ms", LONG, 0, "Records younger than this are not compacted (topic min.compaction.lag.ms).", Range(0, None))
+_d("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Records older than this make the log cleanable (topic max.compaction.lag.ms).", Range(1, None))
+_d("log.index.size.max.bytes", INT, 10485760, "Size of a segment's offset and time index (topic segment.index.bytes).", Range(4, None))
+_d("log.index.interval.bytes", INT, 4096, "Bytes of log between index entries (topic index.interval.bytes).", Range(0, None))
+_d("log.flush.interval.messages", LONG, LONG_MAX, "fsync after this many records (topic flush.messages).", Range(1, None))
+_d("log.flush.interval.ms", LONG, None, "fsync after this many ms (topic flush.ms); default log.flush.scheduler.interval.ms.", Range(0, None), nullable=True)
+_d("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often the flusher checks logs.", Range(0, None))
+_d("log.flush.offset.checkpoint.interval.ms", INT, 60000, "How often recovery-point-offset-checkpoint is written.", Range(0, None))
+_d("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, "How often log-start-offset-checkpoint is written.", Range(0, None))
+_d("log.segment.delete.delay.ms", LONG, 60000, "A .deleted segment is removed after this (topic file.delete.delay.ms).", Range(0, None))
+_d("log.preallocate", BOOL, False, "Preallocate segment files (topic preallocate).")
+_d("log.message.timestamp.type", STRING, "CreateTime", "CreateTime or LogAppendTime (topic message.timestamp.type).", OneOf(TIMESTAMP_TYPES, case_sensitive=True))
+_d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Largest accepted gap between a record's CreateTime and the broker's clock.", Range(0, None))
+_d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+
+del _d
+
+# Topic-level key -> broker keys that default it, highest precedence first
+# (Kafka's DescribeConfigs synonyms). Broker keys not listed do not reach
+# topic configs. Derived values (retention.ms from minutes/hours ...) are
+# computed in broker_config.log_defaults.
+TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.index.bytes": ("log.index.size.max.bytes",),
+    "flush.messages": ("log.flush.interval.messages",),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "retention.bytes": ("log.retention.bytes",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "max.message.bytes": ("message.max.bytes",),
+    "index.interval.bytes": ("log.index.interval.bytes",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "cleanup.policy": ("log.cleanup.policy",),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "compression.type": ("compression.type",),
+    "preallocate": ("log.preallocate",),
+    "message.timestamp.type": ("log.message.timestamp.type",),
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
+    "message.downconversion.enable": ("log.message.downconversion.enable",),
+}
+
+# Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
+# live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
+# and replication throttles. Listeners and ZooKeeper settings need a restart.
+DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    | {
+        "num.io.threads",
+        "num.network.threads",
+        "background.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.buffer.load.factor",
+        "log.cleaner.io.max.bytes.per.second",
+        "log.cleaner.backoff.ms",
+        "max.connections",
+        "max.connections.per.ip",
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+    }
+)

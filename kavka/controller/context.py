@@ -1,0 +1,209 @@
+"""The controller's picture of the cluster (seed 000 §Controller Failover step 7):
+live brokers, replica assignments, leader/ISR per partition, epochs.
+
+``ControllerContext`` is plain mutable data owned by the controller's single
+event task: filled from ZooKeeper when a broker becomes controller, then
+updated by each event the controller handles. No I/O, no locks: nothing
+else may touch it. The partition and replica state tables live with their
+state machines (``partition_state``, ``replica_state``).
+
+Value types used across the controller live here too: ``TopicPartition``,
+``PartitionReplica``, ``LeaderAndIsr``, ``LeaderIsrAndControllerEpoch``,
+``ReplicaAssignment``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple
+
+from kavka.zk.brokers import BrokerIdZNode, PartitionStateZNode
+
+NO_LEADER = -1
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class PartitionReplica(NamedTuple):
+    """One replica of one partition; the broker id is the replica id (seed 000)."""
+
+    tp: TopicPartition
+    replica: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's leader (-1: none), leader epoch and ISR, and the version
+    of its state znode this was read at / written as (-1: not in ZooKeeper).
+    Every leader change bumps the leader epoch."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int = -1
+
+    def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> "LeaderAndIsr":
+        """The next state after an election or ISR change: epoch + 1."""
+        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
+
+    def with_zk_version(self, zk_version: int) -> "LeaderAndIsr":
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, zk_version)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsrAndControllerEpoch:
+    """What ``/brokers/topics/<t>/partitions/<p>/state`` holds, plus its znode version."""
+
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
+
+    @classmethod
+    def from_znode(cls, znode: PartitionStateZNode, zk_version: int) -> "LeaderIsrAndControllerEpoch":
+        return cls(LeaderAndIsr(znode.leader, znode.leader_epoch, znode.isr, zk_version), znode.controller_epoch)
+
+    def to_znode(self, tp: TopicPartition) -> PartitionStateZNode:
+        lai = self.leader_and_isr
+        return PartitionStateZNode(tp.topic, tp.partition, lai.leader, lai.leader_epoch, lai.isr, self.controller_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's replicas (AR), with KIP-455's reassignment bookkeeping.
+
+    During a reassignment ``replicas`` is OAR + RAR (seed 000 §Partition 重新分配
+    step 1), ``adding`` = RAR - OAR and ``removing`` = OAR - RAR. Outside a
+    reassignment both are empty. The first replica is the preferred one.
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """RAR: what the replicas will be when the reassignment completes."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """OAR: the replicas before the reassignment started."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @staticmethod
+    def for_reassignment(original: Iterable[int], target: Iterable[int]) -> "ReplicaAssignment":
+        """AR = OAR + RAR, the seed's order (§Partition 重新分配 step 1 and its
+        table: {1,2,3} -> {1,2,3,4,5,6}), so the preferred replica does not
+        change until the reassignment completes."""
+        oar, rar = tuple(original), tuple(target)
+        replicas = oar + tuple(r for r in rar if r not in oar)
+        return ReplicaAssignment(replicas, tuple(r for r in rar if r not in oar), tuple(r for r in oar if r not in rar))
+
+
+@dataclass
+class ControllerContext:
+    """Cluster state as the controller knows it (see module doc).
+
+    Invariants kept by the controller: every partition in ``leadership`` has
+    an assignment; ``shutting_down`` is a subset of ``live_brokers``.
+    """
+
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    live_brokers: dict[int, BrokerIdZNode] = field(default_factory=dict)
+    shutting_down: set[int] = field(default_factory=set)
+    assignments: dict[str, dict[int, ReplicaAssignment]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)
+    topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+
+    # -- brokers -------------------------------------------------------------------------
+
+    @property
+    def live_or_shutting_down_ids(self) -> set[int]:
+        return set(self.live_brokers)
+
+    @property
+    def live_broker_ids(self) -> set[int]:
+        """Live brokers that are not shutting down: the ones leaders may move to."""
+        return set(self.live_brokers) - self.shutting_down
+
+    def is_replica_online(self, broker_id: int) -> bool:
+        return broker_id in self.live_brokers
+
+    # -- topics and assignments ------------------------------------------------------------
+
+    @property
+    def all_topics(self) -> list[str]:
+        return sorted(self.assignments)
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t in sorted(self.assignments) for p in sorted(self.assignments[t])]
+
+    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
+        return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment | None:
+        return self.assignments.get(tp.topic, {}).get(tp.partition)
+
+    def partition_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        a = self.assignment(tp)
+        return a.replicas if a is not None else ()
+
+    def update_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        self.assignments.setdefault(tp.topic, {})[tp.partition] = assignment
+
+    def remove_topic(self, topic: str) -> None:
+        for tp in self.partitions_for_topic(topic):
+            self.leadership.pop(tp, None)
+        self.assignments.pop(topic, None)
+        self.topic_ids.pop(topic, None)
+        self.topics_to_delete.discard(topic)
+        self.topics_ineligible_for_deletion.discard(topic)
+
+    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
+        return [tp for tp in self.all_partitions() if broker_id in self.partition_replicas(tp)]
+
+    def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[PartitionReplica]:
+        ids = set(broker_ids)
+        return [PartitionReplica(tp, r) for tp in self.all_partitions() for r in self.partition_replicas(tp) if r in ids]
+
+    def replicas_for_topic(self, topic: str) -> list[PartitionReplica]:
+        return [PartitionReplica(tp, r) for tp in self.partitions_for_topic(topic) for r in self.partition_replicas(tp)]
+
+    def partitions_being_reassigned(self) -> list[TopicPartition]:
+        return [tp for tp in self.all_partitions() if self.assignment(tp).is_being_reassigned]  # type: ignore[union-attr]
+
+    # -- leadership -----------------------------------------------------------------------------
+
+    def leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
+        entry = self.leadership.get(tp)
+        return entry.leader_and_isr if entry is not None else None
+
+    def put_leadership(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr) -> None:
+        """Record a state the controller wrote with its own epoch."""
+        self.leadership[tp] = LeaderIsrAndControllerEpoch(leader_and_isr, self.epoch)
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, e in self.leadership.items() if e.leader_and_isr.leader == broker_id)
+
+    def partitions_without_live_leader(self) -> list[TopicPartition]:
+        """Seed 000 §Broker failover step 2's set_p: partitions whose leader
+        is not a live broker (or that have none), except topics queued for
+        deletion, which are not worth electing for."""
+        return [
+            tp
+            for tp, e in sorted(self.leadership.items())
+            if e.leader_and_isr.leader not in self.live_brokers and tp.topic not in self.topics_to_delete
+        ]

@@ -1,0 +1,120 @@
+"""Requests, notifications, configs and producer ids in ZooKeeper: the
+``KavkaZkClient`` operations that are not about brokers, the controller or
+partition state (those are in ``client.py``).
+
+- ``/admin/delete_topics/<t>``, ``/admin/reassign_partitions``,
+  ``/admin/preferred_replica_election``: requests from tools to the controller.
+- ``/isr_change_notification/isr_change_<seq>``: leaders tell the controller.
+- ``/config/<type>/<name>`` + ``/config/changes/config_change_<seq>``: live
+  config changes (seed 002 §8).
+- ``/latest_producer_id_block``: producer id blocks, claimed conditionally.
+
+A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
+from kavka.zk.cluster import ProducerIdBlockZNode
+from kavka.zk.codec import sequence_number
+from kavka.zk.config_nodes import ConfigEntityZNode
+from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, ConfigChangeNotificationZNode, IsrChangeNotificationZNode
+from kavka.zk.store_types import NodeExistsError, NoNodeError, WatchCallback, ZkStore
+
+
+class AdminZkOps:
+    """Admin requests, notifications, configs and producer ids (see module doc)."""
+
+    store: ZkStore
+
+    async def request_topic_deletion(self, topic: str) -> None:
+        try:
+            await self.store.create(DeleteTopicZNode.path(topic), b"", make_parents=True)
+        except NodeExistsError:
+            pass
+
+    async def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
+        return await self.store.get_children(DELETE_TOPICS_PATH, watch)
+
+    async def get_reassignment(self, watch: WatchCallback | None = None) -> ReassignPartitionsZNode | None:
+        """The pending reassignment; ``watch`` is an exists watch, so it also
+        fires when the znode is created."""
+        if await self.store.exists(ReassignPartitionsZNode.path(), watch) is None:
+            return None
+        try:
+            data, _ = await self.store.get(ReassignPartitionsZNode.path())
+        except NoNodeError:
+            return None
+        return ReassignPartitionsZNode.decode(data)
+
+    async def get_preferred_replica_election(self, watch: WatchCallback | None = None) -> PreferredReplicaElectionZNode | None:
+        if await self.store.exists(PreferredReplicaElectionZNode.path(), watch) is None:
+            return None
+        try:
+            data, _ = await self.store.get(PreferredReplicaElectionZNode.path())
+        except NoNodeError:
+            return None
+        return PreferredReplicaElectionZNode.decode(data)
+
+    async def create_isr_change_notification(self, partitions: Sequence[tuple[str, int]]) -> str:
+        node = IsrChangeNotificationZNode(tuple(partitions))
+        return await self.store.create(IsrChangeNotificationZNode.PREFIX, node.encode(), sequential=True, make_parents=True)
+
+    async def get_isr_change_notifications(self, watch: WatchCallback | None = None) -> list[tuple[str, IsrChangeNotificationZNode]]:
+        """Pending notifications in sequence order, as (path, value); ones
+        deleted meanwhile are skipped."""
+        names = await self.store.get_children(ISR_CHANGE_NOTIFICATION_PATH, watch)
+        names = sorted((n for n in names if n.startswith(IsrChangeNotificationZNode.NAME_PREFIX)), key=lambda n: sequence_number(n, IsrChangeNotificationZNode.NAME_PREFIX))
+        out = []
+        for name in names:
+            path = f"{ISR_CHANGE_NOTIFICATION_PATH}/{name}"
+            try:
+                data, _ = await self.store.get(path)
+            except NoNodeError:
+                continue
+            out.append((path, IsrChangeNotificationZNode.decode(data, path)))
+        return out
+
+    # -- entity configs (seed 002 §8) ---------------------------------------------------------------
+
+    async def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        path = ConfigEntityZNode.path(entity_type, entity_name)
+        try:
+            data, _ = await self.store.get(path)
+        except NoNodeError:
+            return {}
+        return dict(ConfigEntityZNode.decode(data, path).config)
+
+    async def set_entity_config(self, entity_type: str, entity_name: str, config: Mapping[str, str]) -> None:
+        """Replace an entity's overrides, then notify every broker through
+        ``/config/changes/config_change_<seq>``."""
+        node = ConfigEntityZNode(entity_type, entity_name, dict(config))
+        try:
+            await self.store.set(node.znode_path, node.encode())
+        except NoNodeError:
+            await self.store.create(node.znode_path, node.encode(), make_parents=True)
+        change = ConfigChangeNotificationZNode(entity_type, entity_name)
+        await self.store.create(ConfigChangeNotificationZNode.PREFIX, change.encode(), sequential=True, make_parents=True)
+
+    # -- producer ids -------------------------------------------------------------------------------------
+
+    async def claim_producer_id_block(self, broker_id: int) -> ProducerIdBlockZNode:
+        """The next block of producer ids for this broker; a conditional
+        write, retried when another broker claims concurrently."""
+        path = ProducerIdBlockZNode.path()
+        while True:
+            try:
+                data, stat = await self.store.get(path)
+            except NoNodeError:
+                block = ProducerIdBlockZNode.first_block(broker_id)
+                try:
+                    await self.store.create(path, block.encode())
+                    return block
+                except NodeExistsError:
+                    continue
+            block = (ProducerIdBlockZNode.decode(data) if data else None)
+            block = block.next_block(broker_id) if block else ProducerIdBlockZNode.first_block(broker_id)
+            if await self.store.maybe_set(path, block.encode(), stat.version) is not None:
+                return block
