@@ -24,7 +24,6 @@ import tracemalloc
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "protocol"))
 import schema_strategies as ss  # noqa: E402

@@ -1,0 +1,17 @@
+"""Kavka's sans-IO Kafka wire protocol: no sockets, no asyncio.
+
+Modules (entry points first):
+
+* ``headers`` — ``decode_request``, ``encode_request``, ``decode_response``,
+  ``encode_response``: whole messages (header + body) without size prefix;
+* ``framing`` — ``frame``/``frame_parts`` and ``FrameDecoder`` (size prefix,
+  ``socket.request.max.bytes`` enforced before buffering);
+* ``messages`` — generated message classes (``ProduceRequest``,
+  ``FetchResponse.Responses.Partitions`` ...), naming scheme documented there;
+* ``codec`` — body encode/decode for any API and version, from
+  ``schema`` (the declarative tables) through compiled ``plan``s built on
+  ``fieldio``, ``primitives`` and ``writers``;
+* ``errors`` — ``DecodeError`` (and ``FrameSizeError``, ``UnknownApiError``,
+  ``UnsupportedVersionError``) and ``EncodeError``;
+* ``records`` — record batch v2 (opaque on the hot path).
+"""

@@ -54,17 +54,18 @@ def plan_for(api_key: int, side: str, version: int) -> tuple:
     return plan
 
 
-def decode_body(api_key: int, side: str, version: int, buf, pos: int = 0) -> Message:
+def decode_body(api_key: int, side: str, version: int, buf, pos: int = 0,
+                *, allow_trailing: bool = False) -> Message:
     """Decode a whole request or response body from ``buf[pos:]``; every
-    byte must be consumed. ``records`` fields come back as slices of
-    ``buf`` (zero-copy when ``buf`` is a memoryview)."""
+    byte must be consumed unless ``allow_trailing``. ``records`` fields
+    come back as slices of ``buf`` (zero-copy when ``buf`` is a memoryview)."""
     try:
         decode = plan_for(api_key, side, version)[0]
     except KeyError as e:
         raise DecodeError(str(e.args[0]), context=label(api_key, side, version)) from None
     try:
         msg, end = decode(buf, pos)
-        if end != len(buf):
+        if end != len(buf) and not allow_trailing:
             raise DecodeError(f"{len(buf) - end} bytes left over after the body")
     except DecodeError as e:
         e.context = label(api_key, side, version)

@@ -20,12 +20,27 @@ from kavka.protocol import primitives as p
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.schema.dsl import Field
 
-_NULL16 = p.INT16.pack(-1)
 _NULL32 = p.INT32.pack(-1)
 
 
-def locate(e: BaseException, seg: str, i: int) -> DecodeError:
-    """Prepend ``seg`` (``seg[i]`` inside an array) to the error's path."""
+def field_kind(f: Field) -> str:
+    """How the plan generator treats a field: "fixed" (packed with
+    struct), "scalar" (string, bytes, records, uuid), "prims" (array of a
+    primitive), "struct" or "structs" (array of structs)."""
+    if f.is_struct_array:
+        return "structs"
+    if f.is_struct:
+        return "struct"
+    if f.type.startswith("[]"):
+        return "prims"
+    if f.type in p.STRUCT_CODE:
+        return "fixed"
+    return "scalar"
+
+
+def locate(e: BaseException, seg: str, i: int, sub: str = "") -> DecodeError:
+    """Prepend ``seg`` (``seg[i]`` inside an array), then ``sub`` (the
+    field inside an inlined array element), to the error's path."""
     if isinstance(e, DecodeError):
         err = e
     elif isinstance(e, (struct.error, IndexError)):
@@ -34,16 +49,20 @@ def locate(e: BaseException, seg: str, i: int) -> DecodeError:
         err = DecodeError(f"string is not valid UTF-8 ({e.reason} at byte {e.start})")
     else:
         err = DecodeError(f"{type(e).__name__}: {e}")
+    if sub:
+        err.path.insert(0, sub)
     if seg:
         err.path.insert(0, f"{seg}[{i}]" if i >= 0 else seg)
     return err
 
 
-def elocate(e: BaseException, seg: str, i: int) -> EncodeError:
+def elocate(e: BaseException, seg: str, i: int, sub: str = "") -> EncodeError:
     if isinstance(e, EncodeError):
         err = e
     else:
         err = EncodeError(f"{type(e).__name__}: {e}")
+    if sub:
+        err.path.insert(0, sub)
     if seg:
         err.path.insert(0, f"{seg}[{i}]" if i >= 0 else seg)
     return err
@@ -199,6 +218,9 @@ def read_tags(o, buf, pos: int, known: dict) -> int:
             except Exception as e:
                 raise locate(e, name, -1) from None
             setattr(o, name, value)
+            if o._sent_tags is None:
+                o._sent_tags = set()
+            o._sent_tags.add(tag)
         pos = end
     return pos
 

@@ -23,7 +23,8 @@ Public functions take and return frames WITHOUT the int32 size prefix
 ``decode_request`` raises ``UnknownApiError`` / ``UnsupportedVersionError``
 carrying the parsed header, so the broker can answer an unsupported
 ApiVersions with UNSUPPORTED_VERSION and its version list at v0; any other
-bad byte raises ``DecodeError``. Encode EVERY ApiVersions response that
+bad byte raises ``DecodeError``. Bytes after a request body are ignored (as
+Kafka does); a response must be consumed exactly. Encode EVERY ApiVersions response that
 carries an error at v0: clients (kafka-python, Kafka's own) read an
 ApiVersions body with a non-zero error code as v0 whatever they asked for.
 
@@ -100,7 +101,10 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
         e.path.insert(0, "client_id" if hv < 2 else "client_id/tagged_fields")
         raise
     header = RequestHeader(api_key, api_version, correlation_id, client_id, hv)
-    return header, decode_body(api_key, REQUEST, api_version, buf, pos)
+    # Bytes after the body are ignored, as Kafka's broker does: librdkafka
+    # 2.16 (confluent-kafka) sends some Metadata v12 requests with 3 extra
+    # bytes after the tagged fields.
+    return header, decode_body(api_key, REQUEST, api_version, buf, pos, allow_trailing=True)
 
 
 def _check_body(body: Message, api_key: int, side: str) -> None:

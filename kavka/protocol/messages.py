@@ -29,7 +29,9 @@ that does not exist in the version being encoded must keep its default
 unless the schema marks it ``ignorable``. ``records`` fields hold raw bytes
 (a zero-copy memoryview after decoding) and are never decoded here.
 Unknown tagged fields read from the wire are kept in ``_unknown_tags`` and
-written back when the message is re-encoded.
+written back when the message is re-encoded; known tags the peer sent are
+remembered in ``_sent_tags`` and re-sent even when default-valued, so a
+decoded message re-encodes to the same bytes.
 
 Built once per API on first use; thereafter read-only, any thread.
 """
@@ -73,7 +75,7 @@ class Message:
     top-level classes ``API_KEY``, ``API_NAME`` and ``SIDE``.
     """
 
-    __slots__ = ("_unknown_tags",)
+    __slots__ = ("_unknown_tags", "_sent_tags")
     FIELDS: tuple[str, ...] = ()
     SCHEMA: dict[str, tuple[Field, ...]] = {}
     API_KEY: int = -1
@@ -86,7 +88,7 @@ class Message:
         return all(getattr(self, n) == getattr(other, n) for n in self.FIELDS)
 
     __hash__ = None  # mutable
-    _DEFAULTS: dict = {"_unknown_tags": lambda: None}
+    _DEFAULTS: dict = {"_unknown_tags": lambda: None, "_sent_tags": lambda: None}
 
     def __getattr__(self, name: str):
         # Only reached for a slot never assigned: decoders leave fields that
@@ -150,7 +152,7 @@ def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]], attrs: dict 
     ns: dict[str, object] = {"FRESH": FRESH}
     nested: dict[str, type] = {}
     params, body = [], []
-    defaults: dict[str, object] = {"_unknown_tags": lambda: None}
+    defaults: dict[str, object] = {"_unknown_tags": lambda: None, "_sent_tags": lambda: None}
     for i, name in enumerate(names):
         first = defs[name][0]
         child = None
@@ -172,7 +174,7 @@ def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]], attrs: dict 
             ns[f"_D{i}"] = dflt
             params.append(f"{name}=_D{i}")
             body.append(f"    self.{name} = {name}")
-    body.append("    self._unknown_tags = None")
+    body.append("    self._unknown_tags = self._sent_tags = None")
     sig = ", ".join(["self", "*", *params]) if params else "self"
     src = f"def __init__({sig}):\n" + "\n".join(body) + "\n"
     # A straight-line __eq__: the encoder compares tagged and absent fields

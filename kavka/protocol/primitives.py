@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from kavka.protocol.errors import DecodeError, EncodeError
+from kavka.protocol.errors import DecodeError
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -113,10 +113,13 @@ def _read_varbits(buf, pos: int, max_bytes: int, what: str):
 
 def read_uvarint(buf, pos: int):
     """Unsigned varint of at most 5 bytes holding a value < 2**32."""
-    if pos < len(buf):
+    if pos + 1 < len(buf):  # the common one- and two-byte cases, unrolled
         b = buf[pos]
-        if b < 0x80:  # the common one-byte case
+        if b < 0x80:
             return b, pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     value, pos = _read_varbits(buf, pos, 5, "unsigned varint")
     if value > 0xFFFFFFFF:
         raise DecodeError(f"unsigned varint {value} does not fit 32 bits")

@@ -123,3 +123,19 @@ def test_messages_compare_by_value_and_repr():
     assert a == FetchRequest(max_wait_ms=5) and a != FetchRequest(max_wait_ms=6)
     assert "max_wait_ms=5" in repr(a)
     assert a.to_dict()["max_wait_ms"] == 5
+
+
+def test_default_valued_tags_a_peer_sent_are_re_sent():
+    """Byte-exact re-encoding of a decoded message: a broker that sends a
+    default-valued tag gets it back; a message we build does not send it."""
+    from kavka.protocol.headers import decode_response, encode_response
+    from kavka.protocol.messages import ApiVersionsResponse
+
+    built = ApiVersionsResponse(error_code=0, api_keys=[])
+    canonical = encode_response(18, 3, 1, built)
+    assert canonical.endswith(b"\x00\x00\x00\x00" + b"\x00")  # throttle, then no tags
+    # finalized_features_epoch (tag 1) sent explicitly at its default, -1
+    peer = canonical[:-1] + b"\x01\x01\x08" + struct.pack(">q", -1)
+    _, decoded = decode_response(18, 3, peer)
+    assert decoded == built
+    assert encode_response(18, 3, 1, decoded) == peer

@@ -117,6 +117,21 @@ def _split(decoded):
     return decoded.header, decoded.body
 
 
+# Requests whose captured frame carries bytes after the body. Kafka's
+# parser ignores them, and so does ours (rejecting them would break the
+# client); re-encoding then gives the frame without them. librdkafka 2.16
+# writes its "all topics" Metadata v12 request with three extra bytes after
+# the tagged-field block. (client, api key, version) -> trailing byte count.
+TRAILING_REQUEST_BYTES = {("confluent-kafka", 3, 12): 3}
+
+
+def _expected_reencoding(client: str, api_key: int, version: int, direction: str, frame: bytes, again: bytes) -> bytes:
+    extra = TRAILING_REQUEST_BYTES.get((client, api_key, version)) if direction == "request" else None
+    if extra and len(frame) - len(again) == extra:
+        return frame[:-extra]
+    return frame
+
+
 @pytest.mark.parametrize(("key", "frames"), _groups())
 def test_frame_round_trips_byte_for_byte(key, frames):
     client, api_key, api_name, version, direction = key
@@ -135,8 +150,9 @@ def test_frame_round_trips_byte_for_byte(key, frames):
         except Exception as exc:  # noqa: BLE001 - collect every frame's outcome
             failures.append(f"{client}.frames line {f['line']}: {type(exc).__name__}: {exc}")
             continue
-        if bytes(again) != frame:
-            failures.append(f"{client}.frames line {f['line']}: {_first_difference(frame, bytes(again))}")
+        expected = _expected_reencoding(client, api_key, version, direction, frame, bytes(again))
+        if bytes(again) != expected:
+            failures.append(f"{client}.frames line {f['line']}: {_first_difference(expected, bytes(again))}")
     assert not failures, f"{len(failures)}/{len(frames)} frames differ:\n" + "\n".join(failures[:10])
 
 

@@ -116,10 +116,19 @@ def test_error_names_api_version_and_path():
                                "length 1000000 exceeds 20 remaining bytes")
 
 
-def test_trailing_bytes_are_rejected():
-    frame = encode_request(RequestHeader(18, 0, 1, "c"), ApiVersionsRequest()) + b"\x00"
+def test_trailing_bytes_after_a_request_are_ignored_as_kafka_does():
+    # confluent-kafka 2.16 (librdkafka) sent this Metadata v12 request: 3
+    # bytes follow the body's tagged fields.
+    frame = bytes.fromhex("0003000c00000005000772646b61666b610000000000010000")
+    header, body = decode_request(frame)
+    assert (header.correlation_id, header.client_id) == (5, "rdkafka")
+    assert body.topics is None and body.allow_auto_topic_creation is False
+
+
+def test_trailing_bytes_after_a_response_are_rejected():
+    frame = encode_response(18, 0, 1, ApiVersionsResponse()) + b"\x00"
     with pytest.raises(DecodeError, match="1 bytes left over"):
-        decode_request(frame)
+        decode_response(18, 0, frame)
 
 
 def test_body_must_match_the_api():
