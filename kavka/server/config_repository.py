@@ -1,0 +1,218 @@
+"""Effective topic and broker configs, with their sources and synonyms, and
+validated changes to them (DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs).
+
+Where a value comes from (Kafka's ConfigSource), highest precedence first:
+
+- topic: ``/config/topics/<t>`` (DYNAMIC_TOPIC_CONFIG), then the broker key
+  that defaults it (``log.segment.bytes`` for ``segment.bytes``...) set
+  dynamically for this broker (DYNAMIC_BROKER_CONFIG) or for all brokers
+  (DYNAMIC_DEFAULT_BROKER_CONFIG) or in server.properties
+  (STATIC_BROKER_CONFIG), then Kafka's default (DEFAULT_CONFIG);
+- broker: ``/config/brokers/<id>``, ``/config/brokers/<default>``,
+  server.properties, default.
+
+Changes are validated in full before anything is written (a topic's whole
+LogConfig is rebuilt from the new overrides; a broker's dynamic keys go
+through ``KafkaConfig.with_dynamic``), then written to the entity znode with
+a ``/config/changes`` notification (seed 002 §8), which every broker's
+DynamicConfigManager applies.
+
+Runs on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from kavka.common.broker_config import KafkaConfig, log_defaults
+from kavka.common.broker_config_keys import BROKER_CONFIG, DYNAMIC_BROKER_KEYS, TOPIC_SYNONYMS
+from kavka.common.config import ConfigError, ConfigType
+from kavka.common.errors import ErrorCode
+from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
+from kavka.zk.client import KavkaZkClient
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+_CONFIG_TYPES = {ConfigType.BOOLEAN: 1, ConfigType.STRING: 2, ConfigType.INT: 3, ConfigType.LONG: 5,
+                 ConfigType.DOUBLE: 6, ConfigType.LIST: 7, ConfigType.PASSWORD: 9}
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    sensitive: bool
+    config_type: int
+    documentation: str | None
+    synonyms: tuple[tuple[str, str | None, int], ...]  # (name, value, source)
+
+
+class ConfigRequestError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def render(value: Any) -> str | None:
+    """A typed config value as Kafka's clients show it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class ConfigRepository:
+    """See the module docstring."""
+
+    def __init__(self, zk: KavkaZkClient, static: KafkaConfig) -> None:
+        self.zk = zk
+        self.static = static
+
+    async def _broker_layers(self) -> tuple[dict[str, str], dict[str, str]]:
+        default = await self.zk.get_entity_config("brokers", "<default>")
+        mine = await self.zk.get_entity_config("brokers", str(self.static.broker_id))
+        return default, mine
+
+    # -- describe ---------------------------------------------------------
+    async def describe_topic(self, topic: str) -> list[ConfigEntry]:
+        overrides = await self.zk.get_entity_config("topics", topic)
+        default_layer, broker_layer = await self._broker_layers()
+        effective = self.static.with_dynamic(default_layer, broker_layer)
+        defaults = log_defaults(effective)
+        out = []
+        for name, key in TOPIC_CONFIG_DEF.keys.items():
+            synonyms: list[tuple[str, str | None, int]] = []
+            if name in overrides:
+                synonyms.append((name, overrides[name], SOURCE_DYNAMIC_TOPIC))
+            for broker_key in TOPIC_SYNONYMS.get(name, ()):
+                if broker_key in broker_layer:
+                    synonyms.append((broker_key, broker_layer[broker_key], SOURCE_DYNAMIC_BROKER))
+                if broker_key in default_layer:
+                    synonyms.append((broker_key, default_layer[broker_key], SOURCE_DYNAMIC_DEFAULT_BROKER))
+                if broker_key in self.static.originals:
+                    synonyms.append((broker_key, render(self.static.originals[broker_key]), SOURCE_STATIC_BROKER))
+            if name in overrides:
+                value, source = overrides[name], SOURCE_DYNAMIC_TOPIC
+            elif name in defaults and synonyms:
+                value, source = render(defaults[name]), synonyms[0][2]
+            else:
+                value, source = render(key.default), SOURCE_DEFAULT
+            synonyms.append((name if not TOPIC_SYNONYMS.get(name) else TOPIC_SYNONYMS[name][0],
+                             render(key.default), SOURCE_DEFAULT))
+            out.append(ConfigEntry(name, value, source, False, key.type is ConfigType.PASSWORD,
+                                   _CONFIG_TYPES.get(key.type, 0), key.doc or None, tuple(synonyms)))
+        return out
+
+    async def describe_broker(self, name: str) -> list[ConfigEntry]:
+        default_layer, broker_layer = await self._broker_layers()
+        if name == "":
+            broker_layer = {}
+        elif name != str(self.static.broker_id):
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                     f"broker {self.static.broker_id} cannot describe the configs of broker {name!r}; "
+                                     "send the request to that broker")
+        out = []
+        for key_name, key in BROKER_CONFIG.keys.items():
+            sensitive = key.type is ConfigType.PASSWORD
+            synonyms: list[tuple[str, str | None, int]] = []
+            if key_name in broker_layer:
+                synonyms.append((key_name, broker_layer[key_name], SOURCE_DYNAMIC_BROKER))
+            if key_name in default_layer:
+                synonyms.append((key_name, default_layer[key_name], SOURCE_DYNAMIC_DEFAULT_BROKER))
+            if key_name in self.static.originals:
+                synonyms.append((key_name, render(self.static.originals[key_name]), SOURCE_STATIC_BROKER))
+            synonyms.append((key_name, render(key.default), SOURCE_DEFAULT))
+            value, source = synonyms[0][1], synonyms[0][2]
+            if sensitive:
+                value = None
+                synonyms = [(n, None, s) for n, _, s in synonyms]
+            out.append(ConfigEntry(key_name, value, source, key_name not in DYNAMIC_BROKER_KEYS, sensitive,
+                                   _CONFIG_TYPES.get(key.type, 0), key.doc or None, tuple(synonyms)))
+        return out
+
+    # -- alter --------------------------------------------------------------
+    async def current_overrides(self, resource_type: int, name: str) -> dict[str, str]:
+        entity_type, entity = self._entity(resource_type, name)
+        return await self.zk.get_entity_config(entity_type, entity)
+
+    def _entity(self, resource_type: int, name: str) -> tuple[str, str]:
+        if resource_type == RESOURCE_TOPIC:
+            return "topics", name
+        if resource_type == RESOURCE_BROKER:
+            if name not in ("", str(self.static.broker_id)) and not name.isdigit():
+                raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"broker resource name {name!r} is not a broker id")
+            return "brokers", name or "<default>"
+        raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
+                                 f"resource type {resource_type} is not supported (2 topic, 4 broker)")
+
+    async def validate_and_write(self, resource_type: int, name: str, overrides: Mapping[str, str],
+                                 validate_only: bool) -> None:
+        """Replace the entity's overrides with ``overrides`` after checking
+        that the whole resulting config is valid."""
+        entity_type, entity = self._entity(resource_type, name)
+        try:
+            if entity_type == "topics":
+                default_layer, broker_layer = await self._broker_layers()
+                defaults = log_defaults(self.static.with_dynamic(default_layer, broker_layer))
+                for key in overrides:
+                    if key not in TOPIC_CONFIG_DEF:
+                        raise ConfigError(key, "unknown topic configuration key", f"topic {name}")
+                LogConfig.from_props({**defaults, **overrides}, source=f"topic {name}")
+            else:
+                default_layer, broker_layer = await self._broker_layers()
+                if entity == "<default>":
+                    self.static.with_dynamic(overrides, broker_layer)
+                else:
+                    self.static.with_dynamic(default_layer, overrides)
+        except ConfigError as e:
+            raise ConfigRequestError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        if not validate_only:
+            await self.zk.set_entity_config(entity_type, entity, dict(overrides))
+
+
+def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str | None]],
+                      list_keys: frozenset[str]) -> dict[str, str]:
+    """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (the last
+    two only on list-typed keys) applied to the current overrides."""
+    out = dict(current)
+    for name, op, value in ops:
+        if op == OP_SET:
+            if value is None:
+                raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"config {name!r}: SET needs a value")
+            out[name] = value
+        elif op == OP_DELETE:
+            out.pop(name, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            if name not in list_keys:
+                raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
+                                         f"config {name!r} is not a list; APPEND and SUBTRACT need a list-typed key")
+            items = [v for v in (out.get(name) or "").split(",") if v]
+            given = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if op == OP_APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            out[name] = ",".join(items)
+        else:
+            raise ConfigRequestError(ErrorCode.INVALID_REQUEST, f"config {name!r}: unknown operation {op}")
+    return out
+
+
+LIST_KEYS = frozenset(n for n, k in {**TOPIC_CONFIG_DEF.keys, **BROKER_CONFIG.keys}.items() if k.type is ConfigType.LIST)

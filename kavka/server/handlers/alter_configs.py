@@ -1,0 +1,48 @@
+"""AlterConfigs (key 33): replace a topic's or broker's overrides as a
+whole (keys not given return to their defaults), after validating the
+complete result; ``validate_only`` writes nothing.
+"""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import AlterConfigsResponse
+from kavka.server.config_repository import RESOURCE_TOPIC, ConfigRepository, ConfigRequestError
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+class AlterConfigsHandler:
+    def __init__(self, repo: ConfigRepository, cache: MetadataCache) -> None:
+        self.repo = repo
+        self.cache = cache
+
+    async def __call__(self, ctx: RequestContext, request) -> AlterConfigsResponse:
+        R = AlterConfigsResponse
+        out = []
+        for res in request.resources:
+            code, message = ErrorCode.NONE, None
+            try:
+                if res.resource_type == RESOURCE_TOPIC and not self.cache.contains_topic(res.resource_name):
+                    raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                             f"topic {res.resource_name!r} does not exist")
+                overrides = {}
+                for c in res.configs:
+                    if c.value is None:
+                        raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"config {c.name!r}: a value is required")
+                    overrides[c.name] = c.value
+                await self.repo.validate_and_write(res.resource_type, res.resource_name, overrides,
+                                                   request.validate_only)
+            except ConfigRequestError as e:
+                code, message = e.code, e.message
+            out.append(R.Responses(error_code=int(code), error_message=message,
+                                   resource_type=res.resource_type, resource_name=res.resource_name))
+        return R(throttle_time_ms=0, responses=out)
+
+
+def register(dispatcher: Dispatcher, handler: AlterConfigsHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
