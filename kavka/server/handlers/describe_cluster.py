@@ -1,0 +1,50 @@
+"""DescribeCluster (key 60, KIP-700): cluster id, controller id and the live
+brokers with their endpoint for the listener the request came in on.
+``endpoint_type`` 2 (KRaft controllers) does not exist in a ZooKeeper
+cluster: UNSUPPORTED_ENDPOINT_TYPE. No broker is ever fenced here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import DescribeClusterResponse
+from kavka.server.handlers.metadata import CLUSTER_OPERATIONS, INT32_MIN
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 60
+MIN_VERSION = 0
+MAX_VERSION = 2
+ENDPOINT_BROKERS = 1
+
+
+class DescribeClusterHandler:
+    def __init__(self, cache: MetadataCache, cluster_id: Callable[[], str | None]) -> None:
+        self.cache = cache
+        self.cluster_id = cluster_id
+
+    async def __call__(self, ctx: RequestContext, request) -> DescribeClusterResponse:
+        R = DescribeClusterResponse
+        endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
+        if endpoint_type != ENDPOINT_BROKERS:
+            return R(error_code=int(ErrorCode.UNSUPPORTED_ENDPOINT_TYPE), endpoint_type=endpoint_type,
+                     error_message="this is a ZooKeeper cluster: only broker endpoints (endpoint_type 1) exist",
+                     cluster_id=self.cluster_id() or "")
+        brokers = []
+        for b in self.cache.alive_brokers():
+            ep = b.endpoint(ctx.listener)
+            if ep is not None:
+                brokers.append(R.Brokers(broker_id=b.id, host=ep.host, port=ep.port, rack=b.rack))
+        return R(
+            throttle_time_ms=0, error_code=int(ErrorCode.NONE), error_message=None,
+            endpoint_type=endpoint_type, cluster_id=self.cluster_id() or "",
+            controller_id=self.cache.controller_id, brokers=brokers,
+            cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                           else INT32_MIN),
+        )
+
+
+def register(dispatcher: Dispatcher, handler: DescribeClusterHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
