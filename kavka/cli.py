@@ -16,6 +16,9 @@ import sys
 # and ``run(args) -> int``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
+    "up": ("kavka.tools.up", "run a local cluster (ZooKeeper + N brokers) in the foreground"),
+    "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
+    "server": ("kavka.server.main", "run a broker: kavka server start server.properties"),
 }
 
 

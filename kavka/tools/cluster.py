@@ -1,0 +1,241 @@
+"""A local Kavka cluster of real processes: a standalone ZooKeeper (or an
+existing one) and N broker processes on loopback.
+
+Used by ``kavka up``, ``make demo``, the cluster tests and the benchmarks.
+Each broker gets ``<data-dir>/broker-<id>/`` with its ``server.properties``,
+its log directory and its output in ``broker.log``; brokers run as
+``python -m kavka server start server.properties`` so that a test can kill
+one with SIGKILL and restart it exactly as an operator would.
+
+Call from one thread (it is synchronous); readiness is read from ZooKeeper
+(``/brokers/ids`` holding every broker id).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from kavka.tools.zookeeper import ZooKeeperServer, free_port
+
+
+class ClusterError(RuntimeError):
+    """A broker or ZooKeeper did not start, or a wait ran out."""
+
+
+@dataclass
+class BrokerProcess:
+    broker_id: int
+    port: int
+    directory: Path
+    properties: Path
+    process: subprocess.Popen | None = None
+    log_file: object = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "broker.log"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no broker.log)"
+
+
+class LocalCluster:
+    """See the module docstring. ``config`` holds broker keys applied to
+    every broker (``num.partitions`` ...); ``zookeeper`` is
+    ``host:port[/chroot]`` of an existing ZooKeeper, else one is started."""
+
+    def __init__(self, brokers: int = 3, data_dir: str | Path | None = None, base_port: int = 0,
+                 zookeeper: str | None = None, zookeeper_port: int | None = None,
+                 config: Mapping[str, str] | None = None, chroot: str = "/kavka") -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kavka-cluster-"))
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.config = dict(config or {})
+        self.zk_server: ZooKeeperServer | None = None
+        self._zk_given = zookeeper
+        self._zk_port = zookeeper_port
+        self._chroot = chroot
+        self.zk_connect = ""
+        self.brokers: dict[int, BrokerProcess] = {}
+        for i in range(brokers):
+            port = base_port + i if base_port else free_port()
+            d = self.data_dir / f"broker-{i}"
+            self.brokers[i] = BrokerProcess(i, port, d, d / "server.properties")
+
+    # -- lifecycle ---------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.address for b in self.brokers.values())
+
+    def start(self, timeout: float = 60.0, progress=None) -> None:
+        say = progress or (lambda msg: None)
+        if self._zk_given:
+            self.zk_connect = self._zk_given
+        else:
+            say("starting ZooKeeper")
+            self.zk_server = ZooKeeperServer(port=self._zk_port, data_dir=self.data_dir / "zookeeper")
+            self.zk_server.start()
+            self.zk_connect = self.zk_server.connect_string + self._chroot
+            say(f"ZooKeeper ready at {self.zk_server.connect_string}")
+        for b in self.brokers.values():
+            self._write_properties(b)
+            self.start_broker(b.broker_id)
+            say(f"started broker {b.broker_id} on {b.address} (pid {b.process.pid})")
+        self.wait_registered(set(self.brokers), timeout)
+
+    def _write_properties(self, b: BrokerProcess) -> None:
+        b.directory.mkdir(parents=True, exist_ok=True)
+        props = {
+            "broker.id": str(b.broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+            "log.dirs": str(b.directory / "logs"),
+            "zookeeper.connect": self.zk_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
+            "transaction.state.log.replication.factor": str(min(3, len(self.brokers))),
+            "transaction.state.log.min.isr": str(min(2, len(self.brokers))),
+        }
+        props.update(self.config)
+        lines = ["# written by kavka.tools.cluster"] + [f"{k}={v}" for k, v in props.items()]
+        b.properties.write_text("\n".join(lines) + "\n")
+
+    def start_broker(self, broker_id: int) -> BrokerProcess:
+        b = self.brokers[broker_id]
+        if b.running():
+            return b
+        if not b.properties.exists():
+            self._write_properties(b)
+        b.log_file = open(b.log_path, "ab", buffering=0)
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        b.process = subprocess.Popen(
+            [sys.executable, "-m", "kavka", "server", "start", str(b.properties)],
+            stdout=b.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True)
+        return b
+
+    def stop_broker(self, broker_id: int, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        """Signal a broker and wait for it; SIGKILL after ``timeout``."""
+        b = self.brokers[broker_id]
+        if b.process is None:
+            return None
+        if b.process.poll() is None:
+            b.process.send_signal(sig)
+            try:
+                b.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                b.process.kill()
+                b.process.wait(10)
+        if b.log_file is not None:
+            b.log_file.close()
+            b.log_file = None
+        return b.process.returncode
+
+    def kill_broker(self, broker_id: int) -> None:
+        """kill -9."""
+        self.stop_broker(broker_id, signal.SIGKILL)
+
+    def restart_broker(self, broker_id: int, timeout: float = 60.0) -> None:
+        self.stop_broker(broker_id)
+        self.start_broker(broker_id)
+        self.wait_registered({broker_id}, timeout)
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            if b.running():
+                b.process.send_signal(signal.SIGTERM)
+        for b in self.brokers.values():
+            self.stop_broker(b.broker_id)
+        if self.zk_server is not None:
+            self.zk_server.stop()
+            self.zk_server = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+    # -- observation -------------------------------------------------------
+    def _zk(self):
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.zk_connect)
+        client.start(15)
+        return client
+
+    def registered(self) -> set[int]:
+        client = self._zk()
+        try:
+            if not client.exists("/brokers/ids"):
+                return set()
+            return {int(c) for c in client.get_children("/brokers/ids")}
+        finally:
+            client.stop()
+            client.close()
+
+    def controller(self) -> tuple[int, int] | None:
+        """(controller broker id, controller epoch) from ZooKeeper."""
+        import json
+
+        client = self._zk()
+        try:
+            if not client.exists("/controller"):
+                return None
+            data, _ = client.get("/controller")
+            epoch_data, _ = client.get("/controller_epoch")
+            return int(json.loads(data)["brokerid"]), int(epoch_data)
+        finally:
+            client.stop()
+            client.close()
+
+    def wait_registered(self, ids: set[int], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            dead = [b for i, b in self.brokers.items() if i in ids and b.process is not None
+                    and b.process.poll() is not None]
+            if dead:
+                b = dead[0]
+                raise ClusterError(f"broker {b.broker_id} exited with code {b.process.returncode}; "
+                                   f"last lines of {b.log_path}:\n{b.log_tail()}")
+            if ids <= self.registered():
+                return
+            if time.monotonic() > deadline:
+                missing = sorted(ids - self.registered())
+                tails = "\n".join(f"--- broker {i} ---\n{self.brokers[i].log_tail()}" for i in missing)
+                raise ClusterError(f"brokers {missing} did not register in ZooKeeper within {timeout:.0f} s\n{tails}")
+            time.sleep(0.1)
+
+    def wait_for(self, predicate, timeout: float = 30.0, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
+            time.sleep(0.1)
