@@ -2,46 +2,60 @@
 
 This module sits outside the layered packages on purpose: it is the only
 place allowed to reach both ``kavka.server`` (``kavka server start``) and
-``kavka.tools`` (everything else). Sub-commands are imported lazily so that
-``kavka dump-log`` does not pay for the broker's imports.
+``kavka.tools`` (everything else). A sub-command's module is imported only
+when that sub-command runs, so ``kavka dump-log`` does not pay for the
+broker's imports. Each module has ``DESCRIPTION``, ``add_arguments(parser)``
+and ``run(args) -> int``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 
-# name -> (module, one-line help). Each module has ``add_arguments(parser)``
-# and ``run(args) -> int``.
+# name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
-    "up": ("kavka.tools.up", "run a local cluster (ZooKeeper + N brokers) in the foreground"),
-    "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
     "server": ("kavka.server.main", "run a broker: kavka server start server.properties"),
+    "up": ("kavka.tools.up", "run a local cluster (ZooKeeper + N brokers) in the foreground"),
+    "topics": ("kavka.tools.topics", "create, list, describe, alter and delete topics"),
+    "console-producer": ("kavka.tools.console_producer", "send lines from stdin to a topic"),
+    "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
+    "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
+    "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kavka",
-        description="Kavka: a replicated, partitioned commit log speaking the Kafka protocol.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+def _available() -> dict[str, tuple[str, str]]:
+    """Commands whose module is present in this installation."""
+    out = {}
     for name, (module, help_text) in COMMANDS.items():
-        mod = importlib.import_module(module)
-        p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTION", help_text))
-        mod.add_arguments(p)
-        p.set_defaults(_module=mod)
-    return parser
+        if importlib.util.find_spec(module) is not None:
+            out[name] = (module, help_text)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    commands = _available()
+    listing = "\n".join(f"  {name:<18} {help_text}" for name, (_, help_text) in commands.items())
+    top = argparse.ArgumentParser(
+        prog="kavka",
+        description="Kavka: a replicated, partitioned commit log speaking the Kafka protocol.",
+        epilog=f"commands:\n{listing}\n\n'kavka COMMAND --help' describes one command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("command", metavar="COMMAND", choices=sorted(commands), help="one of the commands below")
+    top.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    ns = top.parse_args(argv)
+    module_name, help_text = commands[ns.command]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"kavka {ns.command}", description=getattr(module, "DESCRIPTION", help_text))
+    module.add_arguments(parser)
+    args = parser.parse_args(ns.args)
     try:
-        return int(args._module.run(args) or 0)
+        return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
