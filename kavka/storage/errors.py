@@ -1,11 +1,9 @@
 """Typed errors raised by the storage layer.
 
-Every error carries ``code_name``: the name of the Kafka error code a
-request handler must answer with (``MESSAGE_TOO_LARGE``, ``CORRUPT_MESSAGE``,
-``OFFSET_OUT_OF_RANGE``, ``KAFKA_STORAGE_ERROR`` ...). The names are the
-members of ``kavka.common.errors.ErrorCode``; handlers map them with
-``ErrorCode[err.code_name]`` (DESIGN.md convention 6), so the storage layer
-does not depend on the response codec.
+Every error is a ``kavka.common.errors.KafkaError`` whose ``code`` is the
+Kafka error code a request handler must answer with (MESSAGE_TOO_LARGE,
+CORRUPT_MESSAGE, OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR ...), so handlers
+turn any of them into a per-partition code (DESIGN.md convention 6).
 
 Pure exceptions; any thread.
 """
@@ -14,11 +12,13 @@ from __future__ import annotations
 
 import os
 
+from kavka.common.errors import ErrorCode, KafkaError
 
-class StorageError(Exception):
-    """Base of every storage error; ``code_name`` names the Kafka error code."""
 
-    code_name: str = "UNKNOWN_SERVER_ERROR"
+class StorageError(KafkaError):
+    """Base of every storage error; ``code`` is the Kafka error code."""
+
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class KafkaStorageError(StorageError):
@@ -26,7 +26,7 @@ class KafkaStorageError(StorageError):
     ``path``. The log was left consistent: nothing half-written is served.
     Kafka answers KAFKA_STORAGE_ERROR and takes the log directory offline."""
 
-    code_name = "KAFKA_STORAGE_ERROR"
+    code = ErrorCode.KAFKA_STORAGE_ERROR
 
     def __init__(self, message: str, path: str | os.PathLike[str] | None = None, cause: OSError | None = None) -> None:
         self.path = None if path is None else os.fspath(path)
@@ -49,48 +49,48 @@ class MessageTooLargeError(StorageError):
     """A batch is larger than ``max.message.bytes`` (KIP-74 sizes are whole
     batches)."""
 
-    code_name = "MESSAGE_TOO_LARGE"
+    code = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class RecordListTooLargeError(StorageError):
     """The records of one append are larger than ``segment.bytes``: they
     could never fit a segment."""
 
-    code_name = "RECORD_LIST_TOO_LARGE"
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 class CorruptMessageError(StorageError):
     """A batch failed its size, magic or CRC32C check."""
 
-    code_name = "CORRUPT_MESSAGE"
+    code = ErrorCode.CORRUPT_MESSAGE
 
 
 class InvalidRecordError(StorageError):
     """A well-formed batch the broker must still refuse (no records, offset
     delta disagreeing with the record count ...)."""
 
-    code_name = "INVALID_RECORD"
+    code = ErrorCode.INVALID_RECORD
 
 
 class InvalidTimestampError(StorageError):
     """A CreateTime batch whose timestamps are further from the broker's clock
     than ``message.timestamp.difference.max.ms``."""
 
-    code_name = "INVALID_TIMESTAMP"
+    code = ErrorCode.INVALID_TIMESTAMP
 
 
 class OffsetOutOfRangeError(StorageError):
     """A read or a DeleteRecords offset outside [log start offset, log end
     offset]."""
 
-    code_name = "OFFSET_OUT_OF_RANGE"
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class UnexpectedAppendOffsetError(StorageError):
     """A follower append whose offsets go backwards (below the log end offset
     or not increasing inside the appended bytes)."""
 
-    code_name = "UNKNOWN_SERVER_ERROR"
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
 
     def __init__(self, message: str, first_offset: int, last_offset: int) -> None:
         self.first_offset = first_offset

@@ -4,8 +4,9 @@ Each topic's log is configured by the keys Kafka uses for topic overrides
 (``segment.bytes``, ``retention.ms`` ...). The broker supplies the defaults
 through its ``log.*`` keys (``log.segment.bytes``, ``log.retention.hours``
 ...; seed 002 §5.4.1: "若是主题级别的配置，则在相应的配置项前去掉“log.”前缀");
-``LogConfig.from_broker`` merges the two: per-topic override, else broker
-key, else Kafka's default.
+``kavka.common.broker_config.log_defaults`` translates the broker keys to
+topic keys and ``LogConfig.with_defaults`` merges: per-topic override, else
+the broker's default, else Kafka's default.
 
 ``LogConfig`` is a frozen value: a config change builds a new one and the
 log swaps it in. Any thread.
@@ -85,36 +86,6 @@ TOPIC_CONFIG_DEF = (
     .define("message.downconversion.enable", _T.BOOLEAN, True, "Allow down-conversion for old fetchers.")
 )
 
-# Broker key -> topic key (Kafka's defaults for topic configs). Where the
-# broker has several units for one setting the finest given wins
-# (log.retention.ms > log.retention.minutes > log.retention.hours).
-BROKER_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
-    "segment.bytes": (("log.segment.bytes", 1),),
-    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
-    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
-    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
-    "index.interval.bytes": (("log.index.interval.bytes", 1),),
-    "max.message.bytes": (("message.max.bytes", 1),),
-    "flush.messages": (("log.flush.interval.messages", 1),),
-    "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
-    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
-    "retention.bytes": (("log.retention.bytes", 1),),
-    "cleanup.policy": (("log.cleanup.policy", 1),),
-    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 1),),
-    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
-    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
-    "message.timestamp.type": (("log.message.timestamp.type", 1),),
-    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", 1),),
-    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
-    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
-    "preallocate": (("log.preallocate", 1),),
-    "min.insync.replicas": (("min.insync.replicas", 1),),
-    "unclean.leader.election.enable": (("unclean.leader.election.enable", 1),),
-    "compression.type": (("compression.type", 1),),
-    "message.downconversion.enable": (("log.message.downconversion.enable", 1),),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     """Typed topic-level log settings. Field ``x_y`` is Kafka key ``x.y``.
@@ -166,26 +137,17 @@ class LogConfig:
         return cls(**values)
 
     @classmethod
-    def from_broker(
-        cls, broker_props: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+    def with_defaults(
+        cls, defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
     ) -> "LogConfig":
-        """Topic override, else the broker's ``log.*`` synonym, else Kafka's
-        default. Unknown broker keys are ignored (they configure other parts
-        of the broker); unknown override keys are rejected."""
-        merged: dict[str, Any] = {}
-        for topic_key, synonyms in BROKER_SYNONYMS.items():
-            for broker_key, scale in synonyms:
-                raw = broker_props.get(broker_key)
-                if raw is None:
-                    continue
-                if scale != 1:
-                    unit = ConfigDef().define(broker_key, ConfigType.LONG)
-                    raw = unit.parse_value(broker_key, raw, "broker config") * scale
-                merged[topic_key] = raw
-                break
+        """Topic override, else the given topic-level default (the broker's
+        ``log.*`` settings translated by
+        ``kavka.common.broker_config.log_defaults``), else Kafka's default.
+        Unknown override keys are rejected, naming the key."""
         for key in (overrides or {}):
             if key not in TOPIC_CONFIG_DEF:
                 raise ConfigError(key, "unknown topic configuration key", "topic overrides")
+        merged = {k: v for k, v in defaults.items() if k in TOPIC_CONFIG_DEF}
         merged.update(overrides or {})
         return cls.from_props(merged, source="topic config (broker defaults + overrides)")
 

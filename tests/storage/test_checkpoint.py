@@ -68,7 +68,7 @@ def test_malformed_files_name_file_and_line(tmp_path, text, line, words):
         OffsetCheckpointFile(path).read()
     msg = str(e.value)
     assert f"line {line}" in msg and words in msg and str(path) in msg
-    assert e.value.code_name == "KAFKA_STORAGE_ERROR"
+    assert e.value.code.name == "KAFKA_STORAGE_ERROR"
 
 
 def test_non_utf8_is_reported(tmp_path):

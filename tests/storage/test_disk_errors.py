@@ -47,7 +47,7 @@ def test_full_tmpfs_append_fails_cleanly_and_restart_serves_only_whole_appends(s
             error = e
             break
     assert error is not None and ok > 10
-    assert error.code_name == "KAFKA_STORAGE_ERROR" and error.errno == errno.ENOSPC
+    assert error.code.name == "KAFKA_STORAGE_ERROR" and error.errno == errno.ENOSPC
     assert str(log_dir) in str(error) and error.path.startswith(str(log_dir))
     assert log.offline and log.log_end_offset == 4 * ok
     with pytest.raises(LogOfflineError):
@@ -87,7 +87,7 @@ def test_injected_enospc_mid_write_is_cut_back(log_dir, clock, monkeypatch):
     monkeypatch.setattr(os, "pwritev", _failing_once(os.pwritev, errno.ENOSPC, write_half=True))
     with pytest.raises(KafkaStorageError) as e:
         log.append_as_leader(make_batch(2), 1)
-    assert e.value.code_name == "KAFKA_STORAGE_ERROR" and "00000000000000000000.log" in str(e.value)
+    assert e.value.code.name == "KAFKA_STORAGE_ERROR" and "00000000000000000000.log" in str(e.value)
     assert log.active_segment.log.path.stat().st_size == size  # partial bytes removed
     assert log.log_end_offset == 6
     log.close_quietly()

@@ -47,12 +47,12 @@ def test_validation_errors_carry_kafka_codes(log_dir, clock):
     log = Log(log_dir, small_config(**{"max.message.bytes": 200}), clock=clock)
     with pytest.raises(MessageTooLargeError) as e:
         log.append_as_leader(make_batch(10), 1)
-    assert e.value.code_name == "MESSAGE_TOO_LARGE" and "max.message.bytes=200" in str(e.value)
+    assert e.value.code.name == "MESSAGE_TOO_LARGE" and "max.message.bytes=200" in str(e.value)
     bad = bytearray(make_batch(1))
     bad[-1] ^= 0xFF
     with pytest.raises(CorruptMessageError) as e:
         log.append_as_leader(bytes(bad), 1)
-    assert e.value.code_name == "CORRUPT_MESSAGE"
+    assert e.value.code.name == "CORRUPT_MESSAGE"
     with pytest.raises(CorruptMessageError):
         log.append_as_leader(make_batch(1)[:-3], 1)  # partial batch
     magic1 = bytearray(make_batch(1))
@@ -76,7 +76,7 @@ def test_create_time_difference_is_enforced(log_dir, clock):
     log = Log(log_dir, small_config(**{"message.timestamp.difference.max.ms": 1000}), clock=clock)
     with pytest.raises(InvalidTimestampError) as e:
         log.append_as_leader(make_batch(1, ts=T0 - 5000), 1)
-    assert e.value.code_name == "INVALID_TIMESTAMP"
+    assert e.value.code.name == "INVALID_TIMESTAMP"
     log.append_as_leader(make_batch(1, ts=T0 - 500), 1)
     log.close()
 
@@ -112,7 +112,7 @@ def test_read_returns_whole_batches_from_the_containing_one(log_dir, clock):
     assert log.read(100, 100).records == b""  # at LEO: empty
     with pytest.raises(OffsetOutOfRangeError) as e:
         log.read(101, 100)
-    assert e.value.code_name == "OFFSET_OUT_OF_RANGE"
+    assert e.value.code.name == "OFFSET_OUT_OF_RANGE"
     log.close()
 
 

@@ -52,11 +52,16 @@ def test_min_compaction_lag_above_max_is_refused():
         LogConfig.from_props({"min.compaction.lag.ms": 10, "max.compaction.lag.ms": 5})
 
 
-def test_broker_synonyms_and_precedence():
-    broker = {"log.retention.hours": "2", "log.retention.minutes": "30", "log.roll.hours": "1", "log.segment.bytes": 5000}
-    c = LogConfig.from_broker(broker)
+def test_broker_defaults_and_precedence():
+    from kavka.common.broker_config import KafkaConfig, log_defaults
+
+    broker = {"broker.id": "0", "zookeeper.connect": "127.0.0.1:2181", "log.dirs": "/tmp/x",
+              "log.retention.hours": "2", "log.retention.minutes": "30", "log.roll.hours": "1",
+              "log.segment.bytes": "5000"}
+    c = LogConfig.with_defaults(log_defaults(KafkaConfig.from_props(broker)))
     assert c.retention_ms == 30 * 60_000 and c.segment_ms == 3_600_000 and c.segment_bytes == 5000
-    assert LogConfig.from_broker({**broker, "log.retention.ms": "7"}).retention_ms == 7
-    assert LogConfig.from_broker(broker, {"segment.ms": "99"}).segment_ms == 99
+    defaults = log_defaults(KafkaConfig.from_props({**broker, "log.retention.ms": "7"}))
+    assert LogConfig.with_defaults(defaults).retention_ms == 7
+    assert LogConfig.with_defaults(defaults, {"segment.ms": "99"}).segment_ms == 99
     with pytest.raises(ConfigError, match="unknown topic configuration key"):
-        LogConfig.from_broker(broker, {"log.segment.bytes": "1"})
+        LogConfig.with_defaults(defaults, {"log.segment.bytes": "1"})

@@ -176,8 +176,8 @@ def test_flush_messages_flushes_inline(tmp_path, clock):
 
 
 def test_topic_config_from_broker_defaults_and_overrides(tmp_path):
-    broker = {"log.segment.bytes": "2048", "log.retention.hours": "1", "log.cleanup.policy": "compact"}
-    cfg = LogConfig.from_broker(broker, {"retention.ms": "5000"})
+    defaults = {"segment.bytes": 2048, "retention.ms": 3_600_000, "cleanup.policy": ["compact"]}
+    cfg = LogConfig.with_defaults(defaults, {"retention.ms": "5000"})
     assert (cfg.segment_bytes, cfg.retention_ms, cfg.compact, cfg.delete) == (2048, 5000, True, False)
     mc = LogManagerConfig.from_broker({"log.dirs": f"{tmp_path}/a,{tmp_path}/b", "num.recovery.threads.per.data.dir": "3"})
     assert mc.log_dirs == (f"{tmp_path}/a", f"{tmp_path}/b") and mc.num_recovery_threads_per_data_dir == 3
