@@ -70,13 +70,14 @@ _ASSIGNMENT_ERRORS: dict[type, ErrorCode] = {
 
 class AdminManager:
     """See the module docstring. ``live_brokers`` returns the ids of the
-    brokers registered now; ``topic_exists`` asks the metadata cache."""
+    brokers registered now; ``log_defaults`` the topic-level defaults from
+    the broker's (possibly dynamically changed) config."""
 
-    def __init__(self, zk: KavkaZkClient, broker_props: Mapping[str, object],
+    def __init__(self, zk: KavkaZkClient, log_defaults: Callable[[], Mapping[str, object]],
                  live_brokers: Callable[[], Sequence[int]], num_partitions: int,
                  default_replication_factor: int) -> None:
         self.zk = zk
-        self.broker_props = broker_props
+        self.log_defaults = log_defaults
         self.live_brokers = live_brokers
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
@@ -87,7 +88,7 @@ class AdminManager:
             raise _Fail(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         configs = {k: v for k, v in t.configs.items() if v is not None}
         try:
-            log_config = LogConfig.from_broker(self.broker_props, configs)
+            log_config = LogConfig.with_defaults(self.log_defaults(), configs)
         except ConfigError as e:
             raise _Fail(ErrorCode.INVALID_CONFIG, str(e)) from None
         brokers = list(self.live_brokers())
