@@ -1,0 +1,192 @@
+"""The file, mmap and binary search shared by the offset and time indexes.
+
+An index file is an array of fixed-size big-endian entries. While its
+segment is active the file is preallocated to ``segment.index.bytes``
+(rounded down to a whole number of entries) and the unused tail is zeros;
+when the segment rolls or closes the file is trimmed to the entries in use
+(seed 002 §5.3 (5): the active segment's indexes are sized back up to
+``segment.index.bytes`` on load).
+
+Writes go through ``os.pwrite`` and lookups through a read-only ``mmap`` of
+the same file (Linux shares the page cache between the two). Writing through
+the mapping would turn a full disk into SIGBUS on a page of the sparse
+preallocated file; ``pwrite`` turns it into an ``OSError`` the log reports
+as KAFKA_STORAGE_ERROR.
+
+Entry counting on open: valid entries are strictly increasing, so an all-zero
+entry can only be the first one; the first all-zero entry after slot 0 marks
+the end of the used part (a preallocated file left behind by a crash).
+Truncation zeroes the dropped entries so stale ones never reappear.
+
+Not thread-safe by itself: the owning ``LogSegment`` is guarded by its
+``Log``'s lock.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+
+class IndexFile:
+    """A preallocatable file of ``entry_size``-byte entries with an mmap view."""
+
+    __slots__ = ("path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero")
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, entry_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.entry_size = entry_size
+        self._zero = bytes(entry_size)
+        existed = path.exists() and path.stat().st_size > 0
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._mmap: mmap.mmap | None = None
+        try:
+            if existed:
+                length = os.fstat(self._fd).st_size
+                self._length = length - length % entry_size
+                self._map()
+                self._entries = self._count_entries(length // entry_size)
+            else:
+                self._length = 0
+                self._entries = 0
+                self.resize(max_index_size)
+        except BaseException:
+            self.close_quietly()
+            raise
+
+    # ---- mapping -------------------------------------------------------------
+    def _map(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        if self._length > 0:
+            self._mmap = mmap.mmap(self._fd, self._length, access=mmap.ACCESS_READ)
+
+    def _count_entries(self, slots: int) -> int:
+        """Entries in use: up to the first all-zero entry after slot 0. A
+        lone all-zero slot 0 counts as unused: dropping a (0, 0) entry is
+        harmless because lookups fall back to (base offset, position 0)."""
+        if slots == 0:
+            return 0
+        lo, hi = 1, slots  # the first zero slot in [1, slots), or slots
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._slot_bytes(mid) == self._zero:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo == 1 and self._slot_bytes(0) == self._zero:
+            return 0
+        return lo
+
+    def _slot_bytes(self, n: int) -> bytes:
+        assert self._mmap is not None
+        start = n * self.entry_size
+        return self._mmap[start : start + self.entry_size]
+
+    # ---- state ----------------------------------------------------------------
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._length // self.entry_size
+
+    @property
+    def length(self) -> int:
+        """Bytes of the file (preallocated or trimmed)."""
+        return self._length
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes of entries in use."""
+        return self._entries * self.entry_size
+
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries
+
+    def view(self) -> memoryview:
+        """The mapped bytes (entries in use first); empty when unmapped."""
+        if self._mmap is None:
+            return memoryview(b"")
+        return memoryview(self._mmap)
+
+    # ---- mutation ---------------------------------------------------------------
+    def write_entry(self, raw: bytes) -> None:
+        """Append one encoded entry. The caller checks ordering and fullness."""
+        if self._entries >= self.max_entries:
+            raise IndexError(f"index {self.path} is full ({self._entries} entries)")
+        os.pwrite(self._fd, raw, self._entries * self.entry_size)
+        self._entries += 1
+
+    def truncate_to_entries(self, n: int) -> None:
+        """Keep the first ``n`` entries; zero the dropped ones on disk."""
+        if n >= self._entries:
+            return
+        dropped = (self._entries - n) * self.entry_size
+        try:
+            os.pwrite(self._fd, bytes(dropped), n * self.entry_size)
+        finally:
+            self._entries = n  # in memory at least; a crash re-checks the file on load
+
+    def reset(self) -> None:
+        self.truncate_to_entries(0)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file length to ``new_size`` rounded down to whole entries
+        (never below the entries in use). Returns whether it changed."""
+        rounded = max(new_size - new_size % self.entry_size, self._entries * self.entry_size)
+        if rounded == self._length and os.fstat(self._fd).st_size == rounded:
+            return False
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        os.ftruncate(self._fd, rounded)
+        self._length = rounded
+        self._map()
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self._entries * self.entry_size)
+
+    def flush(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Trim and release the file."""
+        if self._fd < 0:
+            return
+        try:
+            self.trim_to_valid_size()
+        finally:
+            self.close_quietly()
+
+    def close_quietly(self) -> None:
+        """Release the mapping and descriptor without trimming (crash-like)."""
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def rename_to(self, new_path: Path) -> None:
+        if self.path.exists():
+            os.replace(self.path, new_path)
+        self.path = new_path
+
+    def delete_file(self) -> bool:
+        self.close_quietly()
+        try:
+            self.path.unlink()
+            return True
+        except FileNotFoundError:
+            return False

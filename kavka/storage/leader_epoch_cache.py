@@ -1,0 +1,166 @@
+"""Per-partition leader-epoch cache and its ``leader-epoch-checkpoint`` file.
+
+An ordered list of ``EpochEntry(epoch, start_offset)``: the first offset each
+leader epoch wrote. Both columns strictly increase. The file (in the
+partition directory) has seed 002's checkpoint format with ``epoch
+start_offset`` lines and is rewritten durably on every change.
+
+This is the KIP-101 fix for the seed's truncate-to-HW design
+(../shared/reference/faults.md): a follower asks the leader for the end
+offset of its latest epoch (``end_offset_for``, KIP-279 semantics) and
+truncates there, not to its high watermark. The cache is truncated together
+with the log (``truncate_from_end`` on log truncation, ``truncate_from_start``
+when the log start offset moves).
+
+Thread-safe (own lock): the log appends under its lock while replication
+reads from the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from kavka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochFileCache:
+    """See the module docstring."""
+
+    def __init__(self, directory: Path, *, persist: bool = True) -> None:
+        self._checkpoint = LeaderEpochCheckpointFile(Path(directory) / LEADER_EPOCH_CHECKPOINT)
+        self._persist = persist
+        self._lock = threading.RLock()
+        self._entries: list[EpochEntry] = []
+        if persist:
+            for epoch, start in self._checkpoint.read():
+                self._append_checked(EpochEntry(epoch, start))
+
+    @property
+    def path(self) -> Path:
+        return self._checkpoint.path
+
+    def _append_checked(self, entry: EpochEntry) -> None:
+        if self._entries:
+            last = self._entries[-1]
+            if entry.epoch <= last.epoch or entry.start_offset < last.start_offset:
+                # A damaged file: keep what is consistent; the log's own
+                # batches re-teach later epochs on recovery.
+                return
+        self._entries.append(entry)
+
+    def _flush(self) -> None:
+        if self._persist:
+            self._checkpoint.write((e.epoch, e.start_offset) for e in self._entries)
+
+    # ---- queries ------------------------------------------------------------------
+    def entries(self) -> list[EpochEntry]:
+        with self._lock:
+            return list(self._entries)
+
+    def latest_epoch(self) -> int | None:
+        with self._lock:
+            return self._entries[-1].epoch if self._entries else None
+
+    def latest_entry(self) -> EpochEntry | None:
+        with self._lock:
+            return self._entries[-1] if self._entries else None
+
+    def earliest_entry(self) -> EpochEntry | None:
+        with self._lock:
+            return self._entries[0] if self._entries else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch whose range contains ``offset`` (None before the first)."""
+        with self._lock:
+            found = None
+            for e in self._entries:
+                if e.start_offset <= offset:
+                    found = e.epoch
+                else:
+                    break
+            return found
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """KIP-101/279: ``(largest epoch <= requested, end offset of it)``.
+
+        The end offset of an epoch is the start offset of the next larger
+        epoch, or the log end offset for the latest epoch. A requested epoch
+        below every known one answers (requested, start of the first known
+        epoch); above the latest, or with an empty cache, (-1, -1)."""
+        with self._lock:
+            if requested_epoch == UNDEFINED_EPOCH or not self._entries:
+                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            latest = self._entries[-1]
+            if requested_epoch == latest.epoch:
+                return requested_epoch, log_end_offset
+            floor: EpochEntry | None = None
+            for e in self._entries:
+                if e.epoch <= requested_epoch:
+                    floor = e
+                    continue
+                # e is the first entry with a larger epoch
+                return (requested_epoch if floor is None else floor.epoch), e.start_offset
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+
+    # ---- mutations ------------------------------------------------------------------
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``. Entries that would
+        break monotonicity (epoch >= it, or start >= it) are dropped first,
+        as a new leader's history overrides a stale tail. Same epoch at a
+        later offset changes nothing. Returns whether the cache changed."""
+        if epoch < 0 or start_offset < 0:
+            return False
+        with self._lock:
+            if self._entries:
+                last = self._entries[-1]
+                if last.epoch == epoch and start_offset >= last.start_offset:
+                    return False
+            self._entries = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
+            self._entries.append(EpochEntry(epoch, start_offset))
+            self._flush()
+            return True
+
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """Drop entries starting at or after ``end_offset`` (log truncation)."""
+        with self._lock:
+            if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
+                return False
+            self._entries = [e for e in self._entries if e.start_offset < end_offset]
+            self._flush()
+            return True
+
+    def truncate_from_start(self, start_offset: int) -> bool:
+        """The log now starts at ``start_offset``: drop epochs wholly before
+        it and move the epoch containing it to start there."""
+        with self._lock:
+            if start_offset < 0 or not self._entries or self._entries[0].start_offset >= start_offset:
+                return False
+            keep_from = 0
+            for i, e in enumerate(self._entries):
+                if e.start_offset <= start_offset:
+                    keep_from = i
+            kept = self._entries[keep_from:]
+            kept[0] = EpochEntry(kept[0].epoch, start_offset)
+            self._entries = kept
+            self._flush()
+            return True
+
+    def clear_and_flush(self) -> None:
+        with self._lock:
+            self._entries = []
+            self._flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush()

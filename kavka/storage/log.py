@@ -1,0 +1,426 @@
+"""A partition's log: an ordered list of segments in ``<topic>-<partition>``.
+
+The last segment is the active one; every earlier one is immutable except
+through truncation, retention and compaction. State beside the segments:
+``log_end_offset`` (LEO, the next offset to assign), ``log_start_offset``
+(moved forward by retention and DeleteRecords), ``recovery_point`` (every
+offset below it is fsynced; recovery after a crash starts there, seed 002
+§5.3), ``high_watermark`` (set by replication, checkpointed by the log
+manager) and the leader-epoch cache (KIP-101).
+
+Invariants: segment base offsets strictly increase; every batch offset in a
+segment lies below the next segment's base; log_start_offset <=
+high_watermark <= LEO; recovery_point <= LEO; the epoch cache has no entry at
+or past LEO.
+
+Thread-safety: one ``RLock`` per log guards every mutation and read (the
+log manager's threads, the broker's event loop). ``flush`` fsyncs outside the
+lock. Segments removed from the log are renamed ``.deleted`` and their files
+closed and removed after ``file.delete.delay.ms`` (``delete_expired_files``),
+so a read that already holds one finishes safely.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from bisect import bisect_right
+from pathlib import Path
+
+from kavka.storage.clock import Clock, SystemClock
+from kavka.storage.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
+from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
+from kavka.storage.file_records import Buffer
+from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
+from kavka.storage.log_append import (
+    LogAppendInfo,
+    ValidatedBatches,
+    split_follower_batches,
+    validate_follower_batches,
+    validate_leader_batches,
+)
+from kavka.storage.log_config import LogConfig
+from kavka.storage.log_loader import LogLoader
+from kavka.storage.log_offsets import fetch_offset_by_timestamp
+from kavka.storage.log_truncation import LogTruncation
+from kavka.storage.checkpoint import fsync_dir
+from kavka.storage.offset_index import INT32_MAX
+from kavka.storage.segment import LogSegment
+from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
+
+logger = logging.getLogger(__name__)
+
+
+class Log(LogTruncation):
+    """See the module docstring. Open with ``Log(dir, config, ...)``: loading
+    and recovery (``LogLoader``) happen in the constructor."""
+
+    def __init__(
+        self,
+        directory: Path | str,
+        config: LogConfig,
+        *,
+        clock: Clock | None = None,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        had_clean_shutdown: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.dir = Path(directory)
+        self.topic_partition: TopicPartition = parse_topic_partition(self.dir.name)
+        self._config = config
+        self._clock = clock or SystemClock()
+        self._rng = rng or random.Random()
+        self._lock = threading.RLock()
+        self._offline: KafkaStorageError | None = None
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
+        loaded = LogLoader(
+            self.dir,
+            config,
+            self._clock,
+            self.leader_epoch_cache,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            roll_jitter_ms=config.random_segment_jitter(self._rng),
+        ).load()
+        self.truncated_on_load = loaded.truncated_bytes
+        self._segments: list[LogSegment] = loaded.segments
+        self._bases: list[int] = [s.base_offset for s in self._segments]
+        self._next_offset = loaded.next_offset
+        self._log_start_offset = loaded.log_start_offset
+        self._recovery_point = loaded.recovery_point
+        self._last_flush_ms = self._clock.milliseconds()
+        self._dir_needs_fsync = False
+        self._roll_flush_offset: int | None = None
+        self.leader_epoch_cache.truncate_from_end(self._next_offset)
+        if self._log_start_offset > self._next_offset:
+            # Every byte on disk is below the checkpointed start: none is live.
+            self.truncate_fully_and_start_at(self._log_start_offset)
+        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+        self._high_watermark = min(max(high_watermark, self._log_start_offset), self._next_offset)
+
+    # ---- state -------------------------------------------------------------------------
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Dynamic topic config change (applies from the next operation)."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self._recovery_point
+
+    @property
+    def offline(self) -> bool:
+        return self._offline is not None
+
+    def segments(self) -> list[LogSegment]:
+        with self._lock:
+            return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def size_in_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        with self._lock:
+            active = self._segments[-1]
+            return LogOffsetMetadata(self._next_offset, active.base_offset, active.size)
+
+    def _check_online(self) -> None:
+        if self._offline is not None:
+            raise LogOfflineError(f"log {self.topic_partition} is offline after: {self._offline}", self.dir)
+
+    def _failed(self, error: KafkaStorageError) -> KafkaStorageError:
+        """Kafka takes a log dir offline on an I/O error; this log stops."""
+        self._offline = error
+        logger.error("log %s is now offline: %s", self.topic_partition, error)
+        return error
+
+    def segment_for(self, offset: int) -> LogSegment | None:
+        """The segment whose range holds ``offset`` (floor by base offset)."""
+        i = bisect_right(self._bases, offset) - 1
+        return self._segments[i] if i >= 0 else None
+
+    # ---- append ------------------------------------------------------------------------
+    def append_as_leader(self, records: Buffer, leader_epoch: int) -> LogAppendInfo:
+        """Validate, assign offsets from LEO, stamp ``leader_epoch``, append."""
+        with self._lock:
+            self._check_online()
+            now = self._clock.milliseconds()
+            batches = validate_leader_batches(
+                records, self._config, next_offset=self._next_offset, leader_epoch=leader_epoch, now_ms=now
+            )
+            self._append(batches, now)
+            if leader_epoch >= 0:
+                self.leader_epoch_cache.assign(leader_epoch, batches.first_offset)
+            info = LogAppendInfo(
+                first_offset=batches.first_offset,
+                last_offset=batches.last_offset,
+                max_timestamp=batches.max_timestamp,
+                offset_of_max_timestamp=batches.offset_of_max_timestamp,
+                log_append_time=now if self._config.log_append_time else -1,
+                log_start_offset=self._log_start_offset,
+                record_count=batches.record_count,
+                batch_count=len(batches.headers),
+                valid_bytes=batches.size,
+                last_leader_epoch=leader_epoch,
+            )
+        self._maybe_flush_by_messages()
+        return info
+
+    def append_as_follower(self, records: Buffer) -> LogAppendInfo:
+        """Append replicated batches keeping their offsets and epochs."""
+        with self._lock:
+            self._check_online()
+            now = self._clock.milliseconds()
+            batches = validate_follower_batches(records, log_end_offset=self._next_offset)
+            if batches is None:
+                return LogAppendInfo(
+                    self._next_offset, self._next_offset - 1, -1, -1, -1, self._log_start_offset, 0, 0, 0
+                )
+            self._append_follower(batches, now)
+            for header in batches.headers:
+                if header.partition_leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            info = LogAppendInfo(
+                first_offset=batches.first_offset,
+                last_offset=batches.last_offset,
+                max_timestamp=batches.max_timestamp,
+                offset_of_max_timestamp=batches.offset_of_max_timestamp,
+                log_append_time=-1,
+                log_start_offset=self._log_start_offset,
+                record_count=batches.record_count,
+                batch_count=len(batches.headers),
+                valid_bytes=batches.size,
+                last_leader_epoch=batches.headers[-1].partition_leader_epoch,
+            )
+        self._maybe_flush_by_messages()
+        return info
+
+    def _append_follower(self, batches: ValidatedBatches, now: int) -> None:
+        if batches.last_offset - batches.first_offset > INT32_MAX and len(batches.headers) > 1:
+            first, second = split_follower_batches(batches)
+            self._append_follower(first, now)
+            self._append_follower(second, now)
+            return
+        self._append(batches, now)
+
+    def _append(self, batches: ValidatedBatches, now: int) -> None:
+        segment = self.maybe_roll(batches.size, batches.max_timestamp, batches.first_offset, batches.last_offset, now)
+        try:
+            segment.append(batches.last_offset, batches.max_timestamp, batches.offset_of_max_timestamp, batches.parts)
+        except KafkaStorageError as e:
+            raise self._failed(e) from None
+        self._next_offset = batches.last_offset + 1
+
+    def maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, max_offset: int, now: int) -> LogSegment:
+        """Roll when the active segment is full by size, age (segment.ms minus
+        jitter), either index, or the int32 relative offset of ``max_offset``."""
+        active = self._segments[-1]
+        if active.should_roll(
+            self._config, messages_size=messages_size, max_timestamp=max_timestamp, max_offset=max_offset, now_ms=now
+        ):
+            return self.roll(max(first_offset, self._next_offset))
+        return active
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Make a new active segment at max(expected, LEO) and trim the old
+        one. An empty active segment is replaced rather than kept."""
+        with self._lock:
+            self._check_online()
+            new_base = max(expected_next_offset or 0, self._next_offset)
+            active = self._segments[-1]
+            if active.size == 0:
+                if active.base_offset == new_base:
+                    return active
+                self._segments.pop()
+                self._bases.pop()
+                active.delete_files()
+            else:
+                active.on_become_inactive()
+                self._roll_flush_offset = new_base
+            segment = self._new_segment(new_base)
+            self._segments.append(segment)
+            self._bases.append(new_base)
+            self._dir_needs_fsync = True
+            return segment
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        try:
+            return LogSegment(
+                self.dir,
+                base_offset,
+                self._config,
+                self._clock,
+                roll_jitter_ms=self._config.random_segment_jitter(self._rng),
+                preallocate=self._config.preallocate,
+            )
+        except (OSError, KafkaStorageError) as e:
+            err = e if isinstance(e, KafkaStorageError) else KafkaStorageError("cannot create segment", self.dir, e)
+            raise self._failed(err) from None
+
+    # ---- read --------------------------------------------------------------------------
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding ``start_offset``, up to
+        ``max_bytes`` (the first batch whole when ``min_one_message``: KIP-74),
+        never a batch reaching ``max_offset`` (the high watermark for
+        consumers). Raises ``OffsetOutOfRangeError`` outside
+        [log start, LEO]."""
+        with self._lock:
+            self._check_online()
+            end = self._next_offset
+            if start_offset == end:
+                active = self._segments[-1]
+                return FetchDataInfo(LogOffsetMetadata(end, active.base_offset, active.size), b"")
+            if start_offset > end or start_offset < self._log_start_offset:
+                raise OffsetOutOfRangeError(
+                    f"offset {start_offset} is outside the log range [{self._log_start_offset}, {end}] "
+                    f"of {self.topic_partition}"
+                )
+            limit_segment, limit_position = None, None
+            if max_offset is not None and max_offset < end:
+                if max_offset <= start_offset:
+                    return FetchDataInfo(LogOffsetMetadata(start_offset), b"")
+                limit_segment = self.segment_for(max_offset)
+                if limit_segment is not None:
+                    found = limit_segment.translate_offset(max_offset)
+                    limit_position = found[0] if found is not None else limit_segment.size
+            i = max(bisect_right(self._bases, start_offset) - 1, 0)
+            for segment in self._segments[i:]:
+                max_position = limit_position if segment is limit_segment else None
+                fetched = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if fetched is not None:
+                    meta = LogOffsetMetadata(start_offset, segment.base_offset, fetched.position)
+                    return FetchDataInfo(meta, fetched.records, fetched.first_entry_incomplete)
+                if segment is limit_segment:
+                    break
+            return FetchDataInfo(LogOffsetMetadata(start_offset), b"")
+
+    # ---- flush -------------------------------------------------------------------------
+    def flush(self, up_to_offset: int | None = None) -> bool:
+        """fsync every segment holding offsets in [recovery point, up_to) (LEO
+        by default) and advance the recovery point. Returns whether it did."""
+        with self._lock:
+            self._check_online()
+            target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+            if target <= self._recovery_point and not self._dir_needs_fsync:
+                return False
+            start = self._recovery_point
+            todo = [
+                s
+                for i, s in enumerate(self._segments)
+                if s.base_offset < target and (i + 1 == len(self._segments) or self._bases[i + 1] > start)
+            ]
+            fsync_directory, self._dir_needs_fsync = self._dir_needs_fsync, False
+        try:
+            for segment in todo:
+                try:
+                    segment.flush()
+                except (KafkaStorageError, OSError):
+                    with self._lock:
+                        if any(s is segment for s in self._segments):
+                            raise
+                    # removed (and maybe closed) meanwhile: nothing to make durable
+            if fsync_directory:
+                fsync_dir(self.dir)
+        except KafkaStorageError as e:
+            with self._lock:
+                raise self._failed(e) from None
+        except OSError as e:
+            with self._lock:
+                raise self._failed(KafkaStorageError("fsync failed", self.dir, e)) from None
+        with self._lock:
+            self._recovery_point = max(self._recovery_point, min(target, self._next_offset))
+            self._last_flush_ms = self._clock.milliseconds()
+            if self._roll_flush_offset is not None and self._roll_flush_offset <= self._recovery_point:
+                self._roll_flush_offset = None
+        return True
+
+    def _maybe_flush_by_messages(self) -> None:
+        if self.unflushed_messages >= self._config.flush_messages:
+            self.flush()
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """The periodic flusher: ``flush.ms`` since the last flush, or the
+        segment rolled since (Kafka flushes a rolled segment right away)."""
+        with self._lock:
+            due = now_ms - self._last_flush_ms >= self._config.flush_ms and self.unflushed_messages > 0
+            rolled = self._roll_flush_offset
+        if due:
+            return self.flush()
+        if rolled is not None:
+            return self.flush(rolled)
+        return False
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        """Trim and close every segment (clean shutdown: the log manager
+        flushes first and writes the clean-shutdown marker)."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+            for _t, segment in self._pending_deletes:
+                segment.close_quietly()  # the .deleted files go at next startup
+            self._pending_deletes = []
+
+    def close_quietly(self) -> None:
+        """Release descriptors without trimming (tests simulate a crash)."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close_quietly()
+            for _t, segment in self._pending_deletes:
+                segment.close_quietly()
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, else the
+        first record with timestamp >= ``timestamp`` (see ``log_offsets``)."""
+        return fetch_offset_by_timestamp(self, timestamp)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """KIP-101/279 answer for OffsetsForLeaderEpoch."""
+        return self.leader_epoch_cache.end_offset_for(leader_epoch, self._next_offset)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic_partition}, start={self._log_start_offset}, end={self._next_offset}, "
+            f"segments={len(self._segments)})"
+        )

@@ -1,0 +1,233 @@
+"""Validation and offset assignment for appends, without decoding records.
+
+A leader append (``validate_leader_batches``) checks every batch of the
+produced bytes: whole (no trailing partial batch), no larger than
+``max.message.bytes`` (MESSAGE_TOO_LARGE), magic 2, CRC32C (CORRUPT_MESSAGE),
+at least one record and ``last_offset_delta == record_count - 1``
+(INVALID_RECORD: a producer's batch is dense), timestamps within
+``message.timestamp.difference.max.ms`` for CreateTime (INVALID_TIMESTAMP).
+Offsets are then assigned by rewriting the 16 bytes in front of the CRC'd
+region — base offset, length, partition leader epoch — which are written as
+a separate small buffer in front of the untouched rest (``pwritev``): no copy
+of the batch. With ``message.timestamp.type=LogAppendTime`` the attributes
+and max timestamp (inside the CRC) change too, so that batch is copied and
+its CRC recomputed (Kafka does the same).
+
+A follower append (``validate_follower_batches``) keeps offsets and epochs
+as the leader wrote them, checks CRCs and that offsets increase, and ignores
+a trailing partial batch (a fetch response may end mid-batch).
+
+Pure functions over buffers; any thread.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kavka.protocol.records.batch import (
+    ATTR_TIMESTAMP_TYPE,
+    CRC_START,
+    LOG_OVERHEAD,
+    CorruptRecordBatch,
+    InvalidRecordBatch,
+    RecordBatchHeader,
+    crc32c,
+    peek_size,
+    validate_batch,
+)
+from kavka.storage.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+    RecordListTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from kavka.storage.file_records import Buffer
+from kavka.storage.log_config import LogConfig
+
+_PREFIX = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
+PREFIX_SIZE = _PREFIX.size  # 16
+_ATTRS = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+_UINT32 = struct.Struct(">I")
+NO_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append did. Offsets are inclusive; ``log_append_time`` is -1
+    for CreateTime topics; ``log_start_offset`` as it was after the append."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    record_count: int
+    batch_count: int
+    valid_bytes: int
+    last_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedBatches:
+    """Batches checked and ready to write: ``parts`` is what ``pwritev``
+    writes (offset-assigned prefixes and untouched remainders)."""
+
+    parts: list[Buffer]
+    headers: list[RecordBatchHeader]
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    record_count: int
+    size: int
+
+
+def _validate_one(view: memoryview, pos: int) -> RecordBatchHeader:
+    try:
+        return validate_batch(view, pos)
+    except CorruptRecordBatch as e:
+        raise CorruptMessageError(f"corrupt record batch: {e}") from e
+    except InvalidRecordBatch as e:
+        raise InvalidRecordError(f"invalid record batch: {e}") from e
+
+
+def validate_leader_batches(
+    records: Buffer, config: LogConfig, *, next_offset: int, leader_epoch: int, now_ms: int
+) -> ValidatedBatches:
+    """Check produced batches and assign offsets from ``next_offset``."""
+    view = memoryview(records).cast("B")
+    n = len(view)
+    if n == 0:
+        raise InvalidRecordError("the produce request holds no record batch")
+    if n > config.segment_bytes:
+        raise RecordListTooLargeError(
+            f"{n} bytes of records can never fit a segment of segment.bytes={config.segment_bytes}"
+        )
+    parts: list[Buffer] = []
+    headers: list[RecordBatchHeader] = []
+    offset = next_offset
+    max_ts, offset_of_max_ts, count = NO_TIMESTAMP, next_offset, 0
+    append_time = config.log_append_time
+    pos = 0
+    while pos < n:
+        size = peek_size(view, pos)
+        if size is None or size > n - pos:
+            raise CorruptMessageError(f"the records end with a partial batch at byte {pos} of {n}")
+        if size > config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"record batch of {size} bytes at byte {pos} is larger than max.message.bytes="
+                f"{config.max_message_bytes}; split it or raise the topic's max.message.bytes"
+            )
+        header = _validate_one(view, pos)
+        if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+            raise InvalidRecordError(
+                f"batch at byte {pos} has record count {header.record_count} but last offset delta "
+                f"{header.last_offset_delta}; a producer's batch must hold count-1 as its delta"
+            )
+        if not append_time:
+            _check_timestamps(header, config, now_ms, pos)
+        base = offset
+        prefix = _PREFIX.pack(base, header.batch_length, leader_epoch)
+        if append_time:
+            batch = bytearray(view[pos : pos + size])
+            batch[:PREFIX_SIZE] = prefix
+            attrs = header.attributes | ATTR_TIMESTAMP_TYPE
+            _ATTRS.pack_into(batch, 21, attrs)
+            _INT64.pack_into(batch, 35, now_ms)
+            _UINT32.pack_into(batch, 17, crc32c(memoryview(batch)[CRC_START:]))
+            parts.append(batch)
+            batch_max_ts, batch_max_offset = now_ms, base
+        else:
+            parts.append(prefix)
+            parts.append(view[pos + PREFIX_SIZE : pos + size])
+            batch_max_ts, batch_max_offset = header.max_timestamp, base + header.last_offset_delta
+        if batch_max_ts > max_ts:
+            max_ts, offset_of_max_ts = batch_max_ts, batch_max_offset
+        headers.append(header)
+        offset = base + header.last_offset_delta + 1
+        count += header.record_count
+        pos += size
+    return ValidatedBatches(parts, headers, next_offset, offset - 1, max_ts, offset_of_max_ts, count, n)
+
+
+def _check_timestamps(header: RecordBatchHeader, config: LogConfig, now_ms: int, pos: int) -> None:
+    limit = config.message_timestamp_difference_max_ms
+    if limit >= 2**62:
+        return
+    for ts in (header.base_timestamp, header.max_timestamp):
+        if ts >= 0 and abs(ts - now_ms) > limit:
+            raise InvalidTimestampError(
+                f"batch at byte {pos} has timestamp {ts}, more than message.timestamp.difference.max.ms="
+                f"{limit} away from the broker's clock {now_ms}"
+            )
+
+
+def validate_follower_batches(records: Buffer, *, log_end_offset: int) -> ValidatedBatches | None:
+    """Check replicated batches (offsets kept). None when there is no whole
+    batch. Raises ``CorruptMessageError`` or ``UnexpectedAppendOffsetError``."""
+    view = memoryview(records).cast("B")
+    n = len(view)
+    headers: list[RecordBatchHeader] = []
+    pos = 0
+    prev_next = log_end_offset
+    max_ts, offset_of_max_ts, count = NO_TIMESTAMP, -1, 0
+    while n - pos >= LOG_OVERHEAD:
+        size = peek_size(view, pos)
+        assert size is not None
+        if size >= LOG_OVERHEAD and size > n - pos:
+            break  # trailing partial batch of a fetch response
+        header = _validate_one(view, pos)
+        if header.base_offset < prev_next:
+            first = headers[0].base_offset if headers else header.base_offset
+            raise UnexpectedAppendOffsetError(
+                f"replicated batch at byte {pos} starts at offset {header.base_offset}, below the expected "
+                f"{prev_next} (log end offset {log_end_offset}); offsets must increase",
+                first,
+                header.last_offset,
+            )
+        if header.max_timestamp > max_ts:
+            max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
+        headers.append(header)
+        prev_next = header.next_offset
+        count += header.record_count
+        pos += size
+    if not headers:
+        return None
+    return ValidatedBatches(
+        [view[:pos]],
+        headers,
+        headers[0].base_offset,
+        headers[-1].last_offset,
+        max_ts,
+        offset_of_max_ts if offset_of_max_ts >= 0 else headers[0].base_offset,
+        count,
+        pos,
+    )
+
+
+def split_follower_batches(batches: ValidatedBatches) -> tuple[ValidatedBatches, ValidatedBatches]:
+    """Split in two halves by batch (when offsets span more than a segment's
+    int32 relative range)."""
+    view = batches.parts[0]
+    half = len(batches.headers) // 2
+    cut = sum(h.size for h in batches.headers[:half])
+    return _from_headers(view[:cut], batches.headers[:half]), _from_headers(view[cut:], batches.headers[half:])
+
+
+def _from_headers(view: Buffer, headers: list[RecordBatchHeader]) -> ValidatedBatches:
+    best = max(headers, key=lambda h: h.max_timestamp)
+    return ValidatedBatches(
+        [view],
+        headers,
+        headers[0].base_offset,
+        headers[-1].last_offset,
+        best.max_timestamp,
+        best.last_offset,
+        sum(h.record_count for h in headers),
+        len(view),
+    )

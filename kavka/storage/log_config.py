@@ -1,0 +1,221 @@
+"""Topic-level log configuration (``LogConfig``) with Kafka's key names.
+
+Each topic's log is configured by the keys Kafka uses for topic overrides
+(``segment.bytes``, ``retention.ms`` ...). The broker supplies the defaults
+through its ``log.*`` keys (``log.segment.bytes``, ``log.retention.hours``
+...; seed 002 §5.4.1: "若是主题级别的配置，则在相应的配置项前去掉“log.”前缀");
+``LogConfig.from_broker`` merges the two: per-topic override, else broker
+key, else Kafka's default.
+
+``LogConfig`` is a frozen value: a config change builds a new one and the
+log swaps it in. Any thread.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from kavka.common.config import ConfigDef, ConfigError, ConfigType, OneOf, Range
+
+_GiB = 1 << 30
+_MiB = 1 << 20
+_DAY_MS = 24 * 60 * 60 * 1000
+_LONG_MAX = (1 << 63) - 1
+
+CLEANUP_POLICIES = ("delete", "compact")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+# The smallest index that still holds one entry of either index (12 bytes).
+MIN_SEGMENT_INDEX_BYTES = 12
+
+_T = ConfigType
+TOPIC_CONFIG_DEF = (
+    ConfigDef()
+    .define("segment.bytes", _T.INT, _GiB, "Size of one segment file before a new one is rolled.", Range(14))
+    .define("segment.ms", _T.LONG, 7 * _DAY_MS, "Age after which the active segment is rolled.", Range(1))
+    .define("segment.jitter.ms", _T.LONG, 0, "Random jitter subtracted from segment.ms.", Range(0))
+    .define(
+        "segment.index.bytes",
+        _T.INT,
+        10 * _MiB,
+        "Preallocated size of the offset and time index files.",
+        Range(MIN_SEGMENT_INDEX_BYTES),
+    )
+    .define("index.interval.bytes", _T.INT, 4096, "Bytes of log between two index entries.", Range(0))
+    .define("max.message.bytes", _T.INT, _MiB + 12, "Largest record batch accepted.", Range(0))
+    .define("flush.messages", _T.LONG, _LONG_MAX, "Records appended before a forced fsync.", Range(1))
+    .define("flush.ms", _T.LONG, _LONG_MAX, "Time after which unflushed data is fsynced.", Range(0))
+    .define("retention.ms", _T.LONG, 7 * _DAY_MS, "Age of a segment before deletion; -1 keeps forever.", Range(-1))
+    .define("retention.bytes", _T.LONG, -1, "Size of the log before old segments are deleted; -1 is unlimited.")
+    .define("cleanup.policy", _T.LIST, ["delete"], "delete, compact, or both.", OneOf(CLEANUP_POLICIES))
+    .define(
+        "min.cleanable.dirty.ratio", _T.DOUBLE, 0.5, "Dirty share of the log that makes it cleanable.", Range(0, 1)
+    )
+    .define("delete.retention.ms", _T.LONG, _DAY_MS, "How long tombstones survive compaction.", Range(0))
+    .define("file.delete.delay.ms", _T.LONG, 60_000, "Delay before a .deleted file is removed.", Range(0))
+    .define(
+        "message.timestamp.type",
+        _T.STRING,
+        "CreateTime",
+        "CreateTime keeps producer timestamps; LogAppendTime stamps the broker's clock.",
+        OneOf(TIMESTAMP_TYPES, case_sensitive=True),
+    )
+    .define(
+        "message.timestamp.difference.max.ms",
+        _T.LONG,
+        _LONG_MAX,
+        "Largest accepted distance between a CreateTime timestamp and the broker's clock.",
+        Range(0),
+    )
+    .define("min.compaction.lag.ms", _T.LONG, 0, "Minimum age of a record before compaction.", Range(0))
+    .define("max.compaction.lag.ms", _T.LONG, _LONG_MAX, "Maximum age of an uncompacted record.", Range(1))
+    .define("preallocate", _T.BOOLEAN, False, "Preallocate the segment file when it is created.")
+    .define("min.insync.replicas", _T.INT, 1, "Replicas that must ack an acks=all write.", Range(1))
+    .define("unclean.leader.election.enable", _T.BOOLEAN, False, "Allow a leader from outside the ISR.")
+    .define(
+        "compression.type",
+        _T.STRING,
+        "producer",
+        "Codec the broker stores batches with; producer keeps the producer's.",
+        OneOf(COMPRESSION_TYPES),
+    )
+    .define("message.downconversion.enable", _T.BOOLEAN, True, "Allow down-conversion for old fetchers.")
+)
+
+# Broker key -> topic key (Kafka's defaults for topic configs). Where the
+# broker has several units for one setting the finest given wins
+# (log.retention.ms > log.retention.minutes > log.retention.hours).
+BROKER_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    "segment.bytes": (("log.segment.bytes", 1),),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
+    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
+    "index.interval.bytes": (("log.index.interval.bytes", 1),),
+    "max.message.bytes": (("message.max.bytes", 1),),
+    "flush.messages": (("log.flush.interval.messages", 1),),
+    "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "retention.bytes": (("log.retention.bytes", 1),),
+    "cleanup.policy": (("log.cleanup.policy", 1),),
+    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 1),),
+    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
+    "message.timestamp.type": (("log.message.timestamp.type", 1),),
+    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", 1),),
+    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
+    "preallocate": (("log.preallocate", 1),),
+    "min.insync.replicas": (("min.insync.replicas", 1),),
+    "unclean.leader.election.enable": (("unclean.leader.election.enable", 1),),
+    "compression.type": (("compression.type", 1),),
+    "message.downconversion.enable": (("log.message.downconversion.enable", 1),),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Typed topic-level log settings. Field ``x_y`` is Kafka key ``x.y``.
+
+    Invariants (checked on construction by ``from_props``):
+    ``min_compaction_lag_ms <= max_compaction_lag_ms``; every value within
+    the range its key documents."""
+
+    segment_bytes: int = _GiB
+    segment_ms: int = 7 * _DAY_MS
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 * _MiB
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = _MiB + 12
+    flush_messages: int = _LONG_MAX
+    flush_ms: int = _LONG_MAX
+    retention_ms: int = 7 * _DAY_MS
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    min_cleanable_dirty_ratio: float = 0.5
+    delete_retention_ms: int = _DAY_MS
+    file_delete_delay_ms: int = 60_000
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = _LONG_MAX
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = _LONG_MAX
+    preallocate: bool = False
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    compression_type: str = "producer"
+    message_downconversion_enable: bool = True
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any], *, source: str = "topic config") -> "LogConfig":
+        """Build from topic-level keys (raw strings or typed values); missing
+        keys take Kafka's defaults. Raises ``ConfigError`` naming the key."""
+        parsed = TOPIC_CONFIG_DEF.parse(props, source=source)
+        values = {name.replace(".", "_"): value for name, value in parsed.items()}
+        values["cleanup_policy"] = tuple(sorted({p.lower() for p in values["cleanup_policy"]}))
+        if not values["cleanup_policy"]:
+            raise ConfigError("cleanup.policy", "must name at least one of delete, compact", source)
+        if values["min_compaction_lag_ms"] > values["max_compaction_lag_ms"]:
+            raise ConfigError(
+                "min.compaction.lag.ms",
+                f"value {values['min_compaction_lag_ms']} is larger than max.compaction.lag.ms "
+                f"{values['max_compaction_lag_ms']}",
+                source,
+            )
+        return cls(**values)
+
+    @classmethod
+    def from_broker(
+        cls, broker_props: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+    ) -> "LogConfig":
+        """Topic override, else the broker's ``log.*`` synonym, else Kafka's
+        default. Unknown broker keys are ignored (they configure other parts
+        of the broker); unknown override keys are rejected."""
+        merged: dict[str, Any] = {}
+        for topic_key, synonyms in BROKER_SYNONYMS.items():
+            for broker_key, scale in synonyms:
+                raw = broker_props.get(broker_key)
+                if raw is None:
+                    continue
+                if scale != 1:
+                    unit = ConfigDef().define(broker_key, ConfigType.LONG)
+                    raw = unit.parse_value(broker_key, raw, "broker config") * scale
+                merged[topic_key] = raw
+                break
+        for key in (overrides or {}):
+            if key not in TOPIC_CONFIG_DEF:
+                raise ConfigError(key, "unknown topic configuration key", "topic overrides")
+        merged.update(overrides or {})
+        return cls.from_props(merged, source="topic config (broker defaults + overrides)")
+
+    def to_props(self) -> dict[str, Any]:
+        """Topic-level keys and typed values (for DescribeConfigs, dumps)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name.replace("_", ".")] = ",".join(value) if isinstance(value, tuple) else value
+        return out
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def max_index_entries_bytes(self) -> int:
+        return self.segment_index_bytes
+
+    def random_segment_jitter(self, rng: random.Random) -> int:
+        """Per-segment jitter in [0, min(segment.jitter.ms, segment.ms)) so
+        that partitions created together do not all roll at once."""
+        if self.segment_jitter_ms == 0:
+            return 0
+        return rng.randrange(min(self.segment_jitter_ms, self.segment_ms))

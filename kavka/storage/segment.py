@@ -1,0 +1,409 @@
+"""One log segment: ``<base>.log`` + ``<base>.index`` + ``<base>.timeindex``.
+
+Files are named by the 20-digit zero-padded base offset (the first offset
+the segment may hold), optionally with a suffix: ``.deleted`` (waiting for
+``file.delete.delay.ms``), ``.cleaned`` (a compaction result being
+written), ``.swap`` (a compaction result replacing older segments) — seed
+002 §5.3. The ``.log`` holds v2 batches exactly as on the wire; the indexes
+are sparse (an entry every ``index.interval.bytes``, seed 002 §5.3 (3)).
+
+Invariants: batch offsets strictly increase and every offset - base fits an
+int32; the index entries point at real batch starts; the time index's last
+entry (or the in-memory maximum) is the segment's largest timestamp.
+
+Not thread-safe: the owning ``Log`` serialises mutations under its lock.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
+from kavka.storage.clock import Clock
+from kavka.storage.errors import KafkaStorageError
+from kavka.storage.file_records import Buffer, FileRecords
+from kavka.storage.log_config import LogConfig
+from kavka.storage.offset_index import INT32_MAX, OffsetIndex
+from kavka.storage.segment_recovery import SegmentRecovery
+from kavka.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+_INT32 = struct.Struct(">i")
+
+
+def segment_file_name(base_offset: int, kind: str, suffix: str = "") -> str:
+    return f"{base_offset:020d}{kind}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSlice:
+    """Whole batches read from one segment. ``position`` is where the first
+    batch starts; ``first_entry_incomplete``: the first batch was larger than
+    the byte limit and ``min_one_message`` was false, so nothing was read."""
+
+    records: bytes
+    base_offset: int  # the segment's base offset
+    position: int
+    first_entry_incomplete: bool = False
+
+
+class CorruptIndexError(ValueError):
+    """An index failed its load-time sanity check; it is rebuilt."""
+
+
+class LogSegment:
+    """A ``.log`` file with its two indexes. See the module docstring."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        suffix: str = "",
+        roll_jitter_ms: int = 0,
+        preallocate: bool = False,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.clock = clock
+        self.index_interval_bytes = config.index_interval_bytes
+        self.max_index_size = config.segment_index_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.suffix = suffix
+        self.log = FileRecords(
+            directory / segment_file_name(base_offset, LOG_SUFFIX, suffix),
+            preallocate_bytes=config.segment_bytes if preallocate else 0,
+        )
+        try:
+            self.offset_index = OffsetIndex(
+                directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix), base_offset, self.max_index_size
+            )
+            self.time_index = TimeIndex(
+                directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix),
+                base_offset,
+                self.max_index_size,
+            )
+        except BaseException:
+            self.close_quietly()
+            raise
+        self.created_ms = clock.milliseconds()
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far: TimestampOffset = self.time_index.last_entry
+        self._rolling_based_timestamp: int | None = None
+
+    # ---- facts ----------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def largest_timestamp(self) -> int:
+        """Seed 002 §5.4.1: the time index's largest timestamp when > 0, else
+        the ``.log`` file's mtime (which a reassignment may have reset)."""
+        if self.max_timestamp_so_far.timestamp > 0:
+            return self.max_timestamp_so_far.timestamp
+        return self.log.last_modified_ms()
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch: last index entry, then a scan."""
+        return self.scan_tail()[0]
+
+    def scan_tail(self) -> tuple[int, int]:
+        """(next offset, end position of the last readable batch header
+        chain) from the last index entry; an end short of the file size means
+        the tail is not a batch (headers only, no CRC)."""
+        start = self.offset_index.lookup(2**63 - 1).position
+        next_offset, end = self.base_offset, start
+        for pos, header in self.log.headers_from(start):
+            next_offset, end = header.next_offset, pos + header.size
+        return next_offset, end
+
+    def last_batch(self) -> tuple[int, RecordBatchHeader] | None:
+        """Position and header of the last batch (scan from the last index entry)."""
+        found = None
+        for pos, header in self.log.headers_from(self.offset_index.lookup(2**63 - 1).position):
+            found = (pos, header)
+        return found
+
+    def index_end_hint(self) -> int:
+        """The largest offset the on-disk indexes claim this segment holds
+        (-1 if they claim none). Read before recovery rebuilds them."""
+        hint = -1
+        if self.offset_index.entries:
+            hint = self.offset_index.last_offset
+        if self.time_index.entries:
+            hint = max(hint, self.time_index.last_entry.offset)
+        return hint
+
+    def first_batch_header(self) -> RecordBatchHeader | None:
+        for _pos, header in self.log.headers_from(0):
+            return header
+        return None
+
+    # ---- append -----------------------------------------------------------------
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, parts: list[Buffer]) -> int:
+        """Append already-validated batches whose last offset is
+        ``largest_offset``; return their position. The caller (``Log``) has
+        rolled first if they would not fit (size, index, relative offset).
+        On an I/O error nothing of the append remains visible (the log bytes
+        are cut back, index entries dropped) and ``KafkaStorageError`` names
+        the file."""
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise ValueError(f"offset {largest_offset} does not fit segment {self.base_offset}")
+        position = self.log.size
+        written = self.log.append(parts)
+        max_ts = self.max_timestamp_so_far
+        if largest_timestamp > max_ts.timestamp:
+            max_ts = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            oi_entries, ti_entries = self.offset_index.entries, self.time_index.entries
+            oi_last, ti_last = self.offset_index.last_offset, self.time_index.last_entry
+            path = self.offset_index.path
+            try:
+                self.offset_index.append(largest_offset, position)
+                path = self.time_index.path
+                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+            except OSError as e:
+                self.offset_index.restore(oi_entries, oi_last)
+                self.time_index.restore(ti_entries, ti_last)
+                self.log.truncate_quietly(position)
+                raise KafkaStorageError("index append failed, the append was undone", path, e) from e
+            self.bytes_since_last_index_entry = 0
+        if self._rolling_based_timestamp is None and position == 0:
+            self._rolling_based_timestamp = largest_timestamp
+        self.max_timestamp_so_far = max_ts
+        self.bytes_since_last_index_entry += written
+        return position
+
+    # ---- lookups --------------------------------------------------------------------
+    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, RecordBatchHeader] | None:
+        """Position and header of the first batch whose last offset >= offset."""
+        position = max(self.offset_index.lookup(offset).position, starting_position)
+        for pos, header in self.log.headers_from(position):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def read(
+        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False
+    ) -> FetchSlice | None:
+        """Whole batches from the one containing ``start_offset``, at most
+        ``max_size`` bytes (or the first batch whole if ``min_one_message``),
+        never at or past ``max_position``. None: the offset is past this
+        segment."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        position, header = found
+        limit = self.log.size if max_position is None else min(max_position, self.log.size)
+        if position >= limit or max_size <= 0 and not min_one_message:
+            return FetchSlice(b"", self.base_offset, position)
+        if header.size > max_size:
+            if not min_one_message or position + header.size > limit:
+                return FetchSlice(b"", self.base_offset, position, first_entry_incomplete=True)
+            return FetchSlice(self.log.read(position, header.size), self.base_offset, position)
+        data = self.log.read(position, min(max_size, limit - position))
+        end = whole_batches_length(data)
+        return FetchSlice(data if end == len(data) else data[:end], self.base_offset, position)
+
+    def batches_by_timestamp(self, timestamp: int, starting_offset: int) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """Batches with max timestamp >= ``timestamp`` and last offset >=
+        ``starting_offset``, in offset order, from where the time index and
+        offset index say the first one can be."""
+        entry = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        for pos, header in self.log.headers_from(position):
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                yield pos, header
+
+    def read_batch(self, position: int, size: int) -> bytes:
+        return self.log.read(position, size)
+
+    # ---- roll ------------------------------------------------------------------------
+    def rolling_based_timestamp(self) -> int | None:
+        if self._rolling_based_timestamp is None and self.log.size > 0:
+            first = self.first_batch_header()
+            self._rolling_based_timestamp = first.max_timestamp if first else None
+        return self._rolling_based_timestamp
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Age of the segment for ``segment.ms``: by record time when the first
+        batch has a timestamp, else by wall time since creation."""
+        first = self.rolling_based_timestamp()
+        if first is not None and first >= 0:
+            return message_timestamp - first
+        return now_ms - self.created_ms
+
+    def should_roll(
+        self, config: LogConfig, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
+    ) -> bool:
+        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms - self.roll_jitter_ms
+        return (
+            self.log.size > config.segment_bytes - messages_size
+            or (self.log.size > 0 and reached_roll_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.can_convert_to_relative_offset(max_offset)
+        )
+
+    def on_become_inactive(self) -> None:
+        """On roll: index the last batch and record the final largest
+        timestamp (so the indexes say where the segment ends: recovery uses
+        that as evidence of lost data), then trim the files."""
+        last = self.last_batch()
+        oi = self.offset_index
+        if last is not None and (oi.entries == 0 or last[1].last_offset > oi.last_offset) and not oi.is_full():
+            oi.append(last[1].last_offset, last[0])
+        ts = self.max_timestamp_so_far
+        if ts.timestamp > self.time_index.last_entry.timestamp:
+            self.time_index.maybe_append(ts.timestamp, max(ts.offset, self.time_index.last_entry.offset), skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self.log.trim()
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    # ---- recovery and truncation ----------------------------------------------------
+    def sanity_check(self) -> None:
+        """Cheap load-time checks (Kafka's, plus: the last offset-index entry
+        points at a real batch with that last offset). Raises
+        ``CorruptIndexError``."""
+        for index in (self.offset_index, self.time_index):
+            if index.length % index.entry_size:
+                raise CorruptIndexError(f"{index.path} length {index.length} is not a multiple of {index.entry_size}")
+        oi = self.offset_index
+        if oi.entries:
+            last = oi.entry(oi.entries - 1)
+            first = oi.entry(0)
+            if (
+                last.offset < self.base_offset
+                or first.offset > last.offset
+                or not 0 <= first.position <= last.position < self.log.size
+            ):
+                raise CorruptIndexError(f"{oi.path} last entry {last} is outside the segment")
+            try:
+                header = next((h for _p, h in self.log.headers_from(last.position)), None)
+            except InvalidRecordBatch:
+                header = None
+            if header is None or header.last_offset != last.offset:
+                raise CorruptIndexError(f"{oi.path} last entry {last} does not point at a batch ending there")
+        ti = self.time_index
+        if ti.entries:
+            first, last = ti.entry(0), ti.entry(ti.entries - 1)
+            if last.offset < self.base_offset or first.timestamp > last.timestamp or first.offset > last.offset:
+                raise CorruptIndexError(f"{ti.path} entries {first}..{last} are not monotonic")
+            if oi.entries and last.offset > self.read_next_offset() - 1:
+                raise CorruptIndexError(f"{ti.path} last entry {last} is past the end of the segment")
+
+    def recover(self, epoch_cache=None) -> int:
+        """Rebuild both indexes from the ``.log``, validating every batch
+        (size, magic, CRC32C, increasing offsets that fit this segment);
+        truncate at the first bad batch. Returns the bytes truncated."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.resize(self.max_index_size)
+        result = SegmentRecovery(self, epoch_cache).run()
+        self.max_timestamp_so_far = result.max_timestamp
+        self.bytes_since_last_index_entry = result.bytes_since_last_index_entry
+        truncated = self.log.truncate_to(result.valid_bytes) if result.valid_bytes < self.log.size else 0
+        if self.max_timestamp_so_far.timestamp > self.time_index.last_entry.timestamp:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far.timestamp, self.max_timestamp_so_far.offset, skip_full_check=True
+            )
+        return truncated
+
+    def truncate_to(self, offset: int) -> tuple[int, int | None]:
+        """Remove every batch with last offset >= ``offset`` (from the start of
+        the batch containing it). Returns the bytes removed and the base
+        offset of the first removed batch (None when nothing was removed)."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0, None
+        position, header = found
+        self.offset_index.truncate_to(header.base_offset)
+        self.time_index.truncate_to(header.base_offset)
+        self.offset_index.resize(self.max_index_size)
+        self.time_index.resize(self.max_index_size)
+        removed = self.log.truncate_to(position)
+        self.bytes_since_last_index_entry = 0
+        if self.log.size == 0:
+            self.created_ms = self.clock.milliseconds()
+            self._rolling_based_timestamp = None
+        self.max_timestamp_so_far = self._max_timestamp_after_truncation()
+        return removed, header.base_offset
+
+    def _max_timestamp_after_truncation(self) -> TimestampOffset:
+        best = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        start = self.time_index.last_entry
+        if start.timestamp > NO_TIMESTAMP:
+            best = start
+        position = self.offset_index.lookup(start.offset).position
+        for _pos, header in self.log.headers_from(position):
+            if header.max_timestamp > best.timestamp:
+                best = TimestampOffset(header.max_timestamp, header.last_offset)
+        return best
+
+    # ---- lifecycle ---------------------------------------------------------------------
+    def flush(self) -> None:
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Record the final timestamp entry, trim the indexes, close."""
+        try:
+            if not self.log.closed and not self.time_index.closed:
+                self.on_become_inactive()
+        finally:
+            self.offset_index.close()
+            self.time_index.close()
+            self.log.close()
+
+    def close_quietly(self) -> None:
+        for part in ("offset_index", "time_index", "log"):
+            obj = getattr(self, part, None)
+            if obj is not None:
+                obj.close_quietly()
+
+    def change_suffix(self, new: str) -> None:
+        """Rename the three files from suffix ``old`` to ``new``; the index
+        files are renamed first, so a crash leaves the ``.log`` with the old
+        suffix (the unit recovery reasons about)."""
+        for obj, kind in ((self.offset_index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
+            obj.rename_to(self.directory / segment_file_name(self.base_offset, kind, new))
+        self.log.rename_to(self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new))
+        self.suffix = new
+
+    def delete_files(self) -> None:
+        self.offset_index.delete_file()
+        self.time_index.delete_file()
+        self.log.delete_file()
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.log.size}, suffix={self.suffix!r})"
+
+
+def whole_batches_length(data: bytes | memoryview) -> int:
+    """Length of the longest prefix of ``data`` made of whole batches."""
+    pos, n = 0, len(data)
+    while n - pos >= 12:
+        size = _INT32.unpack_from(data, pos + 8)[0] + 12
+        if size < 12 or pos + size > n:
+            break
+        pos += size
+    return pos
