@@ -1,0 +1,95 @@
+"""DelayedProduce: an acks=-1 produce waiting for the ISR (seed 002 §6.3, §6.5).
+
+Created by the replica manager when acks is -1, the request carried data
+and at least one partition's append succeeded. Per partition it waits until
+the leader's high watermark reaches the partition's last appended offset + 1
+(``Partition.check_enough_replicas_reach_offset``): then the partition is
+answered NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+``min.insync.replicas``, or NOT_LEADER_OR_FOLLOWER when this broker stopped
+leading (or the append's leader epoch ended) meanwhile. Partitions whose
+append already failed are answered with that error at once. Partitions
+still waiting at the timeout (``timeout_ms`` of the request) are answered
+REQUEST_TIMED_OUT — the records may still become committed later, which is
+why clients treat it as indeterminate.
+
+The answer is delivered by resolving ``future`` with
+``{tp: ProducePartitionResult}``. Watched under every partition of the
+request; checked after appends, HW moves and leadership changes.
+
+Event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from kavka.common.errors import ErrorCode
+from kavka.replication.purgatory import DelayedOperation
+from kavka.replication.requests import ProducePartitionResult
+from kavka.storage.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from kavka.replication.partition import Partition
+
+
+@dataclass(slots=True)
+class ProducePartitionStatus:
+    """One partition's progress. ``required_offset``: last offset + 1;
+    ``leader_epoch``: the epoch the records were appended in;
+    ``acks_pending``: still waiting; ``result``: the answer so far."""
+
+    required_offset: int
+    leader_epoch: int
+    result: ProducePartitionResult
+    acks_pending: bool
+
+
+class DelayedProduce(DelayedOperation):
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        timeout_ms: int,
+        statuses: dict[TopicPartition, ProducePartitionStatus],
+        get_partition: Callable[[TopicPartition], "Partition | None"],
+        future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]],
+    ) -> None:
+        super().__init__(timeout_ms)
+        self.statuses = statuses
+        self._get_partition = get_partition
+        self.future = future
+        for status in statuses.values():
+            if status.acks_pending:
+                # What the client hears if the timeout comes first.
+                status.result = replace(
+                    status.result, error=ErrorCode.REQUEST_TIMED_OUT,
+                    error_message="the in-sync replicas did not all acknowledge before the timeout",
+                )
+
+    def try_complete(self) -> bool:
+        for tp, status in self.statuses.items():
+            if not status.acks_pending:
+                continue
+            partition = self._get_partition(tp)
+            if partition is None:
+                done, error = True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                done, error = partition.check_enough_replicas_reach_offset(status.required_offset, status.leader_epoch)
+            if done:
+                status.acks_pending = False
+                message = None if error is ErrorCode.NONE else f"{tp}: {error.message}"
+                status.result = replace(status.result, error=error, error_message=message)
+        if any(s.acks_pending for s in self.statuses.values()):
+            return False
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        if not self.future.done():
+            self.future.set_result({tp: s.result for tp, s in self.statuses.items()})
+
+    def __repr__(self) -> str:
+        pending = [str(tp) for tp, s in self.statuses.items() if s.acks_pending]
+        return f"DelayedProduce(timeout={self.delay_ms}ms, pending={pending})"

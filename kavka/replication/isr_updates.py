@@ -1,0 +1,117 @@
+"""The leader's ISR maintenance on the event loop (seed 002 §6.3, §6.4, §6.6).
+
+* ``submit(partition, proposal)``: write a proposed ISR (from
+  ``Partition.maybe_expand_isr`` / ``maybe_shrink_isr``) through the
+  ``IsrWriter`` as a task, then report the outcome to the partition: adopt
+  it (and record the change for propagation, then try to move the HW), or,
+  on a version conflict, stop leading (seed 001 #3). ``on_change`` is called
+  after either so the replica manager can complete delayed operations.
+* ``run_isr_expiration``: the "isr-expiration" task — every
+  ``replica.lag.time.max.ms / 2`` ask every partition to shrink.
+* ``run_isr_change_propagation``: the "isr-change-propagation" task —
+  publish batched changes through the ``IsrChangeNotifier``.
+
+Event loop only. At most one write per partition is in flight (the
+partition refuses to propose while one is pending).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from kavka.replication.isr import IsrChangeNotifier, IsrChangePropagation, IsrWriter
+from kavka.replication.partition import Partition
+from kavka.replication.state import LeaderAndIsr
+from kavka.storage.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+
+class IsrUpdates:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        writer: IsrWriter,
+        notifier: IsrChangeNotifier,
+        propagation: IsrChangePropagation,
+        clock: Clock,
+        replica_lag_time_max_ms: int,
+        on_change: Callable[[Partition], None],
+    ) -> None:
+        self._writer = writer
+        self._notifier = notifier
+        self.propagation = propagation
+        self._clock = clock
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self._on_change = on_change
+        self._writes: set[asyncio.Task[None]] = set()
+
+    def submit(self, partition: Partition, proposal: LeaderAndIsr) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(self._write(partition, proposal))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return task
+
+    async def _write(self, partition: Partition, proposal: LeaderAndIsr) -> None:
+        tp = partition.topic_partition
+        try:
+            version = await self._writer.write_isr(tp, proposal, partition.zk_version)
+        except Exception as e:
+            logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.isr), e)
+            partition.fail_isr_update(proposal, conflict=False)
+            return
+        if version is None:
+            if partition.fail_isr_update(proposal, conflict=True):
+                self._on_change(partition)
+            return
+        if partition.complete_isr_update(proposal, version):
+            self.propagation.record(tp, self._clock.milliseconds())
+            partition.maybe_increment_hw()
+            self._on_change(partition)
+
+    def maybe_shrink_isrs(self, partitions: Iterable[Partition]) -> int:
+        """One ISR-expiry pass; returns how many shrinks were submitted."""
+        now = self._clock.milliseconds()
+        submitted = 0
+        for partition in partitions:
+            proposal = partition.maybe_shrink_isr(now, self.replica_lag_time_max_ms)
+            if proposal is not None:
+                self.submit(partition, proposal)
+                submitted += 1
+        return submitted
+
+    async def drain(self) -> None:
+        """Wait for the writes in flight (shutdown, tests)."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    async def run_isr_expiration(self, partitions: Callable[[], Iterable[Partition]]) -> None:
+        period = max(self.replica_lag_time_max_ms / 2, 1) / 1000.0
+        while True:
+            await asyncio.sleep(period)
+            try:
+                self.maybe_shrink_isrs(partitions())
+            except Exception:
+                logger.exception("isr expiration pass failed")
+
+    async def maybe_propagate(self) -> bool:
+        """Publish the pending ISR changes if due; returns whether it did."""
+        due = self.propagation.due(self._clock.milliseconds())
+        if not due:
+            return False
+        try:
+            await self._notifier.notify_isr_changes(due)
+        except Exception as e:
+            logger.warning("publishing isr changes of %s failed (%s); retrying later", [str(t) for t in due], e)
+            self.propagation.restore(due)
+            return False
+        return True
+
+    async def run_isr_change_propagation(self) -> None:
+        period = self.propagation.config.interval_ms / 1000.0
+        while True:
+            await asyncio.sleep(period)
+            await self.maybe_propagate()

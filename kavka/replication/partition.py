@@ -1,0 +1,338 @@
+"""One partition hosted by this broker: its role, ISR, high watermark and log.
+
+State (seed 002 §6.1/§6.2): the assigned replicas (AR), the ISR, the
+leader's broker id and leader epoch, the version of the partition's state
+znode (``zk_version``) and the controller epoch that set them, the local
+``Log``, and — while this broker leads — one ``Replica`` per follower.
+
+Roles (seed 002 §6.8): ``make_leader`` / ``make_follower`` apply a
+LeaderAndIsr entry unless its leader epoch is older than the one held. A new
+leader epoch records (epoch, LEO) in the log's leader-epoch cache (KIP-101:
+the start of the epoch, which followers truncate against) and resets every
+follower's fetch state. A follower keeps no ISR (the leader maintains it).
+
+High watermark (seed 002 §6.4 ``maybeIncrementLeaderHW``): the smallest LEO
+over the ISR, the leader's own included; it only moves forward while this
+broker leads. While an ISR change is being written to ZooKeeper the HW is
+computed over the union of the old and proposed ISR, so neither a pending
+shrink nor a pending expansion can commit a record some final ISR member
+lacks.
+
+ISR changes are proposed here (``maybe_expand_isr``, ``maybe_shrink_isr``
+return the ``LeaderAndIsr`` to write, at most one in flight) and written by
+the caller through ``IsrWriter``; the caller reports back with
+``complete_isr_update`` or ``fail_isr_update``. A version conflict means
+the controller moved the znode on: this broker is no longer the leader and
+stops acting as one until the controller's next LeaderAndIsr (seed 001 #3).
+
+Reads and offset look-ups live in ``partition_reads`` (a mixin).
+
+Owned by the ``ReplicaManager``; every method runs on the broker's event
+loop (the ``Log`` has its own lock for the log manager's threads).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kavka.common.errors import (
+    ErrorCode,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+)
+from kavka.replication.partition_reads import PartitionReads
+from kavka.replication.replica import Replica
+from kavka.replication.state import NO_EPOCH, NO_LEADER, LeaderAndIsr, PartitionState
+from kavka.storage.clock import Clock
+from kavka.storage.log import Log
+from kavka.storage.log_append import LogAppendInfo
+from kavka.storage.topic_partition import TopicPartition
+
+logger = logging.getLogger(__name__)
+state_change_logger = logging.getLogger("kavka.state.change")
+
+
+class Partition(PartitionReads):
+    """See the module docstring."""
+
+    def __init__(self, topic_partition: TopicPartition, local_broker_id: int, log: Log, clock: Clock) -> None:
+        self.topic_partition = topic_partition
+        self.local_broker_id = local_broker_id
+        self.log = log
+        self._clock = clock
+        self.assigned_replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.leader_id = NO_LEADER
+        self.leader_epoch = NO_EPOCH
+        self.leader_epoch_start_offset = -1
+        self.zk_version = -1
+        self.controller_epoch = -1
+        self._remote: dict[int, Replica] = {}
+        self._pending_isr: LeaderAndIsr | None = None
+        self._fenced = False
+
+    # ---- role ------------------------------------------------------------------------------
+    @property
+    def is_leader(self) -> bool:
+        """This broker leads and has not been fenced by an ISR write conflict."""
+        return self.leader_id == self.local_broker_id and not self._fenced
+
+    @property
+    def fenced(self) -> bool:
+        return self._fenced
+
+    @property
+    def pending_isr(self) -> LeaderAndIsr | None:
+        return self._pending_isr
+
+    def replica(self, broker_id: int) -> Replica | None:
+        """A follower's state at this leader (None when not assigned)."""
+        return self._remote.get(broker_id)
+
+    def _stale(self, state: PartitionState, role: str) -> bool:
+        if state.leader_epoch < self.leader_epoch:
+            state_change_logger.warning(
+                "broker %d ignored becoming %s of %s: leader epoch %d is older than the current %d",
+                self.local_broker_id, role, self.topic_partition, state.leader_epoch, self.leader_epoch,
+            )
+            return True
+        return False
+
+    def _update_assignment(self, replicas: tuple[int, ...]) -> None:
+        self.assigned_replicas = replicas
+        self._remote = {
+            r: self._remote.get(r) or Replica(r) for r in replicas if r != self.local_broker_id
+        }
+
+    def make_leader(self, state: PartitionState) -> bool:
+        """Become (or stay) leader per ``state``. Returns whether this broker
+        became leader (it was not before); False too when ``state`` is stale."""
+        if self._stale(state, "leader"):
+            return False
+        now = self._clock.milliseconds()
+        new_epoch = state.leader_epoch > self.leader_epoch
+        was_leader = self.is_leader
+        self.controller_epoch = state.controller_epoch
+        self._update_assignment(state.replicas)
+        self.isr = state.isr
+        self.zk_version = state.zk_version
+        self._pending_isr = None
+        self._fenced = False
+        if new_epoch:
+            leo = self.log.log_end_offset
+            # KIP-101: the epoch starts at our LEO; followers truncate to it.
+            self.log.leader_epoch_cache.assign(state.leader_epoch, leo)
+            self.leader_epoch_start_offset = leo
+            for replica in self._remote.values():
+                replica.reset(now, leo, replica.broker_id in state.isr)
+        self.leader_epoch = state.leader_epoch
+        self.leader_id = self.local_broker_id
+        self.maybe_increment_hw()
+        state_change_logger.info(
+            "broker %d leads %s: epoch %d, isr %s, replicas %s, zk version %d, hw %d, leo %d",
+            self.local_broker_id, self.topic_partition, self.leader_epoch, list(self.isr),
+            list(self.assigned_replicas), self.zk_version, self.log.high_watermark, self.log.log_end_offset,
+        )
+        return not was_leader
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow ``state.leader``. Returns whether the leader or the leader
+        epoch changed (the follower must then re-check its log against the
+        leader, even when the leader id stayed: KAFKA-7164); False when
+        ``state`` is stale or repeats what we hold."""
+        if self._stale(state, "follower"):
+            return False
+        changed = state.leader != self.leader_id or state.leader_epoch > self.leader_epoch or self._fenced
+        self.controller_epoch = state.controller_epoch
+        self.assigned_replicas = state.replicas
+        self._remote = {}  # only a leader tracks replicas
+        self.isr = ()  # seed 002 §6.8 makeFollower (3): the leader maintains the ISR
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.leader_epoch_start_offset = -1
+        self.zk_version = state.zk_version
+        self._pending_isr = None
+        self._fenced = False
+        state_change_logger.info(
+            "broker %d follows %d for %s: epoch %d, replicas %s, hw %d, leo %d",
+            self.local_broker_id, state.leader, self.topic_partition, state.leader_epoch,
+            list(self.assigned_replicas), self.log.high_watermark, self.log.log_end_offset,
+        )
+        return changed
+
+    # ---- high watermark --------------------------------------------------------------------
+    def _hw_isr(self) -> set[int]:
+        members = set(self.isr)
+        if self._pending_isr is not None:
+            members.update(self._pending_isr.isr)
+        return members
+
+    def maybe_increment_hw(self) -> bool:
+        """Move the HW up to the smallest LEO of the ISR (seed 002 §6.4).
+        Returns whether it moved; never moves it down."""
+        if not self.is_leader:
+            return False
+        new_hw = self.log.log_end_offset
+        for broker_id in self._hw_isr():
+            if broker_id == self.local_broker_id:
+                continue
+            replica = self._remote.get(broker_id)
+            if replica is None or replica.log_end_offset < 0:
+                return False  # an ISR member we have no LEO for yet holds the HW
+            new_hw = min(new_hw, replica.log_end_offset)
+        if new_hw > self.log.high_watermark:
+            self.log.update_high_watermark(new_hw)
+            return True
+        return False
+
+    # ---- followers' fetch state and the ISR ---------------------------------------------------
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, follower_start_offset: int, fetch_time_ms: int, leader_end_offset: int
+    ) -> bool:
+        """Record a follower's fetch (seed 002 §6.6 (1)). Returns False when
+        ``replica_id`` is not an assigned follower or this broker does not lead."""
+        replica = self._remote.get(replica_id)
+        if replica is None or not self.is_leader:
+            return False
+        replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
+        return True
+
+    def maybe_expand_isr(self, replica_id: int) -> LeaderAndIsr | None:
+        """Propose adding a follower that caught up: its LEO reached the HW
+        and the start of the current leader epoch (Kafka's rule). None when
+        nothing to do or another ISR write is in flight."""
+        if not self.is_leader or self._pending_isr is not None or replica_id in self.isr:
+            return None
+        replica = self._remote.get(replica_id)
+        if replica is None:
+            return None
+        leo = replica.log_end_offset
+        if leo < self.log.high_watermark or leo < self.leader_epoch_start_offset or leo < 0:
+            return None
+        return self._propose(self.isr + (replica_id,))
+
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+        """ISR followers not caught up within ``max_lag_ms`` (seed 002 code 3-3)."""
+        leo = self.log.log_end_offset
+        out = []
+        for broker_id in self.isr:
+            if broker_id == self.local_broker_id:
+                continue
+            replica = self._remote.get(broker_id)
+            if replica is None or not replica.is_caught_up(leo, now_ms, max_lag_ms):
+                out.append(broker_id)
+        return out
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> LeaderAndIsr | None:
+        """Propose removing lagging followers (seed 002 code 3-2). The leader
+        always stays. None when nothing to do or a write is in flight."""
+        if not self.is_leader or self._pending_isr is not None:
+            return None
+        lagging = self.out_of_sync_replicas(now_ms, max_lag_ms)
+        if not lagging:
+            return None
+        logger.info("%s: followers %s are out of sync; shrinking the isr %s", self.topic_partition, lagging, list(self.isr))
+        return self._propose(tuple(r for r in self.isr if r not in lagging))
+
+    def _propose(self, isr: tuple[int, ...]) -> LeaderAndIsr:
+        proposal = LeaderAndIsr(self.local_broker_id, self.leader_epoch, isr, self.controller_epoch)
+        self._pending_isr = proposal
+        return proposal
+
+    def complete_isr_update(self, proposal: LeaderAndIsr, new_zk_version: int) -> bool:
+        """The proposal was written at ``new_zk_version``: adopt it. False if
+        a LeaderAndIsr superseded it meanwhile (then the controller's state wins)."""
+        if self._pending_isr is not proposal:
+            return False
+        self._pending_isr = None
+        self.isr = proposal.isr
+        self.zk_version = new_zk_version
+        state_change_logger.info(
+            "%s: isr is now %s (zk version %d)", self.topic_partition, list(self.isr), new_zk_version
+        )
+        return True
+
+    def fail_isr_update(self, proposal: LeaderAndIsr, conflict: bool) -> bool:
+        """The write of ``proposal`` failed. On a version conflict the
+        controller has moved the partition on: stop acting as leader (seed
+        001 #3). Otherwise (e.g. ZooKeeper unreachable) it is retried by the
+        next check. Returns whether the partition was fenced."""
+        if self._pending_isr is not proposal:
+            return False
+        self._pending_isr = None
+        if conflict:
+            self._fenced = True
+            state_change_logger.warning(
+                "%s: the state znode moved past version %d; broker %d is no longer the leader (epoch %d)",
+                self.topic_partition, self.zk_version, self.local_broker_id, self.leader_epoch,
+            )
+        return conflict
+
+    # ---- appends ------------------------------------------------------------------------------
+    def _require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"broker {self.local_broker_id} is not the leader of {self.topic_partition} "
+                f"(leader {self.leader_id}, epoch {self.leader_epoch}{', fenced' if self._fenced else ''})"
+            )
+
+    def append_records_to_leader(
+        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None
+    ) -> LogAppendInfo:
+        """Append a producer's batches (seed 002 §6.5 appendMessagesToLeader):
+        refuse when not leader, or for acks=-1 when the ISR is smaller than
+        ``min.insync.replicas`` (the topic's unless given); stamp the leader
+        epoch; then advance the HW (an ISR of one commits at once)."""
+        self._require_leader()
+        min_isr = self.log.config.min_insync_replicas if min_insync_replicas is None else min_insync_replicas
+        if required_acks == -1 and len(self.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"{self.topic_partition} has {len(self.isr)} in-sync replicas {list(self.isr)}, fewer than "
+                f"min.insync.replicas={min_isr}; nothing was written"
+            )
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_hw()
+        return info
+
+    def check_enough_replicas_reach_offset(
+        self, required_offset: int, leader_epoch: int | None = None, min_insync_replicas: int | None = None
+    ) -> tuple[bool, ErrorCode]:
+        """For acks=-1 (seed 002 §6.5): (done, error). Done with NONE once the
+        HW reaches ``required_offset`` (last offset + 1) with at least
+        min.insync.replicas in the ISR, with NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        when the ISR shrank below it; done with NOT_LEADER_OR_FOLLOWER when
+        this broker stopped leading or the leader epoch of the append ended
+        (its records may have been truncated)."""
+        if not self.is_leader or (leader_epoch is not None and leader_epoch != self.leader_epoch):
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark < required_offset:
+            return False, ErrorCode.NONE
+        min_isr = self.log.config.min_insync_replicas if min_insync_replicas is None else min_insync_replicas
+        if len(self.isr) < min_isr:
+            return True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return True, ErrorCode.NONE
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords: move the log start to ``offset`` (-1: the HW).
+        Returns the new log start offset."""
+        self._require_leader()
+        target = self.log.high_watermark if offset == -1 else offset
+        return self.log.delete_records_before(target)
+
+    # ---- the follower side (the fetcher of issue 5 calls these) ---------------------------------
+    def append_records_to_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+        """Append the leader's batches unchanged (offsets and epochs kept)."""
+        if self.leader_id == self.local_broker_id:
+            raise NotLeaderOrFollowerError(f"broker {self.local_broker_id} leads {self.topic_partition}; it does not follow")
+        return self.log.append_as_follower(records)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> int:
+        """A follower's HW is min(leader HW, own LEO) (seed 002 §6.7 (2))."""
+        return self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.topic_partition}, leader={self.leader_id}, epoch={self.leader_epoch}, "
+            f"isr={list(self.isr)}, replicas={list(self.assigned_replicas)}, hw={self.log.high_watermark}, "
+            f"leo={self.log.log_end_offset})"
+        )

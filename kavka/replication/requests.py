@@ -1,0 +1,164 @@
+"""Request and result values of the replica manager's produce and fetch paths.
+
+The broker's Produce and Fetch handlers translate wire messages into these
+and back; the replica manager and the delayed operations never see the wire.
+
+* ``FetchIsolation``: how far a read may go — the log end (a follower), the
+  high watermark (a consumer, READ_UNCOMMITTED) or the last stable offset
+  (READ_COMMITTED). Kavka has no transaction coordinator, so no transaction
+  is ever open and the last stable offset is the high watermark.
+* ``FetchParams`` (request level) and ``FetchPartition`` (per partition),
+  ``LogReadResult`` (what one partition's read found) and
+  ``FetchPartitionData`` (what goes back in the response).
+* ``ProducePartitionResult``: one partition's produce answer.
+
+Frozen, slotted values; any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from kavka.common.errors import ErrorCode, KafkaError
+from kavka.storage.errors import StorageError
+
+CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
+FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
+
+
+class FetchIsolation(Enum):
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+    @classmethod
+    def of(cls, replica_id: int, isolation_level: int) -> "FetchIsolation":
+        """Kafka's choice: a follower reads to the LEO; a consumer with
+        isolation_level 1 (READ_COMMITTED) to the last stable offset, else to
+        the high watermark."""
+        if replica_id >= 0:
+            return cls.LOG_END
+        return cls.TXN_COMMITTED if isolation_level == 1 else cls.HIGH_WATERMARK
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    """One partition of a Fetch request. ``current_leader_epoch`` (-1: not
+    checked, KIP-320); ``last_fetched_epoch`` (-1: none, Fetch v12) lets a
+    follower learn of a divergence without OffsetsForLeaderEpoch;
+    ``log_start_offset``: the follower's (-1 from consumers)."""
+
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """Request-level fetch settings. ``max_bytes`` bounds the whole response
+    (KIP-74); the first partition with data returns at least one whole batch
+    unless ``hard_max_bytes_limit`` (old fetch versions)."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation: FetchIsolation
+    hard_max_bytes_limit: bool = False
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEndOffset:
+    """A leader epoch and the offset where it ends (OffsetsForLeaderEpoch,
+    Fetch's diverging epoch)."""
+
+    epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadResult:
+    """One partition's read: the batches (whole, as stored), the leader's
+    offsets at read time, the error (NONE when fine), and for followers the
+    divergence found from ``last_fetched_epoch``. ``fetch_offset`` is the
+    requested offset; ``leader_end_offset`` the leader's LEO when read."""
+
+    error: ErrorCode
+    records: bytes = b""
+    fetch_offset: int = -1
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    leader_end_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    error_message: str | None = None
+
+    def to_partition_data(self) -> "FetchPartitionData":
+        return FetchPartitionData(
+            self.error,
+            self.high_watermark,
+            self.last_stable_offset,
+            self.log_start_offset,
+            self.records,
+            self.diverging_epoch,
+            self.error_message,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionData:
+    """What the Fetch response carries for one partition."""
+
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+    diverging_epoch: EpochEndOffset | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProducePartitionResult:
+    """One partition's produce answer: ``base_offset`` of the first appended
+    record (-1 on error), ``log_append_time`` (-1 for CreateTime),
+    ``log_start_offset`` after the append."""
+
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+def error_code_of(exc: BaseException) -> ErrorCode:
+    """The Kafka error code for an exception raised by a layer below
+    (DESIGN.md convention 6); UNKNOWN_SERVER_ERROR for anything unexpected."""
+    if isinstance(exc, KafkaError):
+        return exc.code
+    if isinstance(exc, StorageError):
+        return ErrorCode[exc.code_name]
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def error_message_of(exc: BaseException) -> str:
+    if isinstance(exc, KafkaError):
+        return exc.message
+    return str(exc)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsResult:
+    """One partition's DeleteRecords answer: the leader's new log start
+    offset (``low_watermark``, -1 on error)."""
+
+    error: ErrorCode
+    low_watermark: int = -1
+    error_message: str | None = None

@@ -1,0 +1,106 @@
+"""Values the replica manager receives and hands out about partition leadership.
+
+``PartitionState`` is one partition's entry of a LeaderAndIsr request (the
+contents of ``/brokers/topics/<t>/partitions/<p>/state`` plus the assigned
+replicas and the znode version, seed 000 §LeaderAndIsrRequest); the broker's
+handler builds it from the wire message. ``LeaderAndIsr`` is what a leader
+proposes to write back to that znode when it shrinks or expands the ISR
+(seed 002 §6.4): same leader, same leader epoch, new ISR. ``BrokerEndPoint``
+is where a follower finds its leader (LeaderAndIsr's live leaders).
+
+Frozen, slotted values; any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kavka.storage.topic_partition import TopicPartition
+
+NO_LEADER = -1
+NO_EPOCH = -1
+
+
+def _check_replicas(what: str, ids: tuple[int, ...]) -> None:
+    if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
+        raise ValueError(f"{what} {list(ids)} must hold distinct broker ids >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndPoint:
+    """A broker's inter-broker address (LeaderAndIsr ``live_leaders``)."""
+
+    broker_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition of a LeaderAndIsr request.
+
+    Invariants (checked): ``replicas`` and ``isr`` hold distinct broker ids;
+    ``leader`` is -1 or a member of ``isr``; epochs and ``zk_version`` are
+    >= -1 (-1: unknown). ``zk_version`` is the version of the state znode the
+    controller wrote: a leader's ISR write is conditional on it (seed 001 #3).
+    """
+
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    is_new: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isr", tuple(self.isr))
+        object.__setattr__(self, "replicas", tuple(self.replicas))
+        if self.partition < 0:
+            raise ValueError(f"partition {self.partition} of {self.topic!r} must be >= 0")
+        _check_replicas(f"isr of {self.topic}-{self.partition}", self.isr)
+        _check_replicas(f"replicas of {self.topic}-{self.partition}", self.replicas)
+        if self.leader != NO_LEADER and self.leader not in self.isr:
+            raise ValueError(f"leader {self.leader} of {self.topic}-{self.partition} is not in its isr {list(self.isr)}")
+        if min(self.controller_epoch, self.leader_epoch, self.zk_version) < -1 or self.leader < -1:
+            raise ValueError(f"negative epoch, version or leader in {self}")
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A proposed content of the partition state znode (leader, leader epoch,
+    ISR, controller epoch). The ISR keeps the leader (never empty)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isr", tuple(self.isr))
+        _check_replicas("isr", self.isr)
+        if self.leader not in self.isr:
+            raise ValueError(f"leader {self.leader} is not in the proposed isr {list(self.isr)}")
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrResult:
+    """The answer to a LeaderAndIsr request: a request-level error (only
+    STALE_CONTROLLER_EPOCH) and one error code per partition."""
+
+    error: int
+    partition_errors: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResult:
+    """The answer to a StopReplica request (like ``LeaderAndIsrResult``)."""
+
+    error: int
+    partition_errors: dict[TopicPartition, int] = field(default_factory=dict)

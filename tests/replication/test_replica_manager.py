@@ -1,0 +1,341 @@
+"""ReplicaManager: LeaderAndIsr steps (stale controller / leader epochs, not
+assigned, leaders and followers, fetchers), StopReplica, produce with acks,
+delayed produce and fetch, ISR writes and their conflicts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.records.batch import iter_batches
+from kavka.replication.fetcher_manager import FetcherAssignments
+from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
+from kavka.replication.state import BrokerEndPoint
+from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
+from kavka.storage.topic_partition import TopicPartition
+
+from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingNotifier, batch, log_config, state
+
+LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2, 3)}
+TP1 = TopicPartition("orders", 1)
+
+
+def make_rm(log_manager, clock, broker_id: int = 1, **config) -> ReplicaManager:
+    return ReplicaManager(
+        broker_id,
+        log_manager,
+        ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, **config),
+        isr_writer=MemoryIsrZnodes(),
+        isr_notifier=RecordingNotifier(),
+        clock=clock,
+    )
+
+
+def consumer(max_wait_ms: int = 0, min_bytes: int = 1) -> FetchParams:
+    return FetchParams(-1, max_wait_ms, min_bytes, 1 << 20, FetchIsolation.HIGH_WATERMARK)
+
+
+def follower(replica_id: int, max_wait_ms: int = 0) -> FetchParams:
+    return FetchParams(replica_id, max_wait_ms, 1, 1 << 20, FetchIsolation.LOG_END)
+
+
+async def settle(rm: ReplicaManager) -> None:
+    await asyncio.sleep(0)
+    await rm.isr_updates.drain()
+
+
+# ---- LeaderAndIsr ------------------------------------------------------------------------------
+def test_stale_controller_epoch_changes_nothing(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    ok = rm.become_leader_or_follower(0, 5, [state(1, 0, (1,))], LIVE)
+    assert ok.error == ErrorCode.NONE and ok.partition_errors == {TP: ErrorCode.NONE}
+    stale = rm.become_leader_or_follower(0, 4, [state(2, 1, (2, 1))], LIVE)
+    assert stale.error == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert stale.partition_errors == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}
+    assert rm.get_partition(TP).is_leader and rm.controller_epoch == 5
+    stop = rm.stop_replicas(0, 3, [TP], delete=True)
+    assert stop.error == ErrorCode.STALE_CONTROLLER_EPOCH and rm.get_partition(TP) is not None
+
+
+def test_stale_leader_epoch_and_unassigned_partition(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 3, (1, 2))], LIVE)
+    again = rm.become_leader_or_follower(0, 1, [state(2, 3, (2, 1)), state(3, 0, (3,), tp=TP1)], LIVE)
+    assert again.partition_errors == {TP: ErrorCode.STALE_CONTROLLER_EPOCH, TP1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert rm.get_partition(TP).is_leader and rm.get_partition(TP1) is None
+    assert log_manager.get_log("orders", 1) is None
+    older = rm.become_leader_or_follower(0, 2, [state(2, 2, (2, 1))], LIVE)
+    assert older.partition_errors == {TP: ErrorCode.STALE_CONTROLLER_EPOCH}
+    newer = rm.become_leader_or_follower(0, 2, [state(2, 4, (2, 1))], LIVE)
+    assert newer.partition_errors == {TP: ErrorCode.NONE} and not rm.get_partition(TP).is_leader
+
+
+def test_followers_get_fetchers_from_live_leaders(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    fetchers = rm.fetcher_manager
+    assert isinstance(fetchers, FetcherAssignments)
+    rm.become_leader_or_follower(0, 1, [state(2, 0, (2, 1)), state(3, 0, (3, 1), tp=TP1)], {2: LIVE[2]})
+    assigned = fetchers.partitions()
+    assert set(assigned) == {TP}  # leader 3 is not alive: no fetcher for TP1
+    assert assigned[TP].leader == LIVE[2] and assigned[TP].leader_epoch == 0 and assigned[TP].truncate_first
+    rm.become_leader_or_follower(0, 1, [state(1, 1, (1, 2))], LIVE)  # becomes leader: fetcher removed
+    assert fetchers.partitions() == {} and fetchers.fetchers() == {}
+
+
+def test_hw_truncation_mode_truncates_on_becoming_follower(log_manager, clock):
+    for mode, expected_leo in (("hw", 3), ("leader-epoch", 5)):
+        tp = TopicPartition(f"t-{mode}", 0)
+        rm = make_rm(log_manager, clock, truncation_mode=mode)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2), tp=tp)], LIVE)
+        p = rm.get_partition(tp)
+        p.append_records_to_leader(batch(3), 1)
+        p.update_follower_fetch_state(2, 3, 0, clock.milliseconds(), 3)
+        p.maybe_increment_hw()
+        p.append_records_to_leader(batch(2), 1)
+        rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1), tp=tp)], LIVE)
+        assert p.log.log_end_offset == expected_leo, mode
+        fetch_state = rm.fetcher_manager.fetch_state(tp)
+        assert fetch_state.fetch_offset == expected_leo and fetch_state.truncate_first == (mode != "hw")
+
+
+def test_stop_replica_with_delete_removes_the_log(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(2, 0, (2, 1)), state(1, 0, (1,), tp=TP1)], LIVE)
+    result = rm.stop_replicas(0, 1, [TP, TP1], delete=False)
+    assert result.partition_errors == {TP: ErrorCode.NONE, TP1: ErrorCode.NONE}
+    assert rm.get_partition(TP) is None and log_manager.get_log("orders", 0) is not None
+    assert rm.fetcher_manager.partitions() == {}
+    rm.stop_replicas(0, 1, [TP], delete=True)
+    assert log_manager.get_log("orders", 0) is None
+
+
+# ---- produce ---------------------------------------------------------------------------------------
+def test_produce_acks_0_and_1_answer_at_once_and_bad_input(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+        r = await rm.append_records(1000, 1, {TP: batch(2)})
+        assert r[TP].error is ErrorCode.NONE and r[TP].base_offset == 0
+        r = await rm.append_records(1000, 0, {TP: batch(1)})
+        assert r[TP].base_offset == 2
+        r = await rm.append_records(1000, 2, {TP: batch(1)})
+        assert r[TP].error is ErrorCode.INVALID_REQUIRED_ACKS
+        r = await rm.append_records(1000, 1, {TP1: batch(1), TopicPartition("__consumer_offsets", 0): batch(1)})
+        assert r[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert r[TopicPartition("__consumer_offsets", 0)].error is ErrorCode.INVALID_TOPIC_EXCEPTION
+        r = await rm.append_records(1000, 1, {TP: b"\x00" * 70})
+        assert r[TP].error is ErrorCode.CORRUPT_MESSAGE
+
+    asyncio.run(body())
+
+
+def test_acks_all_waits_for_the_follower_then_succeeds(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(3)}))
+        await asyncio.sleep(0)
+        assert not produce.done() and rm.produce_purgatory.delayed == 1
+        await rm.fetch_messages(follower(2), {TP: FetchPartition(0, 1 << 20)})
+        await asyncio.sleep(0)
+        assert not produce.done()  # the follower has the records now, but the leader learns it next fetch
+        await rm.fetch_messages(follower(2), {TP: FetchPartition(3, 1 << 20)})
+        result = await asyncio.wait_for(produce, 5)
+        assert result[TP].error is ErrorCode.NONE and result[TP].base_offset == 0
+        assert rm.get_partition(TP).log.high_watermark == 3
+
+    asyncio.run(body())
+
+
+def test_acks_all_times_out(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        result = await asyncio.wait_for(rm.append_records(30, -1, {TP: batch(1)}), 5)
+        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT
+        assert rm.produce_purgatory.expired_count == 1
+
+    asyncio.run(body())
+
+
+def test_acks_all_min_insync_before_and_leadership_loss_after(log_manager, clock):
+    async def body():
+        log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2)), state(1, 0, (1, 2), tp=TP1)], LIVE)
+        r = await rm.append_records(30_000, -1, {TP: batch(1)})
+        assert r[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS
+        assert rm.get_partition(TP).log.log_end_offset == 0
+        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP1: batch(1)}))
+        await asyncio.sleep(0)
+        rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1), tp=TP1)], LIVE)
+        result = await asyncio.wait_for(produce, 5)
+        assert result[TP1].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    asyncio.run(body())
+
+
+def test_acks_all_after_isr_shrinks_below_min_insync(log_manager, clock):
+    async def body():
+        log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+        await asyncio.sleep(0)
+        clock.advance(LAG_MS + 1)
+        assert rm.maybe_shrink_isrs() == 1
+        result = await asyncio.wait_for(produce, 5)
+        assert result[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        assert rm.get_partition(TP).isr == (1,)
+
+    asyncio.run(body())
+
+
+# ---- ISR writes -------------------------------------------------------------------------------------
+def test_isr_expand_is_written_and_propagated(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
+        await rm.append_records(1000, 1, {TP: batch(2)})
+        await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20)})
+        await settle(rm)
+        p = rm.get_partition(TP)
+        assert p.isr == (1, 2) and p.zk_version == 1
+        writer = rm.isr_updates._writer
+        assert [(tp, lai.isr) for tp, lai in writer.writes] == [(TP, (1, 2))]
+        assert not await rm.isr_updates.maybe_propagate()  # within the blackout
+        clock.advance(5_000)
+        assert await rm.isr_updates.maybe_propagate()
+        assert rm.isr_updates._notifier.published == [[TP]]
+
+    asyncio.run(body())
+
+
+def test_isr_write_conflict_fences_the_old_leader(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3))], LIVE)
+        rm.isr_updates._writer.versions[TP] = 5  # the controller moved the znode on (seed 001 #3)
+        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+        await asyncio.sleep(0)
+        clock.advance(LAG_MS + 1)
+        rm.maybe_shrink_isrs()
+        await settle(rm)
+        p = rm.get_partition(TP)
+        assert not p.is_leader and p.isr == (1, 2, 3)
+        result = await asyncio.wait_for(produce, 5)
+        assert result[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        again = await rm.append_records(1000, 1, {TP: batch(1)})
+        assert again[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    asyncio.run(body())
+
+
+def test_isr_write_failure_is_retried(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        rm.isr_updates._writer.unreachable = True
+        clock.advance(LAG_MS + 1)
+        rm.maybe_shrink_isrs()
+        await settle(rm)
+        p = rm.get_partition(TP)
+        assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
+        rm.isr_updates._writer.unreachable = False
+        rm.maybe_shrink_isrs()
+        await settle(rm)
+        assert p.isr == (1,)
+
+    asyncio.run(body())
+
+
+# ---- fetch --------------------------------------------------------------------------------------------
+def test_delayed_fetch_completes_on_append_and_on_timeout(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+        waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
+        await asyncio.sleep(0)
+        assert not waiting.done() and rm.fetch_purgatory.delayed == 1
+        await rm.append_records(1000, 1, {TP: batch(2)})
+        data = await asyncio.wait_for(waiting, 5)
+        assert [h.last_offset for _, h in iter_batches(data[TP].records)] == [1]
+        assert data[TP].high_watermark == 2
+        empty = await asyncio.wait_for(rm.fetch_messages(consumer(30), {TP: FetchPartition(2, 1 << 20)}), 5)
+        assert empty[TP].error is ErrorCode.NONE and empty[TP].records == b""
+
+    asyncio.run(body())
+
+
+def test_delayed_fetch_answers_on_leadership_change(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
+        waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
+        await asyncio.sleep(0)
+        rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1))], LIVE)
+        data = await asyncio.wait_for(waiting, 5)
+        assert data[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    asyncio.run(body())
+
+
+def test_consumer_fetch_between_hw_and_leo_is_empty_and_beyond_is_out_of_range(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        await rm.append_records(1000, 1, {TP: batch(4)})
+        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(2, 1 << 20)})
+        assert data[TP].error is ErrorCode.NONE and data[TP].records == b"" and data[TP].high_watermark == 0
+        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(9, 1 << 20), TP1: FetchPartition(0, 10)})
+        assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
+        assert data[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    asyncio.run(body())
+
+
+def test_request_max_bytes_spreads_over_partitions(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,)), state(1, 0, (1,), tp=TP1)], LIVE)
+        await rm.append_records(1000, 1, {TP: batch(1, b"x" * 500), TP1: batch(1, b"y" * 500)})
+        params = FetchParams(-1, 0, 1, 100, FetchIsolation.HIGH_WATERMARK)
+        data = await rm.fetch_messages(params, {TP: FetchPartition(0, 100), TP1: FetchPartition(0, 100)})
+        assert len(data[TP].records) > 500  # the first batch whole (KIP-74)
+        assert data[TP1].records == b""  # nothing left of the request's max_bytes
+
+    asyncio.run(body())
+
+
+def test_offsets_and_delete_records(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+        await rm.append_records(1000, 1, {TP: batch(3)})
+        await rm.append_records(1000, 1, {TP: batch(3)})
+        assert rm.fetch_offset_for_timestamp(TP, LATEST_TIMESTAMP, FetchIsolation.HIGH_WATERMARK).offset == 6
+        assert rm.last_offset_for_leader_epoch(TP, 0, 0).end_offset == 6
+        deleted = rm.delete_records({TP: 3, TP1: 0})
+        assert deleted[TP].error is ErrorCode.NONE and deleted[TP].low_watermark == 3
+        assert deleted[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert rm.delete_records({TP: 99})[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
+        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(0, 1 << 20)})
+        assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE and data[TP].log_start_offset == 3
+
+    asyncio.run(body())
+
+
+def test_background_tasks_start_and_shutdown_answers_waiters(log_manager, clock):
+    async def body():
+        rm = make_rm(log_manager, clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        rm.start()
+        produce = asyncio.ensure_future(rm.append_records(60_000, -1, {TP: batch(1)}))
+        fetch = asyncio.ensure_future(rm.fetch_messages(consumer(60_000, 10_000), {TP: FetchPartition(0, 1 << 20)}))
+        await asyncio.sleep(0)
+        await rm.shutdown()
+        assert (await produce)[TP].error is ErrorCode.REQUEST_TIMED_OUT
+        assert (await fetch)[TP].error is ErrorCode.NONE
+
+    asyncio.run(body())
