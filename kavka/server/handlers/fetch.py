@@ -1,0 +1,110 @@
+"""Fetch (key 1): records for consumers (below the high watermark, or the
+last stable offset for read_committed) and for followers (to the log end,
+replica id >= 0), waiting in the DelayedFetch purgatory until ``min_bytes``
+are available or ``max_wait_ms`` passes (seed 000 §Follower 从 Leader Fetch
+数据 steps 1-5).
+
+Versions 4-16: v4 is the first that carries record batch v2 and the
+isolation level. v13+ names topics by id (KIP-516); an unknown id gets
+UNKNOWN_TOPIC_ID. Incremental fetch sessions (KIP-227) are not offered:
+every response has session id 0, which tells a client to keep sending full
+requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
+Kafka answers for an evicted session. The records are the log's bytes,
+never decoded here.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import FetchResponse
+from kavka.replication.replica_manager import ReplicaManager
+from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.topic_partition import TopicPartition
+
+API_KEY = 1
+MIN_VERSION = 4
+MAX_VERSION = 16
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class FetchHandler:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+        self.replica_manager = replica_manager
+        self.cache = cache
+
+    async def __call__(self, ctx: RequestContext, request) -> FetchResponse:
+        version = ctx.api_version
+        R = FetchResponse
+        if version >= 7 and request.session_id != 0:
+            return R(throttle_time_ms=0, error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0,
+                     responses=[])
+        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+        partitions: dict[TopicPartition, FetchPartition] = {}
+        unknown_ids: list[tuple[uuid.UUID, list[int]]] = []
+        order: list[tuple[str, uuid.UUID, TopicPartition]] = []
+        for t in request.topics:
+            if version >= 13:
+                name = self.cache.topic_by_id(t.topic_id)
+                if name is None:
+                    unknown_ids.append((t.topic_id, [p.partition for p in t.partitions]))
+                    continue
+                topic_id = t.topic_id
+            else:
+                name, topic_id = t.topic, ZERO_UUID
+            for p in t.partitions:
+                tp = TopicPartition(name, p.partition)
+                partitions[tp] = FetchPartition(
+                    fetch_offset=p.fetch_offset,
+                    max_bytes=p.partition_max_bytes,
+                    current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
+                    last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1,
+                    log_start_offset=p.log_start_offset if version >= 5 else -1,
+                )
+                order.append((name, topic_id, tp))
+        params = FetchParams(
+            replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
+        data = await self.replica_manager.fetch_messages(params, partitions) if partitions else {}
+
+        topics: dict[tuple[str, uuid.UUID], list] = {}
+        leaders_wanted: set[int] = set()
+        for name, topic_id, tp in order:
+            d = data[tp]
+            part = R.Responses.Partitions(
+                partition_index=tp.partition, error_code=int(d.error), high_watermark=d.high_watermark,
+                last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
+                aborted_transactions=[] if version >= 4 else None, records=d.records)
+            if version >= 12 and d.diverging_epoch is not None:
+                part.diverging_epoch = R.Responses.Partitions.DivergingEpoch(
+                    epoch=d.diverging_epoch.epoch, end_offset=d.diverging_epoch.end_offset)
+            if version >= 12 and d.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                meta = self.cache.partition(tp.topic, tp.partition)
+                if meta is not None and meta.leader >= 0:
+                    part.current_leader = R.Responses.Partitions.CurrentLeader(
+                        leader_id=meta.leader, leader_epoch=meta.leader_epoch)
+                    leaders_wanted.add(meta.leader)
+            topics.setdefault((name, topic_id), []).append(part)
+        responses = [R.Responses(topic=name if version < 13 else "", topic_id=topic_id, partitions=parts)
+                     for (name, topic_id), parts in topics.items()]
+        for topic_id, indexes in unknown_ids:
+            responses.append(R.Responses(topic_id=topic_id, partitions=[
+                R.Responses.Partitions(partition_index=i, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
+                                       high_watermark=-1, records=None)
+                for i in indexes]))
+        response = R(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=responses)
+        if version >= 16 and leaders_wanted:
+            for broker_id in sorted(leaders_wanted):
+                b = self.cache.alive_broker(broker_id)
+                ep = b.endpoint(ctx.listener) if b is not None else None
+                if ep is not None:
+                    response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
+                                                                   rack=b.rack))
+        return response
+
+
+def register(dispatcher: Dispatcher, handler: FetchHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

@@ -1,0 +1,88 @@
+"""Produce (key 0): append record batches to the partitions this broker
+leads, with acks 0, 1 or -1 (seed 003; seed 002 §6.5).
+
+Versions 3-11: every version that carries record batch v2 (v0-2 carry the
+old message sets, which Kafka 4 dropped too). The batches go to the replica
+manager as the opaque bytes the client sent (the hot path never decodes
+records). acks=0 gets no response at all, as in Kafka; acks=-1 answers
+when the high watermark passes every batch or ``timeout_ms`` runs out
+(DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
+current leader (v10+, KIP-951) so the client can redirect without a
+Metadata round trip. Transactional and idempotent batches are accepted as
+plain batches until the producer-state issue adds sequence checks.
+"""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import ProduceResponse
+from kavka.replication.replica_manager import ReplicaManager
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.topic_partition import TopicPartition
+
+API_KEY = 0
+MIN_VERSION = 3
+MAX_VERSION = 11
+
+
+class ProduceHandler:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+        self.replica_manager = replica_manager
+        self.cache = cache
+
+    async def __call__(self, ctx: RequestContext, request):
+        version = ctx.api_version
+        entries: dict[TopicPartition, object] = {}
+        early: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        order: list[TopicPartition] = []
+        for topic in request.topic_data:
+            for p in topic.partition_data:
+                tp = TopicPartition(topic.name, p.index)
+                order.append(tp)
+                if tp in entries or tp in early:
+                    early[tp] = (ErrorCode.INVALID_REQUEST, f"{tp} appears twice in one request")
+                    entries.pop(tp, None)
+                elif p.records is None or len(p.records) == 0:
+                    early[tp] = (ErrorCode.CORRUPT_MESSAGE, f"no record batches for {tp}")
+                else:
+                    entries[tp] = p.records
+        acks = request.acks
+        results = await self.replica_manager.append_records(request.timeout_ms, acks, entries) if entries else {}
+        if acks == 0:
+            return None
+        R = ProduceResponse
+        by_topic: dict[str, list] = {}
+        leaders_wanted: set[int] = set()
+        for tp in dict.fromkeys(order):
+            if tp in early:
+                code, message = early[tp]
+                part = R.Responses.PartitionResponses(index=tp.partition, error_code=int(code),
+                                                      base_offset=-1, error_message=message)
+            else:
+                r = results[tp]
+                part = R.Responses.PartitionResponses(
+                    index=tp.partition, error_code=int(r.error), base_offset=r.base_offset,
+                    log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
+                    error_message=r.error_message if r.error != ErrorCode.NONE else None)
+                if version >= 10 and r.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+                    meta = self.cache.partition(tp.topic, tp.partition)
+                    if meta is not None and meta.leader >= 0:
+                        part.current_leader = R.Responses.PartitionResponses.CurrentLeader(
+                            leader_id=meta.leader, leader_epoch=meta.leader_epoch)
+                        leaders_wanted.add(meta.leader)
+            by_topic.setdefault(tp.topic, []).append(part)
+        response = R(responses=[R.Responses(name=name, partition_responses=parts) for name, parts in by_topic.items()],
+                     throttle_time_ms=0)
+        if leaders_wanted:
+            for broker_id in sorted(leaders_wanted):
+                b = self.cache.alive_broker(broker_id)
+                ep = b.endpoint(ctx.listener) if b is not None else None
+                if ep is not None:
+                    response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
+                                                                   rack=b.rack))
+        return response
+
+
+def register(dispatcher: Dispatcher, handler: ProduceHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
