@@ -22,8 +22,7 @@ gzip inflates with an output cap; zstd without a declared size is inflated
 into a capped buffer that grows geometrically up to ``max_size``. Output
 past the bound stops the work and raises ``DecompressionError``.
 
-Pure functions over bytes-like input; any thread (cramjam and zlib release
-no shared state).
+Pure functions over bytes-like input, no shared state; any thread.
 """
 
 from __future__ import annotations
@@ -139,11 +138,12 @@ def _xerial_compress(data) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block_len(block, codec: Compression = Compression.SNAPPY) -> int:
+def _snappy_block_len(block) -> int:
+    """The uncompressed length a raw snappy block declares in its preamble."""
     try:
         return cramjam.snappy.decompress_raw_len(block)
     except cramjam.DecompressionError as exc:
-        raise DecompressionError(codec, f"bad snappy block preamble: {exc}") from None
+        raise DecompressionError(Compression.SNAPPY, f"bad snappy block preamble: {exc}") from None
 
 
 def _snappy_decompress(data, max_size: int) -> bytes:

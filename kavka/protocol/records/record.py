@@ -35,8 +35,6 @@ from kavka.protocol.records.varint import (
     write_varlong,
 )
 
-Header = tuple[str, "bytes | None"]
-
 
 class CorruptRecord(CorruptRecordBatch):
     """A record whose bytes do not follow the v2 record layout."""
@@ -121,7 +119,17 @@ def encode_record(
 
 
 def _read_bytes(buf, pos: int, end: int, field: str) -> tuple[bytes | None, int]:
-    n, pos = read_varint(buf, pos)
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise CorruptRecord(f"record {field} length runs past the end of the buffer", pos) from None
+    if b == 1:
+        return None, pos + 1
+    if b < 0x80:
+        n = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        n, pos = read_varint(buf, pos)
     if n < 0:
         if n == -1:
             return None, pos
@@ -143,24 +151,47 @@ def decode_record(
 
     Returns ``(record, next_pos)``. ``log_append_time`` is the batch's max
     timestamp when its timestamp type is LogAppendTime, else None."""
-    length, pos = read_varint(buf, pos)
-    if length < 1:
-        # At least the attributes byte; Kafka rejects the same.
-        raise CorruptRecord(f"record length {length} is too small", pos)
-    record_end = pos + length
-    if record_end > end:
-        raise CorruptRecord(f"record declares {length} bytes but only {end - pos} remain", pos)
-    attributes = buf[pos]
-    if attributes >= 0x80:
-        attributes -= 0x100
-    ts_delta, p = read_varlong(buf, pos + 1)
-    off_delta, p = read_varint(buf, p)
-    key, p = _read_bytes(buf, p, record_end, "key")
-    value, p = _read_bytes(buf, p, record_end, "value")
-    count, p = read_varint(buf, p)
-    if count < 0:
-        raise CorruptRecord(f"record header count {count} is negative", p)
+    # One-byte varints (the common case for deltas, null markers, header
+    # counts) are decoded inline: a function call per field would cost more
+    # than the rest of the record. Longer ones go to the checked readers.
+    start = pos
+    try:
+        b = buf[pos]
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = read_varint(buf, pos)
+        if length < 1:
+            # At least the attributes byte; Kafka rejects the same.
+            raise CorruptRecord(f"record length {length} is too small", start)
+        record_end = pos + length
+        if record_end > end:
+            raise CorruptRecord(f"record declares {length} bytes but only {end - pos} remain", start)
+        attributes = buf[pos]
+        if attributes >= 0x80:
+            attributes -= 0x100
+        b = buf[pos + 1]
+        if b < 0x80:
+            ts_delta, p = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            ts_delta, p = read_varlong(buf, pos + 1)
+        b = buf[p]
+        if b < 0x80:
+            off_delta, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            off_delta, p = read_varint(buf, p)
+        key, p = _read_bytes(buf, p, record_end, "key")
+        value, p = _read_bytes(buf, p, record_end, "value")
+        b = buf[p]
+        if b == 0:
+            count, p = 0, p + 1
+        else:
+            count, p = read_varint(buf, p)
+    except IndexError:
+        raise CorruptRecord("record fields run past the end of the buffer", start) from None
     if count:
+        if count < 0:
+            raise CorruptRecord(f"record header count {count} is negative", p)
         # Each header takes at least two bytes (two one-byte lengths).
         if count * 2 > record_end - p:
             raise CorruptRecord(
@@ -181,9 +212,7 @@ def decode_record(
     else:
         header_tuple = ()
     if p != record_end:
-        raise CorruptRecord(
-            f"record declares {length} bytes but its fields take {p - (record_end - length)}", record_end - length
-        )
+        raise CorruptRecord(f"record declares {length} bytes but its fields take {p - (record_end - length)}", start)
     timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time
     return (
         Record(base_offset + off_delta, timestamp, key, value, header_tuple, off_delta, ts_delta, attributes),

@@ -65,6 +65,9 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         raise VarintError("varint runs past the end of the buffer", pos) from None
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+        raw = (b & 0x7F) | (buf[pos + 1] << 7)
+        return (raw >> 1) ^ -(raw & 1), pos + 2
     raw, pos = _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "varint")
     return (raw >> 1) ^ -(raw & 1), pos
 
@@ -77,6 +80,9 @@ def read_varlong(buf, pos: int) -> tuple[int, int]:
         raise VarintError("varlong runs past the end of the buffer", pos) from None
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
+        raw = (b & 0x7F) | (buf[pos + 1] << 7)
+        return (raw >> 1) ^ -(raw & 1), pos + 2
     raw, pos = _read_unsigned(buf, pos, MAX_VARLONG_BYTES, UINT64_MAX, "varlong")
     return (raw >> 1) ^ -(raw & 1), pos
 
@@ -106,6 +112,9 @@ def write_varint(value: int, out: bytearray) -> None:
     z = ((value << 1) ^ (value >> 31)) & UINT32_MAX
     if z < 0x80:
         out.append(z)
+    elif z < 0x4000:
+        out.append((z & 0x7F) | 0x80)
+        out.append(z >> 7)
     else:
         _write_unsigned(z, out)
 
@@ -117,6 +126,9 @@ def write_varlong(value: int, out: bytearray) -> None:
     z = ((value << 1) ^ (value >> 63)) & UINT64_MAX
     if z < 0x80:
         out.append(z)
+    elif z < 0x4000:
+        out.append((z & 0x7F) | 0x80)
+        out.append(z >> 7)
     else:
         _write_unsigned(z, out)
 
