@@ -1,0 +1,365 @@
+"""The log manager: every partition log of a broker, over several ``log.dirs``.
+
+Startup (seed 002 §5.2/§5.3 loadLogs): for each directory, create it, take
+its ``.lock``, note whether ``.kafka_cleanshutdown`` is present, read the
+recovery-point, log-start-offset and replication-offset checkpoints, open
+every ``<topic>-<partition>`` directory as a ``Log`` on a pool of
+``num.recovery.threads.per.data.dir`` threads (``-delete`` directories are
+removed), then delete the clean-shutdown marker.
+
+Periodic jobs run from ``tick(now_ms)`` so an asyncio broker can schedule
+them on a thread (``LogManagerRunner`` is a plain background thread for
+standalone use): flushing (``flush.ms``, and right after a roll), the
+recovery-point and high-watermark checkpoints
+(``log.flush.offset.checkpoint.interval.ms``), the log-start-offset
+checkpoint (``log.flush.start.offset.checkpoint.interval.ms``), retention
+(``log.retention.check.interval.ms``, seed 002 §5.4.1) and the removal of
+``.deleted`` files and deleted partition directories after their delay.
+
+Shutdown flushes and closes every log, writes the checkpoints and the
+clean-shutdown marker, and releases the locks.
+
+Thread-safe: the manager's lock guards the table of logs; each ``Log`` has
+its own lock, so a slow fsync on one partition holds up no other.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from kavka.common.config import ConfigDef, ConfigType, Range
+from kavka.storage.clock import Clock, SystemClock
+from kavka.storage.errors import KafkaStorageError, StorageError
+from kavka.storage.log import Log
+from kavka.storage.log_config import LogConfig
+from kavka.storage.log_dir import LogDir
+from kavka.storage.retention import delete_old_segments
+from kavka.storage.topic_partition import TopicPartition, is_delete_dir, parse_topic_partition
+
+logger = logging.getLogger(__name__)
+
+MANAGER_CONFIG_DEF = (
+    ConfigDef()
+    .define("log.dirs", ConfigType.LIST, ["/tmp/kavka-logs"], "Directories holding partition logs.")
+    .define("num.recovery.threads.per.data.dir", ConfigType.INT, 1, "Log loading threads per directory.", Range(1))
+    .define("log.flush.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, "Recovery point checkpoints.", Range(0))
+    .define("log.flush.start.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, "Log start checkpoints.", Range(0))
+    .define("replica.high.watermark.checkpoint.interval.ms", ConfigType.LONG, 5_000, "HW checkpoints.", Range(0))
+    .define("log.retention.check.interval.ms", ConfigType.LONG, 300_000, "Retention pass period.", Range(1))
+    .define("log.segment.delete.delay.ms", ConfigType.LONG, 60_000, "Delay before deleted files go.", Range(0))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogManagerConfig:
+    """Broker-level settings of the log manager (Kafka key names)."""
+
+    log_dirs: tuple[str, ...]
+    num_recovery_threads_per_data_dir: int = 1
+    flush_offset_checkpoint_ms: int = 60_000
+    flush_start_offset_checkpoint_ms: int = 60_000
+    high_watermark_checkpoint_ms: int = 5_000
+    retention_check_ms: int = 300_000
+    file_delete_delay_ms: int = 60_000
+
+    @classmethod
+    def from_broker(cls, props: Mapping[str, Any]) -> "LogManagerConfig":
+        known = {k: v for k, v in props.items() if k in MANAGER_CONFIG_DEF}
+        if "log.dirs" not in known and "log.dir" in props:
+            known["log.dirs"] = props["log.dir"]
+        p = MANAGER_CONFIG_DEF.parse(known, source="broker config")
+        return cls(
+            log_dirs=tuple(p["log.dirs"]),
+            num_recovery_threads_per_data_dir=p["num.recovery.threads.per.data.dir"],
+            flush_offset_checkpoint_ms=p["log.flush.offset.checkpoint.interval.ms"],
+            flush_start_offset_checkpoint_ms=p["log.flush.start.offset.checkpoint.interval.ms"],
+            high_watermark_checkpoint_ms=p["replica.high.watermark.checkpoint.interval.ms"],
+            retention_check_ms=p["log.retention.check.interval.ms"],
+            file_delete_delay_ms=p["log.segment.delete.delay.ms"],
+        )
+
+
+class LogManager:
+    """See the module docstring. Constructing it loads every log."""
+
+    def __init__(
+        self,
+        config: LogManagerConfig,
+        default_config: LogConfig,
+        *,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not config.log_dirs:
+            raise ValueError("log.dirs names no directory")
+        self.config = config
+        self.default_config = default_config
+        self._topic_configs = dict(topic_configs or {})
+        self.clock = clock or SystemClock()
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, LogDir] = {}
+        self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self._dirs = [LogDir(p) for p in config.log_dirs]
+        self.had_clean_shutdown: dict[Path, bool] = {}
+        now = self.clock.milliseconds()
+        self._last = {"recovery": now, "start": now, "hw": now, "retention": now}
+        locked: list[LogDir] = []
+        try:
+            for d in self._dirs:
+                d.lock()
+                locked.append(d)
+            self._load_logs()
+        except BaseException:
+            for log in self._logs.values():
+                log.close_quietly()
+            for d in locked:
+                d.unlock()
+            raise
+
+    # ---- loading (seed 002 §5.3) -------------------------------------------------------------
+    def _load_logs(self) -> None:
+        jobs = []
+        pools = []
+        try:
+            for d in self._dirs:
+                clean = d.had_clean_shutdown()  # (2)
+                self.had_clean_shutdown[d.path] = clean
+                if not clean:
+                    logger.info("%s: no clean shutdown marker, recovering from the recovery points", d.path)
+                recovery_points = d.read_offsets(d.recovery_points)  # (3)
+                start_offsets = d.read_offsets(d.log_start_offsets)
+                hws = d.read_offsets(d.replication_offsets)
+                pool = ThreadPoolExecutor(self.config.num_recovery_threads_per_data_dir, f"recovery-{d.path.name}")  # (1)
+                pools.append(pool)
+                for sub in sorted(d.path.iterdir()):
+                    if not sub.is_dir():
+                        continue
+                    if is_delete_dir(sub.name):
+                        jobs.append((d, None, pool.submit(shutil.rmtree, sub, True)))
+                        continue
+                    tp = parse_topic_partition(sub.name)
+                    config = self.config_for(tp.topic)
+                    job = pool.submit(  # (4)
+                        Log,
+                        sub,
+                        config,
+                        clock=self.clock,
+                        log_start_offset=start_offsets.get(tp, 0),
+                        recovery_point=recovery_points.get(tp, 0),
+                        high_watermark=hws.get(tp, 0),
+                        had_clean_shutdown=clean,
+                    )
+                    jobs.append((d, tp, job))
+            for d, tp, job in jobs:  # (5)
+                result = job.result()
+                if tp is None:
+                    continue
+                if tp in self._logs:
+                    result.close()
+                    raise KafkaStorageError(
+                        f"partition {tp} found in two log directories ({self._dir_of[tp].path} and {d.path})",
+                        d.path,
+                    )
+                self._logs[tp] = result
+                self._dir_of[tp] = d
+            for d in self._dirs:
+                d.consume_clean_shutdown()
+        finally:
+            for pool in pools:
+                pool.shutdown(wait=True)
+
+    # ---- table of logs -----------------------------------------------------------------------
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Dynamic topic override: applies to the topic's logs at once."""
+        with self._lock:
+            self._topic_configs[topic] = config
+            logs = [log for tp, log in self._logs.items() if tp.topic == topic]
+        for log in logs:
+            log.update_config(config)
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            return self._logs.get(TopicPartition(topic, partition))
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        with self._lock:
+            d = self._dir_of.get(TopicPartition(topic, partition))
+            return None if d is None else d.path
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The partition's log, created (empty) in the directory holding the
+        fewest partitions when it does not exist."""
+        tp = TopicPartition(topic, partition)
+        parse_topic_partition(tp.dir_name)  # validates the topic name
+        with self._lock:
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            counts = {id(d): 0 for d in self._dirs}
+            for d in self._dir_of.values():
+                counts[id(d)] += 1
+            target = min(self._dirs, key=lambda d: counts[id(d)])
+            if config is not None:
+                self._topic_configs.setdefault(topic, config)
+            log = Log(target.path / tp.dir_name, config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
+            self._logs[tp] = log
+            self._dir_of[tp] = target
+            return log
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove the partition: close it, rename its directory
+        ``<topic>-<partition>.<uuid>-delete`` and remove that after
+        ``log.segment.delete.delay.ms`` (or at the next startup)."""
+        tp = TopicPartition(topic, partition)
+        with self._lock:
+            log = self._logs.pop(tp, None)
+            d = self._dir_of.pop(tp, None)
+        if log is None or d is None:
+            return False
+        log.close()
+        renamed = d.path / tp.delete_dir_name()
+        try:
+            log.dir.rename(renamed)
+        except OSError as e:
+            raise KafkaStorageError("cannot rename the deleted log's directory", log.dir, e) from e
+        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+        with self._lock:
+            self._pending_dir_deletes.append((due, renamed))
+        return True
+
+    # ---- periodic work -------------------------------------------------------------------------
+    def tick(self, now_ms: int | None = None) -> dict[str, int]:
+        """Run whatever periodic job is due; returns counts of what it did."""
+        now = self.clock.milliseconds() if now_ms is None else now_ms
+        done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0}
+        logs = self.all_logs()
+        for tp, log in logs.items():
+            done["flushed"] += self._guard(tp, lambda: log.maybe_flush(now), 0)
+        if now - self._last["retention"] >= self.config.retention_check_ms:
+            self._last["retention"] = now
+            for tp, log in logs.items():
+                done["retention_deleted"] += self._guard(tp, lambda: delete_old_segments(log, now), 0)
+        for tp, log in logs.items():
+            done["files_removed"] += self._guard(tp, lambda: log.delete_expired_files(now), 0)
+        done["files_removed"] += self._delete_expired_dirs(now)
+        if now - self._last["recovery"] >= self.config.flush_offset_checkpoint_ms:
+            self._last["recovery"] = now
+            self.checkpoint_recovery_points()
+            done["checkpoints"] += 1
+        if now - self._last["start"] >= self.config.flush_start_offset_checkpoint_ms:
+            self._last["start"] = now
+            self.checkpoint_log_start_offsets()
+            done["checkpoints"] += 1
+        if now - self._last["hw"] >= self.config.high_watermark_checkpoint_ms:
+            self._last["hw"] = now
+            self.checkpoint_high_watermarks()
+            done["checkpoints"] += 1
+        return done
+
+    @staticmethod
+    def _guard(tp: TopicPartition, job, default: int) -> int:
+        try:
+            return int(job())
+        except StorageError as e:  # one bad partition must not stop the others
+            logger.error("periodic job failed for %s: %s", tp, e)
+            return default
+
+    def _delete_expired_dirs(self, now: int) -> int:
+        with self._lock:
+            due = [p for t, p in self._pending_dir_deletes if t <= now]
+            self._pending_dir_deletes = [(t, p) for t, p in self._pending_dir_deletes if t > now]
+        for path in due:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(due)
+
+    def _write_checkpoint(self, which: str, value) -> None:
+        with self._lock:
+            by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self._dirs}
+            for tp, log in self._logs.items():
+                by_dir[id(self._dir_of[tp])][tp] = value(log)
+        for d in self._dirs:
+            try:
+                d.write_offsets(getattr(d, which), by_dir[id(d)])
+            except KafkaStorageError as e:
+                logger.error("cannot write %s checkpoint in %s: %s", which, d.path, e)
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write_checkpoint("recovery_points", lambda log: log.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._write_checkpoint("log_start_offsets", lambda log: log.log_start_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write_checkpoint("replication_offsets", lambda log: log.high_watermark)
+
+    # ---- shutdown ------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Clean shutdown: flush and close every log, write checkpoints and,
+        in every directory whose logs all closed cleanly, the marker."""
+        failed: set[int] = set()
+        logs = self.all_logs()
+        for tp, log in logs.items():
+            try:
+                if not log.offline:
+                    log.flush()
+            except StorageError as e:
+                logger.error("flush of %s failed at shutdown: %s", tp, e)
+            if log.offline:
+                failed.add(id(self._dir_of[tp]))
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        for tp, log in logs.items():
+            try:
+                log.close()
+            except (OSError, StorageError) as e:
+                logger.error("close of %s failed at shutdown: %s", tp, e)
+                failed.add(id(self._dir_of[tp]))
+        for d in self._dirs:
+            if id(d) not in failed:
+                d.write_clean_shutdown()
+            d.unlock()
+        with self._lock:
+            self._logs.clear()
+            self._dir_of.clear()
+
+
+class LogManagerRunner:
+    """Calls ``LogManager.tick`` every ``interval_ms`` on a daemon thread
+    (standalone use; the broker schedules ``tick`` on its own)."""
+
+    def __init__(self, manager: LogManager, interval_ms: int = 1000) -> None:
+        self.manager = manager
+        self.interval_s = interval_ms / 1000
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kavka-log-manager", daemon=True)
+
+    def start(self) -> "LogManagerRunner":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.manager.tick()
+            except Exception:  # keep the scheduler alive; the error is logged
+                logger.exception("log manager tick failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
