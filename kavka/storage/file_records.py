@@ -21,7 +21,7 @@ import struct
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatchHeader, parse_header
+from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader, parse_header
 from kavka.storage.errors import KafkaStorageError
 
 Buffer = bytes | bytearray | memoryview
@@ -104,9 +104,14 @@ class FileRecords:
         recovery). Stops at the logical end or at an unreadable header."""
         limit = self._size if end is None else min(end, self._size)
         pos = position
+        if pos < 0:
+            return
         while limit - pos >= HEADER_SIZE:
             raw = self.read(pos, HEADER_SIZE)
-            header = parse_header(raw)
+            try:
+                header = parse_header(raw)
+            except InvalidRecordBatch:
+                return
             if header.size < HEADER_SIZE or pos + header.size > limit:
                 return
             yield pos, header

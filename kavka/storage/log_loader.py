@@ -84,6 +84,8 @@ class LogLoader:
         self.had_clean_shutdown = had_clean_shutdown
         self.roll_jitter_ms = roll_jitter_ms
         self.segments: dict[int, LogSegment] = {}
+        self.cut_segments: set[int] = set()  # bases whose index rebuild truncated bytes
+        self.index_hints: dict[int, int] = {}  # base -> last offset the old indexes claimed
         self.truncated_bytes = 0
 
     def _segment(self, base_offset: int, suffix: str = "") -> LogSegment:
@@ -140,6 +142,7 @@ class LogLoader:
             )
             segment = self._segment(base)
             self.segments[base] = segment
+            self.index_hints[base] = segment.index_end_hint()
             if indexes_exist:
                 try:
                     segment.sanity_check()
@@ -151,7 +154,10 @@ class LogLoader:
                     segment.close_quietly()
                     segment = self._segment(base)
                     self.segments[base] = segment
-            self.truncated_bytes += segment.recover(self.epoch_cache)
+            truncated = segment.recover(self.epoch_cache)
+            if truncated:
+                self.truncated_bytes += truncated
+                self.cut_segments.add(base)
             segment.on_become_inactive()  # trims; the active one is resized in (5)
 
     # (4) ----------------------------------------------------------------------------
@@ -178,6 +184,11 @@ class LogLoader:
             recovery_point = self._recover_log()
         ordered = [self.segments[b] for b in sorted(self.segments)]
         active = ordered[-1]
+        if active.scan_tail()[1] != active.size:
+            # Even after a clean shutdown, never append behind bytes that are
+            # not batches (Kafka trusts the file here; we check the tail).
+            log.warning("%s ends with bytes that are not a batch; recovering it", active.log.path)
+            self.truncated_bytes += active.recover(self.epoch_cache)
         active.resize_indexes(self.config.segment_index_bytes)
         active.roll_jitter_ms = self.roll_jitter_ms
         next_offset = active.read_next_offset()
@@ -186,23 +197,41 @@ class LogLoader:
 
     def _recover_log(self) -> int:
         bases = sorted(self.segments)
+        cut_at: int | None = None  # index of the first segment cut short
+        if self.cut_segments:
+            cut_at = bases.index(min(self.cut_segments))
         if self.had_clean_shutdown:
-            return self.segments[bases[-1]].read_next_offset()
-        # the segment holding the recovery point, and every later one
-        start = 0
-        for i, b in enumerate(bases):
-            if b <= self.recovery_point:
-                start = i
-        for i in range(start, len(bases)):
-            segment = self.segments[bases[i]]
-            truncated = segment.recover(self.epoch_cache)
-            self.truncated_bytes += truncated
-            if truncated > 0:
-                for later in bases[i + 1 :]:
-                    log.warning("deleting segment %s after the corrupt tail of %s", later, segment.log.path)
-                    self.truncated_bytes += self.segments[later].size
-                    self.segments.pop(later).delete_files()
-                break
+            recovery_point = self.segments[bases[-1]].read_next_offset()
+        else:
+            recovery_point = self.recovery_point
+            # the segment holding the recovery point, and every later one
+            start = 0
+            for i, b in enumerate(bases):
+                if b <= self.recovery_point:
+                    start = i
+            stop = len(bases) if cut_at is None else min(len(bases), cut_at + 1)
+            for i in range(start, stop):
+                segment = self.segments[bases[i]]
+                truncated = segment.recover(self.epoch_cache)
+                self.truncated_bytes += truncated
+                # Lost data also shows when the old indexes (written at roll)
+                # claim offsets the recovered .log no longer reaches: the
+                # segments after it must go too, or the log would have a hole.
+                hint = self.index_hints.get(bases[i], -1)
+                lost = i < len(bases) - 1 and hint >= segment.read_next_offset()
+                if truncated > 0 or lost:
+                    if lost:
+                        log.warning("%s lost offsets up to %d; later segments are dropped", segment.log.path, hint)
+                    cut_at = i
+                    break
+        if cut_at is not None:
+            # seed 002 §5.3 (5): the log is a prefix; what followed a corrupt
+            # batch goes, even if it looks valid.
+            for later in bases[cut_at + 1 :]:
+                log.warning("deleting segment %s after the corrupt tail of segment %s", later, bases[cut_at])
+                self.truncated_bytes += self.segments[later].size
+                self.segments.pop(later).delete_files()
+            recovery_point = min(recovery_point, self.segments[bases[cut_at]].read_next_offset())
         for b in sorted(self.segments)[:-1]:
             self.segments[b].on_become_inactive()
-        return self.recovery_point
+        return recovery_point

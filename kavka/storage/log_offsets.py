@@ -3,8 +3,9 @@
 ``fetch_offset_by_timestamp(log, t)``:
 * ``EARLIEST_TIMESTAMP`` (-2): the log start offset;
 * ``LATEST_TIMESTAMP`` (-1): the log end offset;
-* ``MAX_TIMESTAMP`` (-3, KIP-734): the offset of the first record holding
-  the largest timestamp in the log;
+* ``MAX_TIMESTAMP`` (-3, KIP-734): the offset of the first record (at or
+  after the log start) holding the largest timestamp of any segment; None
+  when those records are all below the log start;
 * ``t >= 0``: the first offset (at or after the log start) whose record
   timestamp is >= ``t``, or None when no record is that recent.
 
@@ -58,12 +59,10 @@ def fetch_offset_by_timestamp(log: "Log", target: int) -> TimestampAndOffset | N
         for segment in log.segments():
             if segment.max_timestamp_so_far.timestamp < target:
                 continue
-            found = segment.find_batch_by_timestamp(target, start)
-            if found is None:
-                continue
-            result = _first_record_at_or_after(segment, *found, target, start)
-            if result is not None:
-                return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
+            for position, header in segment.batches_by_timestamp(target, start):
+                result = _first_record_at_or_after(segment, position, header, target, start)
+                if result is not None:
+                    return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
         return None
 
 
@@ -85,18 +84,15 @@ def _first_record_at_or_after(
 
 
 def _max_timestamp(log: "Log") -> TimestampAndOffset | None:
-    best: tuple[int, "LogSegment"] | None = None
+    best = max((s.max_timestamp_so_far.timestamp for s in log.segments()), default=-1)
+    if best < 0:
+        return None
+    start = log.log_start_offset
     for segment in log.segments():
-        ts = segment.max_timestamp_so_far.timestamp
-        if ts >= 0 and (best is None or ts > best[0]):
-            best = (ts, segment)
-    if best is None:
-        return None
-    ts, segment = best
-    found = segment.find_batch_by_timestamp(ts, log.log_start_offset)
-    if found is None:
-        return None
-    result = _first_record_at_or_after(segment, *found, ts, log.log_start_offset)
-    if result is None:
-        return None
-    return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
+        if segment.max_timestamp_so_far.timestamp != best:
+            continue
+        for position, header in segment.batches_by_timestamp(best, start):
+            result = _first_record_at_or_after(segment, position, header, best, start)
+            if result is not None:
+                return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
+    return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.clock import Clock
@@ -117,11 +118,34 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch: last index entry, then a scan."""
+        return self.scan_tail()[0]
+
+    def scan_tail(self) -> tuple[int, int]:
+        """(next offset, end position of the last readable batch header
+        chain) from the last index entry; an end short of the file size means
+        the tail is not a batch (headers only, no CRC)."""
         start = self.offset_index.lookup(2**63 - 1).position
-        next_offset = self.base_offset
-        for _pos, header in self.log.headers_from(start):
-            next_offset = header.next_offset
-        return next_offset
+        next_offset, end = self.base_offset, start
+        for pos, header in self.log.headers_from(start):
+            next_offset, end = header.next_offset, pos + header.size
+        return next_offset, end
+
+    def last_batch(self) -> tuple[int, RecordBatchHeader] | None:
+        """Position and header of the last batch (scan from the last index entry)."""
+        found = None
+        for pos, header in self.log.headers_from(self.offset_index.lookup(2**63 - 1).position):
+            found = (pos, header)
+        return found
+
+    def index_end_hint(self) -> int:
+        """The largest offset the on-disk indexes claim this segment holds
+        (-1 if they claim none). Read before recovery rebuilds them."""
+        hint = -1
+        if self.offset_index.entries:
+            hint = self.offset_index.last_offset
+        if self.time_index.entries:
+            hint = max(hint, self.time_index.last_entry.offset)
+        return hint
 
     def first_batch_header(self) -> RecordBatchHeader | None:
         for _pos, header in self.log.headers_from(0):
@@ -194,15 +218,15 @@ class LogSegment:
         end = whole_batches_length(data)
         return FetchSlice(data if end == len(data) else data[:end], self.base_offset, position)
 
-    def find_batch_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, RecordBatchHeader] | None:
-        """The first batch with max timestamp >= ``timestamp`` and last offset
-        >= ``starting_offset`` (time index, then offset index, then a scan)."""
+    def batches_by_timestamp(self, timestamp: int, starting_offset: int) -> Iterator[tuple[int, RecordBatchHeader]]:
+        """Batches with max timestamp >= ``timestamp`` and last offset >=
+        ``starting_offset``, in offset order, from where the time index and
+        offset index say the first one can be."""
         entry = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         for pos, header in self.log.headers_from(position):
             if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
-                return pos, header
-        return None
+                yield pos, header
 
     def read_batch(self, position: int, size: int) -> bytes:
         return self.log.read(position, size)
@@ -235,7 +259,13 @@ class LogSegment:
         )
 
     def on_become_inactive(self) -> None:
-        """On roll: record the final largest timestamp, trim the files."""
+        """On roll: index the last batch and record the final largest
+        timestamp (so the indexes say where the segment ends: recovery uses
+        that as evidence of lost data), then trim the files."""
+        last = self.last_batch()
+        oi = self.offset_index
+        if last is not None and (oi.entries == 0 or last[1].last_offset > oi.last_offset) and not oi.is_full():
+            oi.append(last[1].last_offset, last[0])
         ts = self.max_timestamp_so_far
         if ts.timestamp > self.time_index.last_entry.timestamp:
             self.time_index.maybe_append(ts.timestamp, max(ts.offset, self.time_index.last_entry.offset), skip_full_check=True)
@@ -259,7 +289,11 @@ class LogSegment:
         if oi.entries:
             last = oi.entry(oi.entries - 1)
             first = oi.entry(0)
-            if last.offset < self.base_offset or first.offset > last.offset or last.position >= self.log.size:
+            if (
+                last.offset < self.base_offset
+                or first.offset > last.offset
+                or not 0 <= first.position <= last.position < self.log.size
+            ):
                 raise CorruptIndexError(f"{oi.path} last entry {last} is outside the segment")
             try:
                 header = next((h for _p, h in self.log.headers_from(last.position)), None)

@@ -1,0 +1,73 @@
+"""Leader-epoch cache: KIP-101/279 semantics and its checkpoint file."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kavka.storage.leader_epoch_cache import EpochEntry, LeaderEpochFileCache
+
+from .conftest import STORAGE_SETTINGS
+
+
+def entries(cache):
+    return [(e.epoch, e.start_offset) for e in cache.entries()]
+
+
+def test_assign_is_strictly_increasing_and_persisted(tmp_path):
+    c = LeaderEpochFileCache(tmp_path)
+    assert c.assign(1, 0)
+    assert not c.assign(1, 5)  # same epoch later: nothing new
+    assert c.assign(3, 10)
+    assert c.assign(2, 7)  # a lower epoch overrides the stale tail (a new leader's history)
+    assert entries(c) == [(1, 0), (2, 7)]
+    assert c.assign(4, 7)  # same start offset: replaces
+    assert entries(c) == [(1, 0), (4, 7)]
+    assert (tmp_path / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "2", "1 0", "4 7"]
+    assert entries(LeaderEpochFileCache(tmp_path)) == [(1, 0), (4, 7)]
+
+
+def test_end_offset_for_kip_279(tmp_path):
+    c = LeaderEpochFileCache(tmp_path)
+    c.assign(2, 10)
+    c.assign(4, 20)
+    c.assign(7, 35)
+    leo = 50
+    assert c.end_offset_for(7, leo) == (7, 50)  # latest epoch: LEO
+    assert c.end_offset_for(4, leo) == (4, 35)
+    assert c.end_offset_for(5, leo) == (4, 35)  # largest epoch <= 5 is 4
+    assert c.end_offset_for(1, leo) == (1, 10)  # below every epoch
+    assert c.end_offset_for(8, leo) == (-1, -1)
+    assert c.end_offset_for(-1, leo) == (-1, -1)
+    assert LeaderEpochFileCache(tmp_path / "empty").end_offset_for(3, 0) == (-1, -1)
+
+
+def test_truncate_from_end_and_start(tmp_path):
+    c = LeaderEpochFileCache(tmp_path)
+    for e, o in [(1, 0), (2, 10), (3, 20), (4, 30)]:
+        c.assign(e, o)
+    assert c.truncate_from_end(20)
+    assert entries(c) == [(1, 0), (2, 10)]
+    assert not c.truncate_from_end(25)
+    assert c.truncate_from_start(15)
+    assert entries(c) == [(2, 15)]
+    assert c.epoch_for_offset(14) is None and c.epoch_for_offset(99) == 2
+    assert entries(LeaderEpochFileCache(tmp_path)) == [(2, 15)]
+
+
+def test_damaged_checkpoint_keeps_the_consistent_prefix(tmp_path):
+    (tmp_path / "leader-epoch-checkpoint").write_text("0\n3\n1 0\n5 10\n3 20\n")
+    assert entries(LeaderEpochFileCache(tmp_path)) == [(1, 0), (5, 10)]
+
+
+@STORAGE_SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 100)), max_size=30), st.integers(0, 120))
+def test_invariants_hold_under_any_assignments(tmp_path_factory, ops, cut):
+    c = LeaderEpochFileCache(tmp_path_factory.mktemp("le"), persist=False)
+    for epoch, start in ops:
+        c.assign(epoch, start)
+        es = c.entries()
+        assert all(a.epoch < b.epoch and a.start_offset < b.start_offset for a, b in zip(es, es[1:]))
+        assert es[-1] == EpochEntry(epoch, start) or (es[-1].epoch == epoch and es[-1].start_offset <= start)
+    c.truncate_from_end(cut)
+    assert all(e.start_offset < cut for e in c.entries())
