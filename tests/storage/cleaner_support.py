@@ -121,3 +121,22 @@ def expected_after_clean(original: list[Seen], end_offset: int, drop_tombstones:
         elif r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None):
             out.append(r)
     return out
+
+
+def verify_indexes(directory: Path) -> list[str]:
+    """``dump-log --verify-index`` over every segment of ``directory``:
+    the problems it reports (empty when every index agrees with its log)."""
+    import argparse
+    import io
+
+    from kavka.tools import dump_log
+
+    problems: list[str] = []
+    for path in sorted(directory.glob("*.log")):
+        out = io.StringIO()
+        args = argparse.Namespace(
+            deep_iteration=True, print_data_log=False, verify_index=True, max_message_bytes=1 << 26
+        )
+        if dump_log.dump_file(path, args, out) != 0:
+            problems.append(out.getvalue())
+    return problems

@@ -21,6 +21,7 @@ from .cleaner_support import (
     make_cleaner,
     read_headers,
     read_records,
+    verify_indexes,
 )
 from .conftest import STORAGE_SETTINGS, T0
 
@@ -72,6 +73,7 @@ def test_compaction_keeps_the_last_record_per_key(tmp_path_factory, batches, pas
     assert after == expected_after_clean(original, end)
     assert {r.key: r.value for r in after} == model  # what a consumer rebuilds
     assert log.active_segment is active and active.log.read(0, active.size) == active_bytes
+    assert verify_indexes(log.dir) == []  # the cleaned segments' indexes agree with their logs
     checkpoint = OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_CHECKPOINT).read()
     assert checkpoint == {("t", 0): end}
     # the files on disk say the same after a restart
