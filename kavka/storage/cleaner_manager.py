@@ -205,8 +205,8 @@ class LogCleanerManager:
         forced = False
         max_lag = log.config.max_compaction_lag_ms
         if max_lag < (1 << 63) - 1 and first_dirty < uncleanable:
-            seg = log.segment_for(first_dirty)
-            first = seg.first_batch_header() if seg is not None else None
+            holding = [s for s in log.segments() if s.base_offset <= first_dirty]  # a consistent copy
+            first = holding[-1].first_batch_header() if holding else None
             forced = first is not None and 0 <= first.max_timestamp < now_ms - max_lag
         return first_dirty, uncleanable, forced
 

@@ -246,3 +246,33 @@ def test_source_without_logs_is_quiet(tmp_path):
     cleaner = make_cleaner(clock=ManualClock(T0))
     assert cleaner.clean_once().tp is None
     assert StaticSource().all_logs() == {}
+
+
+def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
+    from kavka.storage.log_manager import LogManager, LogManagerConfig
+
+    clock = ManualClock(T0)
+    dirs = (str(tmp_path / "d1"), str(tmp_path / "d2"))
+    manager = LogManager(LogManagerConfig(log_dirs=dirs), compact_config(), clock=clock)
+    logs = [manager.get_or_create_log("orders", p) for p in range(2)]
+    for log in logs:
+        for i in range(10):
+            append(log, [(b"k%d" % (i % 2), b"v%d" % i)], T0 + i)
+        log.roll()
+        log.update_high_watermark(log.log_end_offset)
+    cleaner = make_cleaner(clock=clock)
+    cleaner.manager.source = manager
+    assert {cleaner.clean_once().tp.partition, cleaner.clean_once().tp.partition} == {0, 1}
+    for log in logs:
+        d = manager.log_dir_of(log.topic_partition.topic, log.topic_partition.partition)
+        assert OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read() == {
+            (log.topic_partition.topic, log.topic_partition.partition): 10
+        }
+    # truncation below the checkpoint pulls it back; abort_cleaning forgets the partition
+    tp0 = logs[0].topic_partition
+    cleaner.maybe_truncate_checkpoint(tp0, 4)
+    assert cleaner.manager.all_cleaner_checkpoints()[tp0] == 4
+    cleaner.abort_cleaning(tp0)
+    assert tp0 not in cleaner.manager.all_cleaner_checkpoints()
+    assert cleaner.manager.state_of(tp0) is None
+    manager.shutdown()
