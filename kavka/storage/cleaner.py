@@ -91,7 +91,7 @@ class CleanerStats:
     groups: int = 0
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CleanResult:
     end_offset: int
     delete_horizon_ms: int | None  # earliest horizon of a kept tombstone

@@ -29,12 +29,13 @@ KEYS = [b"k%d" % i for i in range(12)] + [b"a-key-longer-than-sixteen-bytes-%d" 
 
 batch_strategy = st.tuples(
     st.lists(
-        st.tuples(st.sampled_from(KEYS), st.one_of(st.none(), st.binary(min_size=0, max_size=40))),
+        st.tuples(st.sampled_from(KEYS + [None]), st.one_of(st.none(), st.binary(min_size=0, max_size=40))),
         min_size=1,
         max_size=6,
     ),
     st.sampled_from(list(Compression)),
     st.booleans(),  # roll after this batch
+    st.booleans(),  # from an idempotent producer
 )
 
 
@@ -43,43 +44,57 @@ def _fresh_log(tmp_path, clock, name="t-0", **cfg) -> Log:
 
 
 @STORAGE_SETTINGS
-@given(batches=st.lists(batch_strategy, min_size=1, max_size=25), passes=st.integers(1, 2))
-def test_compaction_keeps_the_last_record_per_key(tmp_path_factory, batches, passes):
+@given(rounds=st.lists(st.lists(batch_strategy, min_size=1, max_size=12), min_size=1, max_size=3))
+def test_compaction_keeps_the_last_record_per_key(tmp_path_factory, rounds):
+    """Rounds of appends each followed by a pass: after every pass each key
+    keeps only its latest record below the cleaned offset, everything above
+    is untouched, batches keep their producer fields, indexes agree; a last
+    pass past every delete horizon drops the tombstones; a restart reads
+    the same."""
     tmp_path = tmp_path_factory.mktemp("c")
     clock = ManualClock(T0)
     log = _fresh_log(tmp_path, clock)
-    model: dict[bytes, bytes | None] = {}
-    for i, (items, codec, roll) in enumerate(batches):
-        append(log, items, T0 + i * 10, compression=codec)
-        model.update(items)
-        if roll:
-            log.roll()
-    log.roll()  # everything appended becomes cleanable
-    append(log, [(b"k0", b"in-active")], T0 + 10_000)  # the active segment holds a duplicate key
-    model[b"k0"] = b"in-active"
-    log.update_high_watermark(log.log_end_offset)
-    original = read_records(log)
+    cleaner = make_cleaner(log, clock=clock)
+    appended = []  # every record ever appended, as first read back
+    originals = {}  # base offset -> header of every batch ever appended
+    sequence = 0
+    for r, batches in enumerate(rounds):
+        for i, (items, codec, roll, idempotent) in enumerate(batches):
+            kw = {"producer_id": 5, "producer_epoch": 1, "base_sequence": sequence} if idempotent else {}
+            sequence += len(items) if idempotent else 0
+            append(log, items, T0 + r * 1000 + i * 10, compression=codec, **kw)
+            if roll:
+                log.roll()
+        log.roll()
+        log.update_high_watermark(log.log_end_offset)
+        known = {x.offset for x in appended}
+        appended += [x for x in read_records(log) if x.offset not in known]
+        originals.update({h.base_offset: h for h in read_headers(log) if h.base_offset not in originals})
+        outcome = cleaner.clean_once()
+        assert outcome.error is None and outcome.end_offset == log.active_segment.base_offset
+        assert read_records(log) == expected_after_clean(appended, outcome.end_offset)
+        for h in read_headers(log):
+            o = originals[h.base_offset]
+            assert (h.last_offset, h.producer_id, h.producer_epoch, h.base_sequence, h.partition_leader_epoch) == (
+                o.last_offset, o.producer_id, o.producer_epoch, o.base_sequence, o.partition_leader_epoch
+            )
+            assert h.compression is o.compression or h.record_count == 0
+        assert verify_indexes(log.dir) == []  # the cleaned segments' indexes agree with their logs
+    end = log.active_segment.base_offset
     active = log.active_segment
     active_bytes = active.log.read(0, active.size)
-    cleaner = make_cleaner(log, clock=clock)
-    end = None
-    for _ in range(passes):
-        outcome = cleaner.clean_once()
-        assert outcome.error is None
-        if outcome.end_offset is not None:
-            end = outcome.end_offset
-    assert end == active.base_offset  # the whole non-active log was cleaned
-    after = read_records(log)
-    assert after == expected_after_clean(original, end)
-    assert {r.key: r.value for r in after} == model  # what a consumer rebuilds
+    clock.advance(compact_config().delete_retention_ms)
+    cleaner.clean_once()  # forced by the delete horizon when tombstones remain
+    final = read_records(log)
+    assert final == expected_after_clean(appended, end, drop_tombstones=True)
+    model = {x.key: x.value for x in appended if x.key is not None}
+    assert {x.key: x.value for x in final} == {k: v for k, v in model.items() if v is not None}
     assert log.active_segment is active and active.log.read(0, active.size) == active_bytes
-    assert verify_indexes(log.dir) == []  # the cleaned segments' indexes agree with their logs
     checkpoint = OffsetCheckpointFile(tmp_path / CLEANER_OFFSET_CHECKPOINT).read()
     assert checkpoint == {("t", 0): end}
-    # the files on disk say the same after a restart
     log.close()
     reopened = Log(tmp_path / "t-0", compact_config(), clock=clock, had_clean_shutdown=False)
-    assert read_records(reopened) == after
+    assert read_records(reopened) == final
     assert not [p for p in (tmp_path / "t-0").iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")]
     reopened.close()
 
