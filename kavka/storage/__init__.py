@@ -1,0 +1,24 @@
+"""Kafka's on-disk log: segments, indexes, checkpoints, recovery, retention.
+
+Layout of a log directory (seed 002 §5.2, byte-compatible with Kafka)::
+
+    <log.dir>/.lock                                  flock'ed by the owning broker
+    <log.dir>/.kafka_cleanshutdown                   present after a clean shutdown
+    <log.dir>/recovery-point-offset-checkpoint       "0", count, "topic partition offset"
+    <log.dir>/replication-offset-checkpoint          (high watermarks)
+    <log.dir>/log-start-offset-checkpoint
+    <log.dir>/cleaner-offset-checkpoint              (the cleaner's)
+    <log.dir>/<topic>-<partition>/
+        00000000000000000000.log                     v2 record batches as on the wire
+        00000000000000000000.index                   8-byte (relative offset, position)
+        00000000000000000000.timeindex               12-byte (timestamp, relative offset)
+        leader-epoch-checkpoint                      "0", count, "epoch start_offset"
+
+Modules, by Kafka concept: ``log_config`` (topic-level settings),
+``offset_index``/``time_index`` (on ``index_file``), ``file_records`` (the
+``.log`` file), ``segment`` (+ ``segment_recovery``), ``log`` (+
+``log_append`` validation, ``log_truncation``, ``log_offsets`` for
+ListOffsets, ``log_loader`` for seed 002 §5.3), ``leader_epoch_cache``,
+``checkpoint``, ``retention``, ``log_dir`` and ``log_manager``; typed errors
+in ``errors`` carry the Kafka error-code name.
+"""

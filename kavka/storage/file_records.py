@@ -56,17 +56,20 @@ class FileRecords:
 
     def append(self, parts: Sequence[Buffer]) -> int:
         """Write ``parts`` at the logical end; return the bytes written."""
-        total = sum(len(p) for p in parts)
+        total = 0
+        for p in parts:
+            total += len(p)
         start = self._size
         try:
-            views = [memoryview(p).cast("B") for p in parts]
-            written = 0
-            while written < total:
-                n = os.pwritev(self._fd, views, start + written)
+            written = os.pwritev(self._fd, parts, start)
+            while written < total:  # a short write: go on from where it stopped
+                if written <= 0:
+                    raise OSError(28, "short write")
+                rest = _advance([memoryview(p).cast("B") for p in parts], written)
+                n = os.pwritev(self._fd, rest, start + written)
                 if n <= 0:
                     raise OSError(28, "short write")
                 written += n
-                views = _advance(views, n)
         except OSError as e:
             self._cut_back(start)
             raise KafkaStorageError("append failed, the partial write was cut off", self.path, e) from e

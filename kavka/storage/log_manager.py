@@ -106,6 +106,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, LogDir] = {}
         self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self._shut_down = False
         self._dirs = [LogDir(p) for p in config.log_dirs]
         self.had_clean_shutdown: dict[Path, bool] = {}
         now = self.clock.milliseconds()
@@ -248,13 +249,13 @@ class LogManager:
         done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0}
         logs = self.all_logs()
         for tp, log in logs.items():
-            done["flushed"] += self._guard(tp, lambda: log.maybe_flush(now), 0)
+            done["flushed"] += self._guard(tp, lambda log=log: log.maybe_flush(now), 0)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
             for tp, log in logs.items():
-                done["retention_deleted"] += self._guard(tp, lambda: delete_old_segments(log, now), 0)
+                done["retention_deleted"] += self._guard(tp, lambda log=log: delete_old_segments(log, now), 0)
         for tp, log in logs.items():
-            done["files_removed"] += self._guard(tp, lambda: log.delete_expired_files(now), 0)
+            done["files_removed"] += self._guard(tp, lambda log=log: log.delete_expired_files(now), 0)
         done["files_removed"] += self._delete_expired_dirs(now)
         if now - self._last["recovery"] >= self.config.flush_offset_checkpoint_ms:
             self._last["recovery"] = now
@@ -310,6 +311,10 @@ class LogManager:
     def shutdown(self) -> None:
         """Clean shutdown: flush and close every log, write checkpoints and,
         in every directory whose logs all closed cleanly, the marker."""
+        with self._lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         failed: set[int] = set()
         logs = self.all_logs()
         for tp, log in logs.items():

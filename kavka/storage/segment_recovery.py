@@ -16,7 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordBatch, peek_size, validate_batch
+from crc32c import crc32c as crc32c_update
+
+from kavka.protocol.records.batch import (
+    CRC_START,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    Compression,
+    InvalidRecordBatch,
+    RecordBatchHeader,
+    parse_header,
+    peek_size,
+    validate_batch,
+)
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.time_index import NO_TIMESTAMP, TimestampOffset
 
@@ -49,6 +61,28 @@ class SegmentRecovery:
         self.segment = segment
         self.epoch_cache = epoch_cache
 
+    def _validate_streaming(self, position: int, size: int) -> RecordBatchHeader | None:
+        """Validate a batch larger than the read buffer with an incremental
+        CRC32C, so a damaged length field never makes us allocate what it
+        claims. None when invalid."""
+        log = self.segment.log
+        raw = log.read(position, HEADER_SIZE)
+        try:
+            header = parse_header(raw)
+        except InvalidRecordBatch:
+            return None
+        if header.record_count < 0 or header.last_offset_delta < 0 or header.compression > Compression.ZSTD:
+            return None
+        crc = 0
+        pos, end = position + CRC_START, position + size
+        while pos < end:
+            chunk = log.read(pos, min(CHUNK_BYTES, end - pos))
+            if not chunk:
+                return None
+            crc = crc32c_update(chunk, crc)
+            pos += len(chunk)
+        return header if crc == header.crc else None
+
     def _refill(self, position: int, need: int, file_size: int) -> bool:
         """Read from ``position`` into the buffer (grown to ``need`` bytes if
         a batch is larger); False when fewer than ``need`` bytes came back."""
@@ -74,7 +108,7 @@ class SegmentRecovery:
         next_expected = base
         max_ts = TimestampOffset(NO_TIMESTAMP, base)
         batches = 0
-        self._buf = bytearray(min(CHUNK_BYTES, max(file_size, LOG_OVERHEAD)))
+        self._buf = bytearray(min(CHUNK_BYTES, max(file_size, LOG_OVERHEAD)))  # never grows past CHUNK_BYTES
         self._chunk_start, self._chunk_len = 0, 0
         while file_size - valid >= LOG_OVERHEAD:
             rel = valid - self._chunk_start
@@ -86,18 +120,25 @@ class SegmentRecovery:
             size = peek_size(view[: self._chunk_len], rel)
             if size is None or size < HEADER_SIZE or size > file_size - valid:
                 break
-            if rel + size > self._chunk_len:
+            if size > CHUNK_BYTES:
                 view.release()
-                if not self._refill(valid, size, file_size):
+                header = self._validate_streaming(valid, size)
+                self._chunk_len = 0  # resume reading after this batch
+                if header is None:
                     break
-                rel = 0
-                view = memoryview(self._buf)
-            try:
-                header = validate_batch(view[rel : rel + size])
-            except InvalidRecordBatch:
-                break
-            finally:
-                view.release()
+            else:
+                if rel + size > self._chunk_len:
+                    view.release()
+                    if not self._refill(valid, size, file_size):
+                        break
+                    rel = 0
+                    view = memoryview(self._buf)
+                try:
+                    header = validate_batch(view[rel : rel + size])
+                except InvalidRecordBatch:
+                    break
+                finally:
+                    view.release()
             if header.base_offset < next_expected or header.last_offset - base > INT32_MAX:
                 break
             if header.max_timestamp > max_ts.timestamp:

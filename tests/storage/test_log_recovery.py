@@ -119,7 +119,7 @@ def test_random_bytes_from_inside_batch_k_keep_offsets_before_it(tmp_path_factor
     served = read_all(log)
     assert [h.base_offset for h, _ in served] == list(range(k))
     assert log.log_end_offset == k
-    for h, b in served:
+    for _h, b in served:
         validate_batch(b)
     assert_indexes_agree(log)
     # segments after the corrupt one were deleted; appends go on from k
@@ -228,4 +228,25 @@ def test_epochs_are_relearned_from_batches_on_recovery(log_dir, clock):
     (log_dir / "leader-epoch-checkpoint").unlink()
     log = reopen(log_dir, clock)
     assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries()] == [(1, 0), (4, 2)]
+    log.close()
+
+
+def test_batches_larger_than_the_read_buffer_are_checked_streaming(log_dir, clock, monkeypatch):
+    from kavka.storage import segment_recovery
+
+    cfg = small_config(**{"segment.bytes": 1 << 20, "max.message.bytes": 1 << 20})
+    log = Log(log_dir, cfg, clock=clock)
+    for i in range(6):
+        log.append_as_leader(make_batch(3, value=bytes([i]) * 3000), 1)
+    path = log.active_segment.log.path
+    log.close()
+    monkeypatch.setattr(segment_recovery, "CHUNK_BYTES", 4096)  # every batch (~9 KiB) streams
+    log = reopen(log_dir, clock, cfg)
+    assert log.log_end_offset == 18 and log.truncated_on_load == 0
+    log.close()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1  # inside batch 3
+    path.write_bytes(bytes(data))
+    log = reopen(log_dir, clock, cfg)
+    assert log.log_end_offset == 9
     log.close()
