@@ -31,9 +31,11 @@ steps (2)–(6)).
     Transactions: with no transaction index the outcome of a transactional
     batch is not known here, so its records never enter the map (an
     aborted record must never hide a committed one) and are removed only
-    when superseded by a later non-transactional record; control batches
-    (markers) are kept as they are. Kafka additionally drops aborted data
-    and the markers of emptied transactions.
+    when superseded by a later non-transactional record. A marker (control
+    batch) stays while any record of its transaction does; once none is
+    left it gets a delete horizon like a tombstone and goes after it, as in
+    Kafka — unless it is its producer's last batch. Kafka additionally
+    drops aborted data at once (it knows the outcome from its index).
 (5) The cleaned segment's indexes are trimmed and everything is fsynced;
     its mtime is set to the group's latest.
 (6) Under the log's lock the group is checked to be unchanged (retention,
@@ -292,7 +294,7 @@ class Cleaner:
             log.replace_segments(cleaned, [seg for seg, _ in sizes])
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
-        last_dropped: RecordBatchHeader | None = None
+        last_dropped: tuple[RecordBatchHeader, bytes] | None = None
         n = 0
         appended = False
         for seg in group:
@@ -305,7 +307,7 @@ class Cleaner:
                 stats.bytes_read += header.size
                 out = self._filter_batch(ctx, header, data, stats)
                 if out is None:
-                    last_dropped = header
+                    last_dropped = (header, data)
                     continue
                 last_dropped = None
                 self._append(cleaned, out, stats)
@@ -313,8 +315,10 @@ class Cleaner:
                     appended = True
                     self._hook("cleaned-partial", ctx.log)
         if last_dropped is not None:
-            # keep the group's offset range: see the module docstring, (4)
-            self._append(cleaned, rebuild_batch(last_dropped, []), stats)
+            # keep the group's offset range: see the module docstring, (4);
+            # a marker is kept whole (a control batch always has its record)
+            header, data = last_dropped
+            self._append(cleaned, data if header.is_control else rebuild_batch(header, []), stats)
 
     def _append(self, cleaned: LogSegment, data: bytes, stats: CleanerStats) -> None:
         header = parse_header(data)
@@ -326,7 +330,7 @@ class Cleaner:
     def _filter_batch(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
         """The batch to write for ``data`` (itself, rebuilt, empty) or None."""
         if header.is_control:
-            return data
+            return self._filter_marker(ctx, header, data)
         _h, records = decode_batch(data)
         stats.records_read += len(records)
         horizon = header.delete_horizon_ms
@@ -352,6 +356,8 @@ class Cleaner:
             if horizon is not None:
                 ctx.note_horizon(horizon)
         stats.records_kept += len(kept)
+        if transactional and kept:
+            ctx.txn_has_data.add(header.producer_id)
         if not changed:
             return data
         if kept:
@@ -359,6 +365,26 @@ class Cleaner:
         if header.producer_id >= 0 and ctx.is_last_batch_of_producer(header):
             return rebuild_batch(header, [])
         return None
+
+
+    def _filter_marker(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes) -> bytes | None:
+        """A transaction marker: kept while its transaction keeps records;
+        then stamped with a horizon and dropped past it."""
+        pid = header.producer_id
+        if pid in ctx.txn_has_data:
+            ctx.txn_has_data.discard(pid)
+            return data
+        horizon = header.delete_horizon_ms
+        if horizon is not None:
+            if ctx.now >= horizon and not ctx.is_last_batch_of_producer(header):
+                return None
+            ctx.note_horizon(horizon)
+            return data
+        if header.next_offset > ctx.end_offset:
+            return data
+        _h, records = decode_batch(data)
+        ctx.note_horizon(ctx.new_horizon)
+        return rebuild_batch(header, records, delete_horizon=ctx.new_horizon)
 
 
 class _PassContext:
@@ -372,6 +398,7 @@ class _PassContext:
         self.now = now
         self.new_horizon = new_horizon
         self.earliest_horizon: int | None = None
+        self.txn_has_data: set[int] = set()  # producers whose open transaction kept a record
         self._segments = segments
         self._producer_last: dict[int, int] | None = None
 

@@ -297,3 +297,27 @@ def test_compact_delete_also_applies_retention(tmp_path):
     assert outcome.retention_deleted >= 1
     assert log.log_start_offset == 5 and read_records(log) == []
     log.close()
+
+
+def test_a_marker_goes_after_its_transaction_emptied_and_its_horizon_passed(tmp_path):
+    clock = ManualClock(T0)
+    log = _fresh_log(tmp_path, clock, **{"delete.retention.ms": 1000})
+    txn = {"producer_id": 11, "producer_epoch": 0, "is_transactional": True}
+    append(log, [(b"a", b"txn-1")], T0, base_sequence=0, **txn)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 1), leader_epoch=0)
+    append(log, [(b"b", b"txn-2")], T0 + 2, base_sequence=1, **txn)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 3), leader_epoch=0)
+    append(log, [(b"a", b"plain")], T0 + 4)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner = make_cleaner(log, clock=clock)
+    cleaner.clean_once()
+    headers = {h.base_offset: h for h in read_headers(log)}
+    assert 0 not in headers  # the superseded transactional record is gone
+    assert headers[1].is_control and headers[1].delete_horizon_ms == T0 + 1000  # its marker waits
+    assert headers[3].is_control and headers[3].delete_horizon_ms is None  # txn 2 still has data
+    clock.advance(1000)
+    cleaner.clean_once()
+    assert [h.base_offset for h in read_headers(log)] == [2, 3, 4]
+    assert [(r.offset, r.value) for r in read_records(log) if not r.offset == 3] == [(2, b"txn-2"), (4, b"plain")]
+    log.close()
