@@ -23,8 +23,9 @@ Either way an entry is charged as 16 + 8 bytes against the budget.
 Memory. The table is a Python dict for speed (a hand-written open
 addressing table over ``array`` measured ~4x slower per put). The budget
 therefore bounds the number of entries, not the bytes: CPython spends about
-110-130 bytes per entry (the dict slot, the key object, the int), so the
-real footprint is ~5x ``log.cleaner.dedupe.buffer.size``; size the setting
+125-135 bytes per entry (tracemalloc: the dict slot, the key object, the
+int), so the
+real footprint is ~5.5x ``log.cleaner.dedupe.buffer.size``; size the setting
 accordingly (``memory_estimate`` reports it).
 
 One map per cleaner thread, reused across passes (``clear``); not shared.
@@ -39,7 +40,7 @@ OFFSET_SIZE = 8
 ENTRY_SIZE = HASH_SIZE + OFFSET_SIZE
 # Measured on CPython 3.11/3.12 (dict slot + 16-byte bytes object + int);
 # used only for ``memory_estimate``.
-PYTHON_BYTES_PER_ENTRY = 120
+PYTHON_BYTES_PER_ENTRY = 130
 
 
 class OffsetMapError(ValueError):

@@ -321,3 +321,29 @@ def test_a_marker_goes_after_its_transaction_emptied_and_its_horizon_passed(tmp_
     assert [h.base_offset for h in read_headers(log)] == [2, 3, 4]
     assert [(r.offset, r.value) for r in read_records(log) if not r.offset == 3] == [(2, b"txn-2"), (4, b"plain")]
     log.close()
+
+
+def test_old_segments_wait_for_the_file_delete_delay(tmp_path):
+    clock = ManualClock(T0)
+    log = _fresh_log(tmp_path, clock, **{"file.delete.delay.ms": 60_000})
+    for i in range(30):
+        append(log, [(b"k%d" % (i % 4), b"v%d" % i)], T0 + i)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner = make_cleaner(log, clock=clock)
+    cleaner.clean_once()
+    deleted = sorted(p.name for p in log.dir.iterdir() if p.name.endswith(".deleted"))
+    assert deleted and log.pending_deletes() > 0
+    for i in range(30, 60):  # clean again over the same base offsets before the delay passed
+        append(log, [(b"k%d" % (i % 4), b"v%d" % i)], T0 + i)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner.clean_once()
+    assert sorted(
+        (r.key, r.value) for r in read_records(log)
+    ) == sorted((b"k%d" % (i % 4), b"v%d" % i) for i in range(56, 60))
+    clock.advance(60_000)
+    log.delete_expired_files(clock.milliseconds())
+    assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
+    assert len(read_records(log)) == 4
+    log.close()
