@@ -61,6 +61,7 @@ from kavka.protocol.records.batch import HEADER_SIZE, CorruptRecordBatch, Record
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
 from kavka.storage.checkpoint import fsync_dir
+from kavka.storage.cleaner_keys import iter_keys
 from kavka.storage.cleaner_config import Throttler
 from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
 from kavka.storage.clock import Clock
@@ -223,10 +224,10 @@ class Cleaner:
                             f"of {log.topic_partition}; raise it"
                         )
                     return covered
-                _h, records = decode_batch(data)
-                for rec in records:
-                    if rec.key is not None and rec.offset >= start:
-                        self.map.put(rec.key, rec.offset)
+                put = self.map.put
+                for offset, key, _tombstone in iter_keys(data):
+                    if key is not None and offset >= start:
+                        put(key, offset)
                 stats.map_records += header.record_count
                 covered = header.next_offset
         return covered
@@ -331,36 +332,38 @@ class Cleaner:
         """The batch to write for ``data`` (itself, rebuilt, empty) or None."""
         if header.is_control:
             return self._filter_marker(ctx, header, data)
-        _h, records = decode_batch(data)
-        stats.records_read += len(records)
         horizon = header.delete_horizon_ms
         tombstones_due = horizon is not None and ctx.now >= horizon
         transactional = header.is_transactional
-        kept = []
+        kept_offsets: list[int] = []
         changed = False
         keeps_tombstone = False
-        for rec in records:
-            if rec.key is None or self.map.get(rec.key) > rec.offset:
+        get = self.map.get
+        for offset, key, tombstone in iter_keys(data):  # decide on keys alone
+            if key is None or get(key) > offset:
                 changed = True
                 continue
-            if rec.value is None and not transactional:
+            if tombstone and not transactional:
                 if tombstones_due:
                     changed = True
                     continue
                 keeps_tombstone = True
-            kept.append(rec)
+            kept_offsets.append(offset)
+        stats.records_read += header.record_count
         if keeps_tombstone:
             if horizon is None and header.next_offset <= ctx.end_offset:
                 horizon = ctx.new_horizon
                 changed = True
             if horizon is not None:
                 ctx.note_horizon(horizon)
-        stats.records_kept += len(kept)
-        if transactional and kept:
+        stats.records_kept += len(kept_offsets)
+        if transactional and kept_offsets:
             ctx.txn_has_data.add(header.producer_id)
         if not changed:
             return data
-        if kept:
+        if kept_offsets:
+            wanted = set(kept_offsets)
+            kept = [rec for rec in decode_batch(data)[1] if rec.offset in wanted]
             return rebuild_batch(header, kept, delete_horizon=horizon)
         if header.producer_id >= 0 and ctx.is_last_batch_of_producer(header):
             return rebuild_batch(header, [])
