@@ -261,14 +261,13 @@ class Cleaner:
             needed = (2 * group_bytes // interval + 4) * 12
             if needed > log.config.segment_index_bytes:
                 cleaned.resize_indexes(needed)  # trimmed again below
-            sizes = [(s, s.size) for s in group]
             self._copy_group(ctx, group, cleaned, stats)
             cleaned.on_become_inactive()
             cleaned.flush()
             mtime = max(s.log.last_modified_ms() for s in group)
             os.utime(cleaned.log.path, ns=(mtime * 1_000_000, mtime * 1_000_000))
             self._hook("cleaned-written", log)
-            self._swap(ctx, cleaned, sizes)
+            self._swap(ctx, cleaned, group)
         except BaseException:
             if cleaned.suffix == CLEANED_SUFFIX:
                 cleaned.delete_files()
@@ -277,12 +276,15 @@ class Cleaner:
         stats.segments_cleaned += len(group)
         self._hook("swapped", log)
 
-    def _swap(self, ctx: "_PassContext", cleaned: LogSegment, sizes: list[tuple[LogSegment, int]]) -> None:
+    def _swap(self, ctx: "_PassContext", cleaned: LogSegment, group: list[LogSegment]) -> None:
         log = ctx.log
         with log._lock:  # the Log's own lock: no append/truncate/retention meanwhile
+            # The group and every later segment the offset map was built from
+            # must be as they were when the pass began; otherwise (retention,
+            # truncation, deletion raced with us) the result is dropped.
             current = {id(s) for s in log.segments()[:-1]}
-            for seg, size in sizes:
-                if id(seg) not in current or seg.size != size:
+            for seg, size in ctx.sizes:
+                if seg.base_offset >= group[0].base_offset and (id(seg) not in current or seg.size != size):
                     raise LogCleaningAbortedError(
                         f"segment {seg.base_offset} of {log.topic_partition} changed while it was cleaned"
                     )
@@ -292,7 +294,7 @@ class Cleaner:
             cleaned.change_suffix(SWAP_SUFFIX)
             fsync_dir(log.dir)
             self._hook("swap-renamed", log)
-            log.replace_segments(cleaned, [seg for seg, _ in sizes])
+            log.replace_segments(cleaned, group)
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
         last_dropped: tuple[RecordBatchHeader, bytes] | None = None
@@ -403,6 +405,7 @@ class _PassContext:
         self.earliest_horizon: int | None = None
         self.txn_has_data: set[int] = set()  # producers whose open transaction kept a record
         self._segments = segments
+        self.sizes = [(seg, seg.size) for seg in segments]  # as the pass began
         self._producer_last: dict[int, int] | None = None
 
     def note_horizon(self, horizon: int) -> None:
