@@ -40,9 +40,9 @@ steps (2)–(6)).
     its mtime is set to the group's latest.
 (6) Under the log's lock the group is checked to be unchanged (retention,
     truncation or deletion may have raced; then the result is dropped),
-    ``.cleaned`` is renamed ``.swap`` and the directory fsynced, and
-    ``Log.replace_segments`` swaps it in (old segments renamed ``.deleted``,
-    then the suffix dropped). A crash at any point leaves either the old
+    ``Log.replace_segments`` renames ``.cleaned`` to ``.swap`` and fsyncs
+    the directory, renames the old segments ``.deleted``, then drops the
+    suffix. A crash at any point leaves either the old
     segments or the cleaned one after loading (seed 002 §5.3 (2), (4)).
 
 Runs on a cleaner thread; holds the log's lock only for the swap. Not
@@ -60,7 +60,6 @@ from typing import Callable, Iterator
 from kavka.protocol.records.batch import HEADER_SIZE, CorruptRecordBatch, RecordBatchHeader, parse_header
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
-from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.cleaner_keys import iter_keys
 from kavka.storage.cleaner_config import Throttler
 from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
@@ -68,7 +67,7 @@ from kavka.storage.clock import Clock
 from kavka.storage.log import Log
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.offset_map import SkimpyOffsetMap
-from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
 from kavka.storage.segment import segment_file_name
 
 logger = logging.getLogger(__name__)
@@ -289,11 +288,8 @@ class Cleaner:
                         f"segment {seg.base_offset} of {log.topic_partition} changed while it was cleaned"
                     )
             self._check_aborted()
-            # Make the complete .swap durable before any old segment is renamed
-            # away: from here recovery finishes the swap (seed 002 §5.3 (4)).
-            cleaned.change_suffix(SWAP_SUFFIX)
-            fsync_dir(log.dir)
-            self._hook("swap-renamed", log)
+            # .cleaned -> .swap (durable) -> old segments .deleted -> suffix
+            # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
             log.replace_segments(cleaned, group)
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:

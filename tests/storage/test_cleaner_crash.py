@@ -18,12 +18,13 @@ import pytest
 from kavka.storage.file_records import FileRecords
 from kavka.storage.index_file import IndexFile
 from kavka.storage.log import Log
+from kavka.storage.segment import LogSegment
 from kavka.storage.clock import ManualClock
 
 from .cleaner_support import append, compact_config, make_cleaner, read_records
 from .conftest import T0
 
-STEPS = ("cleaned-partial", "cleaned-written", "swap-renamed", "swapped")
+STEPS = ("cleaned-partial", "cleaned-written", "swapped")
 
 
 def _build(tmp_path: Path, clock: ManualClock, *, one_group: bool) -> Log:
@@ -103,22 +104,42 @@ def test_a_crash_after_every_rename_and_delete_recovers(tmp_path, monkeypatch, o
     log.close()
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_an_exception_at_each_step_then_restart_recovers(tmp_path, step):
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("step", STEPS + ("removing-old-segments", "dropping-swap-suffix"))
+def test_an_exception_at_each_step_then_restart_recovers(tmp_path, monkeypatch, step):
     clock = ManualClock(T0)
     log = _build(tmp_path, clock, one_group=True)
     before = read_records(log)
-
-    class Crash(Exception):
-        pass
 
     def hook(at: str, _log: Log) -> None:
         if at == step:
             raise Crash(at)
 
+    if step == "removing-old-segments":  # after the durable .swap rename
+        original_remove = Log._remove_segments
+
+        def remove(self, doomed):
+            original_remove(self, doomed[:1])
+            raise Crash(step)
+
+        monkeypatch.setattr(Log, "_remove_segments", remove)
+    elif step == "dropping-swap-suffix":
+        original_change = LogSegment.change_suffix
+
+        def change(self, new):
+            if new == "":
+                raise Crash(step)
+            original_change(self, new)
+
+        monkeypatch.setattr(LogSegment, "change_suffix", change)
+
     cleaner = make_cleaner(log, clock=clock, step_hook=hook)
     with pytest.raises(Crash):
         cleaner.clean_once()
+    monkeypatch.undo()
     log.close_quietly()  # the process dies here
     recovered = _reopen(log.dir, clock)
     # the same pass without a crash gives the cleaned records
