@@ -70,6 +70,16 @@ _INT32 = struct.Struct(">i")
 OK, CORRUPT, UNREADABLE = 0, 1, 2
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < HEADER_SIZE:
+        raise argparse.ArgumentTypeError(f"{value} is smaller than a batch header ({HEADER_SIZE} bytes)")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="segment, index, checkpoint or leader-epoch files")
     parser.add_argument("--deep-iteration", action="store_true", help="print every record, not only batches")
@@ -79,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify-index", action="store_true", help="check .index/.timeindex entries against the .log")
     parser.add_argument(
         "--max-message-bytes",
-        type=int,
+        type=_positive_int,
         default=DEFAULT_MAX_DECOMPRESSED,
         help=f"largest batch read or decompressed, in bytes (default {DEFAULT_MAX_DECOMPRESSED})",
     )
