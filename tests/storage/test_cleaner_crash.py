@@ -11,9 +11,13 @@ is reopened."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kavka.storage.file_records import FileRecords
 from kavka.storage.index_file import IndexFile
@@ -21,7 +25,7 @@ from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 from kavka.storage.clock import ManualClock
 
-from .cleaner_support import append, compact_config, make_cleaner, read_records
+from .cleaner_support import append, compact_config, make_cleaner, read_records, verify_indexes
 from .conftest import T0
 
 STEPS = ("cleaned-partial", "cleaned-written", "swapped")
@@ -154,3 +158,83 @@ def test_an_exception_at_each_step_then_restart_recovers(tmp_path, monkeypatch, 
         assert recovered == after
     latest = {r.key: r.value for r in before if r.key is not None}
     assert {r.key: r.value for r in recovered if r.key is not None} == latest
+
+
+class CleaningWithCrashes(RuleBasedStateMachine):
+    """Appends, rolls, cleanings (some crashing at a random step) and
+    restarts in any order: a consumer reading the whole log always rebuilds
+    the model's latest value for every key, nothing temporary survives a
+    restart, and every index agrees with its log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="kavka-cleaner-sm-"))
+        self.clock = ManualClock(T0)
+        self.config = compact_config(**{"segment.bytes": 600, "delete.retention.ms": 500})
+        self.log = Log(self.root / "t-0", self.config, clock=self.clock)
+        self.cleaner = make_cleaner(self.log, clock=self.clock)
+        self.model: dict[bytes, bytes | None] = {}
+        self.n = 0
+
+    @rule(items=st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"a-long-key-over-16-bytes"]),
+                                   st.one_of(st.none(), st.binary(max_size=30))), min_size=1, max_size=4))
+    def produce(self, items):
+        self.n += 1
+        append(self.log, items, T0 + self.n)
+        self.model.update(items)
+        self.log.update_high_watermark(self.log.log_end_offset)
+
+    @rule()
+    def roll(self):
+        self.log.roll()
+
+    @rule(ms=st.integers(0, 1000))
+    def tick(self, ms):
+        self.clock.advance(ms)
+
+    @rule(crash_at=st.sampled_from([None, *STEPS]))
+    def clean(self, crash_at):
+        def hook(at, _log):
+            if at == crash_at:
+                raise Crash(at)
+
+        self.cleaner._step_hook = hook
+        self.cleaner._sync_cleaner = None  # take the new hook
+        try:
+            outcome = self.cleaner.clean_once()
+            assert outcome.error is None
+        except Crash:
+            self.restart()
+
+    @rule()
+    def restart(self):
+        self.log.close_quietly()
+        self.log = Log(self.root / "t-0", self.config, clock=self.clock, had_clean_shutdown=False)
+        self.log.update_high_watermark(self.log.log_end_offset)
+        self.cleaner = make_cleaner(self.log, clock=self.clock)
+        leftovers = [p.name for p in self.log.dir.iterdir() if p.name.endswith((".cleaned", ".swap", ".deleted"))]
+        assert leftovers == []
+
+    @invariant()
+    def consumers_rebuild_the_model(self):
+        seen: dict[bytes, bytes | None] = {}
+        for r in read_records(self.log):
+            if r.key is not None:
+                seen[r.key] = r.value
+        live = {k: v for k, v in self.model.items() if v is not None}
+        assert {k: v for k, v in seen.items() if v is not None} == live
+        assert all(self.model.get(k, None) is None for k, v in seen.items() if v is None)
+
+    @invariant()
+    def indexes_agree(self):
+        assert verify_indexes(self.log.dir) == []
+
+    def teardown(self):
+        self.log.close_quietly()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+CleaningWithCrashes.TestCase.settings = settings(
+    max_examples=15, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+test_cleaning_with_crashes = CleaningWithCrashes.TestCase
