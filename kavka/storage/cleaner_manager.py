@@ -35,7 +35,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.errors import CheckpointFormatError, StorageError
@@ -210,7 +210,9 @@ class LogCleanerManager:
             forced = first is not None and 0 <= first.max_timestamp < now_ms - max_lag
         return first_dirty, uncleanable, forced
 
-    def grab_filthiest_log(self, now_ms: int, bound_of=None) -> LogToClean | None:
+    def grab_filthiest_log(
+        self, now_ms: int, bound_of: Callable[[TopicPartition], int | None] | None = None
+    ) -> LogToClean | None:
         """Pick the dirtiest eligible log and mark it in progress (seed 002
         §5.4.2 (1)). ``bound_of(tp)`` may give an extra upper bound (LSO)."""
         with self._lock:

@@ -279,3 +279,35 @@ def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
     assert tp0 not in cleaner.manager.all_cleaner_checkpoints()
     assert cleaner.manager.state_of(tp0) is None
     manager.shutdown()
+
+
+def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
+    from kavka.storage.log_manager import LogManager, LogManagerConfig
+
+    clock = ManualClock(T0)
+    config = LogManagerConfig(log_dirs=(str(tmp_path / "d"),))
+    manager = LogManager(config, compact_config(), clock=clock)
+    log = manager.get_or_create_log("orders", 0)
+    for i in range(20):
+        append(log, [(b"k%d" % (i % 4), b"v%d" % i)], T0 + i)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    cleaner = make_cleaner(clock=clock)
+    cleaner.manager.source = manager
+    assert cleaner.clean_once().end_offset == 20
+    cleaned = read_records(log)
+    manager.shutdown()
+    manager = LogManager(config, compact_config(), clock=clock)
+    cleaner = make_cleaner(clock=clock)
+    cleaner.manager.source = manager
+    log = manager.get_log("orders", 0)
+    assert read_records(log) == cleaned
+    log.update_high_watermark(log.log_end_offset)
+    assert cleaner.clean_once().tp is None  # clean up to the checkpoint: nothing dirty
+    append(log, [(b"k0", b"late")], T0 + 100)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    outcome = cleaner.clean_once()
+    assert outcome.end_offset == 21 and outcome.stats.map_records == 1  # only the new dirt was mapped
+    assert sorted(r.value for r in read_records(log)) == [b"late", b"v17", b"v18", b"v19"]
+    manager.shutdown()
