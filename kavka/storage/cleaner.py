@@ -236,12 +236,15 @@ class Cleaner:
         """Steps (2)–(6) for one log; returns the new cleaner checkpoint."""
         log = to_clean.log
         stats = CleanerStats()
+        # What the segments were before the map was built: the swap checks
+        # against it, so a truncation during the map pass is caught too.
+        before = [(s, s.size) for s in log.segments()[:-1]]
         end = self.build_offset_map(log, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, stats)
         now = self.clock.milliseconds()
         config = log.config
-        segments = [s for s in log.segments()[:-1] if s.base_offset < end]
+        segments = [s for s, _size in before if s.base_offset < end]
         groups = group_segments_by_size(segments, end, config.segment_bytes, config.segment_index_bytes)
-        ctx = _PassContext(log, end, now, now + config.delete_retention_ms, segments)
+        ctx = _PassContext(log, end, now, now + config.delete_retention_ms, segments, before)
         for group in groups:
             self._check_aborted()
             self._clean_group(ctx, group, stats)
@@ -367,7 +370,6 @@ class Cleaner:
             return rebuild_batch(header, [])
         return None
 
-
     def _filter_marker(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes) -> bytes | None:
         """A transaction marker: kept while its transaction keeps records;
         then stamped with a horizon and dropped past it."""
@@ -393,7 +395,15 @@ class _PassContext:
     last batch of each producer in the cleaned range (computed on first use
     by a header scan: most logs never need it)."""
 
-    def __init__(self, log: Log, end_offset: int, now: int, new_horizon: int, segments: list[LogSegment]) -> None:
+    def __init__(
+        self,
+        log: Log,
+        end_offset: int,
+        now: int,
+        new_horizon: int,
+        segments: list[LogSegment],
+        sizes: list[tuple[LogSegment, int]],
+    ) -> None:
         self.log = log
         self.end_offset = end_offset
         self.now = now
@@ -401,7 +411,7 @@ class _PassContext:
         self.earliest_horizon: int | None = None
         self.txn_has_data: set[int] = set()  # producers whose open transaction kept a record
         self._segments = segments
-        self.sizes = [(seg, seg.size) for seg in segments]  # as the pass began
+        self.sizes = sizes  # every non-active segment and its size as the pass began
         self._producer_last: dict[int, int] | None = None
 
     def note_horizon(self, horizon: int) -> None:

@@ -311,3 +311,23 @@ def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
     assert outcome.end_offset == 21 and outcome.stats.map_records == 1  # only the new dirt was mapped
     assert sorted(r.value for r in read_records(log)) == [b"late", b"v17", b"v18", b"v19"]
     manager.shutdown()
+
+
+def test_a_truncation_during_the_map_pass_aborts_the_swap(tmp_path, monkeypatch):
+    from kavka.storage import cleaner as cleaner_module
+
+    clock = ManualClock(T0)
+    log = _dirty_log(tmp_path, clock, "t-0", 30, keys=3, **{"segment.bytes": 400})
+    original = cleaner_module.Cleaner.build_offset_map
+
+    def build_then_truncate(self, log_, start, end, stats):
+        covered = original(self, log_, start, end, stats)
+        log_.truncate_to(25)  # the map now names offsets that are gone
+        return covered
+
+    monkeypatch.setattr(cleaner_module.Cleaner, "build_offset_map", build_then_truncate)
+    before = read_records(log)
+    outcome = make_cleaner(log, clock=clock).clean_once()
+    assert outcome.end_offset is None and outcome.error is None
+    assert read_records(log) == [r for r in before if r.offset < 25]
+    log.close()
