@@ -64,6 +64,7 @@ from kavka.storage.cleaner_keys import iter_keys
 from kavka.storage.cleaner_config import Throttler
 from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
 from kavka.storage.clock import Clock
+from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.offset_map import SkimpyOffsetMap
@@ -239,16 +240,25 @@ class Cleaner:
         # What the segments were before the map was built: the swap checks
         # against it, so a truncation during the map pass is caught too.
         before = [(s, s.size) for s in log.segments()[:-1]]
-        end = self.build_offset_map(log, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, stats)
-        now = self.clock.milliseconds()
-        config = log.config
-        segments = [s for s, _size in before if s.base_offset < end]
-        groups = group_segments_by_size(segments, end, config.segment_bytes, config.segment_index_bytes)
-        ctx = _PassContext(log, end, now, now + config.delete_retention_ms, segments, before)
-        for group in groups:
-            self._check_aborted()
-            self._clean_group(ctx, group, stats)
-        self.map.clear()
+        try:
+            end = self.build_offset_map(log, to_clean.first_dirty_offset, to_clean.first_uncleanable_offset, stats)
+            now = self.clock.milliseconds()
+            config = log.config
+            segments = [s for s, _size in before if s.base_offset < end]
+            groups = group_segments_by_size(segments, end, config.segment_bytes, config.segment_index_bytes)
+            ctx = _PassContext(log, end, now, now + config.delete_retention_ms, segments, before)
+            for group in groups:
+                self._check_aborted()
+                self._clean_group(ctx, group, stats)
+        except KafkaStorageError as e:
+            # Retention or a deletion closed a segment we were reading: a
+            # race, not a broken disk (the log itself would have gone offline).
+            live = {id(seg) for seg in log.segments()}
+            if not log.offline and any(id(seg) not in live for seg, _size in before):
+                raise LogCleaningAbortedError(f"segments of {log.topic_partition} went away while cleaning: {e}") from e
+            raise
+        finally:
+            self.map.clear()
         return CleanResult(end, ctx.earliest_horizon, stats)
 
     def _clean_group(self, ctx: "_PassContext", group: list[LogSegment], stats: CleanerStats) -> None:

@@ -47,8 +47,11 @@ def compact_config(**overrides) -> LogConfig:
     return LogConfig.from_props(props)
 
 
-def make_cleaner(*logs: Log, clock: ManualClock, dedupe: int = 1 << 20, **kw) -> LogCleaner:
-    return LogCleaner(StaticSource(*logs), LogCleanerConfig(dedupe_buffer_size=dedupe), clock=clock, **kw)
+def make_cleaner(
+    *logs: Log, clock: ManualClock, dedupe: int = 1 << 20, io_buffer_size: int = 512 << 10, **kw
+) -> LogCleaner:
+    config = LogCleanerConfig(dedupe_buffer_size=dedupe, io_buffer_size=io_buffer_size)
+    return LogCleaner(StaticSource(*logs), config, clock=clock, **kw)
 
 
 def append(

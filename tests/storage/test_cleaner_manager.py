@@ -331,3 +331,24 @@ def test_a_truncation_during_the_map_pass_aborts_the_swap(tmp_path, monkeypatch)
     assert outcome.end_offset is None and outcome.error is None
     assert read_records(log) == [r for r in before if r.offset < 25]
     log.close()
+
+
+def test_a_segment_deleted_while_being_read_aborts_rather_than_fails(tmp_path):
+    clock = ManualClock(T0)
+    log = _dirty_log(tmp_path, clock, "t-0", 200, keys=50, **{"segment.bytes": 1 << 20})
+    log.roll()
+    append(log, [(b"x", b"y")], T0 + 999)
+    log.update_high_watermark(log.log_end_offset)
+    first = log.segments()[0]
+
+    def hook(step, _log):
+        if step == "cleaned-partial":  # retention with file.delete.delay.ms=0 closes the file we read
+            log.maybe_increment_log_start_offset(log.segments()[1].base_offset)
+            log.delete_segments([first])
+
+    cleaner = make_cleaner(log, clock=clock, step_hook=hook, io_buffer_size=4096)
+    outcome = cleaner.clean_once()
+    assert outcome.error is None and outcome.end_offset is None
+    assert log.topic_partition not in cleaner.manager.uncleanable_partitions()
+    assert not [p for p in log.dir.iterdir() if p.name.endswith(".cleaned")]
+    log.close()
