@@ -167,6 +167,8 @@ class KafkaAdmin:
 
     async def _config_conn(self, rtype: ResourceType, name: str):
         if rtype in (ResourceType.BROKER, ResourceType.BROKER_LOGGER) and name:
+            if not name.isdigit():
+                raise ValueError(f"a broker resource is named by its broker id (e.g. '0'), got {name!r}")
             return await self.cluster.connection(int(name))
         return await self.cluster.any_connection()
 

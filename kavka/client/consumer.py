@@ -126,7 +126,10 @@ class Consumer:
     # -- fetching --------------------------------------------------------------------
 
     async def poll(self) -> list[ConsumerRecord]:
-        """One fetch round over every assigned partition (may be empty)."""
+        """One fetch round over every assigned partition (may be empty:
+        the broker holds the Fetch up to ``max_wait_ms`` for data)."""
+        if not self._positions:
+            raise ValueError("no partitions are assigned: call assign() first")
         missing = [tp for tp, pos in self._positions.items() if pos is None]
         if missing:
             await self._reset_missing(missing)

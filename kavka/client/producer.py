@@ -163,14 +163,14 @@ class Producer:
             taken, self._pending, self._sizes = self._pending, {}, {}
             if not taken:
                 return
-            batches = {tp: (build_batch([p.record for p in ps], compression=self.compression), ps)
-                       for tp, ps in taken.items()}
             try:
+                batches = {tp: (build_batch([p.record for p in ps], compression=self.compression), ps)
+                           for tp, ps in taken.items()}
                 await self.cluster.call(lambda: self._send_round(batches), deadline_ms=self.delivery_timeout_ms,
                                         refresh_topics={tp.topic for tp in batches})
-            except KafkaError as e:
-                for _, ps in batches.values():
-                    self._fail(ps, e)
+            except Exception as e:  # every queued future must end, whatever failed
+                for ps in taken.values():
+                    self._fail(ps, e)  # futures already resolved are skipped
 
     async def _send_round(self, batches: dict) -> None:
         """One attempt for every batch not yet done; raises the last
@@ -197,7 +197,7 @@ class Producer:
             raise retry or KafkaError("batches remain unsent", code=ErrorCode.NETWORK_EXCEPTION)
 
     @staticmethod
-    def _fail(ps: list[_Pending], e: KafkaError) -> None:
+    def _fail(ps: list[_Pending], e: BaseException) -> None:
         for p in ps:
             if not p.future.done():
                 p.future.set_exception(e)

@@ -150,3 +150,21 @@ def _reject(broker, header, req):
     return R(responses=[R.Responses(name=t.name, partition_responses=[
         R.Responses.PartitionResponses(index=pd.index, error_code=10, base_offset=-1)
         for pd in t.partition_data]) for t in req.topic_data])
+
+
+def test_a_batch_that_cannot_be_built_fails_its_futures_instead_of_hanging():
+    async def body():
+        fc = await FakeCluster(1).start()
+        fc.add_topic("t", 1)
+        async with Cluster(fc.bootstrap) as c:
+            p = Producer(c, linger_ms=50)
+            good = await p.send("t", b"x")
+            bad = await p.send("t", b"y", headers=((b"not-text", b"v"),))
+            await p.flush()
+            for fut in (good, bad):
+                with pytest.raises(TypeError, match="header key must be str"):
+                    fut.result()
+            with pytest.raises(ValueError, match="assign"):
+                await Consumer(c).poll()
+        await fc.stop()
+    run(body())
