@@ -26,7 +26,6 @@ from kavka.client.admin_types import (
     ConfigEntry,
     ListedOffset,
     NewTopic,
-    OffsetSpec,
     ResourceType,
 )
 from kavka.client.cluster import Cluster

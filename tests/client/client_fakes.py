@@ -3,7 +3,7 @@ kavka.protocol, and a fake cluster of them sharing in-memory state.
 
 ``FakeBroker`` is an asyncio server on 127.0.0.1 that decodes each request
 with ``decode_request`` and answers with whatever its handler for that API
-key returns, encoded with ``encode_response`` (so every answer is
+key returns (or, for an async handler, whatever it returns once awaited), encoded with ``encode_response`` (so every answer is
 schema-valid). Knobs: ``versions`` (what ApiVersions advertises; a request
 for ApiVersions above it gets UNSUPPORTED_VERSION in a v0 body, as KIP-511
 says), ``delay`` per API key (requests are handled concurrently, so delays
@@ -20,6 +20,7 @@ paths. Tests only; never imported by kavka.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -109,6 +110,8 @@ class FakeBroker:
             resp, version = _api_versions_list(self, error_code=35), 0
         else:
             resp = self.handlers[header.api_key](self, header, body)
+            if inspect.isawaitable(resp):
+                resp = await resp
         if resp is None or writer.is_closing():
             return
         writer.write(frame(encode_response(header.api_key, version, header.correlation_id, resp)))

@@ -88,9 +88,23 @@ def test_no_common_version_is_a_typed_error():
 def test_pipelined_requests_are_matched_by_correlation_id():
     async def body():
         b = await started()
-        b.delay[3] = 0.3  # Metadata answers after DescribeCluster though sent first
         R = m.DescribeClusterResponse
-        b.handlers[60] = lambda br, h, req: R(cluster_id=f"c{h.correlation_id}")
+        fast_answered = asyncio.Event()
+        answered = 0
+
+        def describe(br, h, req):
+            nonlocal answered
+            answered += 1
+            if answered == 20:
+                fast_answered.set()
+            return R(cluster_id=f"c{h.correlation_id}")
+
+        async def slow_metadata(br, h, req):
+            await fast_answered.wait()  # answered after every later request
+            return metadata_handler(br, h, req)
+
+        b.handlers[60] = describe
+        b.handlers[3] = slow_metadata
         done: list[str] = []
         async with BrokerConnection(b.host, b.port) as conn:
             async def call(req):
@@ -103,6 +117,7 @@ def test_pipelined_requests_are_matched_by_correlation_id():
             assert conn.in_flight == 0
         await b.stop()
         assert done[-1] == "MetadataResponse"
+        assert results[0].brokers[0].node_id == 7
         ids = [r.cluster_id for r in results[1:]]
         assert len(set(ids)) == 20  # each caller got the answer to its own request
         sent = {f"c{h.correlation_id}" for h in b.received if h.api_key == 60}
