@@ -31,7 +31,13 @@ from typing import TypeVar
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import ClientConnectionError, NoBrokersAvailable
 from kavka.client.metadata import BrokerNode, ClusterMetadata, TopicPartition, from_response
-from kavka.common.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, error_for
+from kavka.common.errors import (
+    ErrorCode,
+    KafkaError,
+    LeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES
 from kavka.protocol.messages import Message, MetadataRequest
 
@@ -196,7 +202,7 @@ class Cluster:
         if self.metadata.controller_id < 0:
             await self.refresh_metadata()
         if self.metadata.controller_id < 0:
-            raise KafkaError("the cluster reported no controller", code=41)
+            raise KafkaError("the cluster reported no controller", code=ErrorCode.NOT_CONTROLLER)
         return self.metadata.controller_id
 
     # -- metadata --------------------------------------------------------------------

@@ -62,7 +62,7 @@ class Producer:
 
     def __init__(self, cluster: Cluster, *, acks: int = -1, linger_ms: int = 5, batch_size: int = 1 << 20,
                  compression: Compression = Compression.NONE, timeout_ms: int = 30_000,
-                 delivery_timeout_ms: int = 120_000) -> None:
+                 delivery_timeout_ms: int = 120_000, max_block_ms: int = 60_000) -> None:
         if acks not in (-1, 0, 1):
             raise ValueError(f"acks must be -1 (all), 0 or 1, got {acks!r}")
         if linger_ms < 0 or batch_size <= 0:
@@ -74,6 +74,7 @@ class Producer:
         self.compression = Compression(compression)
         self.timeout_ms = timeout_ms
         self.delivery_timeout_ms = delivery_timeout_ms
+        self.max_block_ms = max_block_ms
         self._pending: dict[TopicPartition, list[_Pending]] = {}
         self._sizes: dict[TopicPartition, int] = {}
         self._round_robin: dict[str, int] = {}
@@ -85,8 +86,9 @@ class Producer:
     async def _partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
         parts = self.cluster.metadata.partitions_of(topic)
         if not parts:
+            # Kafka's max.block.ms: how long send() waits for a topic's metadata.
             await self.cluster.call(lambda: self._require_topic(topic), refresh_topics=[topic],
-                                    deadline_ms=self.delivery_timeout_ms)
+                                    deadline_ms=self.max_block_ms)
             parts = self.cluster.metadata.partitions_of(topic)
         if partition is not None:
             if not 0 <= partition < len(parts):

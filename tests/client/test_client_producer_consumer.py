@@ -14,7 +14,7 @@ from kavka.client.consumer import Consumer
 from kavka.client.metadata import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
-from kavka.common.errors import OffsetOutOfRangeError
+from kavka.common.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 
 LIMIT = 30.0
 
@@ -166,5 +166,22 @@ def test_a_batch_that_cannot_be_built_fails_its_futures_instead_of_hanging():
                     fut.result()
             with pytest.raises(ValueError, match="assign"):
                 await Consumer(c).poll()
+        await fc.stop()
+    run(body())
+
+
+def test_send_to_a_missing_topic_waits_at_most_max_block_ms_then_raises():
+    async def body():
+        fc = await FakeCluster(1).start()
+        async with Cluster(fc.bootstrap, retry_backoff_ms=10) as c:
+            p = Producer(c, max_block_ms=300)
+            with pytest.raises(UnknownTopicOrPartitionError):
+                await p.send("missing", b"x")
+            # a topic that appears while send() waits (e.g. just after a create)
+            asyncio.get_running_loop().call_later(0.1, fc.add_topic, "late", 1)
+            p.max_block_ms = 10_000
+            assert (await p.send_and_wait("late", b"x")).offset == 0
+            metadata_requests = sum(h.api_key == 3 for h in fc.brokers[0].received)
+            assert metadata_requests >= 3  # it kept asking until the topic existed
         await fc.stop()
     run(body())
