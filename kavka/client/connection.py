@@ -175,8 +175,12 @@ class BrokerConnection:
         try:
             await self._handshake()
         except KafkaError as e:
-            self.close(ConnectFailed(f"ApiVersions handshake with {self.host}:{self.port} failed: {e}"))
-            raise ConnectFailed(f"ApiVersions handshake with {self.host}:{self.port} failed: {e}") from e
+            reason = f"ApiVersions handshake with {self.host}:{self.port} failed: {e}"
+            self.close(ConnectFailed(reason))
+            raise ConnectFailed(reason) from e
+        except BaseException:  # cancelled mid-handshake: do not leak the socket
+            self.close()
+            raise
         return self
 
     async def __aenter__(self) -> "BrokerConnection":

@@ -232,3 +232,17 @@ def test_oversized_response_frame_closes_the_connection():
             await BrokerConnection(b.host, b.port, max_frame_size=64).connect()
         await b.stop()
     run(body())
+
+
+def test_a_response_with_an_unknown_correlation_id_closes_the_connection():
+    async def body():
+        b = await started()
+        b.silent.add(3)
+        async with BrokerConnection(b.host, b.port) as conn:
+            pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
+            await asyncio.sleep(0)
+            conn._on_data(b"\x00\x00\x00\x04\x00\x00\x03\xe7")  # a frame answering id 999
+            with pytest.raises(ConnectionClosed, match="unknown correlation id 999"):
+                await pending
+        await b.stop()
+    run(body())
