@@ -1,0 +1,191 @@
+"""``LogCleaner``: the cleaner threads of a broker (seed 002 §5.4.2: created
+by the log manager when ``log.cleaner.enable`` is true, ``log.cleaner.threads``
+of them, each running ``cleanOrSleep``).
+
+Each thread loops: ask the ``LogCleanerManager`` for the filthiest log,
+clean it with its own ``Cleaner`` and offset map (the dedupe buffer is split
+evenly between threads), record the new cleaner checkpoint; then apply
+retention to ``compact,delete`` logs (marked in progress meanwhile, so
+retention and cleaning never overlap on a log, as Kafka's cleaner thread
+does); sleep ``log.cleaner.backoff.ms`` when there was nothing to do.
+``clean_once`` runs one such round synchronously (tests, or a broker that
+schedules the cleaner itself).
+
+A failed pass (I/O error, corrupt batch, a map too small for one batch)
+marks the partition uncleanable (KIP-346) and the thread goes on with the
+others; an aborted pass (the log was paused, truncated, or changed under
+it) simply ends.
+
+Thread-safe: the manager is shared, everything else is per thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from kavka.protocol.records.batch import InvalidRecordBatch
+from kavka.storage.cleaner import BufferTooSmallError, Cleaner, CleanerStats, StepHook
+from kavka.storage.cleaner_config import LogCleanerConfig, Throttler
+from kavka.storage.cleaner_manager import LogCleanerManager, LogCleaningAbortedError, LogSource
+from kavka.storage.clock import Clock, SystemClock
+from kavka.storage.errors import StorageError
+from kavka.storage.offset_map import SkimpyOffsetMap
+from kavka.storage.retention import delete_old_segments
+from kavka.storage.topic_partition import TopicPartition
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanOutcome:
+    """What one round did: the log cleaned (if any), its new checkpoint,
+    counters, and how many segments retention deleted."""
+
+    tp: TopicPartition | None
+    end_offset: int | None
+    stats: CleanerStats | None
+    retention_deleted: int = 0
+    error: str | None = None
+
+
+class LogCleaner:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        source: LogSource,
+        config: LogCleanerConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        step_hook: StepHook | None = None,
+        bound_of: Callable[[TopicPartition], int | None] | None = None,
+    ) -> None:
+        self.config = config or LogCleanerConfig()
+        self.clock = clock or SystemClock()
+        self.manager = LogCleanerManager(source)
+        self.throttler = Throttler(self.config.max_io_bytes_per_second)
+        self._step_hook = step_hook
+        self._bound_of = bound_of
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._sync_cleaner: Cleaner | None = None
+        self._current: dict[int, TopicPartition] = {}
+
+    def _new_cleaner(self) -> Cleaner:
+        offset_map = SkimpyOffsetMap(self.config.dedupe_buffer_per_thread, self.config.io_buffer_load_factor)
+
+        def check_aborted() -> None:
+            tp = self._current.get(threading.get_ident())
+            if tp is not None:
+                self.manager.check_cleaning_aborted(tp)
+
+        return Cleaner(
+            offset_map,
+            self.clock,
+            io_buffer_size=self.config.io_buffer_size,
+            throttler=self.throttler,
+            check_aborted=check_aborted,
+            step_hook=self._step_hook,
+        )
+
+    # ---- one round ---------------------------------------------------------------------------
+    def clean_once(self, cleaner: Cleaner | None = None) -> CleanOutcome:
+        """Clean the filthiest log (if any is cleanable), then apply retention
+        to ``compact,delete`` logs."""
+        if cleaner is None:
+            if self._sync_cleaner is None:
+                self._sync_cleaner = self._new_cleaner()
+            cleaner = self._sync_cleaner
+        outcome = self._clean_filthiest(cleaner)
+        deleted = self._retention()
+        return CleanOutcome(outcome.tp, outcome.end_offset, outcome.stats, deleted, outcome.error)
+
+    def _clean_filthiest(self, cleaner: Cleaner) -> CleanOutcome:
+        now = self.clock.milliseconds()
+        to_clean = self.manager.grab_filthiest_log(now, self._bound_of)
+        if to_clean is None:
+            return CleanOutcome(None, None, None)
+        tp = to_clean.tp
+        me = threading.get_ident()
+        self._current[me] = tp
+        end_offset = horizon = stats = error = None
+        try:
+            result = cleaner.clean(to_clean)
+            end_offset, horizon, stats = result.end_offset, result.delete_horizon_ms, result.stats
+            logger.info(
+                "cleaned %s up to offset %d: %d -> %d bytes in %d groups",
+                tp, end_offset, stats.bytes_read, stats.bytes_written, stats.groups,
+            )
+        except LogCleaningAbortedError as e:
+            logger.info("%s", e)
+        except (StorageError, InvalidRecordBatch, BufferTooSmallError, OSError) as e:
+            error = f"{type(e).__name__}: {e}"
+            logger.error("cleaning %s failed, marking it uncleanable: %s", tp, error)
+            self.manager.mark_uncleanable(tp, error)
+        finally:
+            self._current.pop(me, None)
+            self.manager.done_cleaning(tp, end_offset, horizon)
+        return CleanOutcome(tp, end_offset, stats, 0, error)
+
+    def _retention(self) -> int:
+        logs = self.manager.deletable_logs()
+        deleted = 0
+        now = self.clock.milliseconds()
+        try:
+            for tp, log in logs:
+                try:
+                    deleted += delete_old_segments(log, now)
+                except StorageError as e:
+                    logger.error("retention of %s failed: %s", tp, e)
+        finally:
+            self.manager.done_deleting([tp for tp, _ in logs])
+        return deleted
+
+    # ---- threads ---------------------------------------------------------------------------
+    def startup(self) -> None:
+        """Start ``log.cleaner.threads`` threads (nothing if disabled)."""
+        if not self.config.enable or self._threads:
+            return
+        self._stop.clear()
+        for i in range(self.config.threads):
+            t = threading.Thread(target=self._run, name=f"kavka-log-cleaner-{i}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _run(self) -> None:
+        cleaner = self._new_cleaner()
+        while not self._stop.is_set():
+            try:
+                outcome = self.clean_once(cleaner)
+            except Exception:  # keep the thread alive; the failure is logged
+                logger.exception("log cleaner round failed")
+                outcome = CleanOutcome(None, None, None)
+            if outcome.tp is None:
+                self._stop.wait(self.config.backoff_ms / 1000)
+
+    def shutdown(self, timeout_s: float | None = None) -> None:
+        """Stop the threads: running passes are aborted at their next check."""
+        self._stop.set()
+        for tp in list(self._current.values()):
+            if self.manager.abort_and_pause_cleaning(tp, timeout_s=0):
+                self.manager.resume_cleaning(tp)
+        for t in self._threads:
+            t.join(timeout_s)
+        self._threads = []
+
+    # ---- hooks for truncation / deletion (Kafka's LogManager calls these) -------------------
+    def abort_and_pause_cleaning(self, tp: TopicPartition, timeout_s: float | None = None) -> bool:
+        return self.manager.abort_and_pause_cleaning(tp, timeout_s)
+
+    def resume_cleaning(self, tp: TopicPartition) -> None:
+        self.manager.resume_cleaning(tp)
+
+    def abort_cleaning(self, tp: TopicPartition) -> None:
+        self.manager.abort_cleaning(tp)
+        self.manager.update_checkpoint(tp, None)
+
+    def maybe_truncate_checkpoint(self, tp: TopicPartition, offset: int) -> None:
+        self.manager.maybe_truncate_checkpoint(tp, offset)
