@@ -1,0 +1,76 @@
+"""StopReplica (key 5): stop hosting partitions, deleting their logs when
+asked (topic deletion, reassignment away from this broker; seed 002 §6.9).
+v0-2 carry one delete flag for the request; v3+ one per partition with the
+leader epoch, where a stale epoch gets FENCED_LEADER_EPOCH (-2 marks a
+topic deletion and always passes). A request for an older incarnation of
+this broker gets STALE_BROKER_EPOCH (KIP-380).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import StopReplicaResponse
+from kavka.replication.replica_manager import ReplicaManager
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.topic_partition import TopicPartition
+
+API_KEY = 5
+MIN_VERSION = 0
+MAX_VERSION = 4
+EPOCH_DURING_DELETE = -2
+NO_EPOCH = -1
+
+state_change = logging.getLogger("kavka.state.change")
+
+
+class StopReplicaHandler:
+    def __init__(self, replica_manager: ReplicaManager, broker_epoch: Callable[[], int]) -> None:
+        self.replica_manager = replica_manager
+        self.broker_epoch = broker_epoch
+
+    async def __call__(self, ctx: RequestContext, request) -> StopReplicaResponse:
+        version = ctx.api_version
+        R = StopReplicaResponse
+        wanted: list[tuple[TopicPartition, bool, int]] = []
+        if version == 0:
+            wanted = [(TopicPartition(p.topic_name, p.partition_index), request.delete_partitions, NO_EPOCH)
+                      for p in request.ungrouped_partitions]
+        elif version <= 2:
+            wanted = [(TopicPartition(t.name, i), request.delete_partitions, NO_EPOCH)
+                      for t in request.topics for i in t.partition_indexes]
+        else:
+            wanted = [(TopicPartition(t.topic_name, p.partition_index), p.delete_partition, p.leader_epoch)
+                      for t in request.topic_states for p in t.partition_states]
+        if version >= 1 and 0 <= request.broker_epoch < self.broker_epoch():
+            code = int(ErrorCode.STALE_BROKER_EPOCH)
+            return R(error_code=code, partition_errors=[
+                R.PartitionErrors(topic_name=tp.topic, partition_index=tp.partition, error_code=code)
+                for tp, _, _ in wanted])
+        errors: dict[TopicPartition, int] = {}
+        groups: dict[bool, list[TopicPartition]] = {True: [], False: []}
+        for tp, delete, epoch in wanted:
+            partition = self.replica_manager.get_partition(tp)
+            if (partition is not None and epoch not in (NO_EPOCH, EPOCH_DURING_DELETE)
+                    and epoch < partition.leader_epoch):
+                errors[tp] = int(ErrorCode.FENCED_LEADER_EPOCH)
+                continue
+            groups[delete].append(tp)
+        top = ErrorCode.NONE
+        for delete, tps in groups.items():
+            if not tps:
+                continue
+            result = self.replica_manager.stop_replicas(request.controller_id, request.controller_epoch, tps, delete)
+            if result.error != int(ErrorCode.NONE):
+                top = ErrorCode(result.error)
+            errors.update(result.partition_errors)
+        return R(error_code=int(top), partition_errors=[
+            R.PartitionErrors(topic_name=tp.topic, partition_index=tp.partition,
+                              error_code=errors.get(tp, int(ErrorCode.NONE)))
+            for tp, _, _ in wanted])
+
+
+def register(dispatcher: Dispatcher, handler: StopReplicaHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

@@ -1,0 +1,52 @@
+"""UpdateMetadata (key 6): the controller's view of live brokers and
+partition leadership, cached by every broker to answer Metadata (seed 000
+§Broker 启动过程 step 1). A request from an older controller epoch gets
+STALE_CONTROLLER_EPOCH; one for an older incarnation of this broker
+STALE_BROKER_EPOCH (KIP-380). Partitions whose leader or epoch changed may
+have delayed fetches waiting on them: they are woken to answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import UpdateMetadataResponse
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 6
+MIN_VERSION = 0
+MAX_VERSION = 8
+
+state_change = logging.getLogger("kavka.state.change")
+
+
+class UpdateMetadataHandler:
+    def __init__(self, cache: MetadataCache, broker_epoch: Callable[[], int],
+                 on_update: Callable[[object], None] | None = None) -> None:
+        self.cache = cache
+        self.broker_epoch = broker_epoch
+        self.on_update = on_update
+
+    async def __call__(self, ctx: RequestContext, request) -> UpdateMetadataResponse:
+        version = ctx.api_version
+        if request.controller_epoch < self.cache.controller_epoch:
+            state_change.warning("broker %d refused UpdateMetadata from controller %d epoch %d (current epoch %d)",
+                                 self.cache.broker_id, request.controller_id, request.controller_epoch,
+                                 self.cache.controller_epoch)
+            return UpdateMetadataResponse(error_code=int(ErrorCode.STALE_CONTROLLER_EPOCH))
+        if version >= 5 and 0 <= request.broker_epoch < self.broker_epoch():
+            return UpdateMetadataResponse(error_code=int(ErrorCode.STALE_BROKER_EPOCH))
+        update = self.cache.update(request, version)
+        state_change.info("broker %d cached metadata from controller %d epoch %d: %d partitions updated, %d deleted, "
+                          "%d live brokers", self.cache.broker_id, request.controller_id, request.controller_epoch,
+                          len(update.updated), len(update.deleted), len(self.cache.brokers))
+        if self.on_update is not None:
+            self.on_update(update)
+        return UpdateMetadataResponse(error_code=int(ErrorCode.NONE))
+
+
+def register(dispatcher: Dispatcher, handler: UpdateMetadataHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
