@@ -1,0 +1,60 @@
+"""DescribeLogDirs (key 35): per log directory of this broker, the
+partitions it holds with their size in bytes (v4+: the disk's total and
+usable bytes). ``topics`` null means every partition. A directory that
+cannot be read reports KAFKA_STORAGE_ERROR. ``offset_lag`` is 0: Kavka has
+no future (intra-broker move) replicas, whose lag the field measures.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import DescribeLogDirsResponse
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.log_manager import LogManager
+
+API_KEY = 35
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+class DescribeLogDirsHandler:
+    def __init__(self, log_manager: LogManager) -> None:
+        self.log_manager = log_manager
+
+    async def __call__(self, ctx: RequestContext, request) -> DescribeLogDirsResponse:
+        version = ctx.api_version
+        R = DescribeLogDirsResponse
+        wanted = None
+        if request.topics is not None:
+            wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+        per_dir: dict[str, dict[str, list]] = {str(Path(d).resolve()): {} for d in self.log_manager.config.log_dirs}
+        for tp, log in sorted(self.log_manager.all_logs().items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            if wanted is not None and (tp.topic, tp.partition) not in wanted:
+                continue
+            directory = self.log_manager.log_dir_of(tp.topic, tp.partition)
+            if directory is None:
+                continue
+            per_dir.setdefault(str(Path(directory).resolve()), {}).setdefault(tp.topic, []).append(
+                R.Results.Topics.Partitions(partition_index=tp.partition, partition_size=log.size_in_bytes(),
+                                            offset_lag=0, is_future_key=False))
+        results = []
+        for directory, topics in per_dir.items():
+            entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=directory, topics=[
+                R.Results.Topics(name=name, partitions=parts) for name, parts in topics.items()])
+            try:
+                usage = shutil.disk_usage(directory)
+            except OSError:
+                entry.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+                entry.topics = []
+            else:
+                if version >= 4:
+                    entry.total_bytes, entry.usable_bytes = usage.total, usage.free
+            results.append(entry)
+        return R(throttle_time_ms=0, error_code=int(ErrorCode.NONE), results=results)
+
+
+def register(dispatcher: Dispatcher, handler: DescribeLogDirsHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
