@@ -1,0 +1,55 @@
+"""CreatePartitions (key 37): raise a topic's partition count (never
+lower it), with placement continuing seed 000's round robin or an explicit
+assignment, written to ``/brokers/topics/<t>``; the controller elects the
+new partitions' leaders. The answer waits, up to ``timeout_ms``, until this
+broker's metadata shows every new partition with a leader.
+"""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import CreatePartitionsResponse
+from kavka.server.admin_manager import AdminManager
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 37
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+class CreatePartitionsHandler:
+    def __init__(self, admin: AdminManager, cache: MetadataCache) -> None:
+        self.admin = admin
+        self.cache = cache
+
+    async def __call__(self, ctx: RequestContext, request) -> CreatePartitionsResponse:
+        R = CreatePartitionsResponse
+        results, done = [], []
+        counts: dict[str, int] = {}
+        for t in request.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        for t in request.topics:
+            if counts[t.name] > 1:
+                results.append(R.Results(name=t.name, error_code=int(ErrorCode.INVALID_REQUEST),
+                                         error_message=f"topic {t.name!r} appears more than once"))
+                continue
+            assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            code, message = await self.admin.create_partitions(t.name, t.count, assignment, request.validate_only)
+            entry = R.Results(name=t.name, error_code=int(code), error_message=message)
+            results.append(entry)
+            if code == ErrorCode.NONE and not request.validate_only:
+                done.append((entry, t.count))
+        if done:
+            ok = await self.cache.wait_until(
+                lambda c: all(c.topic_has_leaders(e.name, n) for e, n in done), max(request.timeout_ms, 0) / 1000)
+            if not ok:
+                for e, n in done:
+                    if not self.cache.topic_has_leaders(e.name, n):
+                        e.error_code = int(ErrorCode.REQUEST_TIMED_OUT)
+                        e.error_message = "the partitions were added but their leaders are not elected yet"
+        return R(throttle_time_ms=0, results=results)
+
+
+def register(dispatcher: Dispatcher, handler: CreatePartitionsHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
