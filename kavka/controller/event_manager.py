@@ -83,6 +83,11 @@ class ControllerEventManager:
     def queue_size(self) -> int:
         return self._queue.qsize()
 
+    @property
+    def idle(self) -> bool:
+        """No event queued or being processed."""
+        return self._idle.is_set()
+
     async def wait_idle(self) -> None:
         """Until the queue is empty and no event is being processed (tests)."""
         await self._idle.wait()
