@@ -89,7 +89,8 @@ class TopicDeletionManager:
     async def fail_replicas(self, replicas: Iterable[PartitionReplica]) -> None:
         """Replicas of queued topics that cannot be deleted now (their broker
         died, or answered with an error): ineligible until the broker returns."""
-        replicas = [r for r in replicas if self.is_queued(r.tp.topic)]
+        done = (ReplicaState.DELETION_INELIGIBLE, ReplicaState.DELETION_SUCCESSFUL)
+        replicas = [r for r in replicas if self.is_queued(r.tp.topic) and self.replicas.states.state(r) not in done]
         if not replicas:
             return
         live_states = (ReplicaState.ONLINE, ReplicaState.NEW)

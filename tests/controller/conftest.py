@@ -134,6 +134,17 @@ class Cluster:
         self.clients.pop(broker_id)
         await store.close()
 
+    async def crash_broker(self, broker_id: int) -> None:
+        """The broker's session ends without any clean shutdown (its
+        controller, if any, is left to notice; it stays for teardown)."""
+        store = self.stores.pop(broker_id)
+        self.clients.pop(broker_id)
+        if self.kind == "real":
+            session_id, password = store.client_id
+            await asyncio.to_thread(expire_session, self.zk_connect, session_id, password)
+        else:
+            await store.close()
+
     async def expire(self, broker_id: int) -> None:
         """End the broker's session on the server side (a hard failure)."""
         store = self.stores[broker_id]
