@@ -1,0 +1,28 @@
+"""Kavka's own small asyncio Kafka client, used between brokers (the
+controller's channel, follower fetchers) and by the command-line tools.
+
+It speaks the Kafka protocol through ``kavka.protocol`` only (layering:
+``kavka.client`` imports ``kavka.common`` and ``kavka.protocol``), so it
+works against Kavka and any Kafka-compatible broker.
+
+Modules:
+    ``connection``  ``BrokerConnection``: one socket, KIP-511 ApiVersions
+                    handshake, per-API version negotiation, pipelined
+                    requests matched by correlation id, timeouts.
+    ``cluster``     ``Cluster``: bootstrap, Metadata, leader lookup, one
+                    connection per node, ``call`` with retries and backoff.
+    ``metadata``    immutable snapshots: ``ClusterMetadata``,
+                    ``TopicPartition``, ``PartitionMetadata``, ...
+    ``admin``       ``KafkaAdmin``: topics, partitions, configs, offsets,
+                    delete records, describe cluster (values in
+                    ``admin_types``; wire building in ``admin_requests``).
+    ``producer``    ``Producer``: per-partition batches, acks, Kafka's
+                    murmur2 key partitioning (``partitioner``).
+    ``consumer``    ``Consumer``: assign/seek/poll, follows leader changes.
+    ``errors``      ``ConnectionClosed``, ``ConnectFailed``,
+                    ``RequestTimedOut``, ``UnsupportedVersion``,
+                    ``NoBrokersAvailable`` (broker error codes are
+                    ``kavka.common.errors`` exceptions).
+
+Everything runs on one asyncio event loop; nothing here is thread-safe.
+"""

@@ -1,0 +1,235 @@
+"""Admin operations over the Kafka protocol: topics, partitions, configs,
+offsets, records, cluster description.
+
+Routing follows ZooKeeper-era Kafka: CreateTopics, DeleteTopics,
+CreatePartitions go to the controller (NOT_CONTROLLER makes the client
+refresh metadata and retry); DescribeConfigs/AlterConfigs for a broker
+resource go to that broker, for topics to any broker; ListOffsets and
+DeleteRecords go to each partition's leader. Per-entity errors come back
+as the typed exceptions of ``kavka.common.errors`` built from the broker's
+code and message: ``create_topics`` & co. raise ``AdminError`` listing every
+failed entity (``errors``: name -> KafkaError), after retrying only the
+entities that failed retriably. ``describe_topics`` and ``list_topics``
+read Metadata.
+
+One event loop; used by ``kavka topics`` and tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kavka.client import admin_requests as rq
+from kavka.client.admin_types import (
+    AlterOp,
+    ClusterDescription,
+    ConfigEntry,
+    ListedOffset,
+    NewTopic,
+    ResourceType,
+)
+from kavka.client.cluster import Cluster
+from kavka.client.metadata import ClusterMetadata, TopicMetadata, TopicPartition
+from kavka.common.errors import ErrorCode, KafkaError, error_for
+
+# Entity codes worth retrying in admin calls (metadata moves); other
+# retriable codes such as REQUEST_TIMED_OUT on CreateTopics mean the
+# controller may have acted, so they are reported, as Kafka's admin does.
+_RETRY_ENTITY_CODES = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 ErrorCode.LEADER_NOT_AVAILABLE})
+
+
+class AdminError(KafkaError):
+    """One or more entities failed. ``code`` is the first failure's code;
+    ``errors`` maps every failed entity to its typed error."""
+
+    def __init__(self, operation: str, errors: Mapping[object, KafkaError]) -> None:
+        self.errors = dict(errors)
+        first = next(iter(self.errors.values()))
+        detail = "; ".join(f"{k}: {e}" for k, e in self.errors.items())
+        super().__init__(f"{operation} failed for {len(self.errors)} of them: {detail}", code=first.code)
+
+
+class KafkaAdmin:
+    """Admin client on a started ``Cluster`` (which it does not own)."""
+
+    def __init__(self, cluster: Cluster, *, timeout_ms: int = 30_000) -> None:
+        self.cluster = cluster
+        self.timeout_ms = timeout_ms
+
+    async def _per_entity(self, operation: str, keys: Iterable, send_once) -> dict:
+        """Run ``send_once(remaining) -> {key: (code, message, value)}``
+        with retries of entities that failed retriably; return {key: value}
+        or raise AdminError naming every failure."""
+        remaining = list(keys)
+        failed: dict[object, KafkaError] = {}
+        values: dict[object, object] = {}
+
+        async def attempt():
+            nonlocal remaining
+            outcome = await send_once(remaining)
+            retry, last = [], None
+            for key in remaining:
+                code, message, value = outcome.get(key, (ErrorCode.UNKNOWN_SERVER_ERROR,
+                                                         "the broker's response did not mention it", None))
+                if code == ErrorCode.NONE:
+                    values[key] = value
+                    failed.pop(key, None)
+                    continue
+                err = error_for(code, message)
+                failed[key] = err
+                if err.code in _RETRY_ENTITY_CODES:
+                    retry.append(key)
+                    last = err
+            remaining = retry
+            if last is not None:
+                raise last
+
+        try:
+            await self.cluster.call(attempt, deadline_ms=self.timeout_ms)
+        except KafkaError as e:
+            if not failed:
+                raise
+            if e.code not in _RETRY_ENTITY_CODES and not any(err is e for err in failed.values()):
+                raise
+        if failed:
+            raise AdminError(operation, failed)
+        return values
+
+    def _to_controller(self, build, parse):
+        async def send(remaining):
+            conn = await self.cluster.connection(await self.cluster.controller_id())
+            req, version = build(remaining, conn)
+            return parse(await conn.request(req, version=version))
+        return send
+
+    # -- topics ----------------------------------------------------------------------
+
+    async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False) -> None:
+        topics = {t.name: t for t in topics}
+        send = self._to_controller(
+            lambda names, conn: rq.create_topics([topics[n] for n in names], self.timeout_ms, validate_only, conn),
+            rq.parse_create_topics)
+        await self._per_entity("CreateTopics", topics, send)
+
+    async def delete_topics(self, names: Iterable[str]) -> None:
+        send = self._to_controller(lambda names, conn: rq.delete_topics(names, self.timeout_ms, conn),
+                                         rq.parse_delete_topics)
+        await self._per_entity("DeleteTopics", list(names), send)
+
+    async def create_partitions(self, new_counts: Mapping[str, int], *,
+                                assignments: Mapping[str, list[list[int]]] | None = None,
+                                validate_only: bool = False) -> None:
+        """Grow each topic to ``new_counts[topic]`` partitions; optional
+        ``assignments[topic]`` gives the replicas of each new partition."""
+        send = self._to_controller(
+            lambda names, conn: rq.create_partitions({n: new_counts[n] for n in names}, assignments or {},
+                                                     self.timeout_ms, validate_only, conn),
+            rq.parse_create_partitions)
+        await self._per_entity("CreatePartitions", list(new_counts), send)
+
+    async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        md = await self.cluster.refresh_metadata()
+        return sorted(n for n, t in md.topics.items() if include_internal or not t.is_internal)
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicMetadata]:
+        """Leader, replicas and ISR per partition (from Metadata). Raises
+        AdminError for topics the cluster reports an error for."""
+        wanted = list(names) if names is not None else None
+        md: ClusterMetadata = await self.cluster.refresh_metadata(wanted)
+        selected = md.topics if wanted is None else {n: md.topics[n] for n in wanted if n in md.topics}
+        failed = {n: error_for(t.error, f"topic {n}") for n, t in selected.items() if t.error != ErrorCode.NONE}
+        if wanted is not None:
+            for n in wanted:
+                if n not in md.topics:
+                    failed[n] = error_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {n}")
+        if failed:
+            raise AdminError("describe topics", failed)
+        return dict(selected)
+
+    async def describe_cluster(self) -> ClusterDescription:
+        """Cluster id, controller and brokers: DescribeCluster where the
+        broker offers it, else Metadata."""
+        conn = await self.cluster.any_connection()
+        if 60 in conn.api_versions:
+            req, version = rq.describe_cluster(conn)
+            resp = await conn.request(req, version=version)
+            if resp.error_code != ErrorCode.NONE:
+                raise error_for(resp.error_code, resp.error_message)
+            brokers = tuple(sorted((b.broker_id, b.host, b.port) for b in resp.brokers))
+            return ClusterDescription(resp.cluster_id, resp.controller_id, brokers)
+        md = await self.cluster.refresh_metadata()
+        return ClusterDescription(md.cluster_id, md.controller_id,
+                                  tuple(sorted((b.node_id, b.host, b.port) for b in md.brokers.values())))
+
+    # -- configs ---------------------------------------------------------------------
+
+    async def _config_conn(self, rtype: ResourceType, name: str):
+        if rtype in (ResourceType.BROKER, ResourceType.BROKER_LOGGER) and name:
+            if not name.isdigit():
+                raise ValueError(f"a broker resource is named by its broker id (e.g. '0'), got {name!r}")
+            return await self.cluster.connection(int(name))
+        return await self.cluster.any_connection()
+
+    async def describe_configs(self, resource_type: ResourceType, name: str,
+                               keys: Iterable[str] | None = None) -> dict[str, ConfigEntry]:
+        async def send(remaining):
+            conn = await self._config_conn(resource_type, name)
+            req, version = rq.describe_configs(resource_type, name, keys, conn)
+            return rq.parse_describe_configs(await conn.request(req, version=version))
+        return (await self._per_entity("DescribeConfigs", [name], send))[name]
+
+    async def alter_configs(self, resource_type: ResourceType, name: str, configs: Mapping[str, str | None],
+                            *, validate_only: bool = False) -> None:
+        """Replace the resource's whole dynamic config (AlterConfigs)."""
+        async def send(remaining):
+            conn = await self._config_conn(resource_type, name)
+            req, version = rq.alter_configs(resource_type, name, configs, validate_only, conn)
+            return rq.parse_alter_configs(await conn.request(req, version=version))
+        await self._per_entity("AlterConfigs", [name], send)
+
+    async def incremental_alter_configs(self, resource_type: ResourceType, name: str,
+                                        ops: Iterable[tuple[str, AlterOp, str | None]], *,
+                                        validate_only: bool = False) -> None:
+        """Apply (key, SET|DELETE|APPEND|SUBTRACT, value) operations."""
+        ops = list(ops)
+
+        async def send(remaining):
+            conn = await self._config_conn(resource_type, name)
+            req, version = rq.incremental_alter_configs(resource_type, name, ops, validate_only, conn)
+            return rq.parse_alter_configs(await conn.request(req, version=version))
+        await self._per_entity("IncrementalAlterConfigs", [name], send)
+
+    # -- offsets and records ----------------------------------------------------------
+
+    async def _by_leader(self, operation: str, targets: Mapping[TopicPartition, int], build, parse) -> dict:
+        async def send(remaining):
+            groups: dict[int, list[TopicPartition]] = {}
+            outcome = {}
+            for tp in remaining:
+                try:
+                    groups.setdefault(await self.cluster.leader_for(tp), []).append(tp)
+                except KafkaError as e:
+                    outcome[tp] = (e.code, e.message, None)
+            for leader, tps in groups.items():
+                conn = await self.cluster.connection(leader)
+                req, version = build({tp: targets[tp] for tp in tps}, conn)
+                outcome.update(parse(await conn.request(req, version=version)))
+            return outcome
+        return await self._per_entity(operation, list(targets), send)
+
+    async def list_offsets(self, specs: Mapping[TopicPartition, int], *,
+                           isolation_level: int = 0) -> dict[TopicPartition, ListedOffset]:
+        """``specs[tp]`` is OffsetSpec.EARLIEST, OffsetSpec.LATEST (the high
+        watermark) or a timestamp in ms (the first offset whose timestamp
+        is at least it; offset -1 when there is none)."""
+        return await self._by_leader(
+            "ListOffsets", specs,
+            lambda sub, conn: rq.list_offsets(sub, isolation_level, self.timeout_ms, conn), rq.parse_list_offsets)
+
+    async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Move each partition's log start offset up to ``before[tp]`` (-1 =
+        the high watermark); returns the new low watermarks."""
+        return await self._by_leader(
+            "DeleteRecords", before,
+            lambda sub, conn: rq.delete_records(sub, self.timeout_ms, conn), rq.parse_delete_records)

@@ -1,0 +1,161 @@
+"""Request builders and response parsers for ``kavka.client.admin``.
+
+Each builder picks the version with ``conn.version_for`` and fills only the
+fields that version has (the codec refuses a non-default value in a version
+without the field), returning ``(request, version)``. Each parser turns a
+response into ``{entity: (error code, error message, value)}`` so the admin
+client can retry or report entities one by one.
+
+Pure functions over message values (plus the connection's negotiated
+ranges); called on the event loop by ``KafkaAdmin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from kavka.client.admin_types import ConfigEntry, ListedOffset
+from kavka.client.connection import BrokerConnection
+from kavka.client.errors import UnsupportedVersion
+from kavka.client.metadata import TopicPartition
+from kavka.protocol import messages as m
+
+DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs config_source DEFAULT_CONFIG (KIP-226)
+
+
+def create_topics(topics, timeout_ms: int, validate_only: bool, conn: BrokerConnection):
+    R = m.CreateTopicsRequest
+    version = conn.version_for(19)
+    if validate_only and version < 1:
+        raise UnsupportedVersion("CreateTopics validate_only needs v1+; the broker offers only v0")
+    req = R(timeout_ms=timeout_ms, topics=[
+        R.Topics(name=t.name,
+                 num_partitions=-1 if t.replica_assignment else t.num_partitions,
+                 replication_factor=-1 if t.replica_assignment else t.replication_factor,
+                 assignments=[R.Topics.Assignments(partition_index=p, broker_ids=list(b))
+                              for p, b in sorted(t.replica_assignment.items())],
+                 configs=[R.Topics.Configs(name=k, value=v) for k, v in t.configs.items()])
+        for t in topics])
+    if version >= 1:
+        req.validate_only = validate_only
+    return req, version
+
+
+def parse_create_topics(resp) -> dict:
+    return {t.name: (t.error_code, t.error_message, None) for t in resp.topics}
+
+
+def delete_topics(names: Iterable[str], timeout_ms: int, conn: BrokerConnection):
+    version = conn.version_for(20)
+    R = m.DeleteTopicsRequest
+    if version >= 6:
+        req = R(timeout_ms=timeout_ms, topics=[R.Topics(name=n) for n in names])
+    else:
+        req = R(timeout_ms=timeout_ms, topic_names=list(names))
+    return req, version
+
+
+def parse_delete_topics(resp) -> dict:
+    return {t.name: (t.error_code, t.error_message, None) for t in resp.responses}
+
+
+def create_partitions(counts: Mapping[str, int], assignments: Mapping[str, list[list[int]]],
+                      timeout_ms: int, validate_only: bool, conn: BrokerConnection):
+    R = m.CreatePartitionsRequest
+    req = R(timeout_ms=timeout_ms, validate_only=validate_only, topics=[
+        R.Topics(name=n, count=c,
+                 assignments=None if n not in assignments else
+                 [R.Topics.Assignments(broker_ids=list(b)) for b in assignments[n]])
+        for n, c in counts.items()])
+    return req, conn.version_for(37)
+
+
+def parse_create_partitions(resp) -> dict:
+    return {t.name: (t.error_code, t.error_message, None) for t in resp.results}
+
+
+def describe_cluster(conn: BrokerConnection):
+    return m.DescribeClusterRequest(), conn.version_for(60)
+
+
+def describe_configs(rtype: int, name: str, keys: Iterable[str] | None, conn: BrokerConnection):
+    R = m.DescribeConfigsRequest
+    req = R(resources=[R.Resources(resource_type=int(rtype), resource_name=name,
+                                   configuration_keys=None if keys is None else list(keys))])
+    return req, conn.version_for(32)
+
+
+def parse_describe_configs(resp) -> dict:
+    out = {}
+    for r in resp.results:
+        entries = {}
+        for c in r.configs:
+            is_default = c.is_default if c.config_source == -1 else c.config_source == DEFAULT_CONFIG_SOURCE
+            entries[c.name] = ConfigEntry(c.name, c.value, c.read_only, is_default, c.is_sensitive,
+                                          c.config_source)
+        out[r.resource_name] = (r.error_code, r.error_message, entries)
+    return out
+
+
+def alter_configs(rtype: int, name: str, configs: Mapping[str, str | None], validate_only: bool,
+                  conn: BrokerConnection):
+    R = m.AlterConfigsRequest
+    req = R(validate_only=validate_only, resources=[R.Resources(
+        resource_type=int(rtype), resource_name=name,
+        configs=[R.Resources.Configs(name=k, value=v) for k, v in configs.items()])])
+    return req, conn.version_for(33)
+
+
+def incremental_alter_configs(rtype: int, name: str, ops, validate_only: bool, conn: BrokerConnection):
+    R = m.IncrementalAlterConfigsRequest
+    req = R(validate_only=validate_only, resources=[R.Resources(
+        resource_type=int(rtype), resource_name=name,
+        configs=[R.Resources.Configs(name=k, config_operation=int(op), value=v) for k, op, v in ops])])
+    return req, conn.version_for(44)
+
+
+def parse_alter_configs(resp) -> dict:
+    return {r.resource_name: (r.error_code, r.error_message, None) for r in resp.responses}
+
+
+def _by_topic(items: Mapping[TopicPartition, int]) -> dict[str, list[tuple[int, int]]]:
+    out: dict[str, list[tuple[int, int]]] = {}
+    for tp, value in sorted(items.items()):
+        out.setdefault(tp.topic, []).append((tp.partition, value))
+    return out
+
+
+def list_offsets(specs: Mapping[TopicPartition, int], isolation_level: int, timeout_ms: int,
+                 conn: BrokerConnection):
+    R = m.ListOffsetsRequest
+    # v1 is the first version that answers a single offset with its timestamp.
+    version = conn.version_for(2)
+    if version < 1:
+        raise UnsupportedVersion("ListOffsets v1+ is needed; the broker offers only v0")
+    req = R(replica_id=-1, topics=[
+        R.Topics(name=t, partitions=[R.Topics.Partitions(partition_index=p, timestamp=ts) for p, ts in parts])
+        for t, parts in _by_topic(specs).items()])
+    if version >= 2:
+        req.isolation_level = isolation_level
+    if version >= 10:
+        req.timeout_ms = timeout_ms
+    return req, version
+
+
+def parse_list_offsets(resp) -> dict:
+    return {TopicPartition(t.name, p.partition_index):
+            (p.error_code, None, ListedOffset(p.offset, p.timestamp, p.leader_epoch))
+            for t in resp.topics for p in t.partitions}
+
+
+def delete_records(before: Mapping[TopicPartition, int], timeout_ms: int, conn: BrokerConnection):
+    R = m.DeleteRecordsRequest
+    req = R(timeout_ms=timeout_ms, topics=[
+        R.Topics(name=t, partitions=[R.Topics.Partitions(partition_index=p, offset=o) for p, o in parts])
+        for t, parts in _by_topic(before).items()])
+    return req, conn.version_for(21)
+
+
+def parse_delete_records(resp) -> dict:
+    return {TopicPartition(t.name, p.partition_index): (p.error_code, None, p.low_watermark)
+            for t in resp.topics for p in t.partitions}

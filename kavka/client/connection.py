@@ -1,0 +1,339 @@
+"""One TCP connection to one broker, speaking the Kafka protocol.
+
+Wire: size-prefixed frames (``kavka.protocol.framing``), each request a
+header plus body (``kavka.protocol.headers``). Responses are matched to
+requests by correlation id, so any number of requests may be in flight
+(pipelined) on the connection.
+
+Lifecycle: ``await BrokerConnection(...).connect()`` opens the socket (within
+``connect_timeout_ms``) and does the ApiVersions handshake of KIP-511: it
+sends ApiVersions v3 (flexible, with the client's software name and
+version); a broker that does not know v3 answers UNSUPPORTED_VERSION in a v0
+body listing what it supports, and the client retries with the highest
+ApiVersions version the broker listed (v0 when it listed none). The
+broker's ranges are kept in ``api_versions``; ``request`` then sends each
+API at the highest version both sides support, capped by an optional
+per-call ``max_version``.
+
+Invariants: a request is registered as pending before its bytes are
+written, so its response can never arrive unmatched; every pending request
+ends exactly once — with its response, its broker-side decode error,
+``RequestTimedOut`` (after which the connection is closed, as Kafka's
+NetworkClient does), or ``ConnectionClosed`` when the socket dies or
+``close()`` is called. A Produce with ``acks=0`` gets no response (protocol
+guide): it is written and ``request`` returns None. Frames larger than
+``max_frame_size`` close the connection before they are buffered.
+
+One event loop; all methods are called from the loop that connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass
+
+from kavka.client.errors import ConnectFailed, ConnectionClosed, RequestTimedOut, UnsupportedVersion
+from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.errors import DecodeError
+from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameDecoder, frame_parts
+from kavka.protocol.headers import RequestHeader, decode_response, encode_request
+from kavka.protocol.messages import ApiVersionsRequest, Message
+from kavka.protocol.schema import registry
+
+CLIENT_SOFTWARE_NAME = "kavka"
+CLIENT_SOFTWARE_VERSION = "0.1.0"
+API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0
+# The ApiVersions version sent first (KIP-511 added the client software
+# fields in v3; v3 is what librdkafka and Kafka's own client send).
+HANDSHAKE_VERSION = 3
+
+# Versions above which this client would need features it does not have:
+# Fetch v13+ names topics by id only (KIP-516), and this client addresses
+# topics by name. Every other API goes up to the schema table's maximum.
+CLIENT_MAX_VERSIONS: dict[int, int] = {1: 12}
+
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRange:
+    """A broker's supported versions of one API (inclusive)."""
+
+    min_version: int
+    max_version: int
+
+
+@dataclass(slots=True)
+class _Pending:
+    api_key: int
+    version: int
+    future: asyncio.Future
+    timer: asyncio.TimerHandle | None
+    timeout_ms: int
+
+
+class _KafkaProtocol(asyncio.Protocol):
+    """Transport glue: feeds bytes to the connection, reports loss, and
+    implements write flow control for ``drain``."""
+
+    def __init__(self, conn: "BrokerConnection") -> None:
+        self._conn = conn
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future] = []
+
+    def data_received(self, data: bytes) -> None:
+        self._conn._on_data(data)
+
+    def eof_received(self) -> bool:
+        self._conn._on_lost(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._conn._on_lost(exc)
+        self._wake_writers()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake_writers()
+
+    def _wake_writers(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def drain(self) -> None:
+        if self._paused:
+            w = asyncio.get_running_loop().create_future()
+            self._drain_waiters.append(w)
+            await w
+
+
+class BrokerConnection:
+    """A pipelined, version-negotiating connection to one broker.
+
+    ``node_id`` is informational (the cluster layer sets it; -1 for a
+    bootstrap address). ``api_versions`` maps API key to the broker's
+    ``VersionRange`` once connected."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str | None = "kavka",
+        *,
+        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = 10_000,
+        max_frame_size: int = SOCKET_REQUEST_MAX_BYTES,
+        node_id: int = -1,
+    ) -> None:
+        if request_timeout_ms <= 0 or connect_timeout_ms <= 0:
+            raise ValueError("request_timeout_ms and connect_timeout_ms must be > 0")
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.node_id = node_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.api_versions: dict[int, VersionRange] = {}
+        self._decoder = FrameDecoder(max_frame_size)
+        self._pending: dict[int, _Pending] = {}
+        self._next_correlation_id = 0
+        self._transport: asyncio.Transport | None = None
+        self._protocol: _KafkaProtocol | None = None
+        self._closed_error: KafkaError | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection(node {self.node_id} at {self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._transport is not None and self._closed_error is None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    async def connect(self) -> "BrokerConnection":
+        """Open the socket and negotiate versions. Raises ``ConnectFailed``."""
+        if self._transport is not None:
+            raise RuntimeError(f"{self!r} is already connected (or was closed); make a new one")
+        self._loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.connect_timeout_ms / 1000):
+                self._transport, self._protocol = await self._loop.create_connection(
+                    lambda: _KafkaProtocol(self), self.host, self.port)
+        except (OSError, TimeoutError) as e:
+            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
+        try:
+            await self._handshake()
+        except KafkaError as e:
+            reason = f"ApiVersions handshake with {self.host}:{self.port} failed: {e}"
+            self.close(ConnectFailed(reason))
+            raise ConnectFailed(reason) from e
+        except BaseException:  # cancelled mid-handshake: do not leak the socket
+            self.close()
+            raise
+        return self
+
+    async def __aenter__(self) -> "BrokerConnection":
+        if self._transport is None:
+            await self.connect()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    async def _handshake(self) -> None:
+        body = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                                  client_software_version=CLIENT_SOFTWARE_VERSION)
+        resp = await self.request(body, version=HANDSHAKE_VERSION)
+        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            # KIP-511: the v0 body lists the broker's ApiVersions range; use
+            # its highest version, or v0 when the broker did not list one.
+            fallback = 0
+            for k in resp.api_keys:
+                if k.api_key == API_VERSIONS_KEY:
+                    fallback = max(0, min(k.max_version, HANDSHAKE_VERSION - 1))
+            resp = await self.request(ApiVersionsRequest(), version=fallback)
+        if resp.error_code != ErrorCode.NONE:
+            raise KafkaError("ApiVersions failed", code=resp.error_code)
+        self.api_versions = {k.api_key: VersionRange(k.min_version, k.max_version) for k in resp.api_keys}
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int:
+        """The highest version of ``api_key`` both sides support, at most
+        ``max_version``. Raises ``UnsupportedVersion`` naming both ranges."""
+        api = registry().get(api_key)
+        if api is None:
+            raise UnsupportedVersion(f"this client has no schema for API key {api_key}")
+        broker = self.api_versions.get(api_key)
+        if broker is None:
+            raise UnsupportedVersion(f"broker {self.host}:{self.port} does not offer {api.name} (key {api_key})")
+        hi = min(api.max_version, CLIENT_MAX_VERSIONS.get(api_key, api.max_version), broker.max_version)
+        if max_version is not None:
+            hi = min(hi, max_version)
+        lo = max(api.min_version, broker.min_version)
+        if lo > hi:
+            cap = "" if max_version is None else f", capped at v{max_version}"
+            raise UnsupportedVersion(
+                f"no common version of {api.name}: broker v{broker.min_version}-v{broker.max_version}, "
+                f"client v{api.min_version}-v{min(api.max_version, CLIENT_MAX_VERSIONS.get(api_key, 1 << 15))}{cap}")
+        return hi
+
+    async def request(
+        self,
+        body: Message,
+        version: int | None = None,
+        *,
+        max_version: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> Message | None:
+        """Send ``body`` and return the decoded response body (None for a
+        Produce with acks=0). ``version`` forces a version (checked against
+        the broker's range once known); otherwise the highest common one at
+        most ``max_version`` is used. Raises ``ConnectionClosed``,
+        ``RequestTimedOut``, ``UnsupportedVersion``, or ``DecodeError`` for
+        a response that does not decode."""
+        if self._closed_error is not None or self._transport is None:
+            raise ConnectionClosed(f"{self!r} is not open"
+                                   + (f" ({self._closed_error.message})" if self._closed_error else ""))
+        api_key = body.API_KEY
+        if version is None:
+            version = self.version_for(api_key, max_version)
+        elif self.api_versions and api_key != API_VERSIONS_KEY:
+            r = self.api_versions.get(api_key)
+            if r is None or not r.min_version <= version <= r.max_version:
+                raise UnsupportedVersion(f"broker {self.host}:{self.port} does not support "
+                                         f"{body.API_NAME} v{version} (offers {r})")
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        payload = encode_request(RequestHeader(api_key, version, correlation_id, self.client_id), body)
+        expects_response = not (api_key == PRODUCE_KEY and body.acks == 0)
+        fut: asyncio.Future | None = None
+        if expects_response:
+            fut = self._loop.create_future()
+            timeout = timeout_ms if timeout_ms is not None else self.request_timeout_ms
+            timer = self._loop.call_later(timeout / 1000, self._expire, correlation_id)
+            self._pending[correlation_id] = _Pending(api_key, version, fut, timer, timeout)
+        self._transport.writelines(frame_parts([payload]))
+        await self._protocol.drain()
+        if fut is None:
+            if self._closed_error is not None:
+                raise ConnectionClosed(f"{self!r} closed while sending: {self._closed_error.message}")
+            return None
+        return await fut
+
+    # -- events from the transport -------------------------------------------------
+
+    def _on_data(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except DecodeError as e:
+            self.close(ConnectionClosed(f"bad response frame from {self.host}:{self.port}: {e}"))
+            return
+        for f in frames:
+            if len(f) < 4:
+                self.close(ConnectionClosed(f"response frame of {len(f)} bytes has no correlation id"))
+                return
+            correlation_id = _INT32.unpack_from(f, 0)[0]
+            pending = self._pending.pop(correlation_id, None)
+            if pending is None:
+                self.close(ConnectionClosed(
+                    f"broker {self.host}:{self.port} answered unknown correlation id {correlation_id}"))
+                return
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if pending.future.done():  # the caller was cancelled
+                continue
+            try:
+                pending.future.set_result(self._decode(pending, f))
+            except DecodeError as e:
+                pending.future.set_exception(e)
+
+    @staticmethod
+    def _decode(pending: _Pending, f: bytes) -> Message:
+        version = pending.version
+        if pending.api_key == API_VERSIONS_KEY and len(f) >= 6 and _INT16.unpack_from(f, 4)[0] != 0:
+            # A broker encodes an ApiVersions error body at v0 (KIP-511).
+            version = 0
+        return decode_response(pending.api_key, version, f)[1]
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        reason = f"connection to {self.host}:{self.port} lost" + (f": {exc}" if exc else " (closed by the broker)")
+        self.close(ConnectionClosed(reason))
+
+    def _expire(self, correlation_id: int) -> None:
+        pending = self._pending.pop(correlation_id, None)
+        if pending is None:
+            return
+        api = registry()[pending.api_key]
+        if not pending.future.done():
+            pending.future.set_exception(RequestTimedOut(
+                f"{api.name} v{pending.version} to {self.host}:{self.port} got no response within "
+                f"{pending.timeout_ms} ms (correlation id {correlation_id})"))
+        self.close(ConnectionClosed(f"closed after {api.name} (correlation id {correlation_id}) timed out"))
+
+    def close(self, error: KafkaError | None = None) -> None:
+        """Close now; every pending request fails with ``error`` (a
+        ``ConnectionClosed`` by default). Idempotent."""
+        if self._closed_error is not None:
+            return
+        self._closed_error = error or ConnectionClosed(f"connection to {self.host}:{self.port} closed by the client")
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            if p.timer is not None:
+                p.timer.cancel()
+            if not p.future.done():
+                err = self._closed_error
+                p.future.set_exception(type(err)(err.message))
+        if self._transport is not None:
+            self._transport.close()
+        if self._protocol is not None:
+            self._protocol._wake_writers()
