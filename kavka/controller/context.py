@@ -121,6 +121,8 @@ class ControllerContext:
     epoch: int = 0
     epoch_zk_version: int = -1
     live_brokers: dict[int, BrokerIdZNode] = field(default_factory=dict)
+    # Broker epoch (czxid of /brokers/ids/<id>, KIP-380) of each live broker.
+    broker_epochs: dict[int, int] = field(default_factory=dict)
     shutting_down: set[int] = field(default_factory=set)
     assignments: dict[str, dict[int, ReplicaAssignment]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)

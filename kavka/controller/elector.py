@@ -26,7 +26,8 @@ import time
 from typing import Awaitable, Callable
 
 from kavka.zk.client import ControllerClaim, KavkaZkClient
-from kavka.zk.store_types import SessionEvent, SessionState, WatchEvent, ZkError
+from kavka.zk.controller_nodes import CONTROLLER_PATH
+from kavka.zk.store_types import BadVersionError, NoNodeError, SessionEvent, SessionState, WatchEvent, ZkError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class ControllerElector:
         self._backoff = retry_backoff_s
         self._wake = asyncio.Event()
         self._must_step_down = False
+        self._delete_on_step_down = False
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self.claim: ControllerClaim | None = None
@@ -86,6 +88,14 @@ class ControllerElector:
         """Called by the controller when a fenced write failed
         (``ControllerMovedError``): stop acting as controller and re-check."""
         self._must_step_down = True
+        self._wake.set()
+
+    def reelect(self) -> None:
+        """Called by the controller when its ZooKeeper state became
+        uncertain: give up the epoch (deleting ``/controller`` if it is still
+        ours, so every broker competes) and compete again (Kafka's Reelect)."""
+        self._must_step_down = True
+        self._delete_on_step_down = True
         self._wake.set()
 
     # callbacks from the store (on the loop): only wake the task
@@ -133,10 +143,29 @@ class ControllerElector:
             await self._on_elected(claim)
         elif current != self._broker_id:
             await self._step_down(f"broker {current} is the controller")
+        elif self.claim is None:
+            # /controller names this broker but it holds no epoch: a node of
+            # its own session left by a resignation whose delete failed.
+            # Delete it and compete; a node of an older session of this
+            # broker vanishes when that session expires (the watch is set).
+            stat = await self._client.store.exists(CONTROLLER_PATH)
+            if stat is not None and stat.ephemeral_owner == self._client.store.session_id:
+                try:
+                    await self._client.store.delete(CONTROLLER_PATH, stat.version)
+                except (NoNodeError, BadVersionError):
+                    pass
+                self._wake.set()
 
     async def _step_down(self, why: str) -> None:
         if self.claim is None:
+            self._delete_on_step_down = False
             return
         log.info("broker %d resigns as controller (epoch %d): %s", self._broker_id, self.claim.epoch, why)
-        self.claim = None
+        claim, self.claim = self.claim, None
+        if self._delete_on_step_down:
+            self._delete_on_step_down = False
+            try:
+                await self._client.resign_controller(claim)
+            except ZkError as e:
+                log.info("could not delete /controller when re-electing (%s); it is removed on the next attempt", e)
         await self._on_resigned()

@@ -5,7 +5,7 @@ in-memory double and on a real ZooKeeper."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,12 +19,6 @@ from kavka.zk.registration import BrokerRegistrar
 from kavka.zk.store import KazooZkStore
 
 WAIT = 20.0
-
-
-@pytest.fixture(scope="module")
-def real_zk() -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer(fsync=False) as server:
-        yield server
 
 
 class Cluster:
@@ -78,7 +72,7 @@ class Cluster:
 def cluster(request: pytest.FixtureRequest) -> Cluster:
     import uuid
 
-    zk = request.getfixturevalue("real_zk") if request.param == "kazoo" else None
+    zk = request.getfixturevalue("zk_server") if request.param == "kazoo" else None
     return Cluster(request.param, zk, f"/elector-{uuid.uuid4().hex[:8]}")
 
 

@@ -1,62 +1,23 @@
-"""Fixtures: one real ZooKeeper per test session (per xdist worker), a fresh
-chroot per test, and ``backend`` — the same test body run against the real
-server (KazooZkStore) and the in-memory double (InMemoryZkStore).
-
-``zookeeper`` yields ``"127.0.0.1:PORT"``; ``zk_chroot`` yields
-``"127.0.0.1:PORT/kavka-test-<hex>"`` and deletes the chroot afterwards;
-``zk_server`` gives the ``ZooKeeperServer`` itself (pause/resume);
-``recorder`` makes callback recorders that remember the thread they ran on.
+"""Fixtures: ``backend`` — the same test body run against the real server
+(KazooZkStore) and the in-memory double (InMemoryZkStore) — and
+``recorder``, which makes callback recorders that remember the thread they
+ran on. The real server (``zk_server``, ``zookeeper``, ``zk_chroot``) comes
+from tests/conftest.py, shared with tests/controller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
-from typing import Any, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable
 
 import pytest
 
-from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer, expire_session
+from kavka.tools.zookeeper import ZooKeeperServer, expire_session
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 from kavka.zk.store import KazooZkStore
 
 WAIT = 20.0  # generous bound for events on a loaded 2-core machine
-
-
-@pytest.fixture(scope="session")
-def zk_server() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(fsync=False)
-    try:
-        server.start()
-    except ZooKeeperNotInstalled as e:
-        pytest.fail(f"{e}")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def zookeeper(zk_server: ZooKeeperServer) -> str:
-    return zk_server.connect_string
-
-
-@pytest.fixture
-def zk_chroot(zookeeper: str) -> Iterator[str]:
-    from kazoo.client import KazooClient
-
-    chroot = f"/kavka-test-{uuid.uuid4().hex[:12]}"
-    yield f"{zookeeper}{chroot}"
-    client = KazooClient(hosts=zookeeper)
-    client.start(10)
-    try:
-        client.delete(chroot, recursive=True)
-    except Exception:  # noqa: BLE001 - the test may never have created it
-        pass
-    finally:
-        client.stop()
-        client.close()
 
 
 class Recorder:

@@ -1,0 +1,119 @@
+"""Conditional leader/ISR writes with re-read and retry (seed 000 §Broker
+failover step 3: read the state (3.1), decide (3.2), write it only if the
+znode's version did not change meanwhile, else go back to 3.1 (3.3)).
+
+``update_leader_and_isr`` takes the partitions and a pure ``decide``
+function ``(tp, current LeaderAndIsr) -> new LeaderAndIsr | str | None``
+(a new state to write, a reason it cannot be decided, or None for "nothing
+to change"). Every decided partition is written in fenced batches
+(``KavkaZkClient.update_partition_states``: many partitions per ``multi``,
+all batches in flight, each guarded by the controller epoch's znode
+version — seed 001's "batch with multi"); partitions that lost a version
+race are re-read together and decided again, up to ``max_rounds`` rounds.
+
+A state written by a controller with a higher epoch means this one is
+deposed: ``ControllerMovedError``. Runs on the controller's event task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from kavka.controller.context import ControllerContext, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
+from kavka.zk.brokers import PartitionStateZNode
+
+Decide = Callable[[TopicPartition, LeaderAndIsr], "LeaderAndIsr | str | None"]
+
+DEFAULT_MAX_ROUNDS = 10
+
+
+@dataclass
+class UpdateResult:
+    """``written``: new states (with their new znode versions), already put
+    in the context; ``unchanged``: partitions ``decide`` left alone;
+    ``failed``: partition -> why it was not written."""
+
+    written: dict[TopicPartition, LeaderAndIsr] = field(default_factory=dict)
+    unchanged: list[TopicPartition] = field(default_factory=list)
+    failed: dict[TopicPartition, str] = field(default_factory=dict)
+
+
+def _check_epoch(context: ControllerContext, tp: TopicPartition, entry: LeaderIsrAndControllerEpoch, claim: ControllerClaim) -> None:
+    if entry.controller_epoch > context.epoch:
+        # Someone with a newer epoch wrote this state: we are not the controller any more.
+        raise ControllerMovedError(claim.epoch_zk_version)
+
+
+async def reload_leadership(zk: KavkaZkClient, context: ControllerContext, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """Re-read partitions' states into the context; returns those without a state znode."""
+    keys = [(tp.topic, tp.partition) for tp in tps]
+    found = await zk.get_partition_states(keys)
+    missing = []
+    for topic, partition in keys:
+        tp = TopicPartition(topic, partition)
+        got = found.get((topic, partition))
+        if got is None:
+            missing.append(tp)
+            continue
+        znode, version = got
+        context.leadership[tp] = LeaderIsrAndControllerEpoch.from_znode(znode, version)
+    return missing
+
+
+async def update_leader_and_isr(
+    zk: KavkaZkClient,
+    claim: ControllerClaim,
+    context: ControllerContext,
+    tps: Iterable[TopicPartition],
+    decide: Decide,
+    *,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> UpdateResult:
+    """See module doc."""
+    result = UpdateResult()
+    remaining = sorted(set(tps))
+    for _ in range(max_rounds):
+        if not remaining:
+            break
+        updates: list[tuple[PartitionStateZNode, int]] = []
+        decided: dict[TopicPartition, LeaderAndIsr] = {}
+        for tp in remaining:
+            entry = context.leadership.get(tp)
+            if entry is None:
+                result.failed[tp] = "no leader and isr known for the partition"
+                continue
+            _check_epoch(context, tp, entry, claim)
+            verdict = decide(tp, entry.leader_and_isr)
+            if verdict is None:
+                result.unchanged.append(tp)
+            elif isinstance(verdict, str):
+                result.failed[tp] = verdict
+            else:
+                decided[tp] = verdict
+                znode = PartitionStateZNode(tp.topic, tp.partition, verdict.leader, verdict.leader_epoch, verdict.isr, context.epoch)
+                updates.append((znode, entry.leader_and_isr.zk_version))
+        if not updates:
+            remaining = []
+            break
+        writes = await zk.update_partition_states(claim, updates)
+        conflicts: list[TopicPartition] = []
+        for tp, new in decided.items():
+            w = writes[(tp.topic, tp.partition)]
+            if w.zk_version is not None:
+                written = new.with_zk_version(w.zk_version)
+                context.put_leadership(tp, written)
+                result.written[tp] = written
+            elif w.missing:
+                result.failed[tp] = "its state znode does not exist"
+            else:
+                conflicts.append(tp)
+        # Seed 000 3.3: the version moved (a leader changed the ISR): re-read and decide again.
+        for tp in await reload_leadership(zk, context, conflicts):
+            result.failed[tp] = "its state znode disappeared"
+            conflicts.remove(tp)
+        remaining = conflicts
+    for tp in remaining:
+        result.failed[tp] = f"its state znode kept changing during {max_rounds} attempts"
+    return result

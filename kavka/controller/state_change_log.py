@@ -1,0 +1,70 @@
+"""The controller's side of ``state-change.log`` (seed 000 §State Change Log
+Merge Tool): one line per partition or replica state change and per
+request sent, on the ``state.change.logger`` logger, which the broker
+routes to ``state-change.log`` in its log directory.
+
+Line format (after the logging handler's timestamp)::
+
+    [Controller id=1 epoch=3] Partition t-0 state changed from NewPartition to OnlinePartition with leader 1, leader epoch 0, isr [1, 2]
+    [Controller id=1 epoch=3] Replica 2 of partition t-0 state changed from OnlineReplica to OfflineReplica
+    [Controller id=1 epoch=3] Sending LeaderAndIsr to broker 2 for partition t-0: leader 1, leader epoch 0, isr [1, 2], replicas [1, 2]
+
+Every line starts with ``[Controller id=<id> epoch=<epoch>]`` and names the
+partition as ``<topic>-<partition>``, so the merge tool can filter by topic,
+partition and time. Any thread (logging is thread-safe).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from kavka.controller.context import LeaderAndIsr, PartitionReplica, TopicPartition
+from kavka.controller.partition_state import PartitionState
+from kavka.controller.replica_state import ReplicaState
+
+STATE_CHANGE_LOGGER = "state.change.logger"
+
+
+class StateChangeLogger:
+    """Formats the controller's state-change lines (see module doc)."""
+
+    def __init__(self, controller_id: int, logger: logging.Logger | None = None) -> None:
+        self.controller_id = controller_id
+        self.epoch = 0
+        self._log = logger or logging.getLogger(STATE_CHANGE_LOGGER)
+
+    def _prefix(self) -> str:
+        return f"[Controller id={self.controller_id} epoch={self.epoch}]"
+
+    def partition_change(self, tp: TopicPartition, old: PartitionState, new: PartitionState, lai: LeaderAndIsr | None = None) -> None:
+        tail = f" with leader {lai.leader}, leader epoch {lai.leader_epoch}, isr {list(lai.isr)}" if lai is not None else ""
+        self._log.info("%s Partition %s state changed from %s to %s%s", self._prefix(), tp, old.value, new.value, tail)
+
+    def replica_change(self, replica: PartitionReplica, old: ReplicaState, new: ReplicaState) -> None:
+        self._log.info("%s Replica %d of partition %s state changed from %s to %s", self._prefix(), replica.replica, replica.tp, old.value, new.value)
+
+    def leader_and_isr_written(self, tp: TopicPartition, lai: LeaderAndIsr, why: str) -> None:
+        self._log.info(
+            "%s Partition %s leader and isr written (%s): leader %d, leader epoch %d, isr %s, zk version %d",
+            self._prefix(), tp, why, lai.leader, lai.leader_epoch, list(lai.isr), lai.zk_version,
+        )
+
+    def unclean_election(self, tp: TopicPartition, leader: int, isr: Sequence[int]) -> None:
+        # Loud on purpose: committed messages may be lost (seed 000 §如何处理所有 Replica 都不工作).
+        self._log.warning(
+            "%s Partition %s: UNCLEAN leader election chose broker %d, which was not in the isr %s; committed messages may be lost",
+            self._prefix(), tp, leader, list(isr),
+        )
+
+    def election_failed(self, tp: TopicPartition, why: str) -> None:
+        self._log.error("%s Partition %s: no leader elected: %s", self._prefix(), tp, why)
+
+    def illegal_transition(self, message: str) -> None:
+        self._log.error("%s %s", self._prefix(), message)
+
+    def sending(self, api: str, broker_id: int, tp: TopicPartition, detail: str) -> None:
+        self._log.info("%s Sending %s to broker %d for partition %s: %s", self._prefix(), api, broker_id, tp, detail)
+
+    def response_error(self, api: str, broker_id: int, tp: TopicPartition, error: str) -> None:
+        self._log.error("%s %s response from broker %d for partition %s: error %s", self._prefix(), api, broker_id, tp, error)
