@@ -1,0 +1,252 @@
+"""``KafkaServer``: one broker process, assembled and run (seed 000 §Broker
+启动过程; seed 002 §5.2, §6.3, §8, §9).
+
+Startup, in order:
+
+1. connect to ZooKeeper (``zookeeper.connect`` with its chroot, created if
+   missing) and make sure the top-level paths and the cluster id exist;
+2. read every topic's config overrides, then load the logs
+   (``LogManager``: locks, recovery, checkpoints — seed 002 §5.2/5.3) in a
+   worker thread, and delete local partitions no longer assigned to this
+   broker (seed 001 #5: a topic deleted while it was down);
+3. the replica manager, metadata cache, admin, config repository, dynamic
+   config manager, and the request handlers behind the socket server, which
+   starts listening;
+4. register ``/brokers/ids/<id>`` (re-registered after every session
+   expiry, waiting out an old session's node: seed 002 §9, seed 003);
+5. the controller component competes for ``/controller``;
+6. periodic work: the log manager's flush / checkpoint / retention ticks on
+   a thread, ISR expiry and propagation on the loop.
+
+Shutdown (SIGTERM/SIGINT through ``kavka server start``) reverses it and
+ends with the log manager's clean shutdown, which writes
+``.kafka_cleanshutdown``.
+
+Runs on one asyncio event loop; blocking storage work goes to threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from kavka.common.broker_config import KafkaConfig, log_defaults
+from kavka.controller.broker_transport import KavkaBrokerTransport
+from kavka.controller.controller import KafkaController
+from kavka.controller.settings import ControllerConfig
+from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
+from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.server import handler_table
+from kavka.server.admin_manager import AdminManager
+from kavka.server.config_repository import ConfigRepository
+from kavka.server.dynamic_config import DynamicConfigManager
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
+from kavka.storage.log_config import LogConfig
+from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.zk.brokers import BrokerIdZNode
+from kavka.zk.client import KavkaZkClient
+from kavka.zk.registration import BrokerRegistrar
+from kavka.zk.store import KazooZkStore
+from kavka.zk.store_types import NoNodeError
+
+log = logging.getLogger("kavka.server")
+
+LOG_MANAGER_TICK_S = 1.0
+
+
+class KafkaServer:
+    """See the module docstring."""
+
+    def __init__(self, config: KafkaConfig) -> None:
+        self.static_config = config
+        self.config = config
+        self.broker_id = config.broker_id
+        self.store: KazooZkStore | None = None
+        self.zk: KavkaZkClient | None = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.cluster_id: str | None = None
+        self.socket_servers: list[SocketServer] = []
+        self.registrar: BrokerRegistrar | None = None
+        self.controller: KafkaController | None = None
+        self.dynamic_config: DynamicConfigManager | None = None
+        self._tick_task: asyncio.Task | None = None
+        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._dynamic_default: dict[str, str] = {}
+        self._dynamic_broker: dict[str, str] = {}
+        self.bound: list[tuple[str, int]] = []
+
+    # -- configuration --------------------------------------------------------
+    def log_defaults(self) -> dict[str, Any]:
+        return log_defaults(self.config)
+
+    def topic_log_config(self, topic: str) -> LogConfig:
+        return LogConfig.with_defaults(self.log_defaults(), self._topic_overrides.get(topic, {}))
+
+    async def ensure_topic_config(self, topic: str) -> None:
+        """Load a topic's overrides the first time this broker hosts it."""
+        if topic in self._topic_overrides:
+            return
+        await self._apply_topic_config(topic, await self.zk.get_entity_config("topics", topic))
+
+    async def _apply_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
+        try:
+            config = LogConfig.with_defaults(self.log_defaults(), overrides)
+        except ValueError as e:
+            log.error("ignoring invalid config of topic %s in /config/topics/%s: %s", topic, topic, e)
+            return
+        self._topic_overrides[topic] = dict(overrides)
+        self.log_manager.update_topic_config(topic, config)
+
+    async def _apply_broker_config(self, name: str, overrides: dict[str, str]) -> None:
+        if name == "<default>":
+            self._dynamic_default = dict(overrides)
+        elif name == str(self.broker_id):
+            self._dynamic_broker = dict(overrides)
+        else:
+            return
+        try:
+            self.config = self.static_config.with_dynamic(self._dynamic_default, self._dynamic_broker)
+        except ValueError as e:
+            log.error("ignoring invalid dynamic broker config /config/brokers/%s: %s", name, e)
+            return
+        self.log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
+        for topic in list(self._topic_overrides):
+            await self._apply_topic_config(topic, self._topic_overrides[topic])
+
+    # -- startup --------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.config
+        started = time.monotonic()
+        log.info("starting broker %d", self.broker_id)
+        self.store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
+                                  connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+        await self.store.start()
+        self.zk = KavkaZkClient(self.store)
+        await self.zk.create_top_level_paths()
+        self.cluster_id = await self.zk.get_or_create_cluster_id()
+
+        # Topic overrides first: logs are loaded with their topic's config.
+        for topic in await self._children("/config/topics"):
+            self._topic_overrides[topic] = await self.zk.get_entity_config("topics", topic)
+        self._dynamic_default = await self.zk.get_entity_config("brokers", "<default>")
+        self._dynamic_broker = await self.zk.get_entity_config("brokers", str(self.broker_id))
+        try:
+            self.config = self.static_config.with_dynamic(self._dynamic_default, self._dynamic_broker)
+        except ValueError as e:
+            log.error("ignoring invalid dynamic broker configs: %s", e)
+        topic_configs = {}
+        for topic, overrides in self._topic_overrides.items():
+            try:
+                topic_configs[topic] = LogConfig.with_defaults(self.log_defaults(), overrides)
+            except ValueError as e:
+                log.error("topic %s has an invalid config in ZooKeeper (%s); using the defaults", topic, e)
+        manager_config = LogManagerConfig.from_broker(self.config.values)
+        default_config = LogConfig.with_defaults(self.log_defaults())
+        self.log_manager = await asyncio.to_thread(
+            LogManager, manager_config, default_config, topic_configs=topic_configs)
+        await self._delete_unassigned_logs()
+
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
+            isr_writer=ZkIsrWriter(self.zk), isr_notifier=ZkIsrChangeNotifier(self.zk),
+            known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
+        self.replica_manager.start()
+        admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(self.metadata_cache.brokers),
+                             cfg["num.partitions"], cfg["default.replication.factor"])
+        repo = ConfigRepository(self.zk, self.static_config)
+        dispatcher = Dispatcher()
+        handler_table.register_all(dispatcher, self, admin, repo)
+
+        net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
+                            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+        for listener in cfg.listeners:
+            server = SocketServer(dispatcher, net, listener.name)
+            self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
+            self.socket_servers.append(server)
+
+        self.registrar = BrokerRegistrar(self.zk, self._registration)
+        await self.registrar.start()
+        log.info("broker %d registered with broker epoch %s", self.broker_id, self.registrar.broker_epoch)
+
+        self.dynamic_config = DynamicConfigManager(self.zk, {
+            "topics": self._apply_topic_config, "brokers": self._apply_broker_config})
+        await self.dynamic_config.start()
+
+        transport = KavkaBrokerTransport(self.broker_id,
+                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        self.controller = KafkaController(self.broker_id, self.zk, transport,
+                                          ControllerConfig.from_kafka_config(cfg))
+        await self.controller.start()
+        self._tick_task = asyncio.get_running_loop().create_task(self._tick_log_manager(), name="log-manager-tick")
+        log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
+                 ", ".join(f"{h}:{p}" for h, p in self.bound))
+
+    def _registration(self) -> BrokerIdZNode:
+        return BrokerIdZNode(self.broker_id, tuple(self.config.advertised_listeners),
+                             rack=self.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
+
+    def broker_epoch(self) -> int:
+        epoch = self.registrar.broker_epoch if self.registrar is not None else None
+        return -1 if epoch is None else epoch
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.store.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _delete_unassigned_logs(self) -> None:
+        """Seed 001 #5: partitions this broker holds but no longer hosts
+        (their topic was deleted, or they moved away while it was down)."""
+        local = self.log_manager.all_logs()
+        if not local:
+            return
+        topics = {tp.topic for tp in local}
+        assignments = await self.zk.get_topics_assignments(topics)
+        for tp in local:
+            node = assignments.get(tp.topic)
+            replicas = node.partitions.get(tp.partition, ()) if node is not None else ()
+            if self.broker_id not in replicas:
+                log.warning("deleting local log of %s: not assigned to broker %d any more", tp, self.broker_id)
+                await asyncio.to_thread(self.log_manager.delete_log, tp.topic, tp.partition)
+
+    async def _tick_log_manager(self) -> None:
+        while True:
+            await asyncio.sleep(LOG_MANAGER_TICK_S)
+            try:
+                await asyncio.to_thread(self.log_manager.tick)
+            except Exception:
+                log.exception("log manager tick failed")
+
+    # -- shutdown -------------------------------------------------------------
+    async def shutdown(self) -> None:
+        log.info("shutting down broker %d", self.broker_id)
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+        if self.controller is not None:
+            await _quietly(self.controller.stop(), "controller")
+        for server in self.socket_servers:
+            await _quietly(server.stop(), "socket server")
+        if self.dynamic_config is not None:
+            self.dynamic_config.stop()
+        if self.replica_manager is not None:
+            await _quietly(self.replica_manager.shutdown(), "replica manager")
+        if self.registrar is not None:
+            await _quietly(self.registrar.stop(), "registration")
+        if self.log_manager is not None:
+            await asyncio.to_thread(self.log_manager.shutdown)
+        if self.store is not None:
+            await _quietly(self.store.close(), "ZooKeeper session")
+        log.info("broker %d shut down", self.broker_id)
+
+
+async def _quietly(awaitable, what: str) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("stopping the %s failed", what)

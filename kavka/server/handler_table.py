@@ -1,0 +1,72 @@
+"""The dispatcher table: which handler module serves which API key.
+
+One module per API under ``kavka.server.handlers``; each declares the
+versions it fully implements (``MIN_VERSION``/``MAX_VERSION``), and
+ApiVersions advertises exactly those. Adding an API means adding its module
+and one line here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kavka.server.handlers import (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    fetch,
+    incremental_alter_configs,
+    leader_and_isr,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+    stop_replica,
+    update_metadata,
+)
+from kavka.server.network import Dispatcher
+
+if TYPE_CHECKING:
+    from kavka.server.admin_manager import AdminManager
+    from kavka.server.broker import KafkaServer
+    from kavka.server.config_repository import ConfigRepository
+
+
+def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", repo: "ConfigRepository") -> None:
+    cache = server.metadata_cache
+    rm = server.replica_manager
+    cfg = server.config
+    cluster_id = lambda: server.cluster_id  # noqa: E731
+    auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
+
+    api_versions.register(d)
+    metadata.register(d, metadata.MetadataHandler(cache, cluster_id, auto_create))
+    produce.register(d, produce.ProduceHandler(rm, cache))
+    fetch.register(d, fetch.FetchHandler(rm, cache))
+    list_offsets.register(d, list_offsets.ListOffsetsHandler(rm))
+    offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm))
+    delete_records.register(d, delete_records.DeleteRecordsHandler(rm))
+    create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
+    delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
+    create_partitions.register(d, create_partitions.CreatePartitionsHandler(admin, cache))
+    describe_configs.register(d, describe_configs.DescribeConfigsHandler(repo, cache))
+    alter_configs.register(d, alter_configs.AlterConfigsHandler(repo, cache))
+    incremental_alter_configs.register(d, incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache))
+    describe_log_dirs.register(d, describe_log_dirs.DescribeLogDirsHandler(server.log_manager))
+    describe_cluster.register(d, describe_cluster.DescribeClusterHandler(cache, cluster_id))
+    leader_and_isr.register(d, leader_and_isr.LeaderAndIsrHandler(rm, server.ensure_topic_config, server.broker_epoch))
+    update_metadata.register(d, update_metadata.UpdateMetadataHandler(
+        cache, server.broker_epoch, lambda update: [rm.complete_delayed_requests(tp) for tp in _tps(update)]))
+    stop_replica.register(d, stop_replica.StopReplicaHandler(rm, server.broker_epoch))
+
+
+def _tps(update):
+    from kavka.storage.topic_partition import TopicPartition
+
+    return [TopicPartition(t, p) for t, p in (*update.updated, *update.deleted)]
