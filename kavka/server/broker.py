@@ -165,7 +165,7 @@ class KafkaServer:
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.name)
+            server = SocketServer(dispatcher, net, listener.listener_name)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 

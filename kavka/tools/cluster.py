@@ -98,6 +98,7 @@ class LocalCluster:
             self.zk_server.start()
             self.zk_connect = self.zk_server.connect_string + self._chroot
             say(f"ZooKeeper ready at {self.zk_server.connect_string}")
+        self._ensure_chroot()
         for b in self.brokers.values():
             self._write_properties(b)
             self.start_broker(b.broker_id)
@@ -190,6 +191,20 @@ class LocalCluster:
         client = KazooClient(hosts=self.zk_connect)
         client.start(15)
         return client
+
+    def _ensure_chroot(self) -> None:
+        from kazoo.client import KazooClient
+
+        hosts, _, chroot = self.zk_connect.partition("/")
+        if not chroot:
+            return
+        client = KazooClient(hosts=hosts)
+        client.start(15)
+        try:
+            client.ensure_path("/" + chroot)
+        finally:
+            client.stop()
+            client.close()
 
     def registered(self) -> set[int]:
         client = self._zk()
