@@ -50,15 +50,20 @@ class IsrUpdates:
         self._writes: set[asyncio.Task[None]] = set()
 
     def submit(self, partition: Partition, proposal: LeaderAndIsr) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(self._write(partition, proposal))
+        """Write ``proposal`` conditionally on the znode version the
+        partition holds now (the version the proposal was made against)."""
+        expected = partition.zk_version
+        task = asyncio.get_running_loop().create_task(self._write(partition, proposal, expected))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         return task
 
-    async def _write(self, partition: Partition, proposal: LeaderAndIsr) -> None:
+    async def _write(self, partition: Partition, proposal: LeaderAndIsr, expected_version: int) -> None:
         tp = partition.topic_partition
+        if partition.pending_isr is not proposal:
+            return  # a LeaderAndIsr superseded the proposal before it was sent
         try:
-            version = await self._writer.write_isr(tp, proposal, partition.zk_version)
+            version = await self._writer.write_isr(tp, proposal, expected_version)
         except Exception as e:
             logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.isr), e)
             partition.fail_isr_update(proposal, conflict=False)

@@ -219,11 +219,19 @@ class ReplicaManager(ReplicaDataPath):
             try:
                 self._get_or_create_partition(tp).make_leader(state)
                 errors[tp] = int(ErrorCode.NONE)
-            except (StorageError, OSError) as e:
-                logger.error("broker %d could not become leader of %s: %s", self.broker_id, tp, e)
-                errors[tp] = int(error_code_of(e) if isinstance(e, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+            except Exception as e:
+                errors[tp] = self._role_change_failed("leader", tp, e)
             self.complete_delayed_requests(tp)
         return errors
+
+    def _role_change_failed(self, role: str, tp: TopicPartition, exc: Exception) -> int:
+        """One partition's failure must not stop the others (its log dir may
+        be offline): log it and answer its code."""
+        if isinstance(exc, (StorageError, OSError)):
+            logger.error("broker %d could not become %s of %s: %s", self.broker_id, role, tp, exc)
+            return int(error_code_of(exc) if isinstance(exc, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+        logger.exception("broker %d could not become %s of %s", self.broker_id, role, tp)
+        return int(error_code_of(exc))
 
     def _make_followers(
         self, states: dict[TopicPartition, PartitionState], live_leaders: Mapping[int, BrokerEndPoint]
@@ -239,9 +247,8 @@ class ReplicaManager(ReplicaDataPath):
                 if partition.make_follower(state):
                     changed.append(partition)
                 errors[tp] = int(ErrorCode.NONE)
-            except (StorageError, OSError) as e:
-                logger.error("broker %d could not become follower of %s: %s", self.broker_id, tp, e)
-                errors[tp] = int(error_code_of(e) if isinstance(e, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+            except Exception as e:
+                errors[tp] = self._role_change_failed("follower", tp, e)
         self.fetcher_manager.remove_fetcher_for_partitions([p.topic_partition for p in changed])
         by_hw = self.config.truncation_mode == "hw"
         fetch_states: dict[TopicPartition, InitialFetchState] = {}
