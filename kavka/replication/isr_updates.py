@@ -9,7 +9,7 @@
 * ``run_isr_expiration``: the "isr-expiration" task — every
   ``replica.lag.time.max.ms / 2`` ask every partition to shrink.
 * ``run_isr_change_propagation``: the "isr-change-propagation" task —
-  publish batched changes through the ``IsrChangeNotifier``.
+  publish batched changes through the ``IsrChangeListener``.
 
 Event loop only. At most one write per partition is in flight (the
 partition refuses to propose while one is pending).
@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from kavka.replication.isr import IsrChangeNotifier, IsrChangePropagation, IsrWriter
+from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrWriter
 from kavka.replication.partition import Partition
 from kavka.replication.state import LeaderAndIsr
 from kavka.storage.clock import Clock
@@ -35,14 +35,14 @@ class IsrUpdates:
     def __init__(
         self,
         writer: IsrWriter,
-        notifier: IsrChangeNotifier,
+        listener: IsrChangeListener,
         propagation: IsrChangePropagation,
         clock: Clock,
         replica_lag_time_max_ms: int,
         on_change: Callable[[Partition], None],
     ) -> None:
         self._writer = writer
-        self._notifier = notifier
+        self._listener = listener
         self.propagation = propagation
         self._clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
@@ -108,7 +108,7 @@ class IsrUpdates:
         if not due:
             return False
         try:
-            await self._notifier.notify_isr_changes(due)
+            await self._listener.isr_changed(due)
         except Exception as e:
             logger.warning("publishing isr changes of %s failed (%s); retrying later", [str(t) for t in due], e)
             self.propagation.restore(due)

@@ -8,7 +8,7 @@ leader's background tasks (``start``): "isr-expiration" and
 ListOffsets, OffsetsForLeaderEpoch, DeleteRecords — is the mixin
 ``ReplicaDataPath`` (``data_path``).
 
-Seams: ``IsrWriter`` and ``IsrChangeNotifier`` (``isr``: ZooKeeper
+Seams: ``IsrWriter`` and ``IsrChangeListener`` (``isr``: ZooKeeper
 implementations there), ``FetcherManager`` (``fetcher_manager``: the
 follower side; ``FetcherAssignments`` by default), the storage ``Clock``,
 and ``known_partition`` (the broker's metadata cache: does the cluster have
@@ -32,7 +32,7 @@ from typing import Any
 from kavka.common.errors import ErrorCode, error_for
 from kavka.replication.data_path import ReplicaDataPath
 from kavka.replication.fetcher_manager import FetcherAssignments, FetcherManager, InitialFetchState
-from kavka.replication.isr import IsrChangeNotifier, IsrChangePropagation, IsrPropagationConfig, IsrWriter
+from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
 from kavka.replication.isr_updates import IsrUpdates
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
@@ -89,7 +89,7 @@ class ReplicaManager(ReplicaDataPath):
         config: ReplicaManagerConfig,
         *,
         isr_writer: IsrWriter,
-        isr_notifier: IsrChangeNotifier,
+        isr_change_listener: IsrChangeListener,
         fetcher_manager: FetcherManager | None = None,
         clock: Clock | None = None,
         known_partition: Callable[[TopicPartition], bool] | None = None,
@@ -106,7 +106,7 @@ class ReplicaManager(ReplicaDataPath):
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         self.isr_updates = IsrUpdates(
             isr_writer,
-            isr_notifier,
+            isr_change_listener,
             IsrChangePropagation(config.isr_propagation, self.clock.milliseconds()),
             self.clock,
             config.replica_lag_time_max_ms,

@@ -36,7 +36,7 @@ def test_zk_isr_writer_is_conditional_on_the_version():
         assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
         assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None  # stale version
         notifier = ZkIsrChangeNotifier(zk)
-        await notifier.notify_isr_changes([TP])
+        await notifier.isr_changed([TP])
         pending = await zk.get_isr_change_notifications()
         assert [n.partitions for _, n in pending] == [(("orders", 0),)]
         await store.close()

@@ -15,7 +15,7 @@ from kavka.replication.state import BrokerEndPoint
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
 from kavka.storage.topic_partition import TopicPartition
 
-from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingNotifier, batch, log_config, state
+from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 
 LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2, 3)}
 TP1 = TopicPartition("orders", 1)
@@ -27,7 +27,7 @@ def make_rm(log_manager, clock, broker_id: int = 1, **config) -> ReplicaManager:
         log_manager,
         ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, **config),
         isr_writer=MemoryIsrZnodes(),
-        isr_notifier=RecordingNotifier(),
+        isr_change_listener=RecordingIsrListener(),
         clock=clock,
     )
 
@@ -207,7 +207,7 @@ def test_isr_expand_is_written_and_propagated(log_manager, clock):
         assert not await rm.isr_updates.maybe_propagate()  # within the blackout
         clock.advance(5_000)
         assert await rm.isr_updates.maybe_propagate()
-        assert rm.isr_updates._notifier.published == [[TP]]
+        assert rm.isr_updates._listener.published == [[TP]]
 
     asyncio.run(body())
 
