@@ -46,6 +46,13 @@ class LeaderEpochFileCache:
             for epoch, start in self._checkpoint.read():
                 self._append_checked(EpochEntry(epoch, start))
 
+    def enable_persistence(self) -> None:
+        """Start writing the checkpoint (after building a cache in memory
+        instead of reading a malformed file); writes the current entries."""
+        with self._lock:
+            self._persist = True
+            self._flush()
+
     @property
     def path(self) -> Path:
         return self._checkpoint.path

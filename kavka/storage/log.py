@@ -29,7 +29,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from kavka.storage.clock import Clock, SystemClock
-from kavka.storage.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
+from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from kavka.storage.file_records import Buffer
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
@@ -77,7 +77,15 @@ class Log(LogTruncation):
         self._offline: KafkaStorageError | None = None
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
+        try:
+            self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
+        except CheckpointFormatError as e:
+            # Re-learn every epoch from the batches themselves: a full
+            # recovery scan assigns them again (segment_recovery).
+            logger.warning("%s; recovering %s fully to rebuild it", e, self.dir)
+            self.leader_epoch_cache = LeaderEpochFileCache(self.dir, persist=False)
+            self.leader_epoch_cache.enable_persistence()
+            recovery_point, had_clean_shutdown = 0, False
         loaded = LogLoader(
             self.dir,
             config,

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
@@ -185,18 +186,31 @@ class LogTruncation:
 
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Compaction's swap (seed 002 §5.4.2 (6)): ``new_segment`` was written
-        with suffix ``.cleaned``; rename it ``.swap``, put it in the log in
-        place of ``old_segments`` (renamed ``.deleted``), then drop the
-        suffix. A crash between the steps is repaired by §5.3 (2) and (4)."""
+        with suffix ``.cleaned``; it is trimmed and fsynced, renamed ``.swap``
+        (the directory fsynced, so the swap is durable before anything old
+        goes), put in the log in place of ``old_segments`` (renamed
+        ``.deleted``), then its suffix is dropped. A crash between the steps
+        is repaired on load by seed 002 §5.3 (2) and (4). The old segments
+        must be in the log and never include the active segment."""
         with self._lock:
             self._check_online()
+            present = {id(s) for s in self._segments}
+            if any(id(s) not in present for s in old_segments):
+                raise ValueError("replace_segments: an old segment is no longer part of the log")
+            if any(s is self._segments[-1] for s in old_segments):
+                raise ValueError("replace_segments: the active segment is never replaced")
             try:
+                new_segment.on_become_inactive()
                 new_segment.flush()
                 new_segment.change_suffix(SWAP_SUFFIX)
+                fsync_dir(self.dir)
                 self._remove_segments([s for s in old_segments if s is not new_segment])
                 new_segment.change_suffix("")
+                fsync_dir(self.dir)
             except KafkaStorageError as e:
                 raise self._failed(e) from None
+            except OSError as e:
+                raise self._failed(KafkaStorageError("segment swap failed", new_segment.log.path, e)) from None
             segments = sorted(self._segments + [new_segment], key=lambda s: s.base_offset)
             self._segments, self._bases = segments, [s.base_offset for s in segments]
             self._dir_needs_fsync = True

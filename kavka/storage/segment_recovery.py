@@ -35,7 +35,7 @@ from kavka.storage.time_index import NO_TIMESTAMP, TimestampOffset
 if TYPE_CHECKING:
     from kavka.storage.segment import LogSegment
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 2 << 20  # a few MiB: stays in cache between the read copy and the CRC
 
 
 class EpochAssigner(Protocol):

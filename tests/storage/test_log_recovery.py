@@ -250,3 +250,43 @@ def test_batches_larger_than_the_read_buffer_are_checked_streaming(log_dir, cloc
     log = reopen(log_dir, clock, cfg)
     assert log.log_end_offset == 9
     log.close()
+
+
+def test_malformed_epoch_checkpoint_is_rebuilt_from_the_batches(log_dir, clock):
+    log = Log(log_dir, CFG, clock=clock)
+    log.append_as_leader(make_batch(2), 2)
+    log.append_as_leader(make_batch(2), 5)
+    log.flush()
+    log.close()
+    (log_dir / "leader-epoch-checkpoint").write_text("0\n9\ngarbage\n")
+    log = reopen(log_dir, clock, recovery_point=4, had_clean_shutdown=True)
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries()] == [(2, 0), (5, 2)]
+    assert (log_dir / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "2", "2 0", "5 2"]
+    log.close()
+
+
+def test_replace_segments_swaps_a_cleaned_segment_in(log_dir, clock):
+    from kavka.protocol.records.batch import parse_header
+
+    log = fill(log_dir, clock, n=30)
+    segs = log.segments()
+    old = segs[:2]
+    end = segs[2].base_offset
+    kept = [raw for _b, h, raw in scan_dir(log_dir) if h.last_offset < end and h.base_offset % 6 == 0]
+    cleaned = LogSegment(log_dir, old[0].base_offset, CFG, clock, suffix=".cleaned")
+    for raw in kept:
+        h = parse_header(raw)
+        cleaned.append(h.last_offset, h.max_timestamp, h.last_offset, [raw])
+    log.replace_segments(cleaned, old)
+    assert [s.base_offset for s in log.segments()] == [0] + [s.base_offset for s in segs[2:]]
+    names = {p.name for p in log_dir.iterdir()}
+    assert not any(n.endswith((".cleaned", ".swap", ".deleted")) for n in names)  # delay 0: removed
+    expected = [o for o in range(0, end, 2) if o % 6 == 0] + list(range(end, 60, 2))
+    assert [h.base_offset for h, _ in read_all(log)] == expected
+    assert_indexes_agree(log)
+    with pytest.raises(ValueError):
+        log.replace_segments(cleaned, [log.active_segment])
+    log.close()
+    log = reopen(log_dir, clock)
+    assert [h.base_offset for h, _ in read_all(log)] == expected
+    log.close()
