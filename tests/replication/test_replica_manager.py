@@ -153,8 +153,10 @@ def test_acks_all_times_out(log_manager, clock):
         rm = make_rm(log_manager, clock)
         rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
         result = await asyncio.wait_for(rm.append_records(30, -1, {TP: batch(1)}), 5)
-        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT
+        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 0
         assert rm.produce_purgatory.expired_count == 1
+        result = await asyncio.wait_for(rm.append_records(-5, -1, {TP: batch(1)}), 5)  # a negative timeout: none
+        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 1
 
     asyncio.run(body())
 
