@@ -48,6 +48,8 @@ class IsrUpdates:
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._on_change = on_change
         self._writes: set[asyncio.Task[None]] = set()
+        self.shrinks = 0  # ISR changes written, for the IsrShrinksPerSec/IsrExpandsPerSec metrics
+        self.expands = 0
 
     def submit(self, partition: Partition, proposal: LeaderAndIsr) -> asyncio.Task[None]:
         """Write ``proposal`` conditionally on the znode version the
@@ -72,7 +74,12 @@ class IsrUpdates:
             if partition.fail_isr_update(proposal, conflict=True):
                 self._on_change(partition)
             return
+        previous = set(partition.isr)
         if partition.complete_isr_update(proposal, version):
+            if set(proposal.isr) - previous:
+                self.expands += 1
+            if previous - set(proposal.isr):
+                self.shrinks += 1
             self.propagation.record(tp, self._clock.milliseconds())
             partition.maybe_increment_hw()
             self._on_change(partition)

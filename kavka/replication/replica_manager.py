@@ -124,6 +124,10 @@ class ReplicaManager(ReplicaDataPath):
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 
+    def under_replicated_partitions(self) -> list[TopicPartition]:
+        """Partitions led here whose ISR is smaller than their replica set."""
+        return [p.topic_partition for p in self._partitions.values() if p.is_under_replicated]
+
     def missing_partition_error(self, tp: TopicPartition) -> ErrorCode:
         """Kafka's answer for a partition not hosted here: the cluster has
         it (another broker hosts it) or it does not exist."""

@@ -203,7 +203,7 @@ def test_isr_expand_is_written_and_propagated(log_manager, clock):
         await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20)})
         await settle(rm)
         p = rm.get_partition(TP)
-        assert p.isr == (1, 2) and p.zk_version == 1
+        assert p.isr == (1, 2) and p.zk_version == 1 and rm.isr_updates.expands == 1
         writer = rm.isr_updates._writer
         assert [(tp, lai.isr) for tp, lai in writer.writes] == [(TP, (1, 2))]
         assert not await rm.isr_updates.maybe_propagate()  # within the blackout
@@ -245,9 +245,11 @@ def test_isr_write_failure_is_retried(log_manager, clock):
         p = rm.get_partition(TP)
         assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
         rm.isr_updates._writer.unreachable = False
+        assert rm.under_replicated_partitions() == []
         rm.maybe_shrink_isrs()
         await settle(rm)
-        assert p.isr == (1,)
+        assert p.isr == (1,) and rm.isr_updates.shrinks == 1 and rm.isr_updates.expands == 0
+        assert rm.under_replicated_partitions() == [TP]
 
     asyncio.run(body())
 
