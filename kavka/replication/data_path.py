@@ -106,7 +106,7 @@ class ReplicaDataPath:
             for tp, result in results.items()
         }
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]] = asyncio.get_running_loop().create_future()
-        op = DelayedProduce(timeout_ms, statuses, self.get_partition, future)
+        op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future)
         self.produce_purgatory.try_complete_else_watch(op, list(statuses))
         return await future
 

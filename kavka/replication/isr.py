@@ -8,7 +8,7 @@ longer its leader (seed 001 #3). Any other failure raises (e.g. ZooKeeper
 unreachable: the change is retried by the next check).
 ``ZkIsrWriter`` is the implementation over ``KavkaZkClient``.
 
-``IsrChangeNotifier`` (seam): the controller and every broker learn of ISR
+``IsrChangeListener`` (seam): the controller and every broker learn of ISR
 changes through sequential ``/isr_change_notification/isr_change_<seq>``
 znodes (seed 002 §6.3 (4)); ``ZkIsrChangeNotifier`` writes them.
 ``IsrChangePropagation`` decides when: Kafka batches changes and writes one
@@ -16,7 +16,7 @@ notification when changes exist and either none arrived for
 ``blackout_ms`` (5 s) or the last write was ``max_delay_ms`` (60 s) ago;
 the check runs every ``interval_ms`` (2.5 s).
 
-``IsrWriter``/``IsrChangeNotifier`` are awaited on the broker's event loop;
+``IsrWriter``/``IsrChangeListener`` are awaited on the broker's event loop;
 ``IsrChangePropagation`` is a plain value holder used there.
 """
 
@@ -35,8 +35,8 @@ class IsrWriter(Protocol):
     async def write_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr, zk_version: int) -> int | None: ...
 
 
-class IsrChangeNotifier(Protocol):
-    async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None: ...
+class IsrChangeListener(Protocol):
+    async def isr_changed(self, partitions: list[TopicPartition]) -> None: ...
 
 
 class ZkIsrWriter:
@@ -59,12 +59,12 @@ class ZkIsrWriter:
 
 
 class ZkIsrChangeNotifier:
-    """``IsrChangeNotifier`` writing ``/isr_change_notification/isr_change_<seq>``."""
+    """``IsrChangeListener`` writing ``/isr_change_notification/isr_change_<seq>``."""
 
     def __init__(self, zk: KavkaZkClient) -> None:
         self._zk = zk
 
-    async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None:
+    async def isr_changed(self, partitions: list[TopicPartition]) -> None:
         await self._zk.create_isr_change_notification([(tp.topic, tp.partition) for tp in partitions])
 
 

@@ -9,7 +9,7 @@
 * ``run_isr_expiration``: the "isr-expiration" task — every
   ``replica.lag.time.max.ms / 2`` ask every partition to shrink.
 * ``run_isr_change_propagation``: the "isr-change-propagation" task —
-  publish batched changes through the ``IsrChangeNotifier``.
+  publish batched changes through the ``IsrChangeListener``.
 
 Event loop only. At most one write per partition is in flight (the
 partition refuses to propose while one is pending).
@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from kavka.replication.isr import IsrChangeNotifier, IsrChangePropagation, IsrWriter
+from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrWriter
 from kavka.replication.partition import Partition
 from kavka.replication.state import LeaderAndIsr
 from kavka.storage.clock import Clock
@@ -35,30 +35,37 @@ class IsrUpdates:
     def __init__(
         self,
         writer: IsrWriter,
-        notifier: IsrChangeNotifier,
+        listener: IsrChangeListener,
         propagation: IsrChangePropagation,
         clock: Clock,
         replica_lag_time_max_ms: int,
         on_change: Callable[[Partition], None],
     ) -> None:
         self._writer = writer
-        self._notifier = notifier
+        self._listener = listener
         self.propagation = propagation
         self._clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._on_change = on_change
         self._writes: set[asyncio.Task[None]] = set()
+        self.shrinks = 0  # ISR changes written, for the IsrShrinksPerSec/IsrExpandsPerSec metrics
+        self.expands = 0
 
     def submit(self, partition: Partition, proposal: LeaderAndIsr) -> asyncio.Task[None]:
-        task = asyncio.get_running_loop().create_task(self._write(partition, proposal))
+        """Write ``proposal`` conditionally on the znode version the
+        partition holds now (the version the proposal was made against)."""
+        expected = partition.zk_version
+        task = asyncio.get_running_loop().create_task(self._write(partition, proposal, expected))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         return task
 
-    async def _write(self, partition: Partition, proposal: LeaderAndIsr) -> None:
+    async def _write(self, partition: Partition, proposal: LeaderAndIsr, expected_version: int) -> None:
         tp = partition.topic_partition
+        if partition.pending_isr is not proposal:
+            return  # a LeaderAndIsr superseded the proposal before it was sent
         try:
-            version = await self._writer.write_isr(tp, proposal, partition.zk_version)
+            version = await self._writer.write_isr(tp, proposal, expected_version)
         except Exception as e:
             logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.isr), e)
             partition.fail_isr_update(proposal, conflict=False)
@@ -67,7 +74,12 @@ class IsrUpdates:
             if partition.fail_isr_update(proposal, conflict=True):
                 self._on_change(partition)
             return
+        previous = set(partition.isr)
         if partition.complete_isr_update(proposal, version):
+            if set(proposal.isr) - previous:
+                self.expands += 1
+            if previous - set(proposal.isr):
+                self.shrinks += 1
             self.propagation.record(tp, self._clock.milliseconds())
             partition.maybe_increment_hw()
             self._on_change(partition)
@@ -103,7 +115,7 @@ class IsrUpdates:
         if not due:
             return False
         try:
-            await self._notifier.notify_isr_changes(due)
+            await self._listener.isr_changed(due)
         except Exception as e:
             logger.warning("publishing isr changes of %s failed (%s); retrying later", [str(t) for t in due], e)
             self.propagation.restore(due)

@@ -85,6 +85,12 @@ class Partition(PartitionReads):
     def pending_isr(self) -> LeaderAndIsr | None:
         return self._pending_isr
 
+    @property
+    def is_under_replicated(self) -> bool:
+        """Led here with fewer in-sync replicas than assigned (Kafka's
+        UnderReplicatedPartitions metric; seed 002 health check)."""
+        return self.is_leader and len(self.isr) < len(self.assigned_replicas)
+
     def replica(self, broker_id: int) -> Replica | None:
         """A follower's state at this leader (None when not assigned)."""
         return self._remote.get(broker_id)

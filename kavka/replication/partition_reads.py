@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from kavka.common.errors import (
     ErrorCode,
     FencedLeaderEpochError,
+    InvalidRequestError,
     NotLeaderOrFollowerError,
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
@@ -37,7 +38,9 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.storage.errors import StorageError
-from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, TimestampAndOffset
+from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
+
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405)
 
 if TYPE_CHECKING:
     from kavka.replication.replica import Replica
@@ -141,6 +144,13 @@ class PartitionReads:
         has not reached the start of its epoch answers OFFSET_NOT_AVAILABLE
         to consumers (KIP-207): its HW may still be below the old leader's."""
         self.check_leader_epoch(current_leader_epoch)
+        if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+            timestamp = EARLIEST_TIMESTAMP  # no tiered storage: the local log start is the log start
+        elif timestamp < 0 and timestamp not in (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP):
+            raise InvalidRequestError(
+                f"ListOffsets timestamp {timestamp} for {self.topic_partition} is not supported; use a time in ms "
+                f"or -1 (latest), -2 (earliest), -3 (max timestamp), -4 (earliest local)"
+            )
         log = self.log
         if isolation is None or isolation is FetchIsolation.LOG_END:
             last_fetchable = log.log_end_offset

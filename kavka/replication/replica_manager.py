@@ -8,7 +8,7 @@ leader's background tasks (``start``): "isr-expiration" and
 ListOffsets, OffsetsForLeaderEpoch, DeleteRecords — is the mixin
 ``ReplicaDataPath`` (``data_path``).
 
-Seams: ``IsrWriter`` and ``IsrChangeNotifier`` (``isr``: ZooKeeper
+Seams: ``IsrWriter`` and ``IsrChangeListener`` (``isr``: ZooKeeper
 implementations there), ``FetcherManager`` (``fetcher_manager``: the
 follower side; ``FetcherAssignments`` by default), the storage ``Clock``,
 and ``known_partition`` (the broker's metadata cache: does the cluster have
@@ -32,7 +32,7 @@ from typing import Any
 from kavka.common.errors import ErrorCode, error_for
 from kavka.replication.data_path import ReplicaDataPath
 from kavka.replication.fetcher_manager import FetcherAssignments, FetcherManager, InitialFetchState
-from kavka.replication.isr import IsrChangeNotifier, IsrChangePropagation, IsrPropagationConfig, IsrWriter
+from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
 from kavka.replication.isr_updates import IsrUpdates
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
@@ -89,7 +89,7 @@ class ReplicaManager(ReplicaDataPath):
         config: ReplicaManagerConfig,
         *,
         isr_writer: IsrWriter,
-        isr_notifier: IsrChangeNotifier,
+        isr_change_listener: IsrChangeListener,
         fetcher_manager: FetcherManager | None = None,
         clock: Clock | None = None,
         known_partition: Callable[[TopicPartition], bool] | None = None,
@@ -106,7 +106,7 @@ class ReplicaManager(ReplicaDataPath):
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         self.isr_updates = IsrUpdates(
             isr_writer,
-            isr_notifier,
+            isr_change_listener,
             IsrChangePropagation(config.isr_propagation, self.clock.milliseconds()),
             self.clock,
             config.replica_lag_time_max_ms,
@@ -123,6 +123,10 @@ class ReplicaManager(ReplicaDataPath):
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
+
+    def under_replicated_partitions(self) -> list[TopicPartition]:
+        """Partitions led here whose ISR is smaller than their replica set."""
+        return [p.topic_partition for p in self._partitions.values() if p.is_under_replicated]
 
     def missing_partition_error(self, tp: TopicPartition) -> ErrorCode:
         """Kafka's answer for a partition not hosted here: the cluster has
@@ -219,11 +223,19 @@ class ReplicaManager(ReplicaDataPath):
             try:
                 self._get_or_create_partition(tp).make_leader(state)
                 errors[tp] = int(ErrorCode.NONE)
-            except (StorageError, OSError) as e:
-                logger.error("broker %d could not become leader of %s: %s", self.broker_id, tp, e)
-                errors[tp] = int(error_code_of(e) if isinstance(e, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+            except Exception as e:
+                errors[tp] = self._role_change_failed("leader", tp, e)
             self.complete_delayed_requests(tp)
         return errors
+
+    def _role_change_failed(self, role: str, tp: TopicPartition, exc: Exception) -> int:
+        """One partition's failure must not stop the others (its log dir may
+        be offline): log it and answer its code."""
+        if isinstance(exc, (StorageError, OSError)):
+            logger.error("broker %d could not become %s of %s: %s", self.broker_id, role, tp, exc)
+            return int(error_code_of(exc) if isinstance(exc, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+        logger.exception("broker %d could not become %s of %s", self.broker_id, role, tp)
+        return int(error_code_of(exc))
 
     def _make_followers(
         self, states: dict[TopicPartition, PartitionState], live_leaders: Mapping[int, BrokerEndPoint]
@@ -239,9 +251,8 @@ class ReplicaManager(ReplicaDataPath):
                 if partition.make_follower(state):
                     changed.append(partition)
                 errors[tp] = int(ErrorCode.NONE)
-            except (StorageError, OSError) as e:
-                logger.error("broker %d could not become follower of %s: %s", self.broker_id, tp, e)
-                errors[tp] = int(error_code_of(e) if isinstance(e, StorageError) else ErrorCode.KAFKA_STORAGE_ERROR)
+            except Exception as e:
+                errors[tp] = self._role_change_failed("follower", tp, e)
         self.fetcher_manager.remove_fetcher_for_partitions([p.topic_partition for p in changed])
         by_hw = self.config.truncation_mode == "hw"
         fetch_states: dict[TopicPartition, InitialFetchState] = {}

@@ -75,11 +75,11 @@ class MemoryIsrZnodes:
         return current + 1
 
 
-class RecordingNotifier:
+class RecordingIsrListener:
     def __init__(self) -> None:
         self.published: list[list[TopicPartition]] = []
 
-    async def notify_isr_changes(self, partitions: list[TopicPartition]) -> None:
+    async def isr_changed(self, partitions: list[TopicPartition]) -> None:
         self.published.append(list(partitions))
 
 

@@ -8,6 +8,7 @@ import pytest
 from kavka.common.errors import (
     ErrorCode,
     FencedLeaderEpochError,
+    InvalidRequestError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     OffsetNotAvailableError,
@@ -281,6 +282,9 @@ def test_list_offsets_bounds(log, clock):
     assert p.fetch_offset_for_timestamp(EARLIEST_TIMESTAMP, FetchIsolation.HIGH_WATERMARK).offset == 0
     assert p.fetch_offset_for_timestamp(T0 + 2, FetchIsolation.HIGH_WATERMARK) is None  # not yet committed
     assert p.fetch_offset_for_timestamp(T0 + 2, None).offset == 2
+    assert p.fetch_offset_for_timestamp(-4, FetchIsolation.HIGH_WATERMARK).offset == 0
+    with pytest.raises(InvalidRequestError):
+        p.fetch_offset_for_timestamp(-7, FetchIsolation.HIGH_WATERMARK)
 
 
 def test_new_leader_with_lagging_hw_answers_offset_not_available(log, clock):

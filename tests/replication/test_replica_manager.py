@@ -15,7 +15,7 @@ from kavka.replication.state import BrokerEndPoint
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
 from kavka.storage.topic_partition import TopicPartition
 
-from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingNotifier, batch, log_config, state
+from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 
 LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2, 3)}
 TP1 = TopicPartition("orders", 1)
@@ -27,7 +27,7 @@ def make_rm(log_manager, clock, broker_id: int = 1, **config) -> ReplicaManager:
         log_manager,
         ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, **config),
         isr_writer=MemoryIsrZnodes(),
-        isr_notifier=RecordingNotifier(),
+        isr_change_listener=RecordingIsrListener(),
         clock=clock,
     )
 
@@ -153,8 +153,10 @@ def test_acks_all_times_out(log_manager, clock):
         rm = make_rm(log_manager, clock)
         rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
         result = await asyncio.wait_for(rm.append_records(30, -1, {TP: batch(1)}), 5)
-        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT
+        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 0
         assert rm.produce_purgatory.expired_count == 1
+        result = await asyncio.wait_for(rm.append_records(-5, -1, {TP: batch(1)}), 5)  # a negative timeout: none
+        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 1
 
     asyncio.run(body())
 
@@ -201,13 +203,13 @@ def test_isr_expand_is_written_and_propagated(log_manager, clock):
         await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20)})
         await settle(rm)
         p = rm.get_partition(TP)
-        assert p.isr == (1, 2) and p.zk_version == 1
+        assert p.isr == (1, 2) and p.zk_version == 1 and rm.isr_updates.expands == 1
         writer = rm.isr_updates._writer
         assert [(tp, lai.isr) for tp, lai in writer.writes] == [(TP, (1, 2))]
         assert not await rm.isr_updates.maybe_propagate()  # within the blackout
         clock.advance(5_000)
         assert await rm.isr_updates.maybe_propagate()
-        assert rm.isr_updates._notifier.published == [[TP]]
+        assert rm.isr_updates._listener.published == [[TP]]
 
     asyncio.run(body())
 
@@ -243,9 +245,11 @@ def test_isr_write_failure_is_retried(log_manager, clock):
         p = rm.get_partition(TP)
         assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
         rm.isr_updates._writer.unreachable = False
+        assert rm.under_replicated_partitions() == []
         rm.maybe_shrink_isrs()
         await settle(rm)
-        assert p.isr == (1,)
+        assert p.isr == (1,) and rm.isr_updates.shrinks == 1 and rm.isr_updates.expands == 0
+        assert rm.under_replicated_partitions() == [TP]
 
     asyncio.run(body())
 

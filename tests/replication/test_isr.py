@@ -1,0 +1,121 @@
+"""The ZooKeeper ISR writer and notifier (on the in-memory ZooKeeper double),
+the propagation schedule, the fetcher assignment table and Replica's rules."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kavka.common.broker_config import KafkaConfig
+from kavka.replication.fetcher_manager import FetcherAssignments, InitialFetchState
+from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
+from kavka.replication.replica import Replica
+from kavka.replication.replica_manager import ReplicaManagerConfig
+from kavka.replication.state import BrokerEndPoint, LeaderAndIsr, PartitionState
+from kavka.storage.topic_partition import TopicPartition
+from kavka.zk.brokers import PartitionStateZNode
+from kavka.zk.client import KavkaZkClient
+from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
+
+from .conftest import TP
+
+
+def test_zk_isr_writer_is_conditional_on_the_version():
+    async def body():
+        store = InMemoryZkStore(InMemoryZooKeeper())
+        await store.start()
+        zk = KavkaZkClient(store)
+        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+        await store.create(initial.znode_path, initial.encode(), make_parents=True)
+        writer = ZkIsrWriter(zk)
+        version = await writer.write_isr(TP, LeaderAndIsr(1, 4, (1, 2), 7), 0)
+        assert version == 1
+        data, _ = await store.get(initial.znode_path)
+        written = PartitionStateZNode.decode(data, initial.znode_path)
+        assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
+        assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None  # stale version
+        notifier = ZkIsrChangeNotifier(zk)
+        await notifier.isr_changed([TP])
+        pending = await zk.get_isr_change_notifications()
+        assert [n.partitions for _, n in pending] == [(("orders", 0),)]
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_propagation_waits_for_quiet_or_max_delay():
+    prop = IsrChangePropagation(IsrPropagationConfig(interval_ms=10, blackout_ms=100, max_delay_ms=1000), now_ms=0)
+    assert prop.due(50) is None
+    for t in range(0, 1000, 50):  # changes keep arriving: only the max delay lets them out
+        prop.record(TopicPartition("t", t % 3), t)
+        if t < 1000 - 50:
+            assert prop.due(t) is None
+    prop.record(TP, 990)
+    assert prop.due(1000) == sorted([TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2), TP])
+    assert prop.due(1400) is None  # nothing pending
+    prop.record(TP, 1500)
+    assert prop.due(1550) is None and prop.due(1600) == [TP]  # quiet for the blackout
+    prop.restore([TP])
+    assert prop.pending == frozenset({TP})
+
+
+def test_fetcher_assignments_group_by_source_and_fetcher():
+    table = FetcherAssignments(num_fetchers=2)
+    leader2, leader3 = BrokerEndPoint(2, "127.0.0.1", 9092), BrokerEndPoint(3, "127.0.0.1", 9093)
+    tps = [TopicPartition("orders", i) for i in range(6)]
+    table.add_fetcher_for_partitions({tp: InitialFetchState(leader2, 1, 0) for tp in tps[:4]})
+    table.add_fetcher_for_partitions({tps[4]: InitialFetchState(leader3, 1, 0)})
+    fetchers = table.fetchers()
+    assert sum(len(v) for v in fetchers.values()) == 5
+    assert {k.broker_id for k in fetchers} == {2, 3} and all(k.fetcher_id in (0, 1) for k in fetchers)
+    assert table.fetcher_id(tps[0]) == FetcherAssignments(2).fetcher_id(tps[0])  # stable across instances
+    table.add_fetcher_for_partitions({tps[0]: InitialFetchState(leader3, 2, 5)})  # leader moved
+    assert table.fetch_state(tps[0]).leader == leader3
+    table.remove_fetcher_for_partitions([tps[4], tps[0]])
+    table.shutdown_idle_fetchers()
+    assert {k.broker_id for k in table.fetchers()} == {2}
+    with pytest.raises(ValueError):
+        FetcherAssignments(0)
+
+
+def test_replica_caught_up_rules():
+    r = Replica(2)
+    r.reset(now_ms=100, leader_end_offset=10, in_sync=True)
+    assert r.log_end_offset == -1 and r.last_caught_up_time_ms == 100
+    r.update_fetch_state(10, 0, 200, leader_end_offset=10)
+    assert r.last_caught_up_time_ms == 200
+    r.update_fetch_state(10, 0, 300, leader_end_offset=20)  # behind now, but had what the leader had at 200
+    assert r.last_caught_up_time_ms == 200
+    r.update_fetch_state(15, 0, 400, leader_end_offset=30)  # did not reach 20 (the LEO at 300)
+    assert r.last_caught_up_time_ms == 200
+    assert not r.is_caught_up(30, 400 + 1, max_lag_ms=200)
+    assert r.is_caught_up(15, 10_000, max_lag_ms=200)  # at the leader's LEO
+    out = Replica(3)
+    out.reset(now_ms=100, leader_end_offset=10, in_sync=False)
+    assert out.last_caught_up_time_ms == 0
+
+
+def test_values_check_their_invariants():
+    with pytest.raises(ValueError):
+        PartitionState("t", 0, 1, 5, 0, (1, 2), 0, (1, 2))  # leader not in the isr
+    with pytest.raises(ValueError):
+        PartitionState("t", 0, 1, 1, 0, (1, 1), 0, (1,))
+    with pytest.raises(ValueError):
+        LeaderAndIsr(1, 0, (2,), 0)
+    with pytest.raises(ValueError):
+        ReplicaManagerConfig(truncation_mode="fast")
+
+
+def test_config_from_broker_properties():
+    cfg = KafkaConfig.from_props(
+        {
+            "broker.id": "1",
+            "zookeeper.connect": "127.0.0.1:2181",
+            "replica.lag.time.max.ms": "5000",
+            "replica.truncation.mode": "hw",
+            "num.replica.fetchers": "3",
+        }
+    )
+    rm_cfg = ReplicaManagerConfig.from_broker(cfg)
+    assert (rm_cfg.replica_lag_time_max_ms, rm_cfg.truncation_mode, rm_cfg.num_replica_fetchers) == (5000, "hw", 3)
