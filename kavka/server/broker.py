@@ -153,7 +153,7 @@ class KafkaServer:
 
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
-            isr_writer=ZkIsrWriter(self.zk), isr_notifier=ZkIsrChangeNotifier(self.zk),
+            isr_writer=ZkIsrWriter(self.zk), isr_change_listener=ZkIsrChangeNotifier(self.zk),
             known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
         self.replica_manager.start()
         admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(self.metadata_cache.brokers),
