@@ -6,5 +6,17 @@ Pure cores, no I/O: ``context`` (cluster state and value types),
 ``partition_state`` and ``replica_state`` (state machines' states and
 transition rules), ``election`` (leader election functions),
 ``assignment`` (replica placement), ``rebalance`` (preferred-leader
-imbalance). On ZooKeeper only: ``elector`` (competing for ``/controller``).
+imbalance), ``events`` (the event values), ``settings`` (ControllerConfig).
+
+Runtime (one asyncio task per broker, on the broker's loop):
+``controller.KafkaController`` (what a broker embeds: election through
+``elector``, the single event queue of ``event_manager``, resignation and
+re-election), ``active.ActiveController`` (one epoch's state and
+reactions), ``zk_events`` (failover steps and ZooKeeper-triggered
+handlers), ``partition_state_machine`` / ``replica_state_machine`` (the
+transitions' effects: fenced, batched ZooKeeper writes through
+``leader_isr_update``; requests through ``request_batch``),
+``topic_deletion``, ``channel`` (per-broker queues over the
+``BrokerTransport`` seam; ``broker_transport`` is the real one over
+``kavka.client``), ``state_change_log`` (state-change.log lines).
 """

@@ -1,6 +1,6 @@
 """The controller's side of ``state-change.log`` (seed 000 §State Change Log
 Merge Tool): one line per partition or replica state change and per
-request sent, on the ``state.change.logger`` logger, which the broker
+request sent, on the ``kavka.state.change`` logger, which the broker
 routes to ``state-change.log`` in its log directory.
 
 Line format (after the logging handler's timestamp)::
@@ -23,7 +23,7 @@ from kavka.controller.context import LeaderAndIsr, PartitionReplica, TopicPartit
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.replica_state import ReplicaState
 
-STATE_CHANGE_LOGGER = "state.change.logger"
+STATE_CHANGE_LOGGER = "kavka.state.change"
 
 
 class StateChangeLogger:

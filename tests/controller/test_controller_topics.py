@@ -154,3 +154,24 @@ def test_isr_change_notification_updates_metadata_and_is_deleted(memory_cluster)
         assert c.transport.requests("LeaderAndIsr") == []
 
     c.run(body)
+
+
+def test_partition_without_live_replicas_comes_online_when_a_replica_starts(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        await c.start_broker(1)
+        ctl = await c.start_controller(1)
+        await c.until(lambda: ctl.is_active, "controller")
+        await c.create_topic("t", {0: (1,), 1: (2, 3)})  # brokers 2 and 3 are not up
+        await c.until(lambda: c.state("t", 0), "partition 0")
+        await c.settle()
+        assert await c.state("t", 1) is None  # NEW: nobody to lead it
+        await c.start_broker(3)
+        await c.until(lambda: c.state("t", 1), "partition 1 created once broker 3 registers")
+        await c.settle()
+        assert await c.state("t", 1) == PartitionStateZNode("t", 1, 3, 0, (3,), 1)
+        (req,) = [r for r in c.transport.requests("LeaderAndIsr", 3)]
+        assert c.partitions_of(req)[("t", 1)].is_new
+
+    c.run(body)
