@@ -50,3 +50,27 @@ def zk_chroot(zookeeper: str) -> Iterator[str]:
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def make_cluster(zk_chroot: str, tmp_path):
+    """A factory of local clusters of real broker processes on this test's
+    ZooKeeper chroot: ``cluster = make_cluster(brokers=3, config={...})``.
+    Every cluster made is stopped (SIGTERM, then SIGKILL) after the test;
+    on failure the brokers' last log lines are in the assertion output of
+    ``LocalCluster`` errors and the logs stay under ``tmp_path``."""
+    from kavka.tools.cluster import LocalCluster
+
+    made: list[LocalCluster] = []
+
+    def make(brokers: int = 3, config: dict | None = None, start: bool = True) -> LocalCluster:
+        cluster = LocalCluster(brokers, tmp_path / f"cluster-{len(made)}", zookeeper=zk_chroot,
+                               config=config or {})
+        made.append(cluster)
+        if start:
+            cluster.start()
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
