@@ -166,6 +166,11 @@ class LogCleaner:
         """Whether cleaner threads were started and not shut down."""
         return bool(self._threads)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether ``shutdown`` has begun (running passes abort at their next check)."""
+        return self._stop.is_set()
+
     def wakeup(self) -> None:
         """End the backoff sleep of idle threads (a log became cleanable)."""
         self._wake.set()
