@@ -104,8 +104,9 @@ def test_cleaner_settings_come_from_broker_props(tmp_path):
 def test_cleaner_threads_compact_a_topic_and_shut_down_cleanly(tmp_path):
     clock = ManualClock(T0)
     m = manager(tmp_path, clock)
+    others = len(cleaner_threads())  # left by nothing, unless an earlier test failed
     m.startup()
-    assert len(cleaner_threads()) == 2
+    assert len(cleaner_threads()) == others + 2
     log = m.get_or_create_log("orders", 0)
     fill(log, 300, keys=7)
     original = read_records(log)
@@ -113,7 +114,7 @@ def test_cleaner_threads_compact_a_topic_and_shut_down_cleanly(tmp_path):
     wait_until(lambda: checkpoints(m).get(tp) == 300, "the cleaner threads to clean up to the log end")
     assert read_records(log) == expected_after_clean(original, 300)
     m.shutdown()
-    assert cleaner_threads() == []
+    assert len(cleaner_threads()) == others
     assert (tmp_path / "d" / CLEAN_SHUTDOWN_FILE).exists()
 
 
