@@ -175,3 +175,34 @@ def test_partition_without_live_replicas_comes_online_when_a_replica_starts(memo
         assert c.partitions_of(req)[("t", 1)].is_new
 
     c.run(body)
+
+
+def test_malformed_znodes_are_skipped_not_fatal(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        for b in (1, 2):
+            await c.start_broker(b)
+        await c.create_topic("good", {0: (1,)})
+        await c.admin.store.create("/brokers/topics/bad", b"{not json", make_parents=True)
+        await c.admin.store.create("/brokers/topics/good2/partitions/0/state", b'{"version":1,"leader":"x"}', make_parents=True)
+        await c.admin.store.set("/brokers/topics/good2", TopicZNode("good2", {0: (2,), 1: (2,)}).encode())
+        ctl = await c.start_controller(1)
+        await c.until(lambda: ctl.is_active, "controller")
+        await c.until(lambda: c.state("good2", 1), "good2-1 created")
+        await c.settle()
+        assert ctl.failovers == 1 and ctl.is_active
+        assert await c.state("good", 0) == PartitionStateZNode("good", 0, 1, 0, (1,), 1)
+        assert "bad" not in ctl.active.context.assignments
+        # A malformed ISR notification is deleted; the valid one is acted on.
+        await c.admin.store.create("/isr_change_notification/isr_change_0000000099", b"[]")
+        c.transport.clear()
+        await c.clients[1].create_isr_change_notification([("good", 0)])
+        await c.until(lambda: c.transport.requests("UpdateMetadata"), "UpdateMetadata for good-0")
+        await c.settle()
+        assert await c.admin.store.get_children(ISR_CHANGE_NOTIFICATION_PATH) == []
+        # Fixing the bad topic's znode is noticed (its data watch stayed armed).
+        await c.admin.store.set("/brokers/topics/bad", TopicZNode("bad", {0: (2,)}).encode())
+        await c.until(lambda: c.state("bad", 0), "bad-0 created once valid")
+
+    c.run(body)
