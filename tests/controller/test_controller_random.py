@@ -1,7 +1,7 @@
-"""Random sequences of cluster events against the controller (in-memory
-ZooKeeper, seeded, bounded): brokers die and return, the controller's
-broker crashes (another candidate takes over), topics are created and
-deleted. After each step settles, the invariants of seeds 000/001 hold:
+"""Random sequences of cluster events against the controller (seeded,
+bounded; on the in-memory ZooKeeper, and a shorter run on the real one):
+brokers die and return, the controller's broker crashes (another candidate
+takes over), leaders shrink ISRs, topics are created and deleted. After each step settles, the invariants of seeds 000/001 hold:
 
 - one active controller, its epoch never decreasing;
 - every partition state: leader -1 or a live broker in the ISR; ISR within
@@ -175,3 +175,23 @@ def test_random_cluster_events_keep_the_invariants(memory_cluster, seed: int) ->
             assert not await c.exists(f"/brokers/topics/{t}"), t
 
     c.run(body, timeout=120)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_cluster_events_on_real_zookeeper(real_cluster, seed: int) -> None:
+    c = real_cluster
+    rng = random.Random(1000 + seed)
+
+    async def body() -> None:
+        m = Model(c, rng)
+        for b in BROKERS:
+            await m.start(b)
+        await m.check("startup")
+        for i in range(12):
+            what = await m.step()
+            await m.check(f"step {i} ({what}), seed {seed}")
+        for b in sorted(set(BROKERS) - m.live):
+            await m.start(b)
+        await m.check(f"all brokers back, seed {seed}")
+
+    c.run(body, timeout=240)
