@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 from kavka.controller.active import ActiveController
 from kavka.controller.context import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
@@ -74,14 +75,26 @@ def _set_assignment(active: ActiveController, topic: TopicZNode, only: set[int] 
 
 
 async def _read_topics(active: ActiveController, topics: list[str]) -> dict[str, TopicZNode]:
-    """Each topic's assignment, arming its data watch (added partitions)."""
+    """Each topic's assignment, arming its data watch (added partitions).
+    A topic without a topic id (created by an older tool) gets one, written
+    conditionally as Kafka's controller does (KIP-516), so LeaderAndIsr v5
+    and UpdateMetadata v7 carry a real id."""
 
     async def one(topic: str) -> tuple[TopicZNode, int] | None:
         try:
-            return await active.zk.get_topic(topic, active.watch(PartitionModifications(topic)))
+            found = await active.zk.get_topic(topic, active.watch(PartitionModifications(topic)))
         except ZnodeDataError as e:  # the watch is set: a corrected znode is read again
             log.error("controller: ignoring topic %s until its assignment is valid: %s", topic, e)
             return None
+        if found is None or found[0].topic_id is not None:
+            return found
+        node, version = found
+        with_id = TopicZNode(node.topic, node.partitions, uuid.uuid4(), node.adding_replicas, node.removing_replicas)
+        new_version = await active.zk.set_topic_assignment(with_id, version)
+        if new_version is None:
+            return found  # changed meanwhile: the data watch fires and it is read again
+        log.info("controller: topic %s had no topic id; assigned %s", topic, with_id.topic_id)
+        return with_id, new_version
 
     found = await asyncio.gather(*(one(t) for t in topics))
     return {t: f[0] for t, f in zip(topics, found) if f is not None}

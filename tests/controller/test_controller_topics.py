@@ -4,6 +4,8 @@ Failover, §创建 Topic)."""
 
 from __future__ import annotations
 
+import uuid
+
 from kavka.zk.brokers import PartitionStateZNode, TopicZNode
 from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH
 
@@ -204,5 +206,26 @@ def test_malformed_znodes_are_skipped_not_fatal(memory_cluster) -> None:
         # Fixing the bad topic's znode is noticed (its data watch stayed armed).
         await c.admin.store.set("/brokers/topics/bad", TopicZNode("bad", {0: (2,)}).encode())
         await c.until(lambda: c.state("bad", 0), "bad-0 created once valid")
+
+    c.run(body)
+
+
+def test_topics_without_an_id_get_one_and_requests_carry_it(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        await c.start_broker(1)
+        await c.create_topic("old", {0: (1,)})  # no topic id, as older tools wrote it
+        known = uuid.uuid4()
+        await c.admin.create_topic(TopicZNode("new", {0: (1,)}, known), {})
+        ctl = await c.start_controller(1)
+        await c.until(lambda: ctl.is_active, "controller")
+        await c.until(lambda: c.state("new", 0), "partitions")
+        await c.settle()
+        old = (await c.admin.get_topic("old"))[0]
+        assert old.topic_id is not None and old.partitions == {0: (1,)}
+        assert (await c.admin.get_topic("new"))[0].topic_id == known  # kept
+        ids = {ts.topic_name: ts.topic_id for r in c.transport.requests("LeaderAndIsr", 1) for ts in r.topic_states}
+        assert ids == {"old": old.topic_id, "new": known}
 
     c.run(body)
