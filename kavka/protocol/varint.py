@@ -93,7 +93,7 @@ class VarintDecodeError(DecodeError):
         super().__init__(reason)
 
 
-def _read_unsigned(buf, pos: int, max_bytes: int, bits: int, what: str) -> tuple[int, int]:
+def _read_unsigned(buf, pos: int, max_bytes: int, limit: int, what: str) -> tuple[int, int]:
     # Multi-byte slow path shared by every reader; the one- and two-byte
     # cases are unrolled by the callers because they cover most lengths and
     # deltas in practice.
@@ -105,17 +105,17 @@ def _read_unsigned(buf, pos: int, max_bytes: int, bits: int, what: str) -> tuple
         # A byte past the width is wrong whatever follows, so say so even
         # when the buffer also ends there.
         if pos - start >= max_bytes:
-            raise VarintDecodeError(VarintProblem.TOO_LONG, what, start, max_bytes, bits)
+            raise VarintDecodeError(VarintProblem.TOO_LONG, what, start, max_bytes, limit.bit_length())
         if pos >= end:
-            raise VarintDecodeError(VarintProblem.TRUNCATED, what, start, max_bytes, bits)
+            raise VarintDecodeError(VarintProblem.TRUNCATED, what, start, max_bytes, limit.bit_length())
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             break
         shift += 7
-    if result >> bits:
-        raise VarintDecodeError(VarintProblem.TOO_LARGE, what, start, max_bytes, bits, result)
+    if result > limit:
+        raise VarintDecodeError(VarintProblem.TOO_LARGE, what, start, max_bytes, limit.bit_length(), result)
     return result, pos
 
 
@@ -127,9 +127,11 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
         raise VarintDecodeError(VarintProblem.TRUNCATED, "unsigned varint", pos, MAX_VARINT_BYTES, 32) from None
     if b < 0x80:
         return b, pos + 1
-    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
-        return (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
-    return _read_unsigned(buf, pos, MAX_VARINT_BYTES, 32, "unsigned varint")
+    if pos + 1 < len(buf):
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
+    return _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "unsigned varint")
 
 
 def read_varint(buf, pos: int) -> tuple[int, int]:
@@ -140,10 +142,12 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         raise VarintDecodeError(VarintProblem.TRUNCATED, "varint", pos, MAX_VARINT_BYTES, 32) from None
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
-    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
-        raw = (b & 0x7F) | (buf[pos + 1] << 7)
-        return (raw >> 1) ^ -(raw & 1), pos + 2
-    raw, pos = _read_unsigned(buf, pos, MAX_VARINT_BYTES, 32, "varint")
+    if pos + 1 < len(buf):
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    raw, pos = _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "varint")
     return (raw >> 1) ^ -(raw & 1), pos
 
 
@@ -155,10 +159,12 @@ def read_varlong(buf, pos: int) -> tuple[int, int]:
         raise VarintDecodeError(VarintProblem.TRUNCATED, "varlong", pos, MAX_VARLONG_BYTES, 64) from None
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
-    if pos + 1 < len(buf) and buf[pos + 1] < 0x80:
-        raw = (b & 0x7F) | (buf[pos + 1] << 7)
-        return (raw >> 1) ^ -(raw & 1), pos + 2
-    raw, pos = _read_unsigned(buf, pos, MAX_VARLONG_BYTES, 64, "varlong")
+    if pos + 1 < len(buf):
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
+    raw, pos = _read_unsigned(buf, pos, MAX_VARLONG_BYTES, UINT64_MAX, "varlong")
     return (raw >> 1) ^ -(raw & 1), pos
 
 
@@ -169,10 +175,14 @@ def _append_unsigned(value: int, out: bytearray) -> None:
     out.append(value)
 
 
+def _outside_uint32(value: int) -> EncodeError:
+    return EncodeError(f"unsigned varint value {value} is outside uint32")
+
+
 def append_uvarint(value: int, out: bytearray) -> None:
     """Append ``value`` (0..2**32-1) as an unsigned varint."""
     if not 0 <= value <= UINT32_MAX:
-        raise EncodeError(f"unsigned varint value {value} is outside uint32")
+        raise _outside_uint32(value)
     _append_unsigned(value, out)
 
 
@@ -213,15 +223,20 @@ def encode_uvarint(value: int) -> bytes:
     """``value`` (0..2**32-1) as an unsigned varint."""
     if 0 <= value < 0x80:
         return _ONE_BYTE[value]
+    if 0 < value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if not 0 <= value <= UINT32_MAX:
+        raise _outside_uint32(value)
     out = bytearray()
-    append_uvarint(value, out)
+    _append_unsigned(value, out)
     return bytes(out)
 
 
 def encode_varint(value: int) -> bytes:
     """``value`` (an int32) as a zigzag varint."""
-    if -0x40 <= value < 0x40:
-        return _ONE_BYTE[(value << 1) ^ (value >> 31)]
+    if -0x2000 <= value < 0x2000:  # one or two bytes
+        z = (value << 1) ^ (value >> 31)
+        return _ONE_BYTE[z] if z < 0x80 else bytes(((z & 0x7F) | 0x80, z >> 7))
     out = bytearray()
     append_varint(value, out)
     return bytes(out)
