@@ -134,38 +134,32 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
     return _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "unsigned varint")
 
 
-def read_varint(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varint (int32) at ``pos`` -> ``(value, next_pos)``."""
-    try:
-        b = buf[pos]
-    except IndexError:
-        raise VarintDecodeError(VarintProblem.TRUNCATED, "varint", pos, MAX_VARINT_BYTES, 32) from None
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    if pos + 1 < len(buf):
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            raw = (b & 0x7F) | (b2 << 7)
-            return (raw >> 1) ^ -(raw & 1), pos + 2
-    raw, pos = _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "varint")
-    return (raw >> 1) ^ -(raw & 1), pos
+def _zigzag_reader(max_bytes: int, limit: int, what: str):
+    # read_varint and read_varlong differ only in these three constants.
+    bits = limit.bit_length()
+
+    def read(buf, pos: int) -> tuple[int, int]:
+        try:
+            b = buf[pos]
+        except IndexError:
+            raise VarintDecodeError(VarintProblem.TRUNCATED, what, pos, max_bytes, bits) from None
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        if pos + 1 < len(buf):
+            b2 = buf[pos + 1]
+            if b2 < 0x80:
+                raw = (b & 0x7F) | (b2 << 7)
+                return (raw >> 1) ^ -(raw & 1), pos + 2
+        raw, pos = _read_unsigned(buf, pos, max_bytes, limit, what)
+        return (raw >> 1) ^ -(raw & 1), pos
+
+    read.__name__ = read.__qualname__ = f"read_{what}"
+    read.__doc__ = f"Zigzag {what} (int{bits}) at ``pos`` -> ``(value, next_pos)``."
+    return read
 
 
-def read_varlong(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varlong (int64) at ``pos`` -> ``(value, next_pos)``."""
-    try:
-        b = buf[pos]
-    except IndexError:
-        raise VarintDecodeError(VarintProblem.TRUNCATED, "varlong", pos, MAX_VARLONG_BYTES, 64) from None
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    if pos + 1 < len(buf):
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            raw = (b & 0x7F) | (b2 << 7)
-            return (raw >> 1) ^ -(raw & 1), pos + 2
-    raw, pos = _read_unsigned(buf, pos, MAX_VARLONG_BYTES, UINT64_MAX, "varlong")
-    return (raw >> 1) ^ -(raw & 1), pos
+read_varint = _zigzag_reader(MAX_VARINT_BYTES, UINT32_MAX, "varint")
+read_varlong = _zigzag_reader(MAX_VARLONG_BYTES, UINT64_MAX, "varlong")
 
 
 def _append_unsigned(value: int, out: bytearray) -> None:
@@ -186,6 +180,9 @@ def append_uvarint(value: int, out: bytearray) -> None:
     _append_unsigned(value, out)
 
 
+# The two zigzag appenders are written out rather than made by a factory like
+# the readers: as closures their bounds and mask become cell loads, which
+# measured 1-4% slower in encode_record (about seven appends per record).
 def append_varint(value: int, out: bytearray) -> None:
     """Append ``value`` (an int32) as a zigzag varint."""
     if not INT32_MIN <= value <= INT32_MAX:
