@@ -96,3 +96,13 @@ def test_values_outside_the_type_are_encode_errors(writer, value):
     with pytest.raises(EncodeError, match="outside") as info:
         writer(value)
     assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("value", [-0x2001, -0x2000, -0x41, -0x40, 0x3F, 0x40, 0x1FFF, 0x2000])
+def test_encode_varint_fast_path_edges(value):
+    assert v.encode_varint(value) == _appended(v.append_varint, value)
+
+
+@pytest.mark.parametrize("value", [0x7F, 0x80, 0x3FFF, 0x4000])
+def test_encode_uvarint_fast_path_edges(value):
+    assert v.encode_uvarint(value) == _appended(v.append_uvarint, value)
