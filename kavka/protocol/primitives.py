@@ -38,13 +38,7 @@ from kavka.protocol.errors import DecodeError
 # raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
 from kavka.protocol.varint import read_uvarint, read_varint, read_varlong  # noqa: F401
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 BOOL = struct.Struct(">?")
 UUID16 = struct.Struct(">16s")
 

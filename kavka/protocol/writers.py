@@ -15,13 +15,7 @@ from kavka.protocol.varint import encode_uvarint as write_uvarint
 from kavka.protocol.varint import encode_varint as write_varint  # noqa: F401
 from kavka.protocol.varint import encode_varlong as write_varlong  # noqa: F401
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 
 
 def write_int8(v: int) -> bytes: return INT8.pack(v)
