@@ -5,7 +5,6 @@ the type's range raise ``EncodeError``. Pure functions; any thread.
 
 from __future__ import annotations
 
-import struct
 import uuid
 
 from kavka.protocol.errors import EncodeError
