@@ -18,6 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from kavka.client.cluster import Cluster, parse_bootstrap
+from kavka.client.errors import ClientConnectionError
 from kavka.common.errors import KafkaError
 
 EXIT_FAILED = 1
@@ -81,13 +82,6 @@ def parse_properties(items: Iterable[str], defaults: Mapping[str, str]) -> dict[
     return {**defaults, **{k: unescape(v) for k, v in given.items()}}
 
 
-def flag(props: Mapping[str, str], name: str) -> bool:
-    value = props[name].strip().lower()
-    if value not in ("true", "false"):
-        raise usage(f"--property {name} must be true or false, got {props[name]!r}")
-    return value == "true"
-
-
 def check_bootstrap(text: str) -> str:
     try:
         parse_bootstrap(text)
@@ -118,6 +112,9 @@ def run_main(main: Callable[[], Awaitable[int]]) -> int:
     except CliError as e:
         print(f"Error: {e}", file=sys.stderr)
         return e.exit_code
+    except ClientConnectionError as e:  # the message says it all; the code adds nothing
+        print(f"Error: {e.message}", file=sys.stderr)
+        return EXIT_FAILED
     except KafkaError as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_FAILED
