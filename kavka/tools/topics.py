@@ -150,22 +150,7 @@ class _Topics:
         self.args = args
 
     async def _metadata(self, names: list[str] | None = None) -> tuple[ClusterMetadata, dict[str, uuid.UUID]]:
-        """One Metadata snapshot (all topics, or ``names``) with the topic
-        ids, which the client's snapshot does not keep. Never auto-creates."""
-        async def fetch():
-            conn = await self.cluster.any_connection()
-            version = conn.version_for(METADATA_KEY)
-            req = MetadataRequest()
-            if names is None:
-                req.topics = [] if version == 0 else None
-            else:
-                req.topics = [MetadataRequest.Topics(name=n) for n in names]
-            if version >= 4:
-                req.allow_auto_topic_creation = False
-            return await conn.request(req, version=version)
-        resp = await self.cluster.call(fetch, deadline_ms=self.args.timeout_ms)
-        ids = {t.name: t.topic_id for t in resp.topics if t.name is not None and getattr(t, "topic_id", None)}
-        return from_response(resp), ids
+        return await metadata_with_ids(self.cluster, names, self.args.timeout_ms)
 
     async def _matching(self, *, required: bool) -> tuple[ClusterMetadata, dict[str, uuid.UUID], list[str]]:
         md, ids = await self._metadata()
@@ -200,17 +185,8 @@ class _Topics:
     async def describe(self) -> None:
         md, ids, names = await self._matching(required=True)
         filters = fmt.DescribeFilter(self.args.under_replicated_partitions, self.args.unavailable_partitions)
-        configs = await asyncio.gather(*(self._overrides(n) for n in names)) if not filters.active else [{}] * len(names)
-        live = frozenset(md.brokers)
-        for name, overrides in zip(names, configs):
-            for line in fmt.describe_topic(md.topics[name], ids.get(name), overrides, live, filters):
-                print(line)
-
-    async def _overrides(self, name: str) -> dict[str, str | None]:
-        entries: dict[str, ConfigEntry] = await self.admin.describe_configs(ResourceType.TOPIC, name)
-        return {k: e.value for k, e in entries.items()
-                if (e.source == DYNAMIC_TOPIC_CONFIG if e.source >= 0 else not e.is_default)
-                and not e.is_sensitive}
+        for line in await describe_lines(self.admin, md, ids, names, filters):
+            print(line)
 
     async def alter(self, assignment, configs: dict[str, str]) -> None:
         md, _, names = await self._matching(required=True)
@@ -259,6 +235,41 @@ class _Topics:
             raise CliError("; ".join(_entity_error(n, err) for n, err in e.errors.items())) from None
         for n in names:
             print(f"Deleted topic {n}.")
+
+
+async def metadata_with_ids(cluster: Cluster, names: list[str] | None,
+                            timeout_ms: int) -> tuple[ClusterMetadata, dict[str, uuid.UUID]]:
+    """One Metadata snapshot (all topics, or ``names``) with the topic ids,
+    which the client's snapshot does not keep. Never auto-creates."""
+    async def fetch():
+        conn = await cluster.any_connection()
+        version = conn.version_for(METADATA_KEY)
+        req = MetadataRequest()
+        if names is None:
+            req.topics = [] if version == 0 else None
+        else:
+            req.topics = [MetadataRequest.Topics(name=n) for n in names]
+        if version >= 4:
+            req.allow_auto_topic_creation = False
+        return await conn.request(req, version=version)
+    resp = await cluster.call(fetch, deadline_ms=timeout_ms)
+    ids = {t.name: t.topic_id for t in resp.topics if t.name is not None and getattr(t, "topic_id", None)}
+    return from_response(resp), ids
+
+
+async def describe_lines(admin: KafkaAdmin, md: ClusterMetadata, ids: dict[str, uuid.UUID], names: list[str],
+                         filters: fmt.DescribeFilter = fmt.DescribeFilter()) -> list[str]:
+    """The ``--describe`` output of ``names`` (topics in ``md``); config
+    overrides are read with DescribeConfigs unless a filter is active."""
+    async def overrides(name: str) -> dict[str, str | None]:
+        entries: dict[str, ConfigEntry] = await admin.describe_configs(ResourceType.TOPIC, name)
+        return {k: e.value for k, e in entries.items()
+                if (e.source == DYNAMIC_TOPIC_CONFIG if e.source >= 0 else not e.is_default)
+                and not e.is_sensitive}
+    configs = await asyncio.gather(*(overrides(n) for n in names)) if not filters.active else [{}] * len(names)
+    live = frozenset(md.brokers)
+    return [line for name, cfg in zip(names, configs)
+            for line in fmt.describe_topic(md.topics[name], ids.get(name), cfg, live, filters)]
 
 
 def _entity_error(name: str, err: KafkaError) -> str:
