@@ -8,7 +8,8 @@ earliest``, at the high watermark by default or with ``--offset latest``
 (so records produced after the command started are printed), or at
 ``--offset N``. Records are printed through
 ``console_format.RecordFormatter`` to stdout's binary buffer, flushed after
-every fetch.
+every fetch. The partitions are those the topic has when the command
+starts; partitions added while it runs are not read (run it again).
 
 ``--group G`` needs the broker's group coordinator: FindCoordinator,
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetFetch and OffsetCommit.

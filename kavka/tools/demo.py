@@ -106,6 +106,11 @@ class Demo:
             if self.cluster is not None:
                 self.cluster.cleanup()
             return 1
+        except KeyboardInterrupt:
+            print("\ninterrupted; stopping the cluster", file=sys.stderr, flush=True)
+            if self.cluster is not None:
+                self.cluster.cleanup()
+            return 130
         self.summary()
         return 0
 
@@ -256,7 +261,7 @@ class Demo:
 
 def _ck_version() -> str:
     import confluent_kafka
-    return confluent_kafka.version()[0]
+    return f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -154,8 +154,10 @@ class _Topics:
 
     async def _matching(self, *, required: bool) -> tuple[ClusterMetadata, dict[str, uuid.UUID], list[str]]:
         md, ids = await self._metadata()
+        # A topic still electing its leaders (LEADER_NOT_AVAILABLE) exists.
         names = [n for n, t in md.topics.items()
-                 if t.error == ErrorCode.NONE and not (self.args.exclude_internal and t.is_internal)]
+                 if t.error in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE)
+                 and not (self.args.exclude_internal and t.is_internal)]
         selected = fmt.select_topics(names, self.args.topic)
         if required and not selected and self.args.topic is not None and not self.args.if_exists:
             raise CliError(f"topic '{self.args.topic}' does not exist")
