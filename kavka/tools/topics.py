@@ -70,6 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="describe: only partitions whose ISR is smaller than their replica set")
     p.add_argument("--unavailable-partitions", action="store_true",
                    help="describe: only partitions whose leader is none or not a live broker")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="describe: only partitions whose ISR is smaller than min.insync.replicas")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="describe: only partitions whose ISR size equals min.insync.replicas")
     p.add_argument("--if-exists", action="store_true",
                    help="alter/delete/describe: do nothing, successfully, when no topic matches")
     p.add_argument("--if-not-exists", action="store_true", help="create: succeed if the topic already exists")
@@ -82,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 _ALLOWED = {
     "create": {"partitions", "replication_factor", "replica_assignment", "config", "if_not_exists"},
     "alter": {"partitions", "replica_assignment", "config", "delete_config", "if_exists"},
-    "describe": {"under_replicated_partitions", "unavailable_partitions", "if_exists", "exclude_internal"},
+    "describe": {"under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
+                 "at_min_isr_partitions", "if_exists", "exclude_internal"},
     "delete": {"if_exists"},
     "list": {"exclude_internal"},
 }
@@ -186,7 +191,9 @@ class _Topics:
 
     async def describe(self) -> None:
         md, ids, names = await self._matching(required=True)
-        filters = fmt.DescribeFilter(self.args.under_replicated_partitions, self.args.unavailable_partitions)
+        a = self.args
+        filters = fmt.DescribeFilter(a.under_replicated_partitions, a.unavailable_partitions,
+                                     a.under_min_isr_partitions, a.at_min_isr_partitions)
         for line in await describe_lines(self.admin, md, ids, names, filters):
             print(line)
 
@@ -261,17 +268,19 @@ async def metadata_with_ids(cluster: Cluster, names: list[str] | None,
 
 async def describe_lines(admin: KafkaAdmin, md: ClusterMetadata, ids: dict[str, uuid.UUID], names: list[str],
                          filters: fmt.DescribeFilter = fmt.DescribeFilter()) -> list[str]:
-    """The ``--describe`` output of ``names`` (topics in ``md``); config
-    overrides are read with DescribeConfigs unless a filter is active."""
-    async def overrides(name: str) -> dict[str, str | None]:
+    """The ``--describe`` output of ``names`` (topics in ``md``), with each
+    topic's config overrides and min.insync.replicas from DescribeConfigs."""
+    async def configs(name: str) -> tuple[dict[str, str | None], int]:
         entries: dict[str, ConfigEntry] = await admin.describe_configs(ResourceType.TOPIC, name)
-        return {k: e.value for k, e in entries.items()
-                if (e.source == DYNAMIC_TOPIC_CONFIG if e.source >= 0 else not e.is_default)
-                and not e.is_sensitive}
-    configs = await asyncio.gather(*(overrides(n) for n in names)) if not filters.active else [{}] * len(names)
+        overrides = {k: e.value for k, e in entries.items()
+                     if (e.source == DYNAMIC_TOPIC_CONFIG if e.source >= 0 else not e.is_default)
+                     and not e.is_sensitive}
+        min_isr = entries.get("min.insync.replicas")
+        return overrides, int(min_isr.value) if min_isr is not None and min_isr.value else 1
+    found = await asyncio.gather(*(configs(n) for n in names))
     live = frozenset(md.brokers)
-    return [line for name, cfg in zip(names, configs)
-            for line in fmt.describe_topic(md.topics[name], ids.get(name), cfg, live, filters)]
+    return [line for name, (overrides, min_isr) in zip(names, found)
+            for line in fmt.describe_topic(md.topics[name], ids.get(name), overrides, live, filters, min_isr)]
 
 
 def _entity_error(name: str, err: KafkaError) -> str:

@@ -84,21 +84,24 @@ def topic_id_text(topic_id: uuid.UUID | None) -> str:
 class DescribeFilter:
     """Which partitions ``--describe`` prints. With any filter set only the
     matching partition lines are printed, without the topic line (as
-    kafka-topics.sh does)."""
+    kafka-topics.sh does). ``min_isr`` is the topic's min.insync.replicas."""
 
     under_replicated: bool = False
     unavailable: bool = False
+    under_min_isr: bool = False
+    at_min_isr: bool = False
 
     @property
     def active(self) -> bool:
-        return self.under_replicated or self.unavailable
+        return self.under_replicated or self.unavailable or self.under_min_isr or self.at_min_isr
 
-    def keep(self, p: PartitionMetadata, live_brokers: frozenset[int]) -> bool:
+    def keep(self, p: PartitionMetadata, live_brokers: frozenset[int], min_isr: int = 1) -> bool:
         if not self.active:
             return True
-        if self.under_replicated and len(p.isr) < len(p.replicas):
-            return True
-        return self.unavailable and is_unavailable(p, live_brokers)
+        return ((self.under_replicated and len(p.isr) < len(p.replicas))
+                or (self.unavailable and is_unavailable(p, live_brokers))
+                or (self.under_min_isr and len(p.isr) < min_isr)
+                or (self.at_min_isr and len(p.isr) == min_isr))
 
 
 def is_unavailable(p: PartitionMetadata, live_brokers: frozenset[int]) -> bool:
@@ -110,8 +113,10 @@ def _ids(ids: Iterable[int]) -> str:
 
 
 def describe_topic(topic: TopicMetadata, topic_id: uuid.UUID | None, configs: Mapping[str, str | None],
-                   live_brokers: frozenset[int], filters: DescribeFilter = DescribeFilter()) -> list[str]:
-    """The ``--describe`` lines of one topic (see the module docstring)."""
+                   live_brokers: frozenset[int], filters: DescribeFilter = DescribeFilter(),
+                   min_isr: int = 1) -> list[str]:
+    """The ``--describe`` lines of one topic (see the module docstring);
+    ``configs`` are its overrides, ``min_isr`` its min.insync.replicas."""
     lines: list[str] = []
     if not filters.active:
         rf = len(topic.partitions[0].replicas) if topic.partitions else 0
@@ -119,7 +124,7 @@ def describe_topic(topic: TopicMetadata, topic_id: uuid.UUID | None, configs: Ma
         lines.append(f"Topic: {topic.name}\tTopicId: {topic_id_text(topic_id)}\t"
                      f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {rf}\tConfigs: {config_text}")
     for p in topic.partitions:
-        if not filters.keep(p, live_brokers):
+        if not filters.keep(p, live_brokers, min_isr):
             continue
         leader = "none" if p.leader == NO_LEADER else str(p.leader)
         line = (f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"

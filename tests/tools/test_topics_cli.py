@@ -82,6 +82,13 @@ def test_topic_lifecycle(make_cluster, kavka):
         {"Topic: orders", "Topic: pinned"}
     r = kavka(*t, "--describe", "--topic", "orders", "--under-replicated-partitions")
     assert (r.returncode, r.stdout) == (0, "")
+    # pinned (ISR of 2) with min.insync.replicas=3 is under it; orders (ISR of 1, default 1) is at it.
+    assert kavka(*t, "--alter", "--topic", "pinned", "--config", "min.insync.replicas=3").returncode == 0
+    r = kavka(*t, "--describe", "--topic", "orders|pinned", "--under-min-isr-partitions")
+    assert r.returncode == 0 and {line.split("\t")[1] for line in r.stdout.splitlines()} == {"Topic: pinned"}
+    assert len(r.stdout.splitlines()) == 3
+    r = kavka(*t, "--describe", "--topic", "orders|pinned", "--at-min-isr-partitions")
+    assert r.returncode == 0 and {line.split("\t")[1] for line in r.stdout.splitlines()} == {"Topic: orders"}
 
     r = kavka(*t, "--alter", "--topic", "orders", "--partitions", "5")
     assert r.returncode == 0 and "5 partitions" in r.stdout, r.stderr

@@ -111,3 +111,14 @@ def test_describe_filters_print_only_matching_partitions():
     assert [line.split("\t")[2] for line in unavailable] == ["Partition: 2", "Partition: 3"]
     both = describe_topic(_topic(), None, {}, live, DescribeFilter(True, True))
     assert len(both) == 3
+
+
+def test_min_isr_filters_use_the_topics_min_insync_replicas():
+    live = frozenset({0, 1, 2})
+    partitions = [line.split("\t")[2] for line in
+                  describe_topic(_topic(), None, {}, live, DescribeFilter(under_min_isr=True), min_isr=2)]
+    assert partitions == ["Partition: 1", "Partition: 2"]  # ISR of 1 < 2
+    partitions = [line.split("\t")[2] for line in
+                  describe_topic(_topic(), None, {}, live, DescribeFilter(at_min_isr=True), min_isr=2)]
+    assert partitions == ["Partition: 0", "Partition: 3"]  # ISR of exactly 2
+    assert describe_topic(_topic(), None, {}, live, DescribeFilter(under_min_isr=True), min_isr=1) == []
