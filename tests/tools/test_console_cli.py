@@ -131,6 +131,12 @@ def test_failures_are_reported(make_cluster, kavka):
     r = kavka("console-consumer", "--bootstrap-server", bs, "--topic", "small", "--from-beginning",
               "--timeout-ms", "1500")
     assert r.stdout.splitlines() == ["ok 1", "ok 3"]
+    # CRLF line ends lose the CR; a last line without a newline is still a record.
+    r = kavka("console-producer", "--bootstrap-server", bs, "--topic", "small", input="crlf\r\nlast")
+    assert r.returncode == 0, r.stderr
+    r = kavka("console-consumer", "--bootstrap-server", bs, "--topic", "small", "--partition", "0",
+              "--offset", "2", "--max-messages", "2")
+    assert r.stdout == "crlf\nlast\n"
 
     r = kavka("console-producer", "--bootstrap-server", bs, "--topic", "small", "--max-line-bytes", "10",
               input="short\n" + "y" * 50 + "\n")
