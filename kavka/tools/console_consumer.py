@@ -102,21 +102,25 @@ class _Progress:
     count = 0
 
 
-def run(args: argparse.Namespace) -> int:
-    progress = _Progress()
-    settings: list = []
+def _settings(args: argparse.Namespace) -> tuple[str | int, RecordFormatter]:
+    """The start position and the output format, or CliError (usage)."""
+    _check(args)
+    try:
+        formatter = RecordFormatter.from_properties(parse_properties(args.property, CONSUMER_PROPERTIES))
+    except ValueError as e:
+        raise usage(str(e)) from None
+    return _start_offset(args), formatter
 
-    async def prepare() -> int:
-        _check(args)
-        try:
-            formatter = RecordFormatter.from_properties(parse_properties(args.property, CONSUMER_PROPERTIES))
-        except ValueError as e:
-            raise usage(str(e)) from None
-        settings.extend((_start_offset(args), formatter))
-        return 0
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        start, formatter = _settings(args)
+    except CliError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return e.exit_code
+    progress = _Progress()
 
     async def main() -> int:
-        start, formatter = settings
         cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.request_timeout_ms,
                                      client_id="kavka-console-consumer")
         try:
@@ -133,15 +137,12 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await cluster.close()
 
-    rc = run_main(prepare)
-    if rc:
-        return rc
     try:
         rc = run_main(main)
         if rc == 0 and args.group is not None:
             from kavka.tools.console_group import consume_in_group
             try:
-                rc = consume_in_group(args, settings[0], settings[1], progress)
+                rc = consume_in_group(args, start, formatter, progress)
             except CliError as e:
                 print(f"Error: {e}", file=sys.stderr)
                 rc = e.exit_code
