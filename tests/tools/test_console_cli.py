@@ -115,6 +115,15 @@ def test_acks_compression_and_headers(make_cluster, kavka):
     assert lines[0].split("\t")[1:3] == ["NO_HEADERS", "<null>"]
     assert lines[5].split("\t")[1:] == ["h1:a,h2:<null>", "k", "v"]
 
+    # A LogAppendTime topic: the broker stamps the batch, and the consumer says so.
+    _create(kavka, bs, "stamped", 1, "--config", "message.timestamp.type=LogAppendTime")
+    before = int(time.time() * 1000)
+    assert kavka("console-producer", "--bootstrap-server", bs, "--topic", "stamped", input="x\n").returncode == 0
+    r = kavka("console-consumer", "--bootstrap-server", bs, "--topic", "stamped", "--from-beginning",
+              "--max-messages", "1", "--property", "print.timestamp=true")
+    kind, _, rest = r.stdout.partition(":")
+    assert kind == "LogAppendTime" and int(rest.split("\t")[0]) >= before - 1000, r.stdout
+
 
 @pytest.mark.cluster
 def test_failures_are_reported(make_cluster, kavka):
