@@ -12,8 +12,9 @@ Sending: Kavka's own ``Producer`` (batches per partition, keyed records by
 Kafka's murmur2 partitioner, ``--acks``, ``--compression-type``). At most
 ``MAX_IN_FLIGHT`` records are unacknowledged at a time: past that the
 producer is flushed before more input is read. At EOF everything is flushed.
-Every record that fails is reported on stderr with its line number and the
-broker's error, and the exit code is then 1; a malformed line stops input
+A record that fails is reported on stderr with its line number and the
+broker's error (the first ten one by one, then counts per error code), and
+the exit code is then 1; a malformed line stops input
 (what was read before it is still sent).
 
 The topic is checked first: when it does not exist and the cluster does not
@@ -41,6 +42,7 @@ from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluste
 DESCRIPTION = ("Send each line of stdin as a record to a topic. --property parse.key=true "
                "splits key and value at key.separator (default TAB).")
 MAX_IN_FLIGHT = 10_000
+REPORTED_FAILURES = 10
 READ_CHUNK = 64 * 1024
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 
@@ -155,6 +157,7 @@ class _Session:
         self.sent = 0
         self.failed = 0
         self.in_flight = 0
+        self.failures_by_kind: dict[str, int] = {}
 
     async def run(self) -> int:
         chunks = _StdinReader(sys.stdin.fileno())
@@ -182,7 +185,8 @@ class _Session:
         if stop is not None:
             print(f"Error: {stop}", file=sys.stderr)
         if self.failed:
-            print(f"Error: {self.failed} of {self.sent} records were not delivered", file=sys.stderr)
+            kinds = ", ".join(f"{k}: {n}" for k, n in sorted(self.failures_by_kind.items()))
+            print(f"Error: {self.failed} of {self.sent} records were not delivered ({kinds})", file=sys.stderr)
         return 1 if stop is not None or self.failed else 0
 
     async def _line(self, line: bytes, number: int) -> Exception | None:
@@ -209,9 +213,19 @@ class _Session:
     def _done(self, fut: asyncio.Future, number: int) -> None:
         self.in_flight -= 1
         if fut.cancelled():
-            self.failed += 1
-            print(f"Error: the record of line {number} was cancelled", file=sys.stderr)
+            self._failure(number, "CANCELLED", "cancelled")
         elif fut.exception() is not None:
-            self.failed += 1
-            print(f"Error: the record of line {number} was not delivered to topic {self.args.topic}: "
-                  f"{fut.exception()}", file=sys.stderr)
+            e = fut.exception()
+            self._failure(number, e.code.name if isinstance(e, KafkaError) else type(e).__name__, str(e))
+
+    def _failure(self, number: int, kind: str, text: str) -> None:
+        """Count one failed record; the first ``REPORTED_FAILURES`` are
+        printed one by one, the rest only counted (a broker refusing every
+        record must not bury the summary under thousands of lines)."""
+        self.failed += 1
+        self.failures_by_kind[kind] = self.failures_by_kind.get(kind, 0) + 1
+        if self.failed <= REPORTED_FAILURES:
+            print(f"Error: the record of line {number} was not delivered to topic {self.args.topic}: {text}",
+                  file=sys.stderr)
+        elif self.failed == REPORTED_FAILURES + 1:
+            print("Error: more records failed; they are counted below", file=sys.stderr)

@@ -147,6 +147,16 @@ def test_failures_are_reported(make_cluster, kavka):
               "--offset", "2", "--max-messages", "2")
     assert r.stdout == "crlf\nlast\n"
 
+    # Every record refused (min.insync.replicas=2 with one replica; NOT_ENOUGH_REPLICAS is retried until
+    # the delivery timeout): ten reported one by one, then counted.
+    _create(kavka, bs, "strict", 1, "--config", "min.insync.replicas=2")
+    r = kavka("console-producer", "--bootstrap-server", bs, "--topic", "strict", "--acks", "all",
+              "--delivery-timeout-ms", "1500",
+              input="".join(f"r{i}\n" for i in range(30)))
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and len([x for x in lines if "was not delivered to topic strict" in x]) == 10
+    assert lines[-1] == "Error: 30 of 30 records were not delivered (NOT_ENOUGH_REPLICAS: 30)", r.stderr
+
     r = kavka("console-producer", "--bootstrap-server", bs, "--topic", "small", "--max-line-bytes", "10",
               input="short\n" + "y" * 50 + "\n")
     assert r.returncode == 1 and "line 2 is longer than --max-line-bytes=10" in r.stderr, r.stderr
