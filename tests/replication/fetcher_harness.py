@@ -19,6 +19,7 @@ from kavka.replication.fetcher_tasks import ReplicaFetcherManager
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager, LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition
 
@@ -114,6 +115,23 @@ class Node:
     async def restart(self) -> None:
         """A clean restart: logs and checkpoints reloaded from disk."""
         await self.stop()
+        self.endpoints = []
+        self.rm = self._open()
+
+    async def crash_restart(self, tp: TopicPartition, keep_offsets: int) -> None:
+        """A crash that lost the unflushed tail: stop, cut the segment file
+        after the first ``keep_offsets`` offsets' batches, remove the
+        clean-shutdown marker (so the log is recovered), reopen — the way
+        Kafka's own KIP-101 tests simulate it."""
+        log = self.log(tp)
+        data = bytes(log.read(0, 1 << 26).records)
+        keep = sum(h.size for _, h in iter_batches(data) if h.last_offset < keep_offsets)
+        directory = self.cluster.root / f"b{self.broker_id}"
+        await self.stop()
+        segment = directory / f"{tp.topic}-{tp.partition}" / f"{0:020d}.log"
+        with open(segment, "r+b") as f:
+            f.truncate(keep)
+        (directory / CLEAN_SHUTDOWN_FILE).unlink()
         self.endpoints = []
         self.rm = self._open()
 
