@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 from kavka.common.errors import ErrorCode
+from kavka.replication.fetcher_config import UNLIMITED_RATE
 from kavka.replication.fetcher_manager import FetcherKey
 from kavka.replication.fetcher_state import FetchPhase
 from kavka.storage.topic_partition import TopicPartition
@@ -175,6 +177,37 @@ def test_out_of_range_past_the_leaders_end_truncates_to_it(tmp_path, clock):
         await c[3].rm.append_records(30_000, 1, {TP: batch(1, b"after")})
         await runner.run_once()
         assert c[1].batches(TP) == c[3].batches(TP)
+        await c.close()
+
+    asyncio.run(body())
+
+
+def test_follower_throttle_leaves_lagging_throttled_replicas_out_while_over_quota(tmp_path, clock):
+    """seed 002 §8: follower.replication.throttled.rate over the replicas named
+    in follower.replication.throttled.replicas; unthrottled partitions go on."""
+
+    async def body():
+        slow, fast = TopicPartition("moving", 0), TopicPartition("steady", 0)
+        c = Cluster(tmp_path, clock, throttled=lambda tp: tp.topic == "moving", throttled_rate=1000)
+        c.leader_and_isr([state(1, 0, (1,), (1, 2), tp=slow), state(1, 0, (1,), (1, 2), tp=fast)])
+        for _ in range(4):
+            await c[1].rm.append_records(30_000, 1, {slow: batch(10, b"x" * 200), fast: batch(1)})
+        c.fetcher_config = replace(c.fetcher_config, fetch_max_bytes=1)  # one batch per partition per fetch
+        runner = c[2].runner(slow)
+        assert runner is c[2].runner(fast)
+        await runner.run_once()  # first fetch of each: the quota is spent at once
+        assert c[2].log(slow).log_end_offset == 10 and c[2].fetchers.quota.exceeded(c.now())
+        for _ in range(5):  # a response gives one partition more than max bytes (KIP-74): one at a time
+            await runner.run_once()
+        assert c[2].log(slow).log_end_offset == 10 and c[2].log(fast).log_end_offset == 4
+        clock.advance(int(c[2].fetchers.quota.seconds_until_available(c.now()) * 1000) + 1)
+        await runner.run_once()
+        assert c[2].log(slow).log_end_offset == 20
+        # The rate is dynamic: lifting it lets the replica catch up at once.
+        c.fetcher_config = replace(c.fetcher_config, fetch_max_bytes=1 << 20, throttled_rate=UNLIMITED_RATE)
+        for _ in range(3):
+            await runner.run_once()
+        assert c[2].batches(slow) == c[1].batches(slow)
         await c.close()
 
     asyncio.run(body())
