@@ -330,6 +330,11 @@ class ReplicaFetcher:
         leo = log.log_end_offset
         if self._throttled(tp) and not state.in_sync:
             self._quota.record(len(data.records), self._now())
+        if data.records:
+            # Fetched partitions go to the back of the next request: only the
+            # first partition with data may exceed the byte limits (KIP-74),
+            # so a fixed order could starve the others of big batches.
+            del self._states[tp]
         self._states[tp] = state.fetching_from(leo, max(0, data.high_watermark - leo))
 
     async def _handle_out_of_range(

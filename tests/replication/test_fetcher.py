@@ -211,3 +211,26 @@ def test_follower_throttle_leaves_lagging_throttled_replicas_out_while_over_quot
         await c.close()
 
     asyncio.run(body())
+
+
+def test_partitions_take_turns_at_the_front_of_the_fetch(tmp_path, clock):
+    """Only the first partition with data may exceed the byte limits
+    (KIP-74); fetched partitions move to the back so none starves."""
+
+    async def body():
+        tps = [TopicPartition("turns", p) for p in range(3)]
+        c = Cluster(tmp_path, clock)
+        c.fetcher_config = replace(c.fetcher_config, fetch_max_bytes=1)
+        c.leader_and_isr([state(1, 0, (1,), (1, 2), tp=tp) for tp in tps])
+        for _ in range(2):
+            await c[1].rm.append_records(30_000, 1, {tp: batch(2) for tp in tps})
+        runner = c[2].runner(tps[0])
+        for _ in range(3):
+            await runner.run_once()
+        assert [c[2].log(tp).log_end_offset for tp in tps] == [2, 2, 2]
+        for _ in range(3):
+            await runner.run_once()
+        assert [c[2].batches(tp) for tp in tps] == [c[1].batches(tp) for tp in tps]
+        await c.close()
+
+    asyncio.run(body())
