@@ -61,6 +61,7 @@ from kavka.replication.fetcher_state import FetchPhase, PartitionFetchState, tru
 from kavka.replication.partition import Partition
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.storage.errors import UnexpectedAppendOffsetError
 from kavka.storage.log_manager import LogManager
 from kavka.storage.topic_partition import TopicPartition
 
@@ -146,9 +147,10 @@ class ReplicaFetcher:
             await asyncio.gather(task, return_exceptions=True)
 
     async def run(self) -> None:
+        cfg = self._config()
         while True:
-            cfg = self._config()
             try:
+                cfg = self._config()
                 sent = await self.run_once()
             except LeaderConnectionError as e:
                 logger.warning("%s: %s; retrying in %d ms", self.name, e, cfg.backoff_ms)
@@ -315,7 +317,7 @@ class ReplicaFetcher:
         log = partition.log
         try:
             if data.records:
-                partition.append_records_to_follower(data.records)
+                self._append(tp, partition, data.records)
         except KafkaError as e:
             # A corrupt or out-of-order response, or our disk failed: keep
             # what we have, retry after the back-off.
@@ -336,6 +338,22 @@ class ReplicaFetcher:
             # so a fixed order could starve the others of big batches.
             del self._states[tp]
         self._states[tp] = state.fetching_from(leo, max(0, data.high_watermark - leo))
+
+    def _append(self, tp: TopicPartition, partition: Partition, records: bytes | memoryview) -> None:
+        try:
+            partition.append_records_to_follower(records)
+        except UnexpectedAppendOffsetError as e:
+            log = partition.log
+            leo = log.log_end_offset
+            if not (leo == log.log_start_offset and e.first_offset < leo <= e.last_offset):
+                raise
+            # The leader's log start falls inside its first batch (DeleteRecords
+            # need not be batch-aligned) and our log is empty from there on:
+            # start at that batch's base offset instead, as Kafka does.
+            logger.info("%s: %s starts inside the leader's batch %d-%d; restarting the log at %d",
+                        self.name, tp, e.first_offset, e.last_offset, e.first_offset)
+            self._log_manager.truncate_fully_and_start_at(tp, e.first_offset)
+            partition.append_records_to_follower(records)
 
     async def _handle_out_of_range(
         self, tp: TopicPartition, state: PartitionFetchState, cfg: ReplicaFetcherConfig

@@ -9,6 +9,8 @@ import asyncio
 import time
 from dataclasses import replace
 
+import pytest
+
 from kavka.common.errors import ErrorCode
 from kavka.replication.fetcher_config import UNLIMITED_RATE
 from kavka.replication.fetcher_manager import FetcherKey
@@ -131,19 +133,24 @@ def test_unreachable_leader_backs_off_and_reconnects(tmp_path, clock):
     asyncio.run(body())
 
 
-def test_out_of_range_below_the_leaders_log_start_starts_over_there(tmp_path, clock):
+@pytest.mark.parametrize("start", [8, 7])
+def test_out_of_range_below_the_leaders_log_start_starts_over_there(tmp_path, clock, start):
+    """DeleteRecords moved the leader's log start past our log end; 7 is
+    inside the batch 6-7: the follower starts at that batch, then follows
+    the leader's log start."""
+
     async def body():
         c = Cluster(tmp_path, clock)
         c.leader_and_isr([state(1, 0, (1,), (1, 2))], to=[1])
         for _ in range(5):
             await c[1].rm.append_records(30_000, 1, {TP: batch(2)})
-        c[1].rm.delete_records({TP: 8})
+        c[1].rm.delete_records({TP: start})
         c.leader_and_isr([state(1, 0, (1,), (1, 2))], to=[2])
         runner = c[2].runner(TP)
         for _ in range(4):
             await runner.run_once()
         log = c[2].log(TP)
-        assert (log.log_start_offset, log.log_end_offset) == (8, 10)
+        assert (log.log_start_offset, log.log_end_offset) == (start, 10)
         assert c[2].batches(TP) == c[1].batches(TP)
         assert c[2].calls().count("ListOffsets") == 2  # latest, then earliest
         await c.close()
