@@ -26,6 +26,12 @@ def create_topic(cluster: LocalCluster, topic: str, *, partitions: int = 1, rf: 
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    # Registered in ZooKeeper is not yet known to every broker's metadata
+    # cache: wait until the brokers answer with all of them.
+    deadline = time.monotonic() + 30
+    while len(admin.list_topics(timeout=10).brokers) < len(cluster.brokers):
+        assert time.monotonic() < deadline, "the brokers never all appeared in the metadata"
+        time.sleep(0.1)
     futures = admin.create_topics([NewTopic(topic, partitions, rf, config=config or {})], request_timeout=30)
     futures[topic].result(timeout=30)
 
