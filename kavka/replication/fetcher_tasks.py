@@ -124,6 +124,7 @@ class ReplicaFetcherManager(FetcherAssignments):
         """Stop every fetcher and wait for them (before the logs close)."""
         runners, self._runners = list(self._runners.values()), {}
         self._owner.clear()
+        await super().shutdown()
         await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
 
     # ---- internals -------------------------------------------------------------------------------
