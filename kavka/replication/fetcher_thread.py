@@ -174,7 +174,6 @@ class ReplicaFetcher:
                 wait = min(wait, s.delayed_until - now)
             elif s.phase is FetchPhase.FETCHING:  # ready but left out: throttled
                 wait = min(wait, self._quota.seconds_until_available(now))
-        self._wakeup.clear()
         try:
             await asyncio.wait_for(self._wakeup.wait(), max(wait, MIN_IDLE_S))
         except TimeoutError:
@@ -184,6 +183,9 @@ class ReplicaFetcher:
     async def run_once(self) -> bool:
         """One truncation step and one fetch; returns whether anything was
         sent to the leader. Raises ``LeaderConnectionError``."""
+        # Partitions added from here on set the event again, so an idle wait
+        # after this round ends at once for them.
+        self._wakeup.clear()
         cfg = self._config()
         self._quota.set_rate(cfg.throttled_rate, self._now())
         sent = await self._truncate_step(cfg)

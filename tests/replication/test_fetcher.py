@@ -241,3 +241,23 @@ def test_partitions_take_turns_at_the_front_of_the_fetch(tmp_path, clock):
         await c.close()
 
     asyncio.run(body())
+
+
+def test_an_idle_fetcher_wakes_for_new_partitions(tmp_path, clock):
+    """A fetcher whose only partition backs off (fenced) sleeps for the
+    back-off; a partition added meanwhile is fetched without waiting it out."""
+
+    async def body():
+        c = Cluster(tmp_path, clock, wait_max_ms=20, autostart=True, now=time.monotonic, backoff_ms=60_000)
+        other = TopicPartition("orders", 1)
+        c.leader_and_isr([state(1, 0, (1, 2))])
+        c.znodes.versions[TP] = 1
+        c.leader_and_isr([state(1, 1, (1, 2), zk_version=1)], to=[1])  # broker 2 is now fenced on TP
+        await eventually(lambda: c[2].runner(TP).fetch_state(TP).delayed_until > time.monotonic())
+        await asyncio.sleep(0.05)  # the fetcher is asleep
+        c.leader_and_isr([state(1, 0, (1, 2), tp=other)])
+        await c[1].rm.append_records(30_000, 1, {other: batch(3)})
+        await eventually(lambda: c[2].log(other).log_end_offset == 3, timeout=10)
+        await c.close()
+
+    asyncio.run(body())
