@@ -2,7 +2,10 @@
 ReplicaManager over its own log directory with a ``ReplicaFetcherManager``
 whose leader endpoints call the other nodes' replica managers directly
 (``LocalLeaderEndPoint``: the replica manager calls the Fetch,
-OffsetsForLeaderEpoch and ListOffsets handlers make). A node can be
+OffsetsForLeaderEpoch and ListOffsets handlers make) — or, with
+``wire=True``, over real loopback sockets: each node serves ApiVersions,
+Fetch, ListOffsets and OffsetForLeaderEpoch with the broker's own handlers
+(``serve``) and followers use ``RemoteLeaderEndPoint``. A node can be
 "restarted" (its log manager closed cleanly and reopened from disk) and made
 unreachable (its endpoint raises ``LeaderConnectionError``)."""
 
@@ -15,6 +18,7 @@ from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.records.batch import iter_batches
 from kavka.replication.fetcher_config import ReplicaFetcherConfig
 from kavka.replication.fetcher_endpoint import EpochEndOffsetResult, EpochRequest, LeaderConnectionError, OffsetResult
+from kavka.replication.fetcher_remote import RemoteLeaderEndPoint
 from kavka.replication.fetcher_tasks import ReplicaFetcherManager
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
@@ -80,6 +84,8 @@ class Node:
         self.broker_id = broker_id
         self.reachable = True
         self.endpoints: list[LocalLeaderEndPoint] = []
+        self.server = None
+        self.address: tuple[str, int] | None = None
         self.rm = self._open()
 
     def _open(self) -> ReplicaManager:
@@ -87,7 +93,10 @@ class Node:
         logs = LogManager(LogManagerConfig(log_dirs=(str(c.root / f"b{self.broker_id}"),)), log_config(), clock=c.clock)
         holder: list[ReplicaManager] = []
 
-        def endpoint(leader: BrokerEndPoint) -> LocalLeaderEndPoint:
+        def endpoint(leader: BrokerEndPoint):
+            if c.wire:
+                return RemoteLeaderEndPoint(leader, self.broker_id, request_timeout_ms=5_000,
+                                            client_id=f"test-fetcher-{self.broker_id}")
             ep = LocalLeaderEndPoint(c, leader.broker_id)
             self.endpoints.append(ep)
             return ep
@@ -107,7 +116,28 @@ class Node:
         holder.append(rm)
         return rm
 
+    async def serve(self) -> None:
+        """Listen on a fresh loopback port with the broker's handlers of the
+        follower's requests (``wire`` clusters)."""
+        from kavka.server.handlers import api_versions, fetch, list_offsets, offset_for_leader_epoch
+        from kavka.server.metadata_cache import MetadataCache
+        from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
+
+        d = Dispatcher()
+        api_versions.register(d)
+        fetch.register(d, fetch.FetchHandler(self.rm, MetadataCache(self.broker_id)))
+        list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm))
+        offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm))
+        self.server = SocketServer(d, NetworkConfig())
+        self.address = await self.server.start("127.0.0.1", 0)
+
+    async def unserve(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+
     async def stop(self) -> None:
+        await self.unserve()
         await self.fetchers.shutdown()
         await self.rm.shutdown()
         self.rm.log_manager.shutdown()
@@ -157,7 +187,7 @@ class Cluster:
     def __init__(
         self, root: Path, clock, ids=(1, 2), *, mode: str = "leader-epoch", wait_max_ms: int = 0,
         autostart: bool = False, num_fetchers: int = 1, throttled=None, now=None, backoff_ms: int = 50,
-        throttled_rate: int | None = None,
+        throttled_rate: int | None = None, wire: bool = False,
     ) -> None:
         self.root = root
         self.clock = clock
@@ -166,6 +196,7 @@ class Cluster:
         self.fetcher_config = ReplicaFetcherConfig(
             wait_max_ms=wait_max_ms, backoff_ms=backoff_ms, truncation_mode=mode, socket_timeout_ms=5_000, **extra)
         self.autostart = autostart
+        self.wire = wire
         self.num_fetchers = num_fetchers
         self.throttled = throttled
         self.now = now or (lambda: clock.milliseconds() / 1000)
@@ -174,7 +205,7 @@ class Cluster:
             self.nodes[i] = Node(self, i)
 
     def live(self) -> dict[int, BrokerEndPoint]:
-        return {i: BrokerEndPoint(i, "127.0.0.1", 9000 + i) for i in self.nodes}
+        return {i: BrokerEndPoint(i, *(n.address or ("127.0.0.1", 9000 + i))) for i, n in self.nodes.items()}
 
     def __getitem__(self, broker_id: int) -> Node:
         return self.nodes[broker_id]
