@@ -68,3 +68,23 @@ def replica_batches(cluster: LocalCluster, broker_id: int, topic: str, partition
         data = segment.read_bytes()
         out.extend((h.base_offset, h.partition_leader_epoch, h.crc) for _, h in iter_batches(data))
     return out
+
+
+def consume_all(cluster: LocalCluster, topic: str) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record of partition 0, read from the start to the HW."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{topic}-check",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        out: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 60
+        while (not out or out[-1][0] < high - 1) and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 1.0):
+                assert msg.error() is None, msg.error()
+                out.append((msg.offset(), msg.value()))
+        return out
+    finally:
+        consumer.close()

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import time
 
-from .replication_helpers import REPLICATION_CONFIG, create_topic, partition_state, replica_batches, wait_state
+from .replication_helpers import (
+    REPLICATION_CONFIG,
+    consume_all,
+    create_topic,
+    partition_state,
+    replica_batches,
+    wait_state,
+)
 
 TOPIC = "failover"
 RECORDS = 20_000
@@ -57,25 +64,6 @@ def produce(cluster, kill_at: int, on_kill) -> dict[bytes, int]:
     return acked
 
 
-def consume_all(cluster) -> list[tuple[int, bytes]]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "failover-check",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100})
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=20)
-        consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
-        out: list[tuple[int, bytes]] = []
-        deadline = time.monotonic() + 60
-        while (not out or out[-1][0] < high - 1) and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 1.0):
-                assert msg.error() is None, msg.error()
-                out.append((msg.offset(), msg.value()))
-        return out
-    finally:
-        consumer.close()
-
-
 def test_acks_all_survives_the_leader_killed_and_replicas_converge(make_cluster):
     cluster = make_cluster(brokers=3, config=REPLICATION_CONFIG)
     create_topic(cluster, TOPIC, config={"min.insync.replicas": "2"})
@@ -92,7 +80,7 @@ def test_acks_all_survives_the_leader_killed_and_replicas_converge(make_cluster)
     cluster.wait_registered({victim}, 60)
     wait_state(cluster, TOPIC, lambda s: len(s["isr"]) == 3, "the restarted broker back in the ISR", 60)
 
-    consumed = consume_all(cluster)
+    consumed = consume_all(cluster, TOPIC)
     offsets = [o for o, _ in consumed]
     assert offsets == sorted(set(offsets)), "offsets must strictly increase"
     at = dict(consumed)
