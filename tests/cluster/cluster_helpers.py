@@ -1,0 +1,177 @@
+"""Helpers for the fault tests in tests/cluster: read ZooKeeper as an
+operator would (``/controller``, ``/brokers/ids/<id>``, partition state),
+drive a cluster with confluent-kafka (librdkafka: a real client, not ours),
+and wait for conditions with a bound.
+
+Every wait takes a timeout and fails with what it was waiting for; nothing
+here loops without one. Synchronous: called from the test's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
+
+from kazoo.client import KazooClient
+
+from kavka.tools.cluster import LocalCluster
+
+T = TypeVar("T")
+
+
+def wait_until(probe: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Call ``probe`` until it returns something truthy; return that."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while True:
+        try:
+            value = probe()
+            if value:
+                return value
+        except Exception as e:  # noqa: BLE001 - a probe may fail while the cluster moves
+            last_error = e
+        if time.monotonic() > deadline:
+            hint = f" (last probe error: {last_error!r})" if last_error else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{hint}")
+        time.sleep(interval)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+
+class ZkView:
+    """A kazoo session on the cluster's chroot, for reading znodes."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.client = KazooClient(hosts=cluster.zk_connect)
+        self.client.start(15)
+
+    def close(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+    def __enter__(self) -> "ZkView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def controller(self) -> tuple[int, int] | None:
+        """(broker id in /controller, /controller_epoch)."""
+        if not self.client.exists("/controller"):
+            return None
+        data, _ = self.client.get("/controller")
+        epoch, _ = self.client.get("/controller_epoch")
+        return int(json.loads(data)["brokerid"]), int(epoch)
+
+    def broker_ids(self) -> set[int]:
+        return {int(c) for c in self.client.get_children("/brokers/ids")}
+
+    def broker_registration(self, broker_id: int) -> tuple[int, int] | None:
+        """(czxid = broker epoch, ephemeral owner session) of /brokers/ids/<id>."""
+        stat = self.client.exists(f"/brokers/ids/{broker_id}")
+        return None if stat is None else (stat.czxid, stat.ephemeralOwner)
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+        if not self.client.exists(path):
+            return None
+        data, _ = self.client.get(path)
+        d = json.loads(data)
+        return PartitionState(d["leader"], d["leader_epoch"], tuple(d["isr"]), d["controller_epoch"])
+
+    def topic_exists(self, topic: str) -> bool:
+        return self.client.exists(f"/brokers/topics/{topic}") is not None
+
+
+# -- confluent-kafka ------------------------------------------------------------------
+
+def admin(cluster: LocalCluster):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 10000})
+
+
+def create_topic(cluster: LocalCluster, name: str, *, partitions: int = 1, replication_factor: int = 1,
+                 assignment: list[list[int]] | None = None, timeout: float = 20.0) -> None:
+    """CreateTopics through librdkafka's AdminClient; raises on any error."""
+    from confluent_kafka.admin import NewTopic
+
+    if assignment is not None:
+        topic = NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment)
+    else:
+        topic = NewTopic(name, partitions, replication_factor)
+    client = admin(cluster)  # keep the handle alive until the future settles
+    client.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[name].result(timeout)
+
+
+def delete_topic(cluster: LocalCluster, name: str, timeout: float = 20.0) -> None:
+    client = admin(cluster)
+    client.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)[name].result(timeout)
+
+
+def leaders(cluster: LocalCluster, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """partition -> leader id as a client's Metadata request sees it."""
+    md = admin(cluster).list_topics(topic, timeout=timeout)
+    t = md.topics[topic]
+    if t.error is not None:
+        raise AssertionError(f"metadata of {topic}: {t.error}")
+    return {p.id: p.leader for p in t.partitions.values()}
+
+
+def produce(cluster: LocalCluster, topic: str, values_by_partition: dict[int, list[bytes]],
+            timeout: float = 20.0, acks: str = "all") -> None:
+    """Produce every value to its partition; fail unless every one is acknowledged."""
+    from confluent_kafka import Producer
+
+    errors: list[str] = []
+    acked = 0
+
+    def on_delivery(err, msg) -> None:
+        nonlocal acked
+        if err is not None:
+            errors.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+        else:
+            acked += 1
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": acks, "linger.ms": 5,
+                  "message.timeout.ms": int(timeout * 1000)})
+    total = 0
+    for partition, values in values_by_partition.items():
+        for v in values:
+            p.produce(topic, v, partition=partition, on_delivery=on_delivery)
+            total += 1
+    left = p.flush(timeout + 5)
+    assert left == 0 and not errors and acked == total, \
+        f"produce to {topic}: {acked}/{total} acknowledged, {left} unflushed, errors {errors[:5]}"
+
+
+def consume(cluster: LocalCluster, topic: str, partitions: Iterable[int], expected: int,
+            timeout: float = 20.0) -> dict[int, list[bytes]]:
+    """Read ``expected`` records from the start of ``partitions`` (assign,
+    no group); partition -> values in offset order."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kavka-fault-tests",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    got: dict[int, list[bytes]] = {p: [] for p in partitions}
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in got])
+        deadline = time.monotonic() + timeout
+        n = 0
+        while n < expected and time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None or m.error() is not None:
+                continue
+            got[m.partition()].append(m.value())
+            n += 1
+    finally:
+        c.close()
+    return got
