@@ -143,6 +143,8 @@ class LocalCluster:
             return None
         if b.process.poll() is None:
             b.process.send_signal(sig)
+            if sig != signal.SIGKILL:
+                b.process.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
             try:
                 b.process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -157,6 +159,20 @@ class LocalCluster:
         """kill -9."""
         self.stop_broker(broker_id, signal.SIGKILL)
 
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: the process stands still (a long GC pause, a hung host:
+        seed 003), its ZooKeeper session expires once
+        ``zookeeper.session.timeout.ms`` passes; ``resume_broker`` continues it."""
+        b = self.brokers[broker_id]
+        if not b.running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        b.process.send_signal(signal.SIGSTOP)
+
+    def resume_broker(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.running():
+            b.process.send_signal(signal.SIGCONT)
+
     def restart_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         self.stop_broker(broker_id)
         self.start_broker(broker_id)
@@ -166,6 +182,7 @@ class LocalCluster:
         for b in self.brokers.values():
             if b.running():
                 b.process.send_signal(signal.SIGTERM)
+                b.process.send_signal(signal.SIGCONT)
         for b in self.brokers.values():
             self.stop_broker(b.broker_id)
         if self.zk_server is not None:

@@ -153,6 +153,31 @@ def produce(cluster: LocalCluster, topic: str, values_by_partition: dict[int, li
         f"produce to {topic}: {acked}/{total} acknowledged, {left} unflushed, errors {errors[:5]}"
 
 
+def produce_error(cluster: LocalCluster, topic: str, partition: int, value: bytes, timeout: float = 10.0) -> str | None:
+    """Produce one record without retries; the error name, or None if acknowledged."""
+    from confluent_kafka import Producer
+
+    outcome: list[str | None] = []
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "retries": 0,
+                  "message.timeout.ms": int(timeout * 1000), "message.max.bytes": 10_000_000})
+    p.produce(topic, value, partition=partition,
+              on_delivery=lambda err, msg: outcome.append(None if err is None else err.name()))
+    p.flush(timeout + 5)
+    assert outcome, f"no delivery report for {topic}[{partition}]"
+    return outcome[0]
+
+
+def set_topic_config(cluster: LocalCluster, topic: str, configs: dict[str, str], timeout: float = 20.0) -> None:
+    """IncrementalAlterConfigs SET through librdkafka's AdminClient."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
+    client = admin(cluster)
+    for future in client.incremental_alter_configs([resource], request_timeout=timeout).values():
+        future.result(timeout)
+
+
 def consume(cluster: LocalCluster, topic: str, partitions: Iterable[int], expected: int,
             timeout: float = 20.0) -> dict[int, list[bytes]]:
     """Read ``expected`` records from the start of ``partitions`` (assign,
@@ -175,3 +200,89 @@ def consume(cluster: LocalCluster, topic: str, partitions: Iterable[int], expect
     finally:
         c.close()
     return got
+
+
+# -- the wire, byte by byte -------------------------------------------------------------
+
+class RawConnection:
+    """A blocking socket to one broker for hand-made frames: ``send`` bytes
+    as they are, ``request`` one encoded Kafka request and read its answer,
+    ``closed_by_peer`` to see whether the broker hung up."""
+
+    def __init__(self, address: str, timeout: float = 10.0) -> None:
+        import socket
+
+        host, _, port = address.rpartition(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self._correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> "RawConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _read_exactly(self, n: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self.sock.recv(n - len(chunks))
+            if not chunk:
+                raise ConnectionError(f"the broker closed the connection after {len(chunks)} of {n} bytes")
+            chunks += chunk
+        return bytes(chunks)
+
+    def read_frame(self) -> bytes:
+        size = int.from_bytes(self._read_exactly(4), "big", signed=True)
+        assert 0 <= size < 64 << 20, f"response frame size {size}"
+        return self._read_exactly(size)
+
+    def request(self, body, version: int, client_id: str = "fault-test"):
+        """Send ``body`` (a request Message) at ``version``; the response Message."""
+        from kavka.protocol.framing import frame
+        from kavka.protocol.headers import RequestHeader, decode_response, encode_request
+
+        self._correlation += 1
+        header = RequestHeader(body.API_KEY, version, self._correlation, client_id)
+        self.send(frame(encode_request(header, body)))
+        rh, response = decode_response(body.API_KEY, version, self.read_frame())
+        assert rh.correlation_id == self._correlation
+        return response
+
+    def closed_by_peer(self, timeout: float = 10.0) -> bool:
+        """True once the broker closes (EOF or reset) within ``timeout``;
+        False if it sent bytes or stayed open."""
+        import socket
+
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+        return data == b""
+
+
+def metadata_from(address: str, topics: list[str] | None = None):
+    """A Metadata v9 response from exactly this broker."""
+    from kavka.protocol.messages import MetadataRequest
+
+    req = MetadataRequest(topics=None if topics is None else [MetadataRequest.Topics(name=t) for t in topics],
+                          allow_auto_topic_creation=False)
+    with RawConnection(address) as conn:
+        return conn.request(req, 9)
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process, from /proc/<pid>/status."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for pid {pid}")
