@@ -21,6 +21,10 @@ import sys
 
 from kavka.common.broker_config import from_properties_file
 from kavka.common.config import ConfigError
+from kavka.storage.errors import KafkaStorageError
+from kavka.zk.store_types import ZkError
+
+_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError)
 
 DESCRIPTION = "Run a Kavka broker in the foreground: kavka server start server.properties [--override k=v ...]"
 
@@ -85,8 +89,11 @@ async def _serve(config) -> int:
     try:
         await server.start()
     except Exception as e:
+        # The operator's mistakes (a locked log dir, ZooKeeper down, a port
+        # in use, a broker.id taken) get one line naming the cause; only
+        # unexpected failures carry a traceback.
         logging.getLogger("kavka.server").error("broker %d failed to start: %s", config.broker_id, e,
-                                                exc_info=not isinstance(e, (ConfigError, OSError)))
+                                                exc_info=not isinstance(e, _EXPECTED_STARTUP_ERRORS))
         await server.shutdown()
         return 1
     await stop.wait()

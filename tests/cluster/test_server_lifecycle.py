@@ -1,0 +1,152 @@
+"""A broker process's life as an operator sees it (seed 002 §5.2/§5.3,
+seed 003 §2): SIGTERM is a clean shutdown (``.kafka_cleanshutdown`` in every
+log directory, exit status 0); a second broker on the same ``log.dirs``, a
+bad ``server.properties`` or an unreachable ZooKeeper stop it at startup
+with a message naming what is wrong; state changes go to
+``state-change.log``; idle connections are closed after
+``connections.max.idle.ms``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cluster_helpers import RawConnection, consume, create_topic, leaders, produce, wait_until
+
+from kavka.protocol.messages import ApiVersionsRequest
+from kavka.tools.zookeeper import free_port
+
+pytestmark = pytest.mark.cluster
+
+MARKER = ".kafka_cleanshutdown"
+
+
+def _run_broker(tmp_path: Path, props: dict[str, str], timeout: float = 30.0) -> subprocess.CompletedProcess:
+    """``kavka server start`` in the foreground, expected to exit by itself."""
+    path = tmp_path / f"server-{len(list(tmp_path.glob('server-*.properties')))}.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return subprocess.run([sys.executable, "-m", "kavka", "server", "start", str(path)],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_sigterm_writes_the_clean_shutdown_marker_in_every_log_dir_and_exits_0(make_cluster, tmp_path):
+    dirs = [tmp_path / "data-a", tmp_path / "data-b"]
+    cluster = make_cluster(brokers=1, config={"log.dirs": ",".join(map(str, dirs))})
+    create_topic(cluster, "t", partitions=4)
+    wait_until(lambda: set(leaders(cluster, "t").values()) == {0}, 20, "leaders of t")
+    produce(cluster, "t", {p: [b"r%d" % p] for p in range(4)})
+    assert all(any(d.glob("t-*")) for d in dirs), "partitions were not spread over both log dirs"
+
+    assert cluster.stop_broker(0) == 0, cluster.brokers[0].log_tail()
+    for d in dirs:
+        assert (d / MARKER).is_file(), f"no {MARKER} in {d}"
+        assert not (d / ".lock").exists() or _unlocked(d / ".lock")
+
+    # The next start skips recovery, consumes the markers, and has the data.
+    cluster.start_broker(0)
+    cluster.wait_registered({0}, 30)
+    wait_until(lambda: set(leaders(cluster, "t").values()) == {0}, 20, "leaders of t after the restart")
+    assert not any((d / MARKER).exists() for d in dirs), "the markers must go once the broker runs again"
+    got = consume(cluster, "t", range(4), 4)
+    assert got == {p: [b"r%d" % p] for p in range(4)}
+
+
+def _unlocked(lock: Path) -> bool:
+    """Nobody holds an exclusive lock on ``lock`` (we can take one)."""
+    import fcntl
+
+    with open(lock, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return True
+
+
+def test_a_second_broker_on_the_same_log_dirs_fails_naming_the_directory(make_cluster, tmp_path):
+    cluster = make_cluster(brokers=1)
+    log_dir = cluster.brokers[0].directory / "logs"
+    out = _run_broker(tmp_path, {"broker.id": "7", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                                 "log.dirs": str(log_dir), "zookeeper.connect": cluster.zk_connect})
+    assert out.returncode != 0
+    assert str(log_dir) in out.stderr, out.stderr
+    assert "lock" in out.stderr.lower(), out.stderr
+    assert "Traceback" not in out.stderr
+    # The running broker is untouched: still registered alone, still serving.
+    assert cluster.registered() == {0}
+    assert cluster.brokers[0].running()
+    with RawConnection(cluster.brokers[0].address) as conn:
+        assert conn.request(ApiVersionsRequest(), 0).error_code == 0
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("num.partitions", "many", ["num.partitions", "many"]),
+    ("num.partitons", "3", ["num.partitons"]),
+    ("log.cleanup.policy", "shred", ["log.cleanup.policy", "delete", "compact"]),
+    ("broker.id", "-5", ["broker.id"]),
+])
+def test_an_invalid_server_properties_value_fails_naming_the_key(tmp_path, key, value, says):
+    props = {"broker.id": "0", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+             "log.dirs": str(tmp_path / "logs"), "zookeeper.connect": "127.0.0.1:1", key: value}
+    out = _run_broker(tmp_path, props)
+    assert out.returncode == 2, out.stderr
+    for word in says:
+        assert word in out.stderr, f"{word!r} missing from: {out.stderr}"
+    assert "Traceback" not in out.stderr
+
+
+def test_an_unreachable_zookeeper_fails_the_start_with_a_clear_message(tmp_path):
+    zk = f"127.0.0.1:{free_port()}"  # nothing listens there
+    out = _run_broker(tmp_path, {"broker.id": "0", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                                 "log.dirs": str(tmp_path / "logs"), "zookeeper.connect": zk,
+                                 "zookeeper.connection.timeout.ms": "2000"})
+    assert out.returncode == 1, out.stderr
+    assert zk in out.stderr and "ZooKeeper" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_listener_port_in_use_fails_the_start_naming_the_port(make_cluster, tmp_path):
+    cluster = make_cluster(brokers=1)
+    taken = cluster.brokers[0].port
+    out = _run_broker(tmp_path, {"broker.id": "7", "listeners": f"PLAINTEXT://127.0.0.1:{taken}",
+                                 "log.dirs": str(tmp_path / "logs-7"), "zookeeper.connect": cluster.zk_connect})
+    assert out.returncode == 1, out.stderr
+    assert str(taken) in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    # It never registered, and the broker owning the port is unaffected.
+    assert cluster.registered() == {0}
+    with RawConnection(cluster.brokers[0].address) as conn:
+        assert conn.request(ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_state_changes_are_written_to_state_change_log(make_cluster):
+    cluster = make_cluster(brokers=2)
+    create_topic(cluster, "t", assignment=[[0, 1], [1, 0]], timeout=20)
+    wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
+    for b in cluster.brokers.values():
+        path = b.directory / "logs" / "state-change.log"
+        wait_until(lambda: path.is_file() and "t-0" in path.read_text(), 10, f"{path} to mention t-0")
+        text = path.read_text()
+        assert f"broker {b.broker_id}" in text
+    # The controller's decisions are there too.
+    with_controller = [b for b in cluster.brokers.values()
+                       if "controller" in (b.directory / "logs" / "state-change.log").read_text().lower()]
+    assert with_controller
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms(make_cluster):
+    cluster = make_cluster(brokers=1, config={"connections.max.idle.ms": "1000"})
+    address = cluster.brokers[0].address
+    with RawConnection(address) as idle, RawConnection(address) as busy:
+        assert idle.request(ApiVersionsRequest(), 0).error_code == 0
+        # A connection in use is not idle: requests every 0.25 s for 3 s.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert busy.request(ApiVersionsRequest(), 0).error_code == 0
+            time.sleep(0.25)
+        assert idle.closed_by_peer(timeout=10), "the idle connection was not closed"
+        assert busy.request(ApiVersionsRequest(), 0).error_code == 0
