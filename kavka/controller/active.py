@@ -117,23 +117,23 @@ class ActiveController:
         """Failover steps 8-10: seed both tables, put every live replica
         ONLINE (LeaderAndIsr to every live broker for its replicas, and
         UpdateMetadata for every partition to all), elect leaders for
-        partitions without one."""
+        partitions without one, and take the dead brokers' replicas OFFLINE."""
         self.batch.add_update_metadata(self.context.live_brokers, [])
         live = self.replicas.startup()
         self.partitions.startup()
         await self.replicas.handle_state_changes([r for r in live if not self.deletion.is_queued(r.tp.topic)], ReplicaState.ONLINE)
         await self.partitions.trigger_online_partition_state_change()
-        # Replicas of brokers that died before this epoch go OFFLINE too (as
-        # Kafka's replica state machine startup does): when the old
-        # controller died with its broker, nobody else saw that broker die,
-        # so a partition it led alone would keep it as leader (and others
-        # keep it in their ISR) until it came back. After the elections, as
-        # in on_replicas_become_offline: a re-elected partition needs no
-        # second write.
-        live_set = set(live)
-        dead = [PartitionReplica(tp, r) for tp in self.context.all_partitions() for r in self.context.partition_replicas(tp)
-                if PartitionReplica(tp, r) not in live_set and not self.deletion.is_queued(tp.topic)]
-        await self.replicas.handle_state_changes(dead, ReplicaState.OFFLINE)
+        # Brokers that died while no controller was watching (typically the
+        # previous controller's own broker): their replicas go OFFLINE as on
+        # a broker failure, so a partition nobody can lead shows leader -1.
+        dead = [
+            PartitionReplica(tp, r)
+            for tp in self.context.all_partitions()
+            for r in self.context.partition_replicas(tp)
+            if r not in self.context.live_brokers and not self.deletion.is_queued(tp.topic)
+        ]
+        if dead:
+            await self.replicas.handle_state_changes(dead, ReplicaState.OFFLINE)
 
     async def on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
         """Seed 000 §创建 Topic 3: NEW, then the first leader and ISR, ONLINE."""

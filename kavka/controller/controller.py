@@ -27,6 +27,7 @@ All methods run on the broker's event loop.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Awaitable, Callable
 
@@ -55,6 +56,9 @@ from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
 from kavka.zk.store_types import SessionEvent, SessionState, ZkError, ZkSessionExpiredError
 
 log = logging.getLogger(__name__)
+
+# Pause before competing again after a failover failed for a reason other than ZooKeeper.
+_FAILOVER_RETRY_S = 1.0
 
 Handler = Callable[[ActiveController, ControllerEvent], Awaitable[None]]
 
@@ -192,7 +196,13 @@ class KafkaController:
             if self.active is not None:
                 self.active.batch.discard()
             self.events.put(Reelect(f"ZooKeeper failed during {event.name}: {error}"))
+        elif isinstance(event, Startup):
+            # A failover that did not complete leaves no usable state: give
+            # the epoch up and try again after a pause (not in a tight loop).
+            log.error("controller %d: failover failed; re-electing in %.1fs", self.broker_id, _FAILOVER_RETRY_S, exc_info=error)
+            await self._resign(f"failover failed: {error}")
+            asyncio.get_running_loop().call_later(_FAILOVER_RETRY_S, self.events.put, Reelect(f"failover failed: {error}"))
         else:
-            log.exception("controller %d: error handling %s", self.broker_id, event.name, exc_info=error)
+            log.error("controller %d: error handling %s", self.broker_id, event.name, exc_info=error)
             if self.active is not None:
                 self.active.batch.send_requests()  # what was written to ZooKeeper must still reach brokers

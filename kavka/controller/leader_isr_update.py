@@ -17,12 +17,16 @@ deposed: ``ControllerMovedError``. Runs on the controller's event task.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from kavka.controller.context import ControllerContext, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
 from kavka.zk.brokers import PartitionStateZNode
+from kavka.zk.codec import ZnodeDataError
+
+log = logging.getLogger(__name__)
 
 Decide = Callable[[TopicPartition, LeaderAndIsr], "LeaderAndIsr | str | None"]
 
@@ -46,10 +50,27 @@ def _check_epoch(context: ControllerContext, tp: TopicPartition, entry: LeaderIs
         raise ControllerMovedError(claim.epoch_zk_version)
 
 
+async def read_partition_states(zk: KavkaZkClient, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[PartitionStateZNode, int]]:
+    """States and znode versions of ``keys`` (all read at once). A state
+    znode holding malformed data is logged and left out, as if missing,
+    instead of failing the whole read."""
+    try:
+        return await zk.get_partition_states(keys)
+    except ZnodeDataError:
+        pass
+    found: dict[tuple[str, int], tuple[PartitionStateZNode, int]] = {}
+    for key in keys:  # the slow path, only when some znode is malformed
+        try:
+            found.update(await zk.get_partition_states([key]))
+        except ZnodeDataError as e:
+            log.error("controller: ignoring partition %s-%d: %s", key[0], key[1], e)
+    return found
+
+
 async def reload_leadership(zk: KavkaZkClient, context: ControllerContext, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
-    """Re-read partitions' states into the context; returns those without a state znode."""
+    """Re-read partitions' states into the context; returns those without a (valid) state znode."""
     keys = [(tp.topic, tp.partition) for tp in tps]
-    found = await zk.get_partition_states(keys)
+    found = await read_partition_states(zk, keys)
     missing = []
     for topic, partition in keys:
         tp = TopicPartition(topic, partition)

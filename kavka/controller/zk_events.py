@@ -23,16 +23,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 
 from kavka.controller.active import ActiveController
 from kavka.controller.context import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from kavka.controller.events import BrokerChange, IsrChangeNotification, PartitionModifications, TopicChange, TopicDeletion
-from kavka.controller.leader_isr_update import reload_leadership
+from kavka.controller.leader_isr_update import read_partition_states, reload_leadership
 from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import BrokerIdZNode, TopicZNode
+from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, IsrChangeNotificationZNode
+from kavka.zk.codec import ZnodeDataError
 from kavka.zk.store_types import NoNodeError
 
 log = logging.getLogger(__name__)
+
+# Malformed ISR change notifications deleted per read before giving up.
+_MAX_MALFORMED = 100
 
 
 async def read_brokers(active: ActiveController, ids: list[int]) -> dict[int, tuple[BrokerIdZNode, int]]:
@@ -43,9 +49,12 @@ async def read_brokers(active: ActiveController, ids: list[int]) -> dict[int, tu
         path = BrokerIdZNode.path(broker_id)
         try:
             data, stat = await store.get(path)
+            return BrokerIdZNode.decode(data, path), stat.czxid
         except NoNodeError:
             return None  # died between listing and reading
-        return BrokerIdZNode.decode(data, path), stat.czxid
+        except ZnodeDataError as e:
+            log.error("controller: ignoring broker %d until it registers valid data: %s", broker_id, e)
+            return None
 
     found = await asyncio.gather(*(one(i) for i in ids))
     return {i: f for i, f in zip(ids, found) if f is not None}
@@ -66,8 +75,28 @@ def _set_assignment(active: ActiveController, topic: TopicZNode, only: set[int] 
 
 
 async def _read_topics(active: ActiveController, topics: list[str]) -> dict[str, TopicZNode]:
-    """Each topic's assignment, arming its data watch (added partitions)."""
-    found = await asyncio.gather(*(active.zk.get_topic(t, active.watch(PartitionModifications(t))) for t in topics))
+    """Each topic's assignment, arming its data watch (added partitions).
+    A topic without a topic id (created by an older tool) gets one, written
+    conditionally as Kafka's controller does (KIP-516), so LeaderAndIsr v5
+    and UpdateMetadata v7 carry a real id."""
+
+    async def one(topic: str) -> tuple[TopicZNode, int] | None:
+        try:
+            found = await active.zk.get_topic(topic, active.watch(PartitionModifications(topic)))
+        except ZnodeDataError as e:  # the watch is set: a corrected znode is read again
+            log.error("controller: ignoring topic %s until its assignment is valid: %s", topic, e)
+            return None
+        if found is None or found[0].topic_id is not None:
+            return found
+        node, version = found
+        with_id = TopicZNode(node.topic, node.partitions, uuid.uuid4(), node.adding_replicas, node.removing_replicas)
+        new_version = await active.zk.set_topic_assignment(with_id, version)
+        if new_version is None:
+            return found  # changed meanwhile: the data watch fires and it is read again
+        log.info("controller: topic %s had no topic id; assigned %s", topic, with_id.topic_id)
+        return with_id, new_version
+
+    found = await asyncio.gather(*(one(t) for t in topics))
     return {t: f[0] for t, f in zip(topics, found) if f is not None}
 
 
@@ -83,12 +112,12 @@ async def on_controller_failover(active: ActiveController) -> None:
     else:
         deletions = await zk.get_topic_deletions()
     broker_ids = await zk.get_broker_ids(active.watch(BrokerChange()))
-    notifications = await zk.get_isr_change_notifications(active.watch(IsrChangeNotification()))
+    notifications = await _isr_change_notifications(active)
     # Step 7: the context.
     active.add_live_brokers(await read_brokers(active, broker_ids))
     for topic in (await _read_topics(active, topics)).values():
         _set_assignment(active, topic)
-    states = await zk.get_partition_states([(tp.topic, tp.partition) for tp in ctx.all_partitions()])
+    states = await read_partition_states(zk, [(tp.topic, tp.partition) for tp in ctx.all_partitions()])
     for (t, p), (znode, version) in states.items():
         ctx.leadership[TopicPartition(t, p)] = LeaderIsrAndControllerEpoch.from_znode(znode, version)
     # Notifications predate this controller, which has just read every state.
@@ -150,11 +179,12 @@ async def on_topic_change(active: ActiveController) -> None:
 
 async def on_partition_modifications(active: ActiveController, topic_name: str) -> None:
     ctx = active.context
-    found = await active.zk.get_topic(topic_name, active.watch(PartitionModifications(topic_name)))
-    if found is None or topic_name not in ctx.assignments:
-        return  # deleted (the topic change handler forgets it) or not yet known
-    topic = found[0]
-    added = set(topic.partitions) - set(ctx.assignments[topic_name])
+    found = (await _read_topics(active, [topic_name])).get(topic_name)
+    if found is None:
+        return  # deleted (the topic change handler forgets it) or still malformed
+    topic = found
+    # Not in the context: its assignment was malformed until now; all its partitions are new.
+    added = set(topic.partitions) - set(ctx.assignments.get(topic_name, {}))
     if not added:
         return
     if active.deletion.is_queued(topic_name):
@@ -178,7 +208,7 @@ async def on_topic_deletion(active: ActiveController) -> None:
 
 async def on_isr_change_notification(active: ActiveController) -> None:
     ctx = active.context
-    notifications = await active.zk.get_isr_change_notifications(active.watch(IsrChangeNotification()))
+    notifications = await _isr_change_notifications(active)
     if not notifications:
         return
     tps = sorted({TopicPartition(t, p) for _, n in notifications for t, p in n.partitions} & set(ctx.all_partitions()))
@@ -186,6 +216,18 @@ async def on_isr_change_notification(active: ActiveController) -> None:
         await reload_leadership(active.zk, ctx, tps)
         active.batch.add_update_metadata(ctx.live_brokers, tps)
     await _delete_paths(active, [path for path, _ in notifications])
+
+
+async def _isr_change_notifications(active: ActiveController) -> list[tuple[str, IsrChangeNotificationZNode]]:
+    """Pending notifications (arming the watch); a malformed one is logged
+    and deleted — it can never be acted on."""
+    for _ in range(_MAX_MALFORMED):
+        try:
+            return await active.zk.get_isr_change_notifications(active.watch(IsrChangeNotification()))
+        except ZnodeDataError as e:
+            log.error("controller: deleting malformed ISR change notification: %s", e)
+            await _delete_paths(active, [e.path])
+    raise ZnodeDataError(ISR_CHANGE_NOTIFICATION_PATH, f"more than {_MAX_MALFORMED} malformed notifications in a row")
 
 
 async def on_watches_lost(active: ActiveController) -> None:

@@ -260,7 +260,7 @@ class ReplicaManager(ReplicaDataPath):
             tp = partition.topic_partition
             try:
                 if by_hw:
-                    partition.log.truncate_to(partition.log.high_watermark)
+                    self.log_manager.truncate_to(tp, partition.log.high_watermark)
             except StorageError as e:
                 logger.error("broker %d could not truncate %s: %s", self.broker_id, tp, e)
                 errors[tp] = int(error_code_of(e))

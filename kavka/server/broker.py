@@ -150,6 +150,7 @@ class KafkaServer:
         self.log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
         await self._delete_unassigned_logs()
+        self.log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),

@@ -19,6 +19,11 @@ Modules, by Kafka concept: ``log_config`` (topic-level settings),
 ``.log`` file), ``segment`` (+ ``segment_recovery``), ``log`` (+
 ``log_append`` validation, ``log_truncation``, ``log_offsets`` for
 ListOffsets, ``log_loader`` for seed 002 §5.3), ``leader_epoch_cache``,
-``checkpoint``, ``retention``, ``log_dir`` and ``log_manager``; typed errors
-in ``errors`` carry the Kafka error-code name.
+``checkpoint``, ``retention``, ``log_dir`` and ``log_manager`` (+
+``log_manager_config``, and ``log_manager_cleaning``: truncation, deletion
+and retention coordinated with the cleaner); the log cleaner (compaction,
+seed 002 §5.4.2) is ``cleaner_thread`` (``LogCleaner``, owned and started by
+the log manager), ``cleaner_manager``, ``cleaner``, ``offset_map``,
+``cleaner_keys`` and ``cleaner_config``; typed errors in ``errors`` carry the
+Kafka error-code name.
 """

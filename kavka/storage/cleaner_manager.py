@@ -163,16 +163,21 @@ class LogCleanerManager:
             out.update(self.read_checkpoints(d))
         return out
 
-    def update_checkpoint(self, tp: TopicPartition, offset: int | None) -> None:
+    def update_checkpoint(self, tp: TopicPartition, offset: int | None, directory: Path | None = None) -> None:
         """Set (or with None remove) one partition's cleaned-up-to offset,
-        rewriting its directory's file durably (temp, fsync, rename)."""
+        rewriting its directory's file durably (temp, fsync, rename).
+        ``directory`` names the log dir of a partition already taken out of
+        the source (log deletion drops its entry that way); entries of
+        partitions the source no longer has are dropped on every rewrite."""
         with self._lock:
             dirs = self._log_dirs()
-            directory = next((d for d, tps in dirs.items() if tp in tps), None)
+            if directory is None:
+                directory = next((d for d, tps in dirs.items() if tp in tps), None)
             if directory is None:
                 return
+            directory = Path(directory)
             current = self.read_checkpoints(directory)
-            live = set(dirs[directory])
+            live = set(dirs.get(directory, []))
             current = {k: v for k, v in current.items() if k in live}
             if offset is None:
                 current.pop(tp, None)
@@ -252,15 +257,28 @@ class LogCleanerManager:
             return chosen
 
     def deletable_logs(self) -> list[tuple[TopicPartition, Log]]:
-        """``compact,delete`` logs nobody is cleaning, marked in progress so
-        the cleaner thread can apply retention to them (Kafka's cleaner
-        thread does the same); give them back with ``done_deleting``."""
+        """Compacted logs (``compact`` or ``compact,delete``) nobody is
+        cleaning or has paused, marked in progress so retention can run on
+        them without overlapping a cleaning pass (Kafka's cleaner thread does
+        the same); give them back with ``done_deleting``. Retention deletes
+        only below the log start of a pure ``compact`` log (DeleteRecords)."""
         with self._lock:
             out = []
             for tp, log in self.source.all_logs().items():
-                if log.config.compact and log.config.delete and tp not in self._states and not log.offline:
+                if log.config.compact and tp not in self._states and not log.offline:
                     self._states[tp] = _Entry(LogCleaningState.IN_PROGRESS)
                     out.append((tp, log))
+            return out
+
+    def pause_cleaning_for_non_compacted(self) -> list[tuple[TopicPartition, Log]]:
+        """The logs whose policy lacks ``compact``, each paused (Kafka's
+        pauseCleaningForNonCompactedPartitions): the log manager's retention
+        pass runs on them, and a topic switched to ``compact`` meanwhile is
+        not cleaned under it. Undo with ``resume_cleaning`` for each."""
+        with self._lock:
+            out = [(tp, log) for tp, log in self.source.all_logs().items() if not log.config.compact]
+            for tp, _log in out:
+                self.abort_and_pause_cleaning(tp)
             return out
 
     def done_deleting(self, tps: list[TopicPartition]) -> None:

@@ -5,11 +5,13 @@ of them, each running ``cleanOrSleep``).
 Each thread loops: ask the ``LogCleanerManager`` for the filthiest log,
 clean it with its own ``Cleaner`` and offset map (the dedupe buffer is split
 evenly between threads), record the new cleaner checkpoint; then apply
-retention to ``compact,delete`` logs (marked in progress meanwhile, so
-retention and cleaning never overlap on a log, as Kafka's cleaner thread
-does); sleep ``log.cleaner.backoff.ms`` when there was nothing to do.
-``clean_once`` runs one such round synchronously (tests, or a broker that
-schedules the cleaner itself).
+retention to every compacted log (``compact``: only segments below the log
+start, moved by DeleteRecords; ``compact,delete``: time and size too), each
+marked in progress meanwhile so retention and cleaning never overlap on a
+log, as Kafka's cleaner thread does; sleep ``log.cleaner.backoff.ms`` when
+there was nothing to do (``wakeup`` cuts the sleep short).
+``clean_once`` runs one such round synchronously (tests, or a caller
+without threads).
 
 A failed pass (I/O error, corrupt batch, a map too small for one batch)
 marks the partition uncleanable (KIP-346) and the thread goes on with the
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from kavka.protocol.records.batch import InvalidRecordBatch
@@ -73,11 +76,14 @@ class LogCleaner:
         self._threads: list[threading.Thread] = []
         self._sync_cleaner: Cleaner | None = None
         self._current: dict[int, TopicPartition] = {}
+        self._wake = threading.Event()
 
     def _new_cleaner(self) -> Cleaner:
         offset_map = SkimpyOffsetMap(self.config.dedupe_buffer_per_thread, self.config.io_buffer_load_factor)
 
         def check_aborted() -> None:
+            if self._stop.is_set() and self._threads:
+                raise LogCleaningAbortedError("the log cleaner is shutting down")
             tp = self._current.get(threading.get_ident())
             if tp is not None:
                 self.manager.check_cleaning_aborted(tp)
@@ -155,6 +161,20 @@ class LogCleaner:
             self._threads.append(t)
             t.start()
 
+    @property
+    def running(self) -> bool:
+        """Whether cleaner threads were started and not shut down."""
+        return bool(self._threads)
+
+    @property
+    def stopping(self) -> bool:
+        """Whether ``shutdown`` has begun (running passes abort at their next check)."""
+        return self._stop.is_set()
+
+    def wakeup(self) -> None:
+        """End the backoff sleep of idle threads (a log became cleanable)."""
+        self._wake.set()
+
     def _run(self) -> None:
         cleaner = self._new_cleaner()
         while not self._stop.is_set():
@@ -163,18 +183,20 @@ class LogCleaner:
             except Exception:  # keep the thread alive; the failure is logged
                 logger.exception("log cleaner round failed")
                 outcome = CleanOutcome(None, None, None)
-            if outcome.tp is None:
-                self._stop.wait(self.config.backoff_ms / 1000)
+            if outcome.tp is None and not self._stop.is_set():
+                self._wake.wait(self.config.backoff_ms / 1000)
+                self._wake.clear()
 
-    def shutdown(self, timeout_s: float | None = None) -> None:
-        """Stop the threads: running passes are aborted at their next check."""
-        self._stop.set()
-        for tp in list(self._current.values()):
-            if self.manager.abort_and_pause_cleaning(tp, timeout_s=0):
-                self.manager.resume_cleaning(tp)
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        """Stop the threads: running passes are aborted at their next check
+        (their partitions are left as they were: not paused). Returns
+        whether every thread ended within ``timeout_s``."""
+        self._stop.set()  # a running pass sees it at its next abort check
+        self._wake.set()
         for t in self._threads:
             t.join(timeout_s)
-        self._threads = []
+        self._threads = [t for t in self._threads if t.is_alive()]
+        return not self._threads
 
     # ---- hooks for truncation / deletion (Kafka's LogManager calls these) -------------------
     def abort_and_pause_cleaning(self, tp: TopicPartition, timeout_s: float | None = None) -> bool:
@@ -183,9 +205,14 @@ class LogCleaner:
     def resume_cleaning(self, tp: TopicPartition) -> None:
         self.manager.resume_cleaning(tp)
 
-    def abort_cleaning(self, tp: TopicPartition) -> None:
+    def abort_cleaning(self, tp: TopicPartition, log_dir: Path | None = None) -> None:
+        """Stop and forget ``tp`` and drop its cleaner checkpoint entry (in
+        ``log_dir`` when the partition has already left the source)."""
         self.manager.abort_cleaning(tp)
-        self.manager.update_checkpoint(tp, None)
+        self.manager.update_checkpoint(tp, None, log_dir)
 
     def maybe_truncate_checkpoint(self, tp: TopicPartition, offset: int) -> None:
         self.manager.maybe_truncate_checkpoint(tp, offset)
+
+    def update_checkpoint(self, tp: TopicPartition, offset: int | None, log_dir: Path | None = None) -> None:
+        self.manager.update_checkpoint(tp, offset, log_dir)

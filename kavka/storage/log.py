@@ -198,17 +198,17 @@ class Log(LogTruncation):
             self._append(batches, now)
             if leader_epoch >= 0:
                 self.leader_epoch_cache.assign(leader_epoch, batches.first_offset)
-            info = LogAppendInfo(
-                first_offset=batches.first_offset,
-                last_offset=batches.last_offset,
-                max_timestamp=batches.max_timestamp,
-                offset_of_max_timestamp=batches.offset_of_max_timestamp,
-                log_append_time=now if self._config.log_append_time else -1,
-                log_start_offset=self._log_start_offset,
-                record_count=batches.record_count,
-                batch_count=len(batches.headers),
-                valid_bytes=batches.size,
-                last_leader_epoch=leader_epoch,
+            info = LogAppendInfo(  # positional: this runs on every produce
+                batches.first_offset,
+                batches.last_offset,
+                batches.max_timestamp,
+                batches.offset_of_max_timestamp,
+                now if self._config.log_append_time else -1,
+                self._log_start_offset,
+                batches.record_count,
+                len(batches.headers),
+                batches.size,
+                leader_epoch,
             )
         self._maybe_flush_by_messages()
         return info

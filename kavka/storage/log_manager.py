@@ -7,20 +7,46 @@ every ``<topic>-<partition>`` directory as a ``Log`` on a pool of
 ``num.recovery.threads.per.data.dir`` threads (``-delete`` directories are
 removed), then delete the clean-shutdown marker.
 
-Periodic jobs run from ``tick(now_ms)`` so an asyncio broker can schedule
-them on a thread (``LogManagerRunner`` is a plain background thread for
-standalone use): flushing (``flush.ms``, and right after a roll), the
-recovery-point and high-watermark checkpoints
-(``log.flush.offset.checkpoint.interval.ms``), the log-start-offset
-checkpoint (``log.flush.start.offset.checkpoint.interval.ms``), retention
-(``log.retention.check.interval.ms``, seed 002 §5.4.1) and the removal of
-``.deleted`` files and deleted partition directories after their delay.
+Then, when ``log.cleaner.enable`` is true (the default), the manager
+creates the ``LogCleaner`` (``self.cleaner``) over its logs; ``startup()``
+starts its ``log.cleaner.threads`` threads (seed 002 §5.2 startup()).
 
-Shutdown flushes and closes every log, writes the checkpoints and the
-clean-shutdown marker, and releases the locks.
+The scheduling model, in one place:
+
+* Compaction runs only on the cleaner's own threads (started by
+  ``startup()``), or synchronously when a caller without threads calls
+  ``clean_once()``. ``tick()`` never compacts.
+* Periodic jobs run from ``tick(now_ms)`` so an asyncio broker can schedule
+  them on a thread (``LogManagerRunner`` is a plain background thread for
+  standalone use; its ``start()`` calls ``startup()``): flushing
+  (``flush.ms``, and right after a roll), the recovery-point and
+  high-watermark checkpoints (``log.flush.offset.checkpoint.interval.ms``),
+  the log-start-offset checkpoint
+  (``log.flush.start.offset.checkpoint.interval.ms``), retention
+  (``log.retention.check.interval.ms``, seed 002 §5.4.1) and the removal of
+  ``.deleted`` files and deleted partition directories after their delay.
+* Retention has one owner per policy. Logs whose ``cleanup.policy`` lacks
+  ``compact`` belong to the manager's pass, which pauses cleaning on them
+  meanwhile. Compacted logs (``compact``, ``compact,delete``) belong to the
+  cleaner, which applies retention to each while marking it in progress,
+  so cleaning and retention never touch one log at once; only while no
+  cleaner thread runs (disabled, or ``startup()`` not called) does the
+  manager's pass take them, through the same in-progress marking. A pure
+  ``compact`` log never loses segments to time or size retention, only
+  below its log start offset (DeleteRecords).
+
+Truncation and deletion go through the manager (``truncate_to``,
+``truncate_fully_and_start_at``, ``delete_log``): it stops any cleaning
+pass on the partition first and fixes its ``cleaner-offset-checkpoint``
+entry after. The replication layer calls these, never ``Log``'s own.
+
+Shutdown stops the cleaner threads, then flushes and closes every log,
+writes the checkpoints and the clean-shutdown marker, and releases the locks.
 
 Thread-safe: the manager's lock guards the table of logs; each ``Log`` has
-its own lock, so a slow fsync on one partition holds up no other.
+its own lock, so a slow fsync on one partition holds up no other. Lock
+order: the cleaner manager's lock may be held while taking the log
+manager's, never the reverse (the manager calls the cleaner unlocked).
 """
 
 from __future__ import annotations
@@ -29,63 +55,24 @@ import logging
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from kavka.common.config import ConfigDef, ConfigType, Range
+from kavka.storage.cleaner_thread import LogCleaner
 from kavka.storage.clock import Clock, SystemClock
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
-from kavka.storage.retention import delete_old_segments
+from kavka.storage.log_manager_cleaning import LogManagerCleaning
+from kavka.storage.log_manager_config import MANAGER_CONFIG_DEF, LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition, is_delete_dir, parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
-MANAGER_CONFIG_DEF = (
-    ConfigDef()
-    .define("log.dirs", ConfigType.LIST, ["/tmp/kavka-logs"], "Directories holding partition logs.")
-    .define("num.recovery.threads.per.data.dir", ConfigType.INT, 1, "Log loading threads per directory.", Range(1))
-    .define("log.flush.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, "Recovery point checkpoints.", Range(0))
-    .define("log.flush.start.offset.checkpoint.interval.ms", ConfigType.INT, 60_000, "Log start checkpoints.", Range(0))
-    .define("replica.high.watermark.checkpoint.interval.ms", ConfigType.LONG, 5_000, "HW checkpoints.", Range(0))
-    .define("log.retention.check.interval.ms", ConfigType.LONG, 300_000, "Retention pass period.", Range(1))
-    .define("log.segment.delete.delay.ms", ConfigType.LONG, 60_000, "Delay before deleted files go.", Range(0))
-)
+__all__ = ["MANAGER_CONFIG_DEF", "LogManager", "LogManagerConfig", "LogManagerRunner"]
 
-
-@dataclass(frozen=True, slots=True)
-class LogManagerConfig:
-    """Broker-level settings of the log manager (Kafka key names)."""
-
-    log_dirs: tuple[str, ...]
-    num_recovery_threads_per_data_dir: int = 1
-    flush_offset_checkpoint_ms: int = 60_000
-    flush_start_offset_checkpoint_ms: int = 60_000
-    high_watermark_checkpoint_ms: int = 5_000
-    retention_check_ms: int = 300_000
-    file_delete_delay_ms: int = 60_000
-
-    @classmethod
-    def from_broker(cls, props: Mapping[str, Any]) -> "LogManagerConfig":
-        known = {k: v for k, v in props.items() if k in MANAGER_CONFIG_DEF}
-        if "log.dirs" not in known and "log.dir" in props:
-            known["log.dirs"] = props["log.dir"]
-        p = MANAGER_CONFIG_DEF.parse(known, source="broker config")
-        return cls(
-            log_dirs=tuple(p["log.dirs"]),
-            num_recovery_threads_per_data_dir=p["num.recovery.threads.per.data.dir"],
-            flush_offset_checkpoint_ms=p["log.flush.offset.checkpoint.interval.ms"],
-            flush_start_offset_checkpoint_ms=p["log.flush.start.offset.checkpoint.interval.ms"],
-            high_watermark_checkpoint_ms=p["replica.high.watermark.checkpoint.interval.ms"],
-            retention_check_ms=p["log.retention.check.interval.ms"],
-            file_delete_delay_ms=p["log.segment.delete.delay.ms"],
-        )
-
-
-class LogManager:
+class LogManager(LogManagerCleaning):
     """See the module docstring. Constructing it loads every log."""
 
     def __init__(
@@ -123,6 +110,10 @@ class LogManager:
             for d in locked:
                 d.unlock()
             raise
+        # seed 002 §5.2: "若开启了日志定时清理功能，则实例化一个 LogCleaner 对象"
+        self.cleaner: LogCleaner | None = (
+            LogCleaner(self, config.cleaner, clock=self.clock) if config.cleaner.enable else None
+        )
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
@@ -181,12 +172,19 @@ class LogManager:
         return self._topic_configs.get(topic, self.default_config)
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
-        """Dynamic topic override: applies to the topic's logs at once."""
+        """Dynamic topic override: applies to the topic's logs at once. The
+        cleaner reads each log's config when it picks the next log, so a
+        topic switched to ``compact`` becomes cleanable (idle cleaner threads
+        are woken), and one switched away is not picked again; its
+        segments then belong to the manager's retention, which pauses
+        cleaning first (waiting out a pass still running)."""
         with self._lock:
             self._topic_configs[topic] = config
             logs = [log for tp, log in self._logs.items() if tp.topic == topic]
         for log in logs:
             log.update_config(config)
+        if self.cleaner is not None and config.compact:
+            self.cleaner.wakeup()
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         with self._lock:
@@ -221,27 +219,6 @@ class LogManager:
             self._dir_of[tp] = target
             return log
 
-    def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove the partition: close it, rename its directory
-        ``<topic>-<partition>.<uuid>-delete`` and remove that after
-        ``log.segment.delete.delay.ms`` (or at the next startup)."""
-        tp = TopicPartition(topic, partition)
-        with self._lock:
-            log = self._logs.pop(tp, None)
-            d = self._dir_of.pop(tp, None)
-        if log is None or d is None:
-            return False
-        log.close()
-        renamed = d.path / tp.delete_dir_name()
-        try:
-            log.dir.rename(renamed)
-        except OSError as e:
-            raise KafkaStorageError("cannot rename the deleted log's directory", log.dir, e) from e
-        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
-        with self._lock:
-            self._pending_dir_deletes.append((due, renamed))
-        return True
-
     # ---- periodic work -------------------------------------------------------------------------
     def tick(self, now_ms: int | None = None) -> dict[str, int]:
         """Run whatever periodic job is due; returns counts of what it did."""
@@ -252,8 +229,7 @@ class LogManager:
             done["flushed"] += self._guard(tp, lambda log=log: log.maybe_flush(now), 0)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
-            for tp, log in logs.items():
-                done["retention_deleted"] += self._guard(tp, lambda log=log: delete_old_segments(log, now), 0)
+            done["retention_deleted"] += self._retention_pass(now)
         for tp, log in logs.items():
             done["files_removed"] += self._guard(tp, lambda log=log: log.delete_expired_files(now), 0)
         done["files_removed"] += self._delete_expired_dirs(now)
@@ -315,6 +291,9 @@ class LogManager:
             if self._shut_down:
                 return
             self._shut_down = True
+        if self.cleaner is not None:
+            # Before the logs close: a pass ends at its next abort check.
+            self.cleaner.shutdown()
         failed: set[int] = set()
         logs = self.all_logs()
         for tp, log in logs.items():
@@ -344,8 +323,10 @@ class LogManager:
 
 
 class LogManagerRunner:
-    """Calls ``LogManager.tick`` every ``interval_ms`` on a daemon thread
-    (standalone use; the broker schedules ``tick`` on its own)."""
+    """Calls ``LogManager.startup`` once, then ``LogManager.tick`` every
+    ``interval_ms`` on a daemon thread (standalone use; the broker calls
+    ``startup`` and schedules ``tick`` on its own). ``stop`` ends the tick
+    thread only; ``LogManager.shutdown`` stops the cleaner."""
 
     def __init__(self, manager: LogManager, interval_ms: int = 1000) -> None:
         self.manager = manager
@@ -354,6 +335,8 @@ class LogManagerRunner:
         self._thread = threading.Thread(target=self._run, name="kavka-log-manager", daemon=True)
 
     def start(self) -> "LogManagerRunner":
+        """Start the manager (its cleaner threads) and the tick thread."""
+        self.manager.startup()
         self._thread.start()
         return self
 

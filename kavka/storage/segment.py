@@ -249,13 +249,14 @@ class LogSegment:
     def should_roll(
         self, config: LogConfig, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
     ) -> bool:
-        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms - self.roll_jitter_ms
+        # Runs on every append: the cheap tests first, the age test last.
+        size = self.log.size
         return (
-            self.log.size > config.segment_bytes - messages_size
-            or (self.log.size > 0 and reached_roll_ms)
+            size > config.segment_bytes - messages_size
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(max_offset)
+            or not 0 <= max_offset - self.base_offset <= INT32_MAX
+            or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms - self.roll_jitter_ms)
         )
 
     def on_become_inactive(self) -> None:

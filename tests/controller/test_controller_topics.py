@@ -4,6 +4,8 @@ Failover, §创建 Topic)."""
 
 from __future__ import annotations
 
+import uuid
+
 from kavka.zk.brokers import PartitionStateZNode, TopicZNode
 from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH
 
@@ -173,5 +175,57 @@ def test_partition_without_live_replicas_comes_online_when_a_replica_starts(memo
         assert await c.state("t", 1) == PartitionStateZNode("t", 1, 3, 0, (3,), 1)
         (req,) = [r for r in c.transport.requests("LeaderAndIsr", 3)]
         assert c.partitions_of(req)[("t", 1)].is_new
+
+    c.run(body)
+
+
+def test_malformed_znodes_are_skipped_not_fatal(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        for b in (1, 2):
+            await c.start_broker(b)
+        await c.create_topic("good", {0: (1,)})
+        await c.admin.store.create("/brokers/topics/bad", b"{not json", make_parents=True)
+        await c.admin.store.create("/brokers/topics/good2/partitions/0/state", b'{"version":1,"leader":"x"}', make_parents=True)
+        await c.admin.store.set("/brokers/topics/good2", TopicZNode("good2", {0: (2,), 1: (2,)}).encode())
+        ctl = await c.start_controller(1)
+        await c.until(lambda: ctl.is_active, "controller")
+        await c.until(lambda: c.state("good2", 1), "good2-1 created")
+        await c.settle()
+        assert ctl.failovers == 1 and ctl.is_active
+        assert await c.state("good", 0) == PartitionStateZNode("good", 0, 1, 0, (1,), 1)
+        assert "bad" not in ctl.active.context.assignments
+        # A malformed ISR notification is deleted; the valid one is acted on.
+        await c.admin.store.create("/isr_change_notification/isr_change_0000000099", b"[]")
+        c.transport.clear()
+        await c.clients[1].create_isr_change_notification([("good", 0)])
+        await c.until(lambda: c.transport.requests("UpdateMetadata"), "UpdateMetadata for good-0")
+        await c.settle()
+        assert await c.admin.store.get_children(ISR_CHANGE_NOTIFICATION_PATH) == []
+        # Fixing the bad topic's znode is noticed (its data watch stayed armed).
+        await c.admin.store.set("/brokers/topics/bad", TopicZNode("bad", {0: (2,)}).encode())
+        await c.until(lambda: c.state("bad", 0), "bad-0 created once valid")
+
+    c.run(body)
+
+
+def test_topics_without_an_id_get_one_and_requests_carry_it(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        await c.start_broker(1)
+        await c.create_topic("old", {0: (1,)})  # no topic id, as older tools wrote it
+        known = uuid.uuid4()
+        await c.admin.create_topic(TopicZNode("new", {0: (1,)}, known), {})
+        ctl = await c.start_controller(1)
+        await c.until(lambda: ctl.is_active, "controller")
+        await c.until(lambda: c.state("new", 0), "partitions")
+        await c.settle()
+        old = (await c.admin.get_topic("old"))[0]
+        assert old.topic_id is not None and old.partitions == {0: (1,)}
+        assert (await c.admin.get_topic("new"))[0].topic_id == known  # kept
+        ids = {ts.topic_name: ts.topic_id for r in c.transport.requests("LeaderAndIsr", 1) for ts in r.topic_states}
+        assert ids == {"old": old.topic_id, "new": known}
 
     c.run(body)
