@@ -286,3 +286,83 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+class ProducerThread:
+    """confluent-kafka producing numbered records (``b"%08d"``) round-robin
+    to ``partitions`` of ``topic`` from a thread until the ``with`` block
+    ends (at most ``limit`` records), then flushing. ``acked`` holds
+    (partition, value) acknowledged, in acknowledgement order; ``errors``
+    the failures (under faults a failed write is indeterminate: it may or
+    may not be in the log). One request in flight per connection, so
+    retries cannot reorder a partition."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: tuple[int, ...] = (0,), limit: int = 20000,
+                 pace_s: float = 0.002, message_timeout_ms: int = 30000) -> None:
+        import threading
+
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        self.partitions = partitions
+        self.limit = limit
+        self.pace_s = pace_s
+        self.sent: list[tuple[int, bytes]] = []
+        self.acked: list[tuple[int, bytes]] = []
+        self.errors: list[str] = []
+        self.unflushed = -1
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2,
+                                   "max.in.flight.requests.per.connection": 1,
+                                   "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100})
+        self._thread = threading.Thread(target=self._run, name=f"producer-{topic}", daemon=True)
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(f"{msg.partition()}: {err}")
+        else:
+            self.acked.append((msg.partition(), msg.value()))
+
+    def acked_on(self, partition: int) -> list[bytes]:
+        return [v for p, v in list(self.acked) if p == partition]
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and len(self.sent) < self.limit:
+            partition = self.partitions[len(self.sent) % len(self.partitions)]
+            value = b"%08d" % len(self.sent)
+            self._producer.produce(self.topic, value, partition=partition, on_delivery=self._on_delivery)
+            self.sent.append((partition, value))
+            self._producer.poll(self.pace_s)
+        self.unflushed = self._producer.flush(40)
+
+    def __enter__(self) -> "ProducerThread":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def consume_to_end(cluster: LocalCluster, topic: str, partition: int, timeout: float = 30.0) -> list[bytes]:
+    """Every record of one partition from offset 0 to its high watermark."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kavka-fault-tests",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        _, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        c.assign([TopicPartition(topic, partition, 0)])
+        values: list[bytes] = []
+        next_offset = 0
+        deadline = time.monotonic() + timeout
+        while next_offset < high:
+            assert time.monotonic() < deadline, f"read {next_offset} of {high} records of {topic}[{partition}]"
+            m = c.poll(0.2)
+            if m is None or m.error() is not None:
+                continue
+            values.append(m.value())
+            next_offset = m.offset() + 1
+        return values
+    finally:
+        c.close()

@@ -150,3 +150,26 @@ def test_a_registration_left_by_another_session_is_waited_out(make_cluster):
         czxid, owner = wait_until(lambda: (r := zk.broker_registration(victim)) and r[1] != stale_owner and r, 30,
                                   f"broker {victim} to register under its own session")
         _serves_its_partition(cluster, "t", victim, before)
+
+
+def test_a_broker_restarted_at_once_waits_out_its_previous_session(make_cluster):
+    """kill -9 and start again before ZooKeeper noticed: the old process's
+    /brokers/ids/<id> still stands (its session lives until the timeout);
+    the new process waits for it to go, registers with a new broker epoch,
+    and the controller hands it its partitions again."""
+    cluster = make_cluster(brokers=2, config=CONFIG)
+    with ZkView(cluster) as zk:
+        ctrl, _ = wait_until(zk.controller, 20, "a controller")
+        victim = 1 - ctrl
+        create_topic(cluster, "t", assignment=[[0], [1]])
+        wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
+        before = [b"before-%d" % i for i in range(10)]
+        produce(cluster, "t", {victim: before})
+        old_czxid, old_session = zk.broker_registration(victim)
+
+        cluster.kill_broker(victim)
+        cluster.start_broker(victim)
+        czxid, session = wait_until(lambda: (r := zk.broker_registration(victim)) and r[1] != old_session and r, 30,
+                                    f"broker {victim} to register under its new session")
+        assert czxid > old_czxid
+        _serves_its_partition(cluster, "t", victim, before)
