@@ -173,3 +173,61 @@ def test_a_broker_restarted_at_once_waits_out_its_previous_session(make_cluster)
                                     f"broker {victim} to register under its new session")
         assert czxid > old_czxid
         _serves_its_partition(cluster, "t", victim, before)
+
+
+def test_a_short_zookeeper_hang_keeps_sessions_and_the_data_path(make_cluster, zk_server):
+    """Seed 003 §2 "Zookeeper Hang", shorter than the session timeout:
+    produce and fetch on existing leaders do not need ZooKeeper and go on;
+    when it answers again the sessions are intact (same registrations,
+    same controller) and topics can be created."""
+    cluster = make_cluster(brokers=2, config={"zookeeper.session.timeout.ms": "8000"})
+    with ZkView(cluster) as zk:
+        create_topic(cluster, "t", assignment=[[0], [1]])
+        wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
+        registrations = {b: zk.broker_registration(b) for b in (0, 1)}
+        controller = zk.controller()
+        zk_server.pause()
+        try:
+            produce(cluster, "t", {0: [b"a0", b"a1"], 1: [b"b0"]}, timeout=10)
+            got = consume(cluster, "t", [0, 1], 3, timeout=10)
+        finally:
+            zk_server.resume()
+        assert got == {0: [b"a0", b"a1"], 1: [b"b0"]}
+        wait_until(lambda: zk.controller() is not None, 20, "ZooKeeper to answer again")
+        assert {b: zk.broker_registration(b) for b in (0, 1)} == registrations
+        assert zk.controller() == controller
+        create_topic(cluster, "after", assignment=[[1], [0]])
+        wait_until(lambda: leaders(cluster, "after") == {0: 1, 1: 0}, 20, "leaders of 'after'")
+
+
+def test_a_zookeeper_hang_past_the_session_timeout_is_survived(make_cluster, zk_server):
+    """Seed 003 §2: a hang longer than the session timeout expires every
+    broker's session at once (controller and brokers "fail" together).
+    Afterwards every broker is registered again under a new broker epoch,
+    a controller holds a newer epoch, and the cluster creates topics and
+    serves the old and new data."""
+    cluster = make_cluster(brokers=2, config=CONFIG)
+    with ZkView(cluster) as zk:
+        create_topic(cluster, "t", assignment=[[0], [1]])
+        wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
+        produce(cluster, "t", {0: [b"a0"], 1: [b"b0"]})
+        old = {b: zk.broker_registration(b)[0] for b in (0, 1)}
+        _, old_epoch = zk.controller()
+        zk_server.pause()
+        try:
+            time.sleep(3 * SESSION_TIMEOUT_MS / 1000)  # the hang itself: longer than the sessions last
+        finally:
+            zk_server.resume()
+
+        def re_registered():
+            now = {b: zk.broker_registration(b) for b in (0, 1)}
+            return all(r is not None and r[0] > old[b] for b, r in now.items())
+
+        wait_until(re_registered, 30, "both brokers to register under new sessions")
+        wait_until(lambda: (c := zk.controller()) and c[1] > old_epoch, 30, "a controller in a newer epoch")
+        wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 30, "leaders of t again")
+        create_topic(cluster, "after", assignment=[[1], [0]])
+        wait_until(lambda: leaders(cluster, "after") == {0: 1, 1: 0}, 20, "leaders of 'after'")
+        produce(cluster, "t", {0: [b"a1"], 1: [b"b1"]})
+        assert consume(cluster, "t", [0, 1], 4) == {0: [b"a0", b"a1"], 1: [b"b0", b"b1"]}
+        assert all(b.running() for b in cluster.brokers.values())
