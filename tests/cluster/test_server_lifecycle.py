@@ -150,3 +150,39 @@ def test_idle_connections_are_closed_after_connections_max_idle_ms(make_cluster)
             time.sleep(0.25)
         assert idle.closed_by_peer(timeout=10), "the idle connection was not closed"
         assert busy.request(ApiVersionsRequest(), 0).error_code == 0
+
+
+def test_a_second_broker_with_a_live_broker_id_fails_and_the_first_keeps_its_registration(make_cluster, tmp_path):
+    cluster = make_cluster(brokers=1, config={"zookeeper.session.timeout.ms": "2000"})
+    before = cluster.registered()
+    out = _run_broker(tmp_path, {"broker.id": "0", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                                 "log.dirs": str(tmp_path / "other-logs"), "zookeeper.connect": cluster.zk_connect,
+                                 "zookeeper.session.timeout.ms": "2000"}, timeout=40)
+    assert out.returncode == 1, out.stderr
+    assert "/brokers/ids/0" in out.stderr and "broker.id" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert cluster.registered() == before and cluster.brokers[0].running()
+    assert cluster.serves_metadata(0, {0})
+
+
+def test_sigterm_while_waiting_to_register_stops_the_broker_cleanly(make_cluster, tmp_path):
+    """The waiting of seed 003 must not make a broker deaf to SIGTERM."""
+    cluster = make_cluster(brokers=1)  # session timeout 6 s: the newcomer would wait ~17 s
+    log_dir = tmp_path / "waiting-logs"
+    props = tmp_path / "waiting.properties"
+    props.write_text(f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{free_port()}\nlog.dirs={log_dir}\n"
+                     f"zookeeper.connect={cluster.zk_connect}\n")
+    stderr = tmp_path / "waiting.log"
+    with open(stderr, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "kavka", "server", "start", str(props)],
+                                stdout=err, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: "waiting up to" in stderr.read_text(), 20, "the broker to wait for /brokers/ids/0")
+        proc.terminate()
+        assert proc.wait(10) == 0, stderr.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert (log_dir / MARKER).is_file(), stderr.read_text()
+    assert cluster.registered() == {0} and cluster.brokers[0].running()
