@@ -132,12 +132,14 @@ def test_hostile_frames_are_refused_without_disturbing_other_clients(make_cluste
 
 def _produce_request(batch: bytes, topic: str = "crc") -> ProduceRequest:
     return ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
-        ProduceRequest.TopicData(name=topic, partition_data=[ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
+        ProduceRequest.TopicData(name=topic, partition_data=[
+            ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
 
 
 def _latest_offset(conn: RawConnection, topic: str = "crc") -> int:
     req = ListOffsetsRequest(replica_id=-1, topics=[
-        ListOffsetsRequest.Topics(name=topic, partitions=[ListOffsetsRequest.Topics.Partitions(partition_index=0, timestamp=-1)])])
+        ListOffsetsRequest.Topics(name=topic, partitions=[
+            ListOffsetsRequest.Topics.Partitions(partition_index=0, timestamp=-1)])])
     (p,) = conn.request(req, 1).topics[0].partitions
     assert p.error_code == 0
     return p.offset

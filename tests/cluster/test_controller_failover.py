@@ -7,7 +7,8 @@ RF=1 partitions again with the data written before the kill."""
 from __future__ import annotations
 
 import pytest
-from cluster_helpers import ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders, produce, wait_until
+from cluster_helpers import (ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders,
+                             produce, wait_until)
 
 pytestmark = pytest.mark.cluster
 
@@ -99,7 +100,7 @@ def test_hard_bounces_of_the_controller_leave_the_other_brokers_serving(make_clu
             acked = producer.acked_on(p)
             got = consume_to_end(cluster, "bounced", p)
             missing = sorted(set(acked) - set(got))
-            assert not missing, f"partition {p}: {len(missing)} of {len(acked)} acknowledged records lost, e.g. {missing[:5]}"
+            assert not missing, f"partition {p}: {len(missing)} of {len(acked)} acked records lost, e.g. {missing[:5]}"
             # Without an idempotent producer a retried write may appear
             # twice; first appearances keep the send order.
             first = list(dict.fromkeys(got))
