@@ -36,6 +36,7 @@ deps:
 	fi
 
 lint: venv
+	$(BIN)/ruff check kavka tests bench tools
 	$(BIN)/lint-imports
 
 test: venv deps lint

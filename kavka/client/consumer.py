@@ -52,6 +52,7 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: int = 0  # the batch's TimestampType: 0 CreateTime, 1 LogAppendTime
 
 
 class Consumer:
@@ -240,7 +241,7 @@ class Consumer:
                 for r in iter_records(memoryview(data)[pos:pos + h.size]):
                     if r.offset >= position:
                         out.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp,
-                                                  r.key, r.value, r.headers))
+                                                  r.key, r.value, r.headers, int(h.timestamp_type)))
             position = h.next_offset
         if not progressed and position < p.high_watermark:
             raise KafkaError(f"the next batch of {tp} at offset {position} is larger than "

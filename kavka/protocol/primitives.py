@@ -22,6 +22,7 @@ a position for hand-written parsers (headers). Every declared length or
 count is checked against the bytes that remain BEFORE anything is allocated
 (CVE-2022-34917: a tiny request declaring a huge array made Kafka allocate
 it). Every failure is a ``DecodeError``. Writers ``write_x(value) -> bytes``.
+The varint readers and writers are ``kavka.protocol.varint``'s, re-exported.
 
 Pure functions; any thread.
 """
@@ -33,13 +34,11 @@ import uuid
 
 from kavka.protocol.errors import DecodeError
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+# Varints come from the one codec Kavka has (see its docstring); its readers
+# raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
+from kavka.protocol.varint import read_uvarint, read_varint, read_varlong  # noqa: F401
+
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 BOOL = struct.Struct(">?")
 UUID16 = struct.Struct(">16s")
 
@@ -93,56 +92,6 @@ def read_uuid(buf, pos: int):
     if pos + 16 > len(buf):
         raise truncated("uuid", 16, len(buf) - pos)
     return uuid.UUID(bytes=bytes(buf[pos : pos + 16])), pos + 16
-
-
-def _read_varbits(buf, pos: int, max_bytes: int, what: str):
-    result = 0
-    shift = 0
-    end = len(buf)
-    for _ in range(max_bytes):
-        if pos >= end:
-            raise truncated(what, 1, 0)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-    raise DecodeError(f"{what} longer than {max_bytes} bytes")
-
-
-def read_uvarint(buf, pos: int):
-    """Unsigned varint of at most 5 bytes holding a value < 2**32."""
-    if pos + 1 < len(buf):  # the common one- and two-byte cases, unrolled
-        b = buf[pos]
-        if b < 0x80:
-            return b, pos + 1
-        b2 = buf[pos + 1]
-        if b2 < 0x80:
-            return (b & 0x7F) | (b2 << 7), pos + 2
-    value, pos = _read_varbits(buf, pos, 5, "unsigned varint")
-    if value > 0xFFFFFFFF:
-        raise DecodeError(f"unsigned varint {value} does not fit 32 bits")
-    return value, pos
-
-
-def read_uvarlong(buf, pos: int):
-    value, pos = _read_varbits(buf, pos, 10, "unsigned varlong")
-    if value > 0xFFFFFFFFFFFFFFFF:
-        raise DecodeError(f"unsigned varlong {value} does not fit 64 bits")
-    return value, pos
-
-
-def read_varint(buf, pos: int):
-    """Zigzag-encoded signed 32-bit varint."""
-    raw, pos = read_uvarint(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def read_varlong(buf, pos: int):
-    """Zigzag-encoded signed 64-bit varint."""
-    raw, pos = read_uvarlong(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
 
 
 def _utf8(buf, start: int, n: int) -> str:

@@ -5,57 +5,16 @@ the type's range raise ``EncodeError``. Pure functions; any thread.
 
 from __future__ import annotations
 
-import struct
 import uuid
 
 from kavka.protocol.errors import EncodeError
 
-INT8 = struct.Struct(">b")
-INT16 = struct.Struct(">h")
-INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
-UINT16 = struct.Struct(">H")
-UINT32 = struct.Struct(">I")
-FLOAT64 = struct.Struct(">d")
+# The one varint codec (kavka.protocol.varint) under the wire's names.
+from kavka.protocol.varint import encode_uvarint as write_uvarint
+from kavka.protocol.varint import encode_varint as write_varint  # noqa: F401
+from kavka.protocol.varint import encode_varlong as write_varlong  # noqa: F401
 
-
-_UV1 = [bytes([i]) for i in range(128)]
-
-
-def write_uvarint(value: int) -> bytes:
-    """Unsigned varint; ``value`` in 0 .. 2**32-1."""
-    if 0 <= value < 128:
-        return _UV1[value]
-    if value < 0 or value > 0xFFFFFFFF:
-        raise EncodeError(f"unsigned varint {value} out of range 0..2**32-1")
-    return _write_varbits(value)
-
-
-def write_uvarlong(value: int) -> bytes:
-    if value < 0 or value > 0xFFFFFFFFFFFFFFFF:
-        raise EncodeError(f"unsigned varlong {value} out of range 0..2**64-1")
-    return _write_varbits(value)
-
-
-def _write_varbits(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def write_varint(value: int) -> bytes:
-    if not -(1 << 31) <= value < (1 << 31):
-        raise EncodeError(f"varint {value} out of int32 range")
-    return write_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(value: int) -> bytes:
-    if not -(1 << 63) <= value < (1 << 63):
-        raise EncodeError(f"varlong {value} out of int64 range")
-    return write_uvarlong(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 
 
 def write_int8(v: int) -> bytes: return INT8.pack(v)

@@ -20,7 +20,8 @@ from typing import Iterator
 
 from kavka.protocol.records.batch import HEADER_SIZE, Compression, CorruptRecordBatch, validate_batch
 from kavka.protocol.records.reader import DEFAULT_MAX_DECOMPRESSED, records_section
-from kavka.protocol.records.varint import read_varint, read_varlong
+from kavka.protocol.records.varint import VarintError
+from kavka.protocol.varint import VarintDecodeError, read_varint, read_varlong
 
 
 def iter_keys(
@@ -63,6 +64,9 @@ def iter_keys(
                 key_len, p = read_varint(buf, p)
         except IndexError:
             raise CorruptRecordBatch("record fields run past the end of the records section", start) from None
+        except VarintDecodeError as e:
+            # Restated once per record, not per varint (kavka.protocol.records.varint).
+            raise VarintError.restating(e) from None
         if not previous < delta <= last_delta:
             raise CorruptRecordBatch(f"record offset delta {delta} out of order (previous {previous})", start)
         previous = delta
@@ -78,6 +82,8 @@ def iter_keys(
                 value_len = read_varint(buf, p)[0]
         except IndexError:
             raise CorruptRecordBatch("record value length runs past the end of the record", start) from None
+        except VarintDecodeError as e:
+            raise VarintError.restating(e) from None
         if value_len < -1 or p + value_len > record_end:
             raise CorruptRecordBatch(f"record value length {value_len} does not fit the record", start)
         yield base + delta, key, value_len == -1

@@ -140,13 +140,15 @@ class LocalCluster:
             start_new_session=True)
         return b
 
-    def stop_broker(self, broker_id: int, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
-        """Signal a broker and wait for it; SIGKILL after ``timeout``."""
+    def stop_broker(self, broker_id: int, sig: int | None = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        """Signal a broker (``sig`` None: it was signalled already) and wait
+        for it; SIGKILL after ``timeout``. Returns its exit code."""
         b = self.brokers[broker_id]
         if b.process is None:
             return None
         if b.process.poll() is None:
-            b.process.send_signal(sig)
+            if sig is not None:
+                b.process.send_signal(sig)
             if sig != signal.SIGKILL:
                 b.process.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
             try:
@@ -183,12 +185,13 @@ class LocalCluster:
         self.wait_ready({broker_id}, timeout)
 
     def stop(self) -> None:
+        signalled = [b for b in self.brokers.values() if b.running()]
+        for b in signalled:
+            b.process.send_signal(signal.SIGTERM)
         for b in self.brokers.values():
-            if b.running():
-                b.process.send_signal(signal.SIGTERM)
-                b.process.send_signal(signal.SIGCONT)
-        for b in self.brokers.values():
-            self.stop_broker(b.broker_id)
+            # A broker that got SIGTERM above is only waited for: a second
+            # signal makes it exit at once, without its clean shutdown.
+            self.stop_broker(b.broker_id, sig=None if b in signalled else signal.SIGTERM)
         if self.zk_server is not None:
             self.zk_server.stop()
             self.zk_server = None

@@ -39,7 +39,6 @@ from kavka.zk.store_types import (
     Op,
     OpResult,
     SessionEvent,
-    SessionListener,
     SessionState,
     SetDataOp,
     WatchCallback,
@@ -48,6 +47,7 @@ from kavka.zk.store_types import (
     ZkConnectionLossError,
     ZkError,
     ZkNotConnectedError,
+    ZkStoreBase,
     ZnodeStat,
     check_path,
 )
@@ -162,16 +162,17 @@ class InMemoryZooKeeper:
             self.apply_delete(path)
 
 
-class InMemoryZkStore:
+class InMemoryZkStore(ZkStoreBase):
     """One session on an ``InMemoryZooKeeper`` (see module doc). ``chroot``
-    works as in ZooKeeper: every path is under it and must exist."""
+    works as in ZooKeeper: every path is under it and must exist. The
+    listener registry and ``maybe_set`` are ``ZkStoreBase``'s."""
 
     def __init__(self, server: InMemoryZooKeeper, chroot: str = "") -> None:
+        super().__init__()
         self._server = server
         self._chroot = chroot.rstrip("/")
         self._session: int | None = None
         self._connected = False
-        self._listeners: list[SessionListener] = []
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle and test controls --------------------------------------------------------
@@ -221,13 +222,6 @@ class InMemoryZkStore:
     @property
     def session_id(self) -> int | None:
         return self._session
-
-    def add_session_listener(self, listener: SessionListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_session_listener(self, listener: SessionListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
 
     def _emit(self, state: SessionState) -> None:
         event = SessionEvent(state, self._session)
@@ -307,12 +301,6 @@ class InMemoryZkStore:
         except BadVersionError:
             raise BadVersionError(path, version) from None
         return self._server.apply_set(full, data)
-
-    async def maybe_set(self, path: str, data: bytes, version: int) -> ZnodeStat | None:
-        try:
-            return await self.set(path, data, version)
-        except BadVersionError:
-            return None
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         full = self._root(path)

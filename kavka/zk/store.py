@@ -48,7 +48,6 @@ from kavka.zk.store_types import (
     Op,
     OpResult,
     SessionEvent,
-    SessionListener,
     SessionState,
     SetDataOp,
     WatchCallback,
@@ -59,6 +58,7 @@ from kavka.zk.store_types import (
     ZkNotConnectedError,
     ZkSessionExpiredError,
     ZkStore,
+    ZkStoreBase,
     ZnodeStat,
     check_path,
 )
@@ -143,22 +143,23 @@ def _translate(exc: BaseException, path: str | None, version: int | None = None)
     return exc
 
 
-class KazooZkStore:
+class KazooZkStore(ZkStoreBase):
     """A ``ZkStore`` backed by kazoo (see module doc).
 
     ``connect`` is ``host:port[,host:port...][/chroot]`` or a ``ZkConnect``;
     ``session_timeout_ms`` is asked of the server (which bounds it by its
     min/maxSessionTimeout); ``connection_timeout_ms`` bounds ``start``.
+    The listener registry and ``maybe_set`` are ``ZkStoreBase``'s.
     """
 
     def __init__(self, connect: str | ZkConnect, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None) -> None:
+        super().__init__()
         self._connect = connect if isinstance(connect, ZkConnect) else parse_zk_connect("zookeeper.connect", connect)
         self._session_timeout_s = session_timeout_ms / 1000.0
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000.0
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handoff: _LoopHandoff | None = None
-        self._listeners: list[SessionListener] = []
         self._closing = False
         self._ready = False
         self._session: int | None = None
@@ -223,13 +224,6 @@ class KazooZkStore:
         return self._client.client_id if self._client is not None else None
 
     # -- session events (kazoo thread -> loop) ----------------------------------------------
-
-    def add_session_listener(self, listener: SessionListener) -> None:
-        self._listeners.append(listener)
-
-    def remove_session_listener(self, listener: SessionListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
 
     def _on_kazoo_state(self, state: str) -> None:
         """Runs in kazoo's connection thread: only reads ids and posts."""
@@ -336,13 +330,6 @@ class KazooZkStore:
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         client = self._require()
         return _stat(await self._await(client.set_async(check_path(path), data, version), path, version))
-
-    async def maybe_set(self, path: str, data: bytes, version: int) -> ZnodeStat | None:
-        """Set only if the znode is at ``version``; None if someone wrote first."""
-        try:
-            return await self.set(path, data, version)
-        except BadVersionError:
-            return None
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         client = self._require()

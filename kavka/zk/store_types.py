@@ -2,7 +2,8 @@
 
 Two implementations: ``kavka.zk.store.KazooZkStore`` (a real server through
 kazoo) and ``kavka.zk.memory.InMemoryZkStore`` (a double with the same
-semantics for unit tests). Both are used from ONE asyncio event loop: every
+semantics for unit tests), both on ``ZkStoreBase`` for what the seam alone
+defines. Both are used from ONE asyncio event loop: every
 method is a coroutine or plain call on that loop, and every callback (watch
 or session event) runs on that loop, never on a ZooKeeper client thread.
 
@@ -25,6 +26,7 @@ ZooKeeper semantics kept by both:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Protocol, Sequence, Union
@@ -219,6 +221,41 @@ class ZkStore(Protocol):
     async def ensure_path(self, path: str) -> None: ...
 
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]: ...
+
+
+class ZkStoreBase(ABC):
+    """The part of a ``ZkStore`` that the seam alone defines, written once
+    for both implementations: the session-listener registry, and
+    ``maybe_set`` (a conditional ``set`` whose lost race is an answer, not
+    an error).
+
+    Subclasses call ``super().__init__()``, deliver events to
+    ``_listeners`` their own way (the double with ``loop.call_soon``, the
+    kazoo store directly, already on the loop) and implement the rest of
+    ``ZkStore``. Used on the store's event loop only, like the stores.
+    """
+
+    def __init__(self) -> None:
+        self._listeners: list[SessionListener] = []
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_session_listener(self, listener: SessionListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    @abstractmethod
+    async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        """``ZkStore.set``: each implementation's own."""
+
+    async def maybe_set(self, path: str, data: bytes, version: int) -> ZnodeStat | None:
+        """Set only if the znode is at ``version``; None if someone wrote
+        first (the caller re-reads: seed 001 #3's fencing)."""
+        try:
+            return await self.set(path, data, version)
+        except BadVersionError:
+            return None
 
 
 def check_path(path: str) -> str:

@@ -7,10 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kavka.protocol.errors import DecodeError
 from kavka.protocol.records.batch import Compression, CorruptRecordBatch, InvalidRecordBatch, write_crc
-from kavka.protocol.records.builder import build_batch
+from kavka.protocol.records.builder import assemble_batch, build_batch
 from kavka.protocol.records.reader import decode_batch
 from kavka.protocol.records.record import SimpleRecord
+from kavka.protocol.records.varint import VarintError, encode_varint
 from kavka.storage.cleaner_keys import iter_keys
 
 records = st.lists(
@@ -53,3 +55,19 @@ def test_a_bad_crc_is_refused():
     batch[-1] ^= 1
     with pytest.raises(CorruptRecordBatch, match="CRC"):
         list(iter_keys(bytes(batch)))
+
+
+def test_a_bad_varint_is_a_record_layer_error_at_its_byte():
+    # One record whose key length is a six-byte varint; the CRC is right, so
+    # only the record walk can object, and it must say so as a
+    # CorruptRecordBatch (VarintError), never as the wire's DecodeError.
+    body = b"\x00\x00\x00" + b"\x80" * 5 + b"\x01" + b"\x01\x00"
+    section = encode_varint(len(body)) + body
+    batch = assemble_batch(
+        section, base_offset=0, last_offset_delta=0, record_count=1, base_timestamp=0, max_timestamp=0,
+        attributes=0, producer_id=-1, producer_epoch=-1, base_sequence=-1, partition_leader_epoch=-1,
+    )
+    with pytest.raises(VarintError, match="longer than 5 bytes") as info:
+        list(iter_keys(batch))
+    assert info.value.position == 61 + 1 + 3
+    assert not isinstance(info.value, DecodeError)

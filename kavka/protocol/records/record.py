@@ -19,8 +19,9 @@ Decoding trusts no length: each is checked against the bytes left in the
 record before anything is sliced, a header count larger than the bytes
 could hold is refused before the loop (CVE-2022-34917 is the same mistake
 with arrays), and the declared record length must equal what the fields
-consumed. Every failure is a ``CorruptRecord`` naming the field and byte.
-Pure functions; any thread.
+consumed. Every failure is a ``CorruptRecord`` naming the field and byte,
+or for a malformed varint a ``VarintError`` (the codec's error restated once
+per record; see ``kavka.protocol.records.varint``). Pure functions; any thread.
 """
 
 from __future__ import annotations
@@ -28,12 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kavka.protocol.records.batch import CorruptRecordBatch
-from kavka.protocol.records.varint import (
-    read_varint,
-    read_varlong,
-    write_varint,
-    write_varlong,
-)
+from kavka.protocol.records.varint import VarintError, write_varint, write_varlong
+from kavka.protocol.varint import VarintDecodeError, read_varint, read_varlong
 
 
 class CorruptRecord(CorruptRecordBatch):
@@ -187,30 +184,34 @@ def decode_record(
             count, p = 0, p + 1
         else:
             count, p = read_varint(buf, p)
+        if count:
+            if count < 0:
+                raise CorruptRecord(f"record header count {count} is negative", p)
+            # Each header takes at least two bytes (two one-byte lengths).
+            if count * 2 > record_end - p:
+                raise CorruptRecord(
+                    f"record header count {count} cannot fit in the {max(record_end - p, 0)} bytes left", p
+                )
+            headers = []
+            for _ in range(count):
+                raw_key, p = _read_bytes(buf, p, record_end, "header key")
+                if raw_key is None:
+                    raise CorruptRecord("record header key is null", p)
+                try:
+                    h_key = raw_key.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise CorruptRecord(f"record header key is not UTF-8: {exc.reason}", p) from None
+                h_value, p = _read_bytes(buf, p, record_end, "header value")
+                headers.append((h_key, h_value))
+            header_tuple = tuple(headers)
+        else:
+            header_tuple = ()
     except IndexError:
         raise CorruptRecord("record fields run past the end of the buffer", start) from None
-    if count:
-        if count < 0:
-            raise CorruptRecord(f"record header count {count} is negative", p)
-        # Each header takes at least two bytes (two one-byte lengths).
-        if count * 2 > record_end - p:
-            raise CorruptRecord(
-                f"record header count {count} cannot fit in the {max(record_end - p, 0)} bytes left", p
-            )
-        headers = []
-        for _ in range(count):
-            raw_key, p = _read_bytes(buf, p, record_end, "header key")
-            if raw_key is None:
-                raise CorruptRecord("record header key is null", p)
-            try:
-                h_key = raw_key.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise CorruptRecord(f"record header key is not UTF-8: {exc.reason}", p) from None
-            h_value, p = _read_bytes(buf, p, record_end, "header value")
-            headers.append((h_key, h_value))
-        header_tuple = tuple(headers)
-    else:
-        header_tuple = ()
+    except VarintDecodeError as e:
+        # The codec's error in this layer's terms, restated once per record
+        # rather than around each varint call.
+        raise VarintError.restating(e) from None
     if p != record_end:
         raise CorruptRecord(f"record declares {length} bytes but its fields take {p - (record_end - length)}", start)
     timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time

@@ -20,7 +20,6 @@ from kavka.protocol.messages import LeaderAndIsrResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import BrokerEndPoint, PartitionState
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
 
 API_KEY = 4
 MIN_VERSION = 0
@@ -62,7 +61,6 @@ class LeaderAndIsrHandler:
 
     async def __call__(self, ctx: RequestContext, request) -> LeaderAndIsrResponse:
         version = ctx.api_version
-        R = LeaderAndIsrResponse
         entries = list(partition_states(request, version))
         state_change.info("broker %d received LeaderAndIsr v%d from controller %d epoch %d for %d partitions",
                           self.replica_manager.broker_id, version, request.controller_id,

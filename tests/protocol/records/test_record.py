@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kavka.protocol.errors import DecodeError
 from kavka.protocol.records.record import CorruptRecord, Record, decode_record, encode_record
 from kavka.protocol.records.varint import VarintError, encode_varint, encode_varlong
 
@@ -92,6 +93,18 @@ def test_truncated_varint_inside_a_record():
     raw = encode_varint(3) + b"\x00\x80\x80"
     with pytest.raises(VarintError):
         decode_record(raw, 0, len(raw), 0, 0)
+
+
+def test_bad_varint_deep_in_a_record_is_a_varint_error_at_its_byte():
+    # The header value length (the last field) is six bytes long: the codec's
+    # error must come out restated for this layer, pointing at that varint.
+    body = HEAD + encode_varint(-1) + encode_varint(-1) + encode_varint(1) + encode_varint(1) + b"h"
+    bad_at = len(encode_varint(len(body) + 6)) + len(body)
+    raw = _record(body + b"\x80" * 5 + b"\x01")
+    with pytest.raises(VarintError, match="varint is longer than 5 bytes") as info:
+        decode_record(raw, 0, len(raw), 0, 0)
+    assert info.value.position == bad_at
+    assert not isinstance(info.value, DecodeError)
 
 
 def test_record_must_lie_within_end():

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kavka.protocol.errors import DecodeError
 from kavka.protocol.records.batch import CorruptRecordBatch
 from kavka.protocol.records.varint import (
     INT32_MAX,
@@ -93,6 +94,7 @@ def test_bad_varints_are_typed_errors(reader, raw, what):
     with pytest.raises(VarintError, match=what) as info:
         reader(raw, 0)
     assert isinstance(info.value, CorruptRecordBatch)
+    assert not isinstance(info.value, DecodeError)  # the wire's error stays on the wire
     assert info.value.position == 0
 
 

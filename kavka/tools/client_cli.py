@@ -1,0 +1,123 @@
+"""What the client-side commands (``kavka topics``, ``console-producer``,
+``console-consumer``) share: the ``--bootstrap-server`` option, ``--property
+key=value`` parsing, and running an asyncio main that turns every expected
+failure into one ``Error: ...`` line on stderr and a non-zero exit code.
+
+Exit codes: 0 success, 1 the operation failed (a broker error, no broker
+reachable, a record not delivered), 2 bad command-line input. A traceback
+means a bug in Kavka, never bad input.
+
+Called from the main thread of a command-line process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+from kavka.client.cluster import Cluster, parse_bootstrap
+from kavka.client.errors import ClientConnectionError
+from kavka.common.errors import KafkaError
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\", "0": "\0"}
+
+
+class CliError(Exception):
+    """A failure to report as one line; ``exit_code`` is 1 (failed) or 2
+    (bad command-line input)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def usage(message: str) -> CliError:
+    return CliError(message, EXIT_USAGE)
+
+
+def add_bootstrap_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                   help="one or more brokers to bootstrap from, e.g. 127.0.0.1:9092")
+
+
+def unescape(text: str) -> str:
+    r"""``\t``, ``\n``, ``\r``, ``\0`` and ``\\`` in a property value become the
+    characters they name, so ``--property key.separator=\t`` works without a
+    shell's ``$'\t'``. Any other backslash is kept as it is."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPES:
+            out.append(_ESCAPES[text[i + 1]])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_key_values(items: Iterable[str], what: str) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{k: v}`` (split at the first ``=``)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise usage(f"{what} {item!r} is not KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def parse_properties(items: Iterable[str], defaults: Mapping[str, str]) -> dict[str, str]:
+    """``--property`` values over ``defaults``; a name not in ``defaults`` is
+    refused with the list of known names (a typo must not be ignored)."""
+    given = parse_key_values(items, "--property")
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise usage(f"unknown --property {', '.join(unknown)}; known: {', '.join(sorted(defaults))}")
+    return {**defaults, **{k: unescape(v) for k, v in given.items()}}
+
+
+def check_bootstrap(text: str) -> str:
+    try:
+        parse_bootstrap(text)
+    except ValueError as e:
+        raise usage(f"--bootstrap-server: {e}") from None
+    return text
+
+
+async def open_cluster(bootstrap: str, *, request_timeout_ms: int = 30_000,
+                       client_id: str = "kavka-cli") -> Cluster:
+    """A started Cluster; a cluster nobody answers for raises
+    ``NoBrokersAvailable`` within the connect timeout (at most 10 s)."""
+    cluster = Cluster(check_bootstrap(bootstrap), client_id=client_id, request_timeout_ms=request_timeout_ms,
+                      connect_timeout_ms=min(10_000, request_timeout_ms))
+    try:
+        await cluster.start()
+    except BaseException:
+        await cluster.close()
+        raise
+    return cluster
+
+
+def run_main(main: Callable[[], Awaitable[int]]) -> int:
+    """Run ``main()`` on a new event loop; report expected failures as one
+    ``Error:`` line and return the exit code."""
+    try:
+        return asyncio.run(main())
+    except CliError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return e.exit_code
+    except ClientConnectionError as e:  # the message says it all; the code adds nothing
+        print(f"Error: {e.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except KafkaError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except (ValueError, OSError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_FAILED
