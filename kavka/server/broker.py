@@ -172,7 +172,12 @@ class KafkaServer:
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
-        self.registrar = BrokerRegistrar(self.zk, self._registration)
+        # A node left by this broker's previous session (killed and started
+        # again at once) vanishes within one session timeout: wait that out
+        # with room to spare, then call it a conflict (seed 003, ZOOKEEPER-1740).
+        wait_s = 2 * cfg["zookeeper.session.timeout.ms"] / 1000.0 + 5
+        self.registrar = BrokerRegistrar(self.zk, self._registration, wait_s=wait_s)
+        await self._warn_if_registration_held(wait_s)
         await self.registrar.start()
         log.info("broker %d registered with broker epoch %s", self.broker_id, self.registrar.broker_epoch)
 
@@ -188,6 +193,15 @@ class KafkaServer:
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_log_manager(), name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
+
+    async def _warn_if_registration_held(self, wait_s: float) -> None:
+        """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
+        path = BrokerIdZNode.path(self.broker_id)
+        stat = await self.store.exists(path)
+        if stat is not None and stat.ephemeral_owner != self.store.session_id:
+            log.warning("%s is held by ZooKeeper session %#x, not ours: an earlier run of broker %d whose session "
+                        "has not expired yet, or another broker with broker.id=%d; waiting up to %.0f s for it to go",
+                        path, stat.ephemeral_owner, self.broker_id, self.broker_id, wait_s)
 
     def _registration(self) -> BrokerIdZNode:
         return BrokerIdZNode(self.broker_id, tuple(self.config.advertised_listeners),

@@ -11,7 +11,9 @@ dynamic broker configs), and purges notifications older than 15 minutes
 (``CHANGE_EXPIRATION_MS``).
 
 At startup every existing override is applied once, so a broker that was
-down while configs changed catches up.
+down while configs changed catches up. The same catch-up runs after every
+new ZooKeeper session (seed 002 §9): the expired session took the watch on
+``/config/changes`` with it, and changes made meanwhile were never seen.
 
 Runs on the broker's event loop; watch callbacks arrive there.
 """
@@ -26,7 +28,7 @@ from typing import Awaitable, Callable, Mapping
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.codec import ZnodeDataError
-from kavka.zk.store_types import NoNodeError, WatchEvent
+from kavka.zk.store_types import NoNodeError, SessionEvent, SessionState, WatchEvent, ZkError
 
 log = logging.getLogger("kavka.dynamic_config")
 
@@ -51,6 +53,11 @@ class DynamicConfigManager:
         self._stopped = False
 
     async def start(self) -> None:
+        self.zk.store.add_session_listener(self._on_session)
+        await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        """Apply every override in full, then follow notifications."""
         await self.zk.store.ensure_path(CHANGES_PATH)
         # Start after the newest notification: what it announced is in the
         # entity znodes, which we apply in full below.
@@ -68,11 +75,31 @@ class DynamicConfigManager:
 
     def stop(self) -> None:
         self._stopped = True
+        self.zk.store.remove_session_listener(self._on_session)
+
+    def _on_session(self, event: SessionEvent) -> None:
+        if self._stopped:
+            return
+        if event.state is SessionState.NEW_SESSION:
+            asyncio.get_running_loop().create_task(self._in_background(self._catch_up, "catching up after a new session"))
+        elif event.state is SessionState.RECONNECTED:
+            # Same session: notifications are still there, but a read that
+            # failed with the connection left the watch unarmed.
+            asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
 
     def _on_change(self, event: WatchEvent) -> None:
         if self._stopped:
             return
-        asyncio.get_running_loop().create_task(self._process())
+        asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
+
+    async def _in_background(self, work: Callable[[], Awaitable[None]], what: str) -> None:
+        """A ZooKeeper failure here is logged, not raised into a task nobody
+        awaits: the session coming back (RECONNECTED or NEW_SESSION) runs
+        the work again and re-arms the watch."""
+        try:
+            await work()
+        except ZkError as e:
+            log.warning("dynamic config: %s failed (%s); retried once the ZooKeeper session is back", what, e)
 
     async def _process(self) -> None:
         """Read and apply new notifications; re-arms the child watch."""

@@ -21,6 +21,10 @@ import sys
 
 from kavka.common.broker_config import from_properties_file
 from kavka.common.config import ConfigError
+from kavka.storage.errors import KafkaStorageError
+from kavka.zk.store_types import ZkError
+
+_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError)
 
 DESCRIPTION = "Run a Kavka broker in the foreground: kavka server start server.properties [--override k=v ...]"
 
@@ -82,11 +86,29 @@ async def _serve(config) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
+    starting = asyncio.ensure_future(server.start())
+    stopping = asyncio.ensure_future(stop.wait())
+    # A signal during startup (say, while waiting out an old registration)
+    # stops the broker then, not once startup is over.
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        logging.getLogger("kavka.server").info("broker %d: stop requested during startup", config.broker_id)
+        starting.cancel()
+        try:
+            await starting
+        except (asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
+            pass
+        await server.shutdown()
+        return 0
+    stopping.cancel()
     try:
-        await server.start()
+        starting.result()
     except Exception as e:
+        # The operator's mistakes (a locked log dir, ZooKeeper down, a port
+        # in use, a broker.id taken) get one line naming the cause; only
+        # unexpected failures carry a traceback.
         logging.getLogger("kavka.server").error("broker %d failed to start: %s", config.broker_id, e,
-                                                exc_info=not isinstance(e, (ConfigError, OSError)))
+                                                exc_info=not isinstance(e, _EXPECTED_STARTUP_ERRORS))
         await server.shutdown()
         return 1
     await stop.wait()

@@ -18,8 +18,11 @@ Per connection:
   purgatory). Responses are written strictly in request order by a writer
   task that awaits them one by one, so a slow acks=-1 produce holds back
   the responses behind it, as Kafka's muted channel does;
-- reading pauses while more than ``max_queued_requests`` requests wait, and
-  while the transport's write buffer is above its high-water mark;
+- memory per connection is bounded even for a client that pipelines
+  requests and never reads the answers (Kafka mutes such a channel): no
+  new request is handled while the transport's write buffer is above its
+  high-water mark or ``max_queued_requests`` responses wait to be written,
+  and reading pauses once ``max_queued_requests`` undecoded frames wait;
 - a request for an unknown API key, or a version the dispatcher does not
   serve, closes the connection — except ApiVersions, which is answered at
   v0 with UNSUPPORTED_VERSION and the supported ranges (KIP-511); a
@@ -119,7 +122,8 @@ class KafkaConnection(asyncio.Protocol):
         self.connection_id = f"c{next(self._ids)}"
         self._inbox: collections.deque[bytes] = collections.deque()
         self._inbox_ready = asyncio.Event()
-        self._outbox: asyncio.Queue = asyncio.Queue()
+        # Bounded: a full outbox stops request handling (see the module doc).
+        self._outbox: asyncio.Queue = asyncio.Queue(maxsize=server.config.max_queued_requests)
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._tasks: list[asyncio.Task] = []
@@ -184,6 +188,10 @@ class KafkaConnection(asyncio.Protocol):
                         self.transport.resume_reading()
                     await self._inbox_ready.wait()
                     continue
+                if not self._can_write.is_set():
+                    # The client is not reading: build no more responses for it.
+                    await self._can_write.wait()
+                    continue
                 frame = self._inbox.popleft()
                 if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
                     self._paused = False
@@ -202,7 +210,7 @@ class KafkaConnection(asyncio.Protocol):
             header, body = decode_request(frame)
         except UnsupportedVersionError as e:
             if e.header.api_key == API_VERSIONS_KEY:
-                self._respond_unsupported_api_versions(e.header)
+                await self._respond_unsupported_api_versions(e.header)
                 return True
             log.info("closing %s (%s): %s", self.connection_id, self._who(e.header), e)
             return False
@@ -215,7 +223,7 @@ class KafkaConnection(asyncio.Protocol):
         entry = dispatcher.lookup(header.api_key)
         if entry is None or not entry[1] <= header.api_version <= entry[2]:
             if header.api_key == API_VERSIONS_KEY:
-                self._respond_unsupported_api_versions(header)
+                await self._respond_unsupported_api_versions(header)
                 return True
             log.info("closing %s (%s): API %d v%d is not served", self.connection_id,
                      self._who(header), header.api_key, header.api_version)
@@ -235,10 +243,10 @@ class KafkaConnection(asyncio.Protocol):
             fut = asyncio.ensure_future(result)
         else:
             fut = result
-        self._outbox.put_nowait((header, fut))
+        await self._outbox.put((header, fut))
         return True
 
-    def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
+    async def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """KIP-511: answer an ApiVersions version we do not know at v0 with
         UNSUPPORTED_VERSION and our ranges, so the client can retry lower."""
         from kavka.protocol.messages import ApiVersionsResponse as R
@@ -248,7 +256,7 @@ class KafkaConnection(asyncio.Protocol):
             R.ApiKeys(api_key=k, min_version=lo, max_version=hi)
             for k, lo, hi in self.server.dispatcher.supported()])
         self.in_flight += 1
-        self._outbox.put_nowait((RequestHeader(header.api_key, 0, header.correlation_id, header.client_id), body))
+        await self._outbox.put((RequestHeader(header.api_key, 0, header.correlation_id, header.client_id), body))
 
     async def _write(self) -> None:
         try:

@@ -7,8 +7,12 @@ its log directory and its output in ``broker.log``; brokers run as
 ``python -m kavka server start server.properties`` so that a test can kill
 one with SIGKILL and restart it exactly as an operator would.
 
-Call from one thread (it is synchronous); readiness is read from ZooKeeper
-(``/brokers/ids`` holding every broker id).
+Call from one thread (it is synchronous). A broker is *ready* when it is
+registered in ZooKeeper (``/brokers/ids/<id>``) and its own Metadata answer
+names a controller and every registered broker: until the controller's
+first UpdateMetadata reaches it, a broker answers Metadata with no brokers
+and no controller, which some clients (librdkafka's admin) only retry after
+minutes.
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ class LocalCluster:
             self._write_properties(b)
             self.start_broker(b.broker_id)
             say(f"started broker {b.broker_id} on {b.address} (pid {b.process.pid})")
-        self.wait_registered(set(self.brokers), timeout)
+        self.wait_ready(set(self.brokers), timeout)
 
     def _write_properties(self, b: BrokerProcess) -> None:
         b.directory.mkdir(parents=True, exist_ok=True)
@@ -145,6 +149,8 @@ class LocalCluster:
         if b.process.poll() is None:
             if sig is not None:
                 b.process.send_signal(sig)
+            if sig != signal.SIGKILL:
+                b.process.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
             try:
                 b.process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -159,10 +165,24 @@ class LocalCluster:
         """kill -9."""
         self.stop_broker(broker_id, signal.SIGKILL)
 
+    def pause_broker(self, broker_id: int) -> None:
+        """SIGSTOP: the process stands still (a long GC pause, a hung host:
+        seed 003), its ZooKeeper session expires once
+        ``zookeeper.session.timeout.ms`` passes; ``resume_broker`` continues it."""
+        b = self.brokers[broker_id]
+        if not b.running():
+            raise ClusterError(f"broker {broker_id} is not running")
+        b.process.send_signal(signal.SIGSTOP)
+
+    def resume_broker(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.running():
+            b.process.send_signal(signal.SIGCONT)
+
     def restart_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         self.stop_broker(broker_id)
         self.start_broker(broker_id)
-        self.wait_registered({broker_id}, timeout)
+        self.wait_ready({broker_id}, timeout)
 
     def stop(self) -> None:
         signalled = [b for b in self.brokers.values() if b.running()]
@@ -250,6 +270,45 @@ class LocalCluster:
                 missing = sorted(ids - self.registered())
                 tails = "\n".join(f"--- broker {i} ---\n{self.brokers[i].log_tail()}" for i in missing)
                 raise ClusterError(f"brokers {missing} did not register in ZooKeeper within {timeout:.0f} s\n{tails}")
+            time.sleep(0.1)
+
+    def serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
+        """The broker's Metadata answer names a controller and ``expected``."""
+        import socket
+
+        from kavka.protocol.framing import frame
+        from kavka.protocol.headers import RequestHeader, decode_response, encode_request
+        from kavka.protocol.messages import MetadataRequest
+
+        request = encode_request(RequestHeader(3, 1, 1, "kavka-cluster"), MetadataRequest(topics=[]))
+        host, port = "127.0.0.1", self.brokers[broker_id].port
+        try:
+            with socket.create_connection((host, port), timeout=2.0) as s:
+                s.sendall(frame(request))
+                data = b""
+                while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return False
+                    data += chunk
+        except OSError:
+            return False
+        _, response = decode_response(3, 1, data[4:])
+        return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+
+    def wait_ready(self, ids: set[int], timeout: float = 60.0) -> None:
+        """Registered, and every running broker's metadata knows them all."""
+        deadline = time.monotonic() + timeout
+        self.wait_registered(ids, timeout)
+        while True:
+            registered = self.registered()
+            running = [i for i, b in self.brokers.items() if b.running()]
+            waiting = [i for i in running if not self.serves_metadata(i, registered)]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"brokers {waiting} do not serve metadata naming brokers {sorted(registered)} "
+                                   f"and a controller within {timeout:.0f} s")
             time.sleep(0.1)
 
     def wait_for(self, predicate, timeout: float = 30.0, what: str = "condition") -> None:
