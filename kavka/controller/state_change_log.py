@@ -67,4 +67,9 @@ class StateChangeLogger:
         self._log.info("%s Sending %s to broker %d for partition %s: %s", self._prefix(), api, broker_id, tp, detail)
 
     def response_error(self, api: str, broker_id: int, tp: TopicPartition, error: str) -> None:
-        self._log.error("%s %s response from broker %d for partition %s: error %s", self._prefix(), api, broker_id, tp, error)
+        # A broker that already holds this leader epoch answers
+        # STALE_CONTROLLER_EPOCH to the full state a new controller re-sends
+        # (seed 000 §LeaderAndIsrRequest 2.2): expected, not a fault.
+        level = logging.INFO if error == "STALE_CONTROLLER_EPOCH" else logging.ERROR
+        self._log.log(level, "%s %s response from broker %d for partition %s: error %s",
+                      self._prefix(), api, broker_id, tp, error)
