@@ -61,6 +61,33 @@ def test_translate_and_read_with_position_limit(tmp_path):
     seg.close()
 
 
+def test_read_returns_the_whole_batches_that_fit_whatever_the_window(tmp_path):
+    # Batches of different sizes, an index entry every few of them: a window
+    # of any size from any offset holds exactly the batches that fit whole
+    # (the read scans headers only from the last indexed batch in the window).
+    clock = ManualClock(T0)
+    seg = LogSegment(tmp_path, 0, small_config(**{"segment.bytes": 1 << 20, "index.interval.bytes": 300}), clock)
+    off, starts = 0, []
+    for i in range(40):
+        b = bytearray(make_batch(1 + i % 4, value=b"v" * (10 + 37 * (i % 5))))
+        struct.pack_into(">q", b, 0, off)
+        count = 1 + i % 4
+        starts.append((off, seg.log.size, len(b)))
+        seg.append(off + count - 1, T0 + count - 1, off + count - 1, [bytes(b)])
+        off += count
+    assert seg.offset_index.entries > 5
+    for first, position, _size in starts[::3]:
+        for max_size in (1, 60, 200, 333, 1000, 2500, 10**6):
+            got = seg.read(first, max_size, min_one_message=False).records
+            fitting = [s for o, p, s in starts if p >= position and p + s - position <= max_size]
+            expected = 0
+            for s in fitting:  # contiguous from the start
+                expected += s
+            assert len(got) == expected, (first, max_size)
+            assert [h.base_offset for _p, h in iter_batches(got)] == [o for o, p, s in starts
+                                                                      if position <= p < position + expected]
+
+
 def test_recover_rebuilds_identical_indexes_and_truncates_garbage(tmp_path):
     seg, clock = seg_with(tmp_path, n=20)
     entries = seg.offset_index.entries_list(), seg.time_index.entries_list()
