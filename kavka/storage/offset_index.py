@@ -93,6 +93,24 @@ class OffsetIndex(IndexFile):
             return OffsetPosition(self.base_offset, 0)
         return self.entry(slot)
 
+    def last_position_at_or_below(self, position: int) -> int | None:
+        """The largest indexed batch position <= ``position`` (positions
+        increase with offsets, so the same binary search works), else None.
+        Lets a read find the last whole batch of a window by scanning at most
+        ``index.interval.bytes`` of headers instead of the whole window."""
+        view = self.view()
+        lo, hi = 0, self.entries - 1
+        found = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            pos = ENTRY.unpack_from(view, mid * ENTRY_SIZE)[1]
+            if pos <= position:
+                found = pos
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
     def truncate_to(self, offset: int) -> None:
         """Drop every entry with offset >= ``offset``."""
         slot = self._slot_for(offset)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
+from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
@@ -37,6 +37,9 @@ DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 _INT32 = struct.Struct(">i")
+# A read's tail past its last indexed batch up to this size is read at once
+# to find the last whole batch; a longer tail is walked batch by batch.
+_TAIL_READ_BYTES = 64 * 1024
 
 
 def segment_file_name(base_offset: int, kind: str, suffix: str = "") -> str:
@@ -214,9 +217,28 @@ class LogSegment:
             if not min_one_message or position + header.size > limit:
                 return FetchSlice(b"", self.base_offset, position, first_entry_incomplete=True)
             return FetchSlice(self.log.read(position, header.size), self.base_offset, position)
-        data = self.log.read(position, min(max_size, limit - position))
-        end = whole_batches_length(data)
-        return FetchSlice(data if end == len(data) else data[:end], self.base_offset, position)
+        end = self._whole_batches_end(position, position + min(max_size, limit - position))
+        return FetchSlice(self.log.read(position, end - position), self.base_offset, position)
+
+    def _whole_batches_end(self, position: int, window_end: int) -> int:
+        """End of the last batch that lies whole in [position, window_end),
+        ``position`` being a batch start. Found before reading the window,
+        so that the window is read once at its exact length (no slice copy
+        of up to a megabyte), and from the last indexed batch in the window
+        onward only: everything between two batch starts is whole batches.
+        That tail is at most ``index.interval.bytes`` plus one batch when
+        batches are small (read at once and walked in memory); when it is
+        larger, the batches are large and few (walked by their size fields)."""
+        indexed = self.offset_index.last_position_at_or_below(window_end)
+        start = indexed if indexed is not None and indexed > position else position
+        if window_end - start <= _TAIL_READ_BYTES:
+            return start + whole_batches_length(self.log.read(start, window_end - start))
+        pos = start
+        while True:
+            size = self.log.batch_size_at(pos)
+            if size is None or size < LOG_OVERHEAD or pos + size > window_end:
+                return pos
+            pos += size
 
     def batches_by_timestamp(self, timestamp: int, starting_offset: int) -> Iterator[tuple[int, RecordBatchHeader]]:
         """Batches with max timestamp >= ``timestamp`` and last offset >=

@@ -63,3 +63,20 @@ def test_size_checked_even_when_prefix_arrives_in_pieces():
 
 def test_zero_length_frame():
     assert FrameDecoder().feed(b"\x00\x00\x00\x00") == [b""]
+
+
+def test_frame_over_several_reads_is_handed_out_read_only_and_stays_intact():
+    # A frame staged over several reads comes out as a read-only view of the
+    # staging buffer (no copy); later reads must never write into it.
+    big = bytes(range(256)) * 40
+    stream = frame(big) + frame(b"next") + frame(b"partial")
+    dec = FrameDecoder()
+    assert dec.feed(stream[:1000]) == []
+    out = dec.feed(stream[1000:-3])
+    assert out == [big, b"next"]
+    with pytest.raises(TypeError):
+        out[0][0] = 0
+    assert dec.buffered == len(frame(b"partial")) - 3
+    assert dec.feed(stream[-3:]) == [b"partial"]
+    assert dec.feed(frame(b"y" * 5000)[:100]) == []
+    assert out == [big, b"next"]

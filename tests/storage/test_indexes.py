@@ -103,6 +103,21 @@ def test_offset_lookup_agrees_with_linear_scan(tmp_path_factory, offsets, target
 
 
 @STORAGE_SETTINGS
+@given(offsets=offsets_strategy, gaps=st.lists(st.integers(1, 500), min_size=60, max_size=60),
+       targets=st.lists(st.integers(-5, 40_000), max_size=30))
+def test_position_lookup_agrees_with_linear_scan(tmp_path_factory, offsets, gaps, targets):
+    d = tmp_path_factory.mktemp("oi")
+    idx = OffsetIndex(d / "00000000000000000050.index", 50, 8 * 64)
+    positions = [sum(gaps[:i + 1]) for i in range(len(offsets))]
+    for off, pos in zip(offsets, positions):
+        idx.append(50 + off, pos)
+    for t in targets + positions + [p - 1 for p in positions]:
+        expected = max((p for p in positions if p <= t), default=None)
+        assert idx.last_position_at_or_below(t) == expected
+    idx.close()
+
+
+@STORAGE_SETTINGS
 @given(
     points=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 5000)), max_size=60),
     targets=st.lists(st.integers(-1, 10**6 + 10), max_size=30),

@@ -3,7 +3,10 @@ recovery, truncation, roll conditions, suffix renames."""
 
 from __future__ import annotations
 
+import os
 import struct
+
+import pytest
 
 from kavka.protocol.records.batch import iter_batches
 from kavka.storage.clock import ManualClock
@@ -59,6 +62,41 @@ def test_translate_and_read_with_position_limit(tmp_path):
     limited = seg.read(100, 10**6, max_position=third)
     assert [h.base_offset for _p, h in iter_batches(limited.records)] == [100, 103]
     seg.close()
+
+
+@pytest.mark.parametrize("interval, value_bytes, windows", [
+    # small batches, an index entry every few: the tail after it is read at once
+    (300, (10, 47, 84, 121, 158), (1, 60, 200, 333, 1000, 2500, 10**6)),
+    # large batches, no index entry in reach: the tail is walked batch by batch
+    (10**7, (9000, 17000, 26000, 31000, 40000), (1, 70_000, 100_000, 250_000, 10**6)),
+])
+def test_read_returns_the_whole_batches_that_fit_whatever_the_window(tmp_path, interval, value_bytes, windows):
+    # Batches of different sizes: a window of any size from any offset holds
+    # exactly the batches that fit whole (found from the last indexed batch
+    # in the window, then read at that exact length).
+    clock = ManualClock(T0)
+    config = small_config(**{"segment.bytes": 1 << 24, "index.interval.bytes": interval,
+                             "max.message.bytes": 1 << 20})
+    seg = LogSegment(tmp_path, 0, config, clock)
+    off, starts = 0, []
+    for i in range(40):
+        b = bytearray(make_batch(1 + i % 4, value=os.urandom(value_bytes[i % 5])))
+        struct.pack_into(">q", b, 0, off)
+        count = 1 + i % 4
+        starts.append((off, seg.log.size, len(b)))
+        seg.append(off + count - 1, T0 + count - 1, off + count - 1, [bytes(b)])
+        off += count
+    assert (seg.offset_index.entries > 5) == (interval < 1000)
+    for first, position, _size in starts[::3]:
+        for max_size in windows:
+            got = seg.read(first, max_size, min_one_message=False).records
+            fitting = [s for o, p, s in starts if p >= position and p + s - position <= max_size]
+            expected = 0
+            for s in fitting:  # contiguous from the start
+                expected += s
+            assert len(got) == expected, (first, max_size)
+            assert [h.base_offset for _p, h in iter_batches(got)] == [o for o, p, s in starts
+                                                                      if position <= p < position + expected]
 
 
 def test_recover_rebuilds_identical_indexes_and_truncates_garbage(tmp_path):
