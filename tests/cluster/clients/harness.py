@@ -1,0 +1,199 @@
+"""One Kavka cluster per test module, every broker behind the recording
+proxy, plus what every client test shares: the records to send, the
+expected-version check, and Kavka's own admin client for what a client
+cannot do itself (kcat has no admin API).
+
+``ProxiedCluster`` is a ``LocalCluster`` whose brokers advertise the
+proxy's ports (``advertised.listeners``): Metadata then hands clients the
+proxy addresses, so every connection a client opens is recorded. The
+brokers' own traffic (controller requests) also flows through the proxy;
+it is told apart by its client id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from kavka.tools.cluster import BrokerProcess, LocalCluster
+
+from .proxy import ApiCall, RecordingProxy
+
+RECORDS = 10_000
+PARTITIONS = 3
+# Created with the topic: small segments, so that consuming and the
+# time-index lookups of ListOffsets cross segment boundaries.
+TOPIC_CONFIGS = {"segment.bytes": "65536"}
+# What the config tests alter, and to what.
+ALTERED_KEY, ALTERED_VALUE = "retention.ms", "3600000"
+DEFAULT_RETENTION_MS = "604800000"
+
+
+@dataclass(frozen=True, slots=True)
+class Rec:
+    """One record as the test sends it and expects it back."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    timestamp: int
+
+
+class Plan:
+    """The 2 x 10,000 records a client sends: run 0 with acks=1, run 1
+    with acks=all. Record i of a run goes to partition i % 3 with key
+    ``k<i>`` (null for every 100th, so null keys are covered) and the
+    explicit timestamp ``base + run * RECORDS + i``, so that ListOffsets by
+    time has exactly one right answer per partition. Offsets follow from
+    the order: each partition receives its records in send order."""
+
+    def __init__(self, base_timestamp: int) -> None:
+        self.base = base_timestamp
+        self.runs: list[list[Rec]] = []
+        next_offset = [0] * PARTITIONS
+        for run, acks in enumerate(("1", "all")):
+            recs = []
+            for i in range(RECORDS):
+                p = i % PARTITIONS
+                key = None if i % 100 == 99 else f"k{i:05d}".encode()
+                recs.append(Rec(p, next_offset[p], key, f"acks{acks}-value-{i:05d}".encode(),
+                                base_timestamp + run * RECORDS + i))
+                next_offset[p] += 1
+            self.runs.append(recs)
+        self.end_offsets = tuple(next_offset)
+
+    @property
+    def expected(self) -> list[Rec]:
+        return sorted((r for run in self.runs for r in run), key=lambda r: (r.partition, r.offset))
+
+    def mid_timestamp(self) -> int:
+        """A time in the middle of the acks=all run."""
+        return self.base + RECORDS + RECORDS // 2
+
+    def offset_for_time(self, partition: int, timestamp: int) -> int | None:
+        """The first offset whose timestamp is >= ``timestamp`` (None: none)."""
+        return next((r.offset for r in self.expected if r.partition == partition and r.timestamp >= timestamp), None)
+
+
+def assert_same_records(consumed: list[Rec], plan: Plan, client: str, with_timestamps: bool = True) -> None:
+    """Every (partition, offset, key, value[, timestamp]) as planned."""
+    got = sorted(consumed, key=lambda r: (r.partition, r.offset))
+    want = plan.expected
+    if not with_timestamps:
+        got = [Rec(r.partition, r.offset, r.key, r.value, 0) for r in got]
+        want = [Rec(r.partition, r.offset, r.key, r.value, 0) for r in want]
+    if got != want:
+        diffs = [(g, w) for g, w in zip(got, want) if g != w][:5]
+        raise AssertionError(f"{client}: consumed {len(got)} records, expected {len(want)}; "
+                             f"first differences (got, expected): {diffs}")
+
+
+API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit",
+             9: "OffsetFetch", 10: "FindCoordinator", 18: "ApiVersions", 19: "CreateTopics",
+             20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs", 33: "AlterConfigs",
+             37: "CreatePartitions", 44: "IncrementalAlterConfigs", 60: "DescribeCluster"}
+
+
+class ProxiedCluster(LocalCluster):
+    """See the module docstring."""
+
+    def __init__(self, brokers: int, data_dir: Path, zookeeper: str, config: Mapping[str, str]) -> None:
+        super().__init__(brokers, data_dir, zookeeper=zookeeper, config=config)
+        self.proxy = RecordingProxy()
+        self.proxy_ports = {i: self.proxy.add_route(b.port) for i, b in self.brokers.items()}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.proxy_ports.values())
+
+    def _write_properties(self, b: BrokerProcess) -> None:
+        super()._write_properties(b)
+        with open(b.properties, "a") as f:
+            f.write(f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.proxy_ports[b.broker_id]}\n")
+
+    def stop(self) -> None:
+        super().stop()
+        self.proxy.close()
+
+    def broker_logs(self, lines: int = 40) -> str:
+        return "\n".join(f"--- broker {i} ({b.log_path}) ---\n{b.log_tail(lines)}" for i, b in self.brokers.items())
+
+
+def proxied_cluster(zookeeper: str, tmp_path_factory, brokers: int = 3,
+                    config: Mapping[str, str] | None = None) -> Iterator[ProxiedCluster]:
+    """Generator body for a module-scoped fixture: a fresh ZooKeeper chroot
+    (deleted afterwards) and a started ``ProxiedCluster``."""
+    from kazoo.client import KazooClient
+
+    chroot = f"/kavka-clients-{uuid.uuid4().hex[:12]}"
+    cluster = ProxiedCluster(brokers, tmp_path_factory.mktemp("clients-cluster"), f"{zookeeper}{chroot}",
+                             dict(config or {}))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        zk = KazooClient(hosts=zookeeper)
+        zk.start(10)
+        try:
+            zk.delete(chroot, recursive=True)
+        except Exception:  # noqa: BLE001 - the cluster may not have created it
+            pass
+        finally:
+            zk.stop()
+            zk.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """Per API key, the set of versions one client sent."""
+
+    versions: Mapping[int, frozenset[int]]
+
+    @classmethod
+    def of(cls, calls: list[ApiCall]) -> "Negotiated":
+        seen: dict[int, set[int]] = defaultdict(set)
+        for c in calls:
+            seen[c.api_key].add(c.api_version)
+        return cls({k: frozenset(v) for k, v in seen.items()})
+
+    def describe(self) -> str:
+        return ", ".join(f"{API_NAMES.get(k, k)}({k}) v{'/v'.join(map(str, sorted(v)))}"
+                         for k, v in sorted(self.versions.items()))
+
+
+def assert_preferred_versions(calls: list[ApiCall], expected: Mapping[int, int], client: str) -> Negotiated:
+    """Every request of ``calls`` uses the one version ``expected`` names
+    for its API and every expected API was seen. A client retrying
+    ApiVersions lower (KIP-511) would show up here as a second version:
+    Kavka serves ApiVersions v0-v4, so none should. Returns what was seen."""
+    assert calls, f"{client}: the proxy recorded no request from it"
+    negotiated = Negotiated.of(calls)
+    problems = []
+    for api_key, versions in sorted(negotiated.versions.items()):
+        name = f"{API_NAMES.get(api_key, api_key)}({api_key})"
+        if api_key not in expected:
+            problems.append(f"{name} sent v{sorted(versions)} but the test expects no such request")
+        elif versions != {expected[api_key]}:
+            problems.append(f"{name} sent v{sorted(versions)}, preferred v{expected[api_key]}")
+    for api_key in sorted(set(expected) - set(negotiated.versions)):
+        problems.append(f"{API_NAMES.get(api_key, api_key)}({api_key}) expected at v{expected[api_key]} but never sent")
+    assert not problems, f"{client}: " + "; ".join(problems) + f"\nseen: {negotiated.describe()}"
+    return negotiated
+
+
+def kavka_admin(bootstrap: str, fn):
+    """Run ``await fn(admin)`` with Kavka's own admin client."""
+    from kavka.client.admin import KafkaAdmin
+    from kavka.client.cluster import Cluster
+
+    async def main():
+        async with Cluster(bootstrap) as cluster:
+            return await fn(KafkaAdmin(cluster))
+
+    return asyncio.run(main())
