@@ -1,0 +1,175 @@
+"""kafka-python against a 3-broker Kavka cluster: create a topic, produce
+10,000 records with acks=1 and 10,000 with acks=all, consume them with
+``assign`` from the earliest offset and compare every (partition, offset,
+key, value, timestamp), list offsets (beginning, end, by time), describe
+and alter configs (incremental, legacy, reset), delete the topic; then
+check that every request was sent at kafka-python's preferred version
+(shared/reference/protocol-clients.md).
+
+Idempotence: kafka-python 3.0 turns it on by default (KIP-679) when the
+broker version it infers from ApiVersions is 0.11 or later — Kavka's
+Produce v11 reads as Kafka 3.8 — and an idempotent producer starts with
+InitProducerId, which Kavka does not serve yet (issue 6) and so does not
+advertise. The producers here therefore set ``enable_idempotence=False``
+explicitly (with acks=1 kafka-python would drop idempotence by itself, with
+a warning; with acks=all it would not).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic  # noqa: E402
+
+from .clients.harness import (  # noqa: E402
+    ALTERED_KEY,
+    ALTERED_VALUE,
+    DEFAULT_RETENTION_MS,
+    PARTITIONS,
+    TOPIC_CONFIGS,
+    Plan,
+    Rec,
+    assert_preferred_versions,
+    assert_same_records,
+    proxied_cluster,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CLIENT_ID = "kavka-test-kafka-python"
+TOPIC = "clients-kafka-python"
+# kafka-python 3.0's choice for each API this test uses: the reference
+# table, plus AlterConfigs v2 and IncrementalAlterConfigs v1 — its own
+# maxima (kafka.protocol.admin), which Kavka serves.
+EXPECTED_VERSIONS = {0: 9, 1: 12, 2: 9, 3: 12, 18: 4, 19: 7, 20: 6, 32: 4, 33: 2, 44: 1}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    yield from proxied_cluster(zookeeper, tmp_path_factory)
+
+
+def _servers(cluster) -> list[str]:
+    return cluster.bootstrap.split(",")
+
+
+def _wait_leaders(consumer: KafkaConsumer, topic: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        parts = consumer.partitions_for_topic(topic)
+        if parts is not None and len(parts) == PARTITIONS:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {topic} has not {PARTITIONS} partitions in metadata after 30 s")
+
+
+def _produce(cluster, plan: Plan) -> None:
+    for run, acks in zip(plan.runs, (1, "all")):
+        producer = KafkaProducer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, acks=acks,
+                                 enable_idempotence=False, linger_ms=5)
+        try:
+            futures = [producer.send(TOPIC, value=r.value, key=r.key, partition=r.partition,
+                                     timestamp_ms=r.timestamp) for r in run]
+            producer.flush(60)
+            metadata = [f.get(timeout=10) for f in futures]
+        finally:
+            producer.close(10)
+        # The offsets the broker returned in the Produce responses.
+        assert [(m.partition, m.offset) for m in metadata] == [(r.partition, r.offset) for r in run], \
+            f"acks={acks}: acknowledged offsets differ from the send order"
+
+
+def _consume(cluster, plan: Plan) -> list[Rec]:
+    consumer = KafkaConsumer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, group_id=None,
+                             enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        got: list[Rec] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(plan.expected) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=1000, max_records=5000).values():
+                got.extend(Rec(m.partition, m.offset, m.key, m.value, m.timestamp) for m in records)
+        assert {tp.partition: consumer.position(tp) for tp in tps} == dict(enumerate(plan.end_offsets))
+
+        assert consumer.beginning_offsets(tps) == {tp: 0 for tp in tps}
+        assert consumer.end_offsets(tps) == {tp: plan.end_offsets[tp.partition] for tp in tps}
+        mid = plan.mid_timestamp()
+        found = consumer.offsets_for_times({tp: mid for tp in tps})
+        assert {tp.partition: f.offset for tp, f in found.items()} == \
+            {p: plan.offset_for_time(p, mid) for p in range(PARTITIONS)}
+        after = plan.base + 10 * len(plan.expected)
+        assert consumer.offsets_for_times({tp: after for tp in tps}) == {tp: None for tp in tps}
+        return got
+    finally:
+        consumer.close()
+
+
+def _topic_configs(admin: KafkaAdminClient) -> dict:
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC)], config_filter="all")
+    return described["topic"][TOPIC]
+
+
+def _configs(admin: KafkaAdminClient) -> None:
+    entries = _topic_configs(admin)
+    assert (entries[ALTERED_KEY]["value"], entries[ALTERED_KEY]["config_source"]) == \
+        (DEFAULT_RETENTION_MS, "DEFAULT_CONFIG")
+    assert (entries["segment.bytes"]["value"], entries["segment.bytes"]["config_source"]) == \
+        (TOPIC_CONFIGS["segment.bytes"], "DYNAMIC_TOPIC_CONFIG")
+
+    # IncrementalAlterConfigs (kafka-python's default on a 2.3+ broker).
+    result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={ALTERED_KEY: ALTERED_VALUE})])
+    assert result == {"topic": {TOPIC: "OK"}}
+    entries = _topic_configs(admin)
+    assert (entries[ALTERED_KEY]["value"], entries[ALTERED_KEY]["config_source"]) == \
+        (ALTERED_VALUE, "DYNAMIC_TOPIC_CONFIG")
+
+    # Legacy AlterConfigs: kafka-python re-sends the other modified keys
+    # itself (it reads them with DescribeConfigs), so segment.bytes stays.
+    result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs={ALTERED_KEY: "7200000"})],
+                                 incremental=False)
+    assert result == {"topic": {TOPIC: "OK"}}
+    entries = _topic_configs(admin)
+    assert entries[ALTERED_KEY]["value"] == "7200000"
+    assert entries["segment.bytes"]["value"] == TOPIC_CONFIGS["segment.bytes"]
+
+    # Reset = IncrementalAlterConfigs DELETE: back to the default.
+    result = admin.reset_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC, configs=[ALTERED_KEY])])
+    assert result == {"topic": {TOPIC: "OK"}}
+    entries = _topic_configs(admin)
+    assert (entries[ALTERED_KEY]["value"], entries[ALTERED_KEY]["config_source"]) == \
+        (DEFAULT_RETENTION_MS, "DEFAULT_CONFIG")
+
+
+def test_kafka_python_round_trip(cluster) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID)
+    try:
+        response = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, topic_configs=dict(TOPIC_CONFIGS))])
+        assert [(t["name"], t["error_code"]) for t in response["topics"]] == [(TOPIC, 0)], response
+
+        plan = Plan(int(time.time() * 1000) - 600_000)
+        probe = KafkaConsumer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, group_id=None)
+        try:
+            _wait_leaders(probe, TOPIC)
+        finally:
+            probe.close()
+        _produce(cluster, plan)
+        assert_same_records(_consume(cluster, plan), plan, "kafka-python")
+        _configs(admin)
+
+        response = admin.delete_topics([TOPIC])
+        assert [(t["name"], t["error_code"]) for t in response["topics"]] == [(TOPIC, 0)], response
+        deadline = time.monotonic() + 30
+        while TOPIC in admin.list_topics():
+            assert time.monotonic() < deadline, f"{TOPIC} still listed 30 s after its deletion"
+            time.sleep(0.2)
+    finally:
+        admin.close()
+
+    negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "kafka-python")
+    print(f"kafka-python {kafka.__version__}: {negotiated.describe()}")
