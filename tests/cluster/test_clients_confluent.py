@@ -34,6 +34,7 @@ from .clients.harness import (  # noqa: E402
     ALTERED_VALUE,
     DEFAULT_RETENTION_MS,
     PARTITIONS,
+    PRODUCER_BATCH_BYTES,
     TOPIC_CONFIGS,
     Plan,
     Rec,
@@ -75,7 +76,7 @@ def _wait_leaders(admin: AdminClient, topic: str) -> None:
 
 def _produce(cluster, plan: Plan) -> None:
     for run, acks in zip(plan.runs, ("1", "all")):
-        producer = Producer(_conf(cluster, acks=acks, **{"linger.ms": 5}))
+        producer = Producer(_conf(cluster, acks=acks, **{"linger.ms": 5, "batch.size": PRODUCER_BATCH_BYTES}))
         delivered: list[tuple] = []
 
         def on_delivery(err, msg):

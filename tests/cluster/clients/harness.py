@@ -26,8 +26,12 @@ from .proxy import ApiCall, RecordingProxy
 RECORDS = 10_000
 PARTITIONS = 3
 # Created with the topic: small segments, so that consuming and the
-# time-index lookups of ListOffsets cross segment boundaries.
+# time-index lookups of ListOffsets cross segment boundaries. A batch
+# larger than a segment is refused (RECORD_LIST_TOO_LARGE, as Kafka does),
+# so producers keep batches at or below PRODUCER_BATCH_BYTES (kafka-python's
+# and aiokafka's default; librdkafka's is 1 MB and is set explicitly).
 TOPIC_CONFIGS = {"segment.bytes": "65536"}
+PRODUCER_BATCH_BYTES = 16384
 # What the config tests alter, and to what.
 ALTERED_KEY, ALTERED_VALUE = "retention.ms", "3600000"
 DEFAULT_RETENTION_MS = "604800000"
