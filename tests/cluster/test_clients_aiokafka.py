@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+import aiokafka
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
-aiokafka = pytest.importorskip("aiokafka")
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
-from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402
-
-from .clients.harness import (  # noqa: E402
+from .clients.harness import (
     ALTERED_KEY,
     ALTERED_VALUE,
     DEFAULT_RETENTION_MS,

@@ -13,12 +13,12 @@ All requests go through the recording proxy of ``clients.harness``.
 from __future__ import annotations
 
 import time
+import warnings
 
+import confluent_kafka
 import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import (  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -29,7 +29,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-from .clients.harness import (  # noqa: E402
+from .clients.harness import (
     ALTERED_KEY,
     ALTERED_VALUE,
     DEFAULT_RETENTION_MS,
@@ -163,7 +163,8 @@ def _configs(admin: AdminClient) -> None:
 
     # Legacy AlterConfigs replaces the topic's whole dynamic config:
     # segment.bytes, not named, falls back to its default.
-    with pytest.warns(DeprecationWarning):
+    with warnings.catch_warnings():  # deprecated in favour of incremental_alter_configs
+        warnings.simplefilter("ignore", DeprecationWarning)
         futures = admin.alter_configs([ConfigResource(ResourceType.TOPIC, TOPIC, set_config={ALTERED_KEY: "7200000"})],
                                       request_timeout=10)
     (future,) = futures.values()

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import time
 
+import kafka
 import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
-kafka = pytest.importorskip("kafka")
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic  # noqa: E402
-
-from .clients.harness import (  # noqa: E402
+from .clients.harness import (
     ALTERED_KEY,
     ALTERED_VALUE,
     DEFAULT_RETENTION_MS,
@@ -57,14 +56,15 @@ def _servers(cluster) -> list[str]:
     return cluster.bootstrap.split(",")
 
 
-def _wait_leaders(consumer: KafkaConsumer, topic: str) -> None:
+def _wait_leaders(admin: KafkaAdminClient, topic: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        parts = consumer.partitions_for_topic(topic)
-        if parts is not None and len(parts) == PARTITIONS:
+        (md,) = admin.describe_topics([topic])
+        if md["error_code"] == 0 and len(md["partitions"]) == PARTITIONS \
+                and all(p["leader_id"] >= 0 for p in md["partitions"]):
             return
         time.sleep(0.2)
-    raise AssertionError(f"topic {topic} has not {PARTITIONS} partitions in metadata after 30 s")
+    raise AssertionError(f"topic {topic} has no leader for every partition after 30 s")
 
 
 def _produce(cluster, plan: Plan) -> None:
@@ -153,11 +153,7 @@ def test_kafka_python_round_trip(cluster) -> None:
         assert [(t["name"], t["error_code"]) for t in response["topics"]] == [(TOPIC, 0)], response
 
         plan = Plan(int(time.time() * 1000) - 600_000)
-        probe = KafkaConsumer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, group_id=None)
-        try:
-            _wait_leaders(probe, TOPIC)
-        finally:
-            probe.close()
+        _wait_leaders(admin, TOPIC)
         _produce(cluster, plan)
         assert_same_records(_consume(cluster, plan), plan, "kafka-python")
         _configs(admin)
