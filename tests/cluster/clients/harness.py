@@ -100,7 +100,8 @@ def assert_same_records(consumed: list[Rec], plan: Plan, client: str, with_times
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit",
              9: "OffsetFetch", 10: "FindCoordinator", 18: "ApiVersions", 19: "CreateTopics",
              20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs", 33: "AlterConfigs",
-             37: "CreatePartitions", 44: "IncrementalAlterConfigs", 60: "DescribeCluster"}
+             21: "DeleteRecords", 35: "DescribeLogDirs", 37: "CreatePartitions",
+             44: "IncrementalAlterConfigs", 60: "DescribeCluster"}
 
 
 class ProxiedCluster(LocalCluster):
@@ -201,3 +202,46 @@ def kavka_admin(bootstrap: str, fn):
             return await fn(KafkaAdmin(cluster))
 
     return asyncio.run(main())
+
+
+# -- the second scenario: compression, headers, acks=0, admin extras ------------------
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+PER_CODEC = 500
+ACKS0_RECORDS = 100
+EXTRA_PARTITIONS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class HRec:
+    """A record with headers, as sent and expected back."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+
+
+def extras_plan() -> dict[str, list[HRec]]:
+    """Per codec, PER_CODEC records for partition 0 (offsets follow the
+    codec order of CODECS), each with two headers; under "acks0",
+    ACKS0_RECORDS header-less records for partition 1."""
+    plan: dict[str, list[HRec]] = {}
+    offset = 0
+    for codec in CODECS:
+        plan[codec] = [HRec(0, offset + i, f"{codec}-k{i}".encode(), f"{codec}-value-{i:04d}-".encode() * 4,
+                            (("codec", codec.encode()), ("seq", str(i).encode())))
+                       for i in range(PER_CODEC)]
+        offset += PER_CODEC
+    plan["acks0"] = [HRec(1, i, None, f"acks0-{i}".encode(), ()) for i in range(ACKS0_RECORDS)]
+    return plan
+
+
+def assert_same_hrecords(consumed: list[HRec], plan: dict[str, list[HRec]], client: str) -> None:
+    got = sorted(consumed, key=lambda r: (r.partition, r.offset))
+    want = sorted((r for recs in plan.values() for r in recs), key=lambda r: (r.partition, r.offset))
+    if got != want:
+        diffs = [(g, w) for g, w in zip(got, want) if g != w][:3]
+        raise AssertionError(f"{client}: consumed {len(got)} records with headers, expected {len(want)}; "
+                             f"first differences (got, expected): {diffs}")
