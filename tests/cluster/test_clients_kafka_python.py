@@ -169,3 +169,82 @@ def test_kafka_python_round_trip(cluster) -> None:
 
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "kafka-python")
     print(f"kafka-python {kafka.__version__}: {negotiated.describe()}")
+
+
+EXTRAS_TOPIC = "clients-kafka-python-extras"
+
+
+def test_kafka_python_compression_headers_and_admin_extras(cluster) -> None:
+    """Every codec with headers, acks=0, the admin errors Kafka returns,
+    small partition fetches, CreatePartitions, DeleteRecords,
+    DescribeCluster and DescribeLogDirs."""
+    import kafka.errors as Errors
+    from kafka.admin import NewPartitions
+
+    from .clients.harness import ACKS0_RECORDS, CODECS, EXTRA_PARTITIONS, HRec, Negotiated, assert_same_hrecords, \
+        extras_plan
+
+    client_id = f"{CLIENT_ID}-extras"
+    servers = _servers(cluster)
+    admin = KafkaAdminClient(bootstrap_servers=servers, client_id=client_id)
+    try:
+        admin.create_topics([NewTopic(EXTRAS_TOPIC, EXTRA_PARTITIONS, 1)])
+        with pytest.raises(Errors.TopicAlreadyExistsError):
+            admin.create_topics([NewTopic(EXTRAS_TOPIC, 1, 1)])
+        with pytest.raises(Errors.InvalidConfigurationError):
+            admin.create_topics([NewTopic("clients-kafka-python-bad", 1, 1, topic_configs={"cleanup.policy": "bogus"})])
+        with pytest.raises(Errors.UnknownTopicOrPartitionError):
+            admin.delete_topics(["clients-kafka-python-missing"])
+
+        plan = extras_plan()
+        for codec in CODECS + ("acks0",):
+            options = {"acks": 0} if codec == "acks0" else {"compression_type": codec, "linger_ms": 20}
+            producer = KafkaProducer(bootstrap_servers=servers, client_id=client_id, enable_idempotence=False,
+                                     **options)
+            try:
+                futures = [producer.send(EXTRAS_TOPIC, value=r.value, key=r.key, partition=r.partition,
+                                         headers=list(r.headers)) for r in plan[codec]]
+                producer.flush(30)
+                assert all(f.succeeded() for f in futures), f"{codec}: {[f.exception for f in futures][:3]}"
+            finally:
+                producer.close(10)
+
+        consumer = KafkaConsumer(bootstrap_servers=servers, client_id=client_id, group_id=None,
+                                 max_partition_fetch_bytes=2000)
+        try:
+            tps = [TopicPartition(EXTRAS_TOPIC, p) for p in range(EXTRA_PARTITIONS)]
+            consumer.assign(tps)
+            consumer.seek_to_beginning()
+            want = len(CODECS) * len(plan[CODECS[0]]) + ACKS0_RECORDS
+            got: list[HRec] = []
+            deadline = time.monotonic() + 60
+            while len(got) < want and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=1000).values():
+                    got.extend(HRec(m.partition, m.offset, m.key, m.value, tuple(m.headers)) for m in records)
+        finally:
+            consumer.close()
+        assert_same_hrecords(got, plan, "kafka-python")
+
+        result = admin.create_partitions({EXTRAS_TOPIC: NewPartitions(4)})
+        assert [(r.name, r.error_code) for r in result.results] == [(EXTRAS_TOPIC, 0)]
+        deleted = admin.delete_records({TopicPartition(EXTRAS_TOPIC, 0): 1000})
+        assert deleted[TopicPartition(EXTRAS_TOPIC, 0)]["low_watermark"] == 1000
+
+        described = admin.describe_cluster()
+        assert sorted(b["broker_id"] for b in described["brokers"]) == sorted(cluster.brokers)
+        assert {(b["host"], b["port"]) for b in described["brokers"]} == \
+            {("127.0.0.1", p) for p in cluster.proxy_ports.values()}
+        log_dirs = admin.describe_log_dirs()
+        sizes = {(t["name"], p["partition_index"]): p["partition_size"]
+                 for broker in log_dirs for d in broker["log_dirs"] for t in d["topics"] for p in t["partitions"]}
+        assert sizes.get((EXTRAS_TOPIC, 0), 0) > 0 and (EXTRAS_TOPIC, 1) in sizes
+    finally:
+        admin.close()
+
+    calls = cluster.proxy.calls(client_id)
+    seen = Negotiated.of(calls)
+    # The APIs of the reference table at kafka-python's preference; the
+    # others (DeleteRecords, CreatePartitions, ...) are only recorded.
+    assert {k: v for k, v in seen.versions.items() if k in EXPECTED_VERSIONS} == \
+        {k: frozenset({EXPECTED_VERSIONS[k]}) for k in seen.versions if k in EXPECTED_VERSIONS}
+    print(f"kafka-python extras: {seen.describe()}")
