@@ -48,15 +48,15 @@ def cluster(zookeeper, tmp_path_factory):
     yield from proxied_cluster(zookeeper, tmp_path_factory)
 
 
-async def _wait_leaders(admin: AIOKafkaAdminClient, topic: str) -> None:
+async def _wait_leaders(admin: AIOKafkaAdminClient, topic: str, partitions: int = PARTITIONS) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         (md,) = await admin.describe_topics([topic])
-        if md["error_code"] == 0 and len(md["partitions"]) == PARTITIONS \
+        if md["error_code"] == 0 and len(md["partitions"]) == partitions \
                 and all(p["leader"] >= 0 for p in md["partitions"]):
             return
         await asyncio.sleep(0.2)
-    raise AssertionError(f"topic {topic} has no leader for every partition after 30 s")
+    raise AssertionError(f"topic {topic} has no leader for each of {partitions} partitions after 30 s")
 
 
 async def _produce(bootstrap: str, plan: Plan) -> None:
@@ -153,3 +153,79 @@ def test_aiokafka_round_trip(cluster) -> None:
     asyncio.run(_round_trip(cluster.bootstrap))
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "aiokafka")
     print(f"aiokafka {aiokafka.__version__}: {negotiated.describe()}")
+
+
+EXTRAS_TOPIC = "clients-aiokafka-extras"
+
+
+async def _extras(cluster) -> str:
+    from aiokafka.admin import NewPartitions, RecordsToDelete
+
+    from .clients.harness import ACKS0_RECORDS, CODECS, EXTRA_PARTITIONS, HRec, assert_same_hrecords, extras_plan
+
+    client_id = f"{CLIENT_ID}-extras"
+    bootstrap = cluster.bootstrap
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
+    await admin.start()
+    try:
+        response = await admin.create_topics([NewTopic(EXTRAS_TOPIC, EXTRA_PARTITIONS, 1)])
+        assert [tuple(t[:2]) for t in response.topic_errors] == [(EXTRAS_TOPIC, 0)]
+        response = await admin.create_topics([NewTopic(EXTRAS_TOPIC, 1, 1)])
+        assert [tuple(t[:2]) for t in response.topic_errors] == [(EXTRAS_TOPIC, 36)]  # TOPIC_ALREADY_EXISTS
+        response = await admin.create_topics(
+            [NewTopic("clients-aiokafka-bad", 1, 1, topic_configs={"cleanup.policy": "bogus"})])
+        assert [tuple(t[:2]) for t in response.topic_errors] == [("clients-aiokafka-bad", 40)]  # INVALID_CONFIG
+        await _wait_leaders(admin, EXTRAS_TOPIC, EXTRA_PARTITIONS)
+
+        plan = extras_plan()
+        for codec in CODECS + ("acks0",):
+            options = {"acks": 0} if codec == "acks0" else {"compression_type": codec, "linger_ms": 20}
+            producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=client_id, **options)
+            await producer.start()
+            try:
+                futures = [await producer.send(EXTRAS_TOPIC, value=r.value, key=r.key, partition=r.partition,
+                                               headers=list(r.headers)) for r in plan[codec]]
+                await asyncio.wait_for(asyncio.gather(*futures), 30)
+            finally:
+                await producer.stop()
+
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, client_id=client_id, group_id=None,
+                                    enable_auto_commit=False, max_partition_fetch_bytes=2000)
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(EXTRAS_TOPIC, p) for p in range(EXTRA_PARTITIONS)])
+            await consumer.seek_to_beginning()
+            want = len(CODECS) * len(plan[CODECS[0]]) + ACKS0_RECORDS
+            got: list[HRec] = []
+            deadline = time.monotonic() + 60
+            while len(got) < want and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=1000)).values():
+                    got.extend(HRec(m.partition, m.offset, m.key, m.value, tuple(m.headers)) for m in records)
+        finally:
+            await consumer.stop()
+        assert_same_hrecords(got, plan, "aiokafka")
+
+        response = await admin.create_partitions({EXTRAS_TOPIC: NewPartitions(4)})
+        assert [tuple(t[:2]) for t in response.topic_errors] == [(EXTRAS_TOPIC, 0)]
+        await _wait_leaders(admin, EXTRAS_TOPIC, 4)
+        low = await admin.delete_records({TopicPartition(EXTRAS_TOPIC, 0): RecordsToDelete(1000)})
+        assert low == {TopicPartition(EXTRAS_TOPIC, 0): 1000}
+        described = await admin.describe_cluster()
+        assert sorted(b["node_id"] for b in described["brokers"]) == sorted(cluster.brokers)
+    finally:
+        await admin.close()
+    return client_id
+
+
+def test_aiokafka_compression_headers_and_admin_extras(cluster) -> None:
+    """Every codec with headers, acks=0, admin errors, small partition
+    fetches, CreatePartitions, DeleteRecords, DescribeCluster."""
+    from .clients.harness import Negotiated
+
+    client_id = asyncio.run(_extras(cluster))
+    seen = Negotiated.of(cluster.proxy.calls(client_id))
+    # The APIs of the reference table at aiokafka's preference; the others
+    # (DeleteRecords, CreatePartitions) are only recorded.
+    assert {k: v for k, v in seen.versions.items() if k in EXPECTED_VERSIONS} == \
+        {k: frozenset({EXPECTED_VERSIONS[k]}) for k in seen.versions if k in EXPECTED_VERSIONS}
+    print(f"aiokafka extras: {seen.describe()}")
