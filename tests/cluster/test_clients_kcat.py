@@ -59,8 +59,8 @@ def cluster(zookeeper, tmp_path_factory):
     yield from proxied_cluster(zookeeper, tmp_path_factory)
 
 
-def _kcat(cluster, *args: str, stdin: bytes | None = None, timeout: float = 60) -> str:
-    cmd = [KCAT, "-b", cluster.bootstrap, "-X", f"client.id={CLIENT_ID}", "-m", "10", *args]
+def _kcat(cluster, *args: str, stdin: bytes | None = None, timeout: float = 60, client_id: str = CLIENT_ID) -> str:
+    cmd = [KCAT, "-b", cluster.bootstrap, "-X", f"client.id={client_id}", "-m", "10", *args]
     proc = subprocess.run(cmd, input=stdin, capture_output=True, timeout=timeout)
     assert proc.returncode == 0, (f"{' '.join(cmd)} exited with {proc.returncode}:\n"
                                   f"{proc.stderr.decode(errors='replace')}\n{cluster.broker_logs(15)}")
@@ -161,3 +161,43 @@ def test_kcat_round_trip(cluster) -> None:
     kcat_version = re.search(r"Version (\S+)", version)
     librdkafka = re.search(r"librdkafka [0-9.]+", version)
     print(f"kcat {kcat_version and kcat_version[1]} ({librdkafka and librdkafka[0]}): {negotiated.describe()}")
+
+
+EXTRAS_TOPIC = "clients-kcat-extras"
+
+
+def test_kcat_compression_headers_and_acks0(cluster) -> None:
+    """Every codec (kcat -X compression.codec) with a header (kcat -H sets
+    the same headers on every record of a run), acks=0, and consuming with
+    small partition fetches."""
+    from .clients.harness import EXTRA_PARTITIONS, HRec, assert_same_hrecords, extras_plan
+
+    client_id = f"{CLIENT_ID}-extras"
+
+    kavka_admin(cluster.bootstrap, lambda a: a.create_topics([NewTopic(EXTRAS_TOPIC, EXTRA_PARTITIONS, 1)]))
+    deadline = time.monotonic() + 30
+    while not any(t["topic"] == EXTRAS_TOPIC and "error" not in t and all(p["leader"] >= 0 for p in t["partitions"])
+                  for t in json.loads(_kcat(cluster, "-L", "-J", client_id=client_id))["topics"]):
+        assert time.monotonic() < deadline, f"no leaders for {EXTRAS_TOPIC} after 30 s"
+        time.sleep(0.2)
+
+    plan = {run: [HRec(r.partition, r.offset, r.key, r.value, (("codec", run.encode()),) if run != "acks0" else ())
+                  for r in recs] for run, recs in extras_plan().items()}
+    for run, recs in plan.items():
+        options = ["-X", "acks=0"] if run == "acks0" else \
+            ["-X", f"compression.codec={run}", "-H", f"codec={run}", "-X", "linger.ms=20",
+             "-X", f"batch.size={PRODUCER_BATCH_BYTES}"]
+        lines = [r.value if r.key is None else r.key + b"\t" + r.value for r in recs]
+        _kcat(cluster, "-P", "-t", EXTRAS_TOPIC, "-p", str(recs[0].partition), "-K", "\t", *options,
+              stdin=b"\n".join(lines) + b"\n", client_id=client_id)
+
+    out = _kcat(cluster, "-C", "-t", EXTRAS_TOPIC, "-o", "beginning", "-e", "-J", "-q",
+                "-X", "fetch.message.max.bytes=2000", client_id=client_id)
+    got = []
+    for line in out.splitlines():
+        m = json.loads(line)
+        flat = m.get("headers") or []
+        headers = tuple((flat[i], flat[i + 1].encode()) for i in range(0, len(flat), 2))
+        got.append(HRec(m["partition"], m["offset"], None if m["key"] is None else m["key"].encode(),
+                        m["payload"].encode(), headers))
+    assert_same_hrecords(got, plan, "kcat")
