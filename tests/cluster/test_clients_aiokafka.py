@@ -28,6 +28,7 @@ from .clients.harness import (
     Plan,
     Rec,
     assert_preferred_versions,
+    assert_rolled,
     assert_same_records,
     proxied_cluster,
 )
@@ -126,7 +127,8 @@ async def _configs(admin: AIOKafkaAdminClient) -> None:
     assert entries["segment.bytes"] == ("1073741824", DEFAULT_CONFIG)
 
 
-async def _round_trip(bootstrap: str) -> None:
+async def _round_trip(cluster) -> None:
+    bootstrap = cluster.bootstrap
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=CLIENT_ID)
     await admin.start()
     try:
@@ -137,6 +139,7 @@ async def _round_trip(bootstrap: str) -> None:
         plan = Plan(int(time.time() * 1000) - 600_000)
         await _produce(bootstrap, plan)
         assert_same_records(await _consume(bootstrap, plan), plan, "aiokafka")
+        assert_rolled(cluster, TOPIC)
         await _configs(admin)
 
         response = await admin.delete_topics([TOPIC])
@@ -150,7 +153,7 @@ async def _round_trip(bootstrap: str) -> None:
 
 
 def test_aiokafka_round_trip(cluster) -> None:
-    asyncio.run(_round_trip(cluster.bootstrap))
+    asyncio.run(_round_trip(cluster))
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "aiokafka")
     print(f"aiokafka {aiokafka.__version__}: {negotiated.describe()}")
 

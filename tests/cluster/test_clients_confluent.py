@@ -39,6 +39,7 @@ from .clients.harness import (
     Plan,
     Rec,
     assert_preferred_versions,
+    assert_rolled,
     assert_same_records,
     proxied_cluster,
 )
@@ -188,6 +189,7 @@ def test_confluent_kafka_round_trip(cluster) -> None:
     _produce(cluster, plan)
     assert_same_records(_consume(cluster, plan), plan, "confluent-kafka")
     _admin_list_offsets(admin, plan)
+    assert_rolled(cluster, TOPIC)
     _configs(admin)
 
     (future,) = admin.delete_topics([TOPIC], operation_timeout=30).values()

@@ -33,6 +33,7 @@ from .clients.harness import (
     Plan,
     Rec,
     assert_preferred_versions,
+    assert_rolled,
     assert_same_records,
     proxied_cluster,
 )
@@ -156,6 +157,7 @@ def test_kafka_python_round_trip(cluster) -> None:
         _wait_leaders(admin, TOPIC)
         _produce(cluster, plan)
         assert_same_records(_consume(cluster, plan), plan, "kafka-python")
+        assert_rolled(cluster, TOPIC)
         _configs(admin)
 
         response = admin.delete_topics([TOPIC])

@@ -36,6 +36,7 @@ from .clients.harness import (
     Plan,
     Rec,
     assert_preferred_versions,
+    assert_rolled,
     assert_same_records,
     kavka_admin,
     proxied_cluster,
@@ -127,6 +128,7 @@ def test_kcat_round_trip(cluster) -> None:
     before, between, after = _produce(cluster, plan)
     consumed = _consume(cluster)
     assert_same_records([r for r, _ in consumed], plan, "kcat", with_timestamps=False)
+    assert_rolled(cluster, TOPIC)
     # CreateTime set by librdkafka at produce time: each record's falls in
     # its run's window.
     run_of = {(r.partition, r.offset): run for run, recs in enumerate(plan.runs) for r in recs}

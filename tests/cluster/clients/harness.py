@@ -84,6 +84,14 @@ class Plan:
         return next((r.offset for r in self.expected if r.partition == partition and r.timestamp >= timestamp), None)
 
 
+def assert_rolled(cluster: ProxiedCluster, topic: str) -> None:
+    """Every partition of ``topic`` spans several segments (so reads and
+    time lookups crossed segment boundaries)."""
+    counts = cluster.segment_counts(topic)
+    assert sorted(counts) == list(range(PARTITIONS)) and min(counts.values()) > 1, \
+        f"segments per partition of {topic}: {counts}"
+
+
 def assert_same_records(consumed: list[Rec], plan: Plan, client: str, with_timestamps: bool = True) -> None:
     """Every (partition, offset, key, value[, timestamp]) as planned."""
     got = sorted(consumed, key=lambda r: (r.partition, r.offset))
@@ -124,6 +132,16 @@ class ProxiedCluster(LocalCluster):
     def stop(self) -> None:
         super().stop()
         self.proxy.close()
+
+    def segment_counts(self, topic: str) -> dict[int, int]:
+        """Partition -> number of ``.log`` segment files, over every broker."""
+        counts: dict[int, int] = {}
+        for b in self.brokers.values():
+            for d in (b.directory / "logs").glob(f"{topic}-*"):
+                partition = d.name[len(topic) + 1:]
+                if partition.isdigit():
+                    counts[int(partition)] = counts.get(int(partition), 0) + len(list(d.glob("*.log")))
+        return counts
 
     def broker_logs(self, lines: int = 40) -> str:
         return "\n".join(f"--- broker {i} ({b.log_path}) ---\n{b.log_tail(lines)}" for i, b in self.brokers.items())
