@@ -155,6 +155,7 @@ async def _round_trip(cluster) -> None:
 def test_aiokafka_round_trip(cluster) -> None:
     asyncio.run(_round_trip(cluster))
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "aiokafka")
+    assert negotiated.software == frozenset()  # ApiVersions v0 carries no client_software_name
     print(f"aiokafka {aiokafka.__version__}: {negotiated.describe()}")
 
 

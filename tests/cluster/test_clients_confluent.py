@@ -200,6 +200,8 @@ def test_confluent_kafka_round_trip(cluster) -> None:
         time.sleep(0.2)
 
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "confluent-kafka")
+    # KIP-511: the client names itself in ApiVersions v3+.
+    assert {name for name, _ in negotiated.software} == {"confluent-kafka-python"}
     print(f"confluent-kafka {confluent_kafka.version()} / librdkafka {confluent_kafka.libversion()[0]}: "
           f"{negotiated.describe()}")
 

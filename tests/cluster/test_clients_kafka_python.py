@@ -170,6 +170,7 @@ def test_kafka_python_round_trip(cluster) -> None:
         admin.close()
 
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "kafka-python")
+    assert {name for name, _ in negotiated.software} == {"kafka-python"}  # KIP-511, ApiVersions v3+
     print(f"kafka-python {kafka.__version__}: {negotiated.describe()}")
 
 

@@ -159,6 +159,7 @@ def test_kcat_round_trip(cluster) -> None:
         time.sleep(0.2)
 
     negotiated = assert_preferred_versions(cluster.proxy.calls(CLIENT_ID), EXPECTED_VERSIONS, "kcat")
+    assert {name for name, _ in negotiated.software} == {"librdkafka"}  # KIP-511, ApiVersions v3+
     version = subprocess.run([KCAT, "-V"], capture_output=True, text=True, timeout=10).stdout
     kcat_version = re.search(r"Version (\S+)", version)
     librdkafka = re.search(r"librdkafka [0-9.]+", version)

@@ -177,17 +177,20 @@ class Negotiated:
     """Per API key, the set of versions one client sent."""
 
     versions: Mapping[int, frozenset[int]]
+    software: frozenset[tuple[str, str]] = frozenset()  # from ApiVersions v3+
 
     @classmethod
     def of(cls, calls: list[ApiCall]) -> "Negotiated":
         seen: dict[int, set[int]] = defaultdict(set)
         for c in calls:
             seen[c.api_key].add(c.api_version)
-        return cls({k: frozenset(v) for k, v in seen.items()})
+        return cls({k: frozenset(v) for k, v in seen.items()},
+                   frozenset(c.software for c in calls if c.software is not None))
 
     def describe(self) -> str:
-        return ", ".join(f"{API_NAMES.get(k, k)}({k}) v{'/v'.join(map(str, sorted(v)))}"
-                         for k, v in sorted(self.versions.items()))
+        who = "; ".join(f"{n} {v}" for n, v in sorted(self.software)) or "no client_software_name sent"
+        return f"[{who}] " + ", ".join(f"{API_NAMES.get(k, k)}({k}) v{'/v'.join(map(str, sorted(v)))}"
+                                       for k, v in sorted(self.versions.items()))
 
 
 def assert_preferred_versions(calls: list[ApiCall], expected: Mapping[int, int], client: str) -> Negotiated:

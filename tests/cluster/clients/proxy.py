@@ -5,7 +5,10 @@ one broker, unchanged. On the client-to-broker direction it also cuts the
 stream into Kafka frames (4-byte big-endian size, then the request) and
 reads the part of the request header every version shares: api_key
 (int16), api_version (int16), correlation_id (int32), client_id (int16
-length + UTF-8, -1 = null). Those are recorded as ``ApiCall`` values.
+length + UTF-8, -1 = null). Those are recorded as ``ApiCall`` values. For
+ApiVersions v3+ (KIP-511) it also reads the body's client_software_name
+and client_software_version (after the header's tagged fields: compact
+strings, unsigned-varint length + 1).
 
 The parsing is written here, independently of ``kavka.protocol``, so the
 versions it reports are what the client really put on the wire, not what
@@ -33,6 +36,39 @@ class ApiCall:
     client_id: str | None
     api_key: int
     api_version: int
+    software: tuple[str, str] | None = None  # ApiVersions v3+: (name, version)
+
+
+def _uvarint(buf, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("unsigned varint longer than 5 bytes")
+
+
+def _software(frame, pos: int) -> tuple[str, str] | None:
+    """(client_software_name, client_software_version) of an ApiVersions
+    v3+ request whose header's tagged fields start at ``pos``."""
+    try:
+        count, pos = _uvarint(frame, pos)
+        for _ in range(count):  # skip tagged fields: tag, size, bytes
+            _tag, pos = _uvarint(frame, pos)
+            size, pos = _uvarint(frame, pos)
+            pos += size
+        out = []
+        for _ in range(2):
+            n, pos = _uvarint(frame, pos)
+            out.append(bytes(frame[pos:pos + n - 1]).decode("utf-8", "replace"))
+            pos += n - 1
+        return out[0], out[1]
+    except (IndexError, ValueError):
+        return None
 
 
 class _FrameSniffer:
@@ -56,7 +92,10 @@ class _FrameSniffer:
             client_id = None
             if cid_len >= 0 and 14 + cid_len <= 4 + size:
                 client_id = bytes(buf[14:14 + cid_len]).decode("utf-8", "replace")
-            self._record(ApiCall(client_id, api_key, api_version))
+            software = None
+            if api_key == 18 and api_version >= 3:
+                software = _software(memoryview(buf)[:4 + size], 14 + max(cid_len, 0))
+            self._record(ApiCall(client_id, api_key, api_version, software))
             del buf[:4 + size]
 
 
