@@ -16,20 +16,27 @@ import time
 import aiokafka
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from .clients.harness import (
+    ACKS0_RECORDS,
     ALTERED_KEY,
     ALTERED_VALUE,
+    CODECS,
     DEFAULT_RETENTION_MS,
+    EXTRA_PARTITIONS,
     PARTITIONS,
     TOPIC_CONFIGS,
+    HRec,
     Plan,
     Rec,
+    assert_known_versions,
     assert_preferred_versions,
     assert_rolled,
+    assert_same_hrecords,
     assert_same_records,
+    extras_plan,
     proxied_cluster,
 )
 
@@ -163,10 +170,6 @@ EXTRAS_TOPIC = "clients-aiokafka-extras"
 
 
 async def _extras(cluster) -> str:
-    from aiokafka.admin import NewPartitions, RecordsToDelete
-
-    from .clients.harness import ACKS0_RECORDS, CODECS, EXTRA_PARTITIONS, HRec, assert_same_hrecords, extras_plan
-
     client_id = f"{CLIENT_ID}-extras"
     bootstrap = cluster.bootstrap
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
@@ -224,12 +227,6 @@ async def _extras(cluster) -> str:
 def test_aiokafka_compression_headers_and_admin_extras(cluster) -> None:
     """Every codec with headers, acks=0, admin errors, small partition
     fetches, CreatePartitions, DeleteRecords, DescribeCluster."""
-    from .clients.harness import Negotiated
-
     client_id = asyncio.run(_extras(cluster))
-    seen = Negotiated.of(cluster.proxy.calls(client_id))
-    # The APIs of the reference table at aiokafka's preference; the others
-    # (DeleteRecords, CreatePartitions) are only recorded.
-    assert {k: v for k, v in seen.versions.items() if k in EXPECTED_VERSIONS} == \
-        {k: frozenset({EXPECTED_VERSIONS[k]}) for k in seen.versions if k in EXPECTED_VERSIONS}
+    seen = assert_known_versions(cluster.proxy.calls(client_id), EXPECTED_VERSIONS, "aiokafka")
     print(f"aiokafka extras: {seen.describe()}")

@@ -24,23 +24,31 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,
+    NewPartitions,
     NewTopic,
     OffsetSpec,
     ResourceType,
 )
 
 from .clients.harness import (
+    ACKS0_RECORDS,
     ALTERED_KEY,
     ALTERED_VALUE,
+    CODECS,
     DEFAULT_RETENTION_MS,
+    EXTRA_PARTITIONS,
     PARTITIONS,
     PRODUCER_BATCH_BYTES,
     TOPIC_CONFIGS,
+    HRec,
     Plan,
     Rec,
+    assert_known_versions,
     assert_preferred_versions,
     assert_rolled,
+    assert_same_hrecords,
     assert_same_records,
+    extras_plan,
     proxied_cluster,
 )
 
@@ -64,15 +72,15 @@ def _conf(cluster, **extra) -> dict:
     return {"bootstrap.servers": cluster.bootstrap, "client.id": CLIENT_ID, **extra}
 
 
-def _wait_leaders(admin: AdminClient, topic: str) -> None:
+def _wait_leaders(admin: AdminClient, topic: str, partitions: int = PARTITIONS) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if md is not None and md.error is None and len(md.partitions) == PARTITIONS \
+        if md is not None and md.error is None and len(md.partitions) == partitions \
                 and all(p.leader >= 0 for p in md.partitions.values()):
             return
         time.sleep(0.2)
-    raise AssertionError(f"topic {topic} has no leader for every partition after 30 s")
+    raise AssertionError(f"topic {topic} has no leader for each of {partitions} partitions after 30 s")
 
 
 def _produce(cluster, plan: Plan) -> None:
@@ -212,22 +220,11 @@ EXTRAS_TOPIC = "clients-confluent-extras"
 def test_confluent_kafka_compression_headers_and_admin_extras(cluster) -> None:
     """Every codec with headers, acks=0, the admin errors Kafka returns,
     CreatePartitions, DeleteRecords, and a record over message.max.bytes."""
-    from confluent_kafka.admin import NewPartitions
-
-    from .clients.harness import (
-        ACKS0_RECORDS,
-        CODECS,
-        EXTRA_PARTITIONS,
-        HRec,
-        assert_same_hrecords,
-        extras_plan,
-    )
-
     conf = _conf(cluster, **{"client.id": f"{CLIENT_ID}-extras"})
     admin = AdminClient(conf)
     (future,) = admin.create_topics([NewTopic(EXTRAS_TOPIC, EXTRA_PARTITIONS, 1)], operation_timeout=30).values()
     future.result()
-    _wait_leaders_n(admin, EXTRAS_TOPIC, EXTRA_PARTITIONS)
+    _wait_leaders(admin, EXTRAS_TOPIC, EXTRA_PARTITIONS)
 
     def error_of(futures) -> int:
         (f,) = futures.values()
@@ -286,29 +283,13 @@ def test_confluent_kafka_compression_headers_and_admin_extras(cluster) -> None:
 
     (future,) = admin.create_partitions([NewPartitions(EXTRAS_TOPIC, 4)], operation_timeout=30).values()
     assert future.result() is None
-    _wait_leaders_n(admin, EXTRAS_TOPIC, 4)
+    _wait_leaders(admin, EXTRAS_TOPIC, 4)
     (future,) = admin.delete_records([TopicPartition(EXTRAS_TOPIC, 0, 1000)], operation_timeout=30).values()
     assert future.result().low_watermark == 1000
     earliest = {tp.partition: f.result().offset for tp, f in admin.list_offsets(
         {TopicPartition(EXTRAS_TOPIC, p): OffsetSpec.earliest() for p in range(4)}, request_timeout=10).items()}
     assert earliest == {0: 1000, 1: 0, 2: 0, 3: 0}
 
-    calls = cluster.proxy.calls(f"{CLIENT_ID}-extras")
-    seen = {c.api_key: c.api_version for c in calls}
-    # The APIs of the reference table at librdkafka's preference; the
-    # others (DeleteRecords, CreatePartitions) are only recorded.
-    assert {k: v for k, v in seen.items() if k in EXPECTED_VERSIONS} == \
-        {k: EXPECTED_VERSIONS[k] for k in seen if k in EXPECTED_VERSIONS}
-    from .clients.harness import Negotiated
-    print(f"confluent-kafka extras: {Negotiated.of(calls).describe()}")
+    seen = assert_known_versions(cluster.proxy.calls(f"{CLIENT_ID}-extras"), EXPECTED_VERSIONS, "confluent-kafka")
+    print(f"confluent-kafka extras: {seen.describe()}")
 
-
-def _wait_leaders_n(admin: AdminClient, topic: str, partitions: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        md = admin.list_topics(topic, timeout=10).topics.get(topic)
-        if md is not None and md.error is None and len(md.partitions) == partitions \
-                and all(p.leader >= 0 for p in md.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {topic} has no leader for each of {partitions} partitions after 30 s")

@@ -20,21 +20,29 @@ from __future__ import annotations
 import time
 
 import kafka
+import kafka.errors as Errors
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
 
 from .clients.harness import (
+    ACKS0_RECORDS,
     ALTERED_KEY,
     ALTERED_VALUE,
+    CODECS,
     DEFAULT_RETENTION_MS,
+    EXTRA_PARTITIONS,
     PARTITIONS,
     TOPIC_CONFIGS,
+    HRec,
     Plan,
     Rec,
+    assert_known_versions,
     assert_preferred_versions,
     assert_rolled,
+    assert_same_hrecords,
     assert_same_records,
+    extras_plan,
     proxied_cluster,
 )
 
@@ -181,12 +189,6 @@ def test_kafka_python_compression_headers_and_admin_extras(cluster) -> None:
     """Every codec with headers, acks=0, the admin errors Kafka returns,
     small partition fetches, CreatePartitions, DeleteRecords,
     DescribeCluster and DescribeLogDirs."""
-    import kafka.errors as Errors
-    from kafka.admin import NewPartitions
-
-    from .clients.harness import ACKS0_RECORDS, CODECS, EXTRA_PARTITIONS, HRec, Negotiated, assert_same_hrecords, \
-        extras_plan
-
     client_id = f"{CLIENT_ID}-extras"
     servers = _servers(cluster)
     admin = KafkaAdminClient(bootstrap_servers=servers, client_id=client_id)
@@ -244,10 +246,5 @@ def test_kafka_python_compression_headers_and_admin_extras(cluster) -> None:
     finally:
         admin.close()
 
-    calls = cluster.proxy.calls(client_id)
-    seen = Negotiated.of(calls)
-    # The APIs of the reference table at kafka-python's preference; the
-    # others (DeleteRecords, CreatePartitions, ...) are only recorded.
-    assert {k: v for k, v in seen.versions.items() if k in EXPECTED_VERSIONS} == \
-        {k: frozenset({EXPECTED_VERSIONS[k]}) for k in seen.versions if k in EXPECTED_VERSIONS}
+    seen = assert_known_versions(cluster.proxy.calls(client_id), EXPECTED_VERSIONS, "kafka-python")
     print(f"kafka-python extras: {seen.describe()}")

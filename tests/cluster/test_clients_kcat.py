@@ -30,14 +30,18 @@ from kavka.client.admin_types import NewTopic, ResourceType
 from .clients.harness import (
     ALTERED_KEY,
     ALTERED_VALUE,
+    EXTRA_PARTITIONS,
     PARTITIONS,
     PRODUCER_BATCH_BYTES,
     TOPIC_CONFIGS,
+    HRec,
     Plan,
     Rec,
     assert_preferred_versions,
     assert_rolled,
+    assert_same_hrecords,
     assert_same_records,
+    extras_plan,
     kavka_admin,
     proxied_cluster,
 )
@@ -173,7 +177,6 @@ def test_kcat_compression_headers_and_acks0(cluster) -> None:
     """Every codec (kcat -X compression.codec) with a header (kcat -H sets
     the same headers on every record of a run), acks=0, and consuming with
     small partition fetches."""
-    from .clients.harness import EXTRA_PARTITIONS, HRec, assert_same_hrecords, extras_plan
 
     client_id = f"{CLIENT_ID}-extras"
 

@@ -213,6 +213,17 @@ def assert_preferred_versions(calls: list[ApiCall], expected: Mapping[int, int],
     return negotiated
 
 
+def assert_known_versions(calls: list[ApiCall], expected: Mapping[int, int], client: str) -> Negotiated:
+    """The APIs of ``expected`` that ``calls`` used went out at the expected
+    version; other APIs (those the reference table does not cover) are
+    only recorded. Returns what was seen."""
+    seen = Negotiated.of(calls)
+    wrong = {f"{API_NAMES.get(k, k)}({k})": f"sent v{sorted(v)}, preferred v{expected[k]}"
+             for k, v in seen.versions.items() if k in expected and v != {expected[k]}}
+    assert not wrong, f"{client}: {wrong}"
+    return seen
+
+
 def kavka_admin(bootstrap: str, fn):
     """Run ``await fn(admin)`` with Kavka's own admin client."""
     from kavka.client.admin import KafkaAdmin
