@@ -177,7 +177,6 @@ def test_kcat_compression_headers_and_acks0(cluster) -> None:
     """Every codec (kcat -X compression.codec) with a header (kcat -H sets
     the same headers on every record of a run), acks=0, and consuming with
     small partition fetches."""
-
     client_id = f"{CLIENT_ID}-extras"
 
     kavka_admin(cluster.bootstrap, lambda a: a.create_topics([NewTopic(EXTRAS_TOPIC, EXTRA_PARTITIONS, 1)]))
