@@ -13,6 +13,7 @@ it is told apart by its client id.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -158,6 +159,7 @@ def proxied_cluster(zookeeper: str, tmp_path_factory, brokers: int = 3,
                              dict(config or {}))
     try:
         cluster.start()
+        wait_metadata_ready(cluster)
         yield cluster
     finally:
         cluster.stop()
@@ -170,6 +172,37 @@ def proxied_cluster(zookeeper: str, tmp_path_factory, brokers: int = 3,
         finally:
             zk.stop()
             zk.close()
+
+
+def wait_metadata_ready(cluster: ProxiedCluster, timeout_s: float = 30.0) -> None:
+    """Wait until every broker's Metadata names the controller and lists
+    every broker. ``LocalCluster.start`` returns once the brokers are
+    registered in ZooKeeper, but a broker learns the controller id only
+    from the controller's UpdateMetadata; a librdkafka admin request that
+    sees controller id -1 then waits for a controller without asking
+    again, until its timeout ("Failed while waiting for controller"). Asked
+    of each broker's own port with Kavka's client, so no client's recorded
+    traffic changes."""
+    from kavka.client.cluster import Cluster
+
+    async def ready(port: int) -> bool:
+        try:
+            async with Cluster(f"127.0.0.1:{port}", client_id="kavka-test-readiness",
+                               request_timeout_ms=5_000, default_deadline_ms=5_000) as c:
+                md = c.metadata
+                return md.controller_id >= 0 and set(md.brokers) == set(cluster.brokers)
+        except Exception:  # noqa: BLE001 - not ready yet; asked again below
+            return False
+
+    deadline = time.monotonic() + timeout_s
+    pending = {b.broker_id: b.port for b in cluster.brokers.values()}
+    while pending:
+        pending = {i: p for i, p in pending.items() if not asyncio.run(ready(p))}
+        if pending and time.monotonic() > deadline:
+            raise AssertionError(f"brokers {sorted(pending)} do not know the controller and every broker after "
+                                 f"{timeout_s:.0f} s\n{cluster.broker_logs(20)}")
+        if pending:
+            time.sleep(0.1)
 
 
 @dataclass(frozen=True, slots=True)
