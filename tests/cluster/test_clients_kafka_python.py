@@ -10,9 +10,11 @@ Idempotence: kafka-python 3.0 turns it on by default (KIP-679) when the
 broker version it infers from ApiVersions is 0.11 or later — Kavka's
 Produce v11 reads as Kafka 3.8 — and an idempotent producer starts with
 InitProducerId, which Kavka does not serve yet (issue 6) and so does not
-advertise. The producers here therefore set ``enable_idempotence=False``
-explicitly (with acks=1 kafka-python would drop idempotence by itself, with
-a warning; with acks=all it would not).
+advertise: a plain ``KafkaProducer()`` fails its first send with
+IncompatibleBrokerVersion ("does not support the 'InitProducerIdRequest'").
+The producers here therefore set ``enable_idempotence=False`` explicitly
+(with acks=1 kafka-python would drop idempotence by itself, with a warning;
+with acks=all it would not).
 """
 
 from __future__ import annotations
