@@ -114,12 +114,13 @@ def _consume(cluster) -> list[tuple[Rec, int]]:
     return got
 
 
-def _query(cluster, timestamp: int) -> dict[int, int]:
-    specs = [a for p in range(PARTITIONS) for a in ("-t", f"{TOPIC}:{p}:{timestamp}")]
+def _query(cluster, timestamp: int, topic: str = TOPIC, partitions: int = PARTITIONS,
+           client_id: str = CLIENT_ID) -> dict[int, int]:
+    specs = [a for p in range(partitions) for a in ("-t", f"{topic}:{p}:{timestamp}")]
     found = {}
-    for line in _kcat(cluster, "-Q", *specs).splitlines():
+    for line in _kcat(cluster, "-Q", *specs, client_id=client_id).splitlines():
         m = QUERY_LINE.match(line.strip())
-        assert m is not None and m["topic"] == TOPIC, f"unexpected kcat -Q line {line!r}"
+        assert m is not None and m["topic"] == topic, f"unexpected kcat -Q line {line!r}"
         found[int(m["partition"])] = int(m["offset"])
     return found
 
@@ -196,6 +197,14 @@ def test_kcat_compression_headers_and_acks0(cluster) -> None:
         _kcat(cluster, "-P", "-t", EXTRAS_TOPIC, "-p", str(recs[0].partition), "-K", "\t", *options,
               stdin=b"\n".join(lines) + b"\n", client_id=client_id)
 
+    # acks=0: kcat -P exits once the records are written to the socket, so
+    # wait for the broker to have appended them all before kcat -C, which
+    # stops (-e) at the first end of partition it sees.
+    ends = {p: sum(len(recs) for recs in plan.values() if recs[0].partition == p) for p in range(EXTRA_PARTITIONS)}
+    deadline = time.monotonic() + 30
+    while _query(cluster, -1, EXTRAS_TOPIC, EXTRA_PARTITIONS, client_id) != ends:
+        assert time.monotonic() < deadline, f"{EXTRAS_TOPIC} latest offsets never reached {ends}"
+        time.sleep(0.1)
     out = _kcat(cluster, "-C", "-t", EXTRAS_TOPIC, "-o", "beginning", "-e", "-J", "-q",
                 "-X", "fetch.message.max.bytes=2000", client_id=client_id)
     got = []
