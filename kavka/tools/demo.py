@@ -19,9 +19,8 @@ Steps, each announced on stdout as it starts:
 Exit code 0 when every step passed; otherwise the failure and the last
 lines of every broker's log are printed and the exit code is 1.
 
-The replication factor defaults to 1: the broker processes do not run
-follower fetchers yet, so with RF=3 the followers never catch up and
-acks=all waits until the leader shrinks the ISR (replica.lag.time.max.ms).
+The topic is replicated on all three brokers (RF 3, acks=all): every
+acknowledged record is on every in-sync replica before it is confirmed.
 
 Runs as a program on the main thread; the admin client runs on short-lived
 event loops, confluent-kafka on its own threads.
@@ -68,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kavka.tools.demo", description=__doc__.split("\n\n")[0])
     p.add_argument("--brokers", type=int, default=3, help="broker processes (default 3)")
     p.add_argument("--partitions", type=int, default=6, help="partitions of topic 'demo' (default 6)")
-    p.add_argument("--replication-factor", type=int, default=1, help="replicas per partition (default 1)")
+    p.add_argument("--replication-factor", type=int, default=3, help="replicas per partition (default 3)")
     p.add_argument("--records", type=int, default=200_000, help="records to produce and consume (default 200000)")
     p.add_argument("--record-bytes", type=int, default=100, help="value size in bytes (default 100)")
     return p

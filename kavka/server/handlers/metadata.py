@@ -8,6 +8,11 @@ as Kafka does. Per partition, as Kafka's ZooKeeper-mode cache:
 LEADER_NOT_AVAILABLE when the leader is not alive; at v0 only, replicas and
 ISR are filtered to live brokers and REPLICA_NOT_AVAILABLE flags the
 difference (later versions list every replica, v5+ with offline_replicas).
+A broker that has not yet received its first UpdateMetadata (it has just
+registered and the controller's update is on its way) holds the answer for
+up to ``FIRST_UPDATE_WAIT_S``: answered at once it would name no controller
+and no brokers, and librdkafka's admin client then waits out its whole
+timeout for a controller instead of asking again.
 ``*_authorized_operations`` are INT32_MIN unless asked for (kafka-python
 crashes on -1); Kavka has no authorizer, so when asked every operation the
 resource type supports is allowed.
@@ -28,6 +33,7 @@ API_KEY = 3
 MIN_VERSION = 0
 MAX_VERSION = 12
 INT32_MIN = -(1 << 31)
+FIRST_UPDATE_WAIT_S = 5.0
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
 # DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
@@ -48,6 +54,8 @@ class MetadataHandler:
     async def __call__(self, ctx: RequestContext, request) -> MetadataResponse:
         version = ctx.api_version
         cache = self.cache
+        if cache.controller_id < 0:
+            await cache.wait_until(lambda c: c.controller_id >= 0, FIRST_UPDATE_WAIT_S)
         R = MetadataResponse
         requested = request.topics
         all_topics = requested is None or (version == 0 and not requested)
