@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from cluster_helpers import ProducerThread, RawConnection, consume, create_topic, leaders, produce, rss_kib, wait_until
+from .cluster_helpers import ProducerThread, RawConnection, consume, create_topic, leaders, produce, rss_kib, wait_until
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.framing import frame

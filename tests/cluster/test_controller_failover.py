@@ -7,7 +7,7 @@ RF=1 partitions again with the data written before the kill."""
 from __future__ import annotations
 
 import pytest
-from cluster_helpers import (ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders,
+from .cluster_helpers import (ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders,
                              produce, wait_until)
 
 pytestmark = pytest.mark.cluster

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster_helpers import (ProducerThread, RawConnection, consume, consume_to_end, create_topic, leaders, produce,
+from .cluster_helpers import (ProducerThread, RawConnection, consume, consume_to_end, create_topic, leaders, produce,
                              wait_until)
 
 from kavka.protocol.messages import ApiVersionsRequest

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from cluster_helpers import (ZkView, consume, create_topic, leaders, metadata_from, produce, produce_error,
+from .cluster_helpers import (ZkView, consume, create_topic, leaders, metadata_from, produce, produce_error,
                              set_topic_config, wait_until)
 from kazoo.client import KazooClient
 

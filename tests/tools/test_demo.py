@@ -32,7 +32,11 @@ def test_demo_runs_end_to_end():
     counts = dict(item.split(": ") for item in per.split(", "))
     assert sorted(counts) == ["p0", "p1", "p2", "p3"] and sum(map(int, counts.values())) == 20000
     assert re.search(r"controller:\s+broker [0-2] \(epoch \d+\)", out)
-    assert "PartitionCount: 4\tReplicationFactor: 1" in out
+    assert "PartitionCount: 4\tReplicationFactor: 3" in out
+    # every replica in sync once the records are consumed
+    pairs = re.findall(r"Replicas: ([\d,]+)\tIsr: ([\d,]+)", out)
+    assert len(pairs) == 4 and all(set(r.split(",")) == set(i.split(",")) and len(r.split(",")) == 3
+                                   for r, i in pairs), out
     assert len(re.findall(r"\tTopic: demo\tPartition: \d\tLeader: [0-2]\t", out)) == 4
     assert out.rstrip().endswith("DEMO OK")
     data_dir = Path(re.search(r"brokers in (\S+)", out).group(1))
