@@ -15,6 +15,10 @@ for a follower, record its fetch offset as its LEO, propose adding it to
 the ISR when it caught up, and move the HW; answer at once when the request
 does not wait, named no partition, found ``min_bytes``, hit an error or a
 diverging epoch; otherwise wait in the fetch purgatory (``DelayedFetch``).
+A follower's fetch goes through the leader replication quota
+(``leader_quota``, seed 002 §8): throttled partitions of an out-of-sync
+follower get no records while it is exceeded, and the throttled bytes sent
+are recorded once the answer is known.
 
 Event loop only. The handlers await the returned coroutines.
 """
@@ -48,6 +52,7 @@ from kavka.storage.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.isr_updates import IsrUpdates
+    from kavka.replication.leader_quota import LeaderReplicationQuota
     from kavka.replication.partition import Partition
     from kavka.replication.purgatory import DelayedOperationPurgatory
     from kavka.storage.clock import Clock
@@ -69,6 +74,7 @@ class ReplicaDataPath:
     broker_id: int
     clock: "Clock"
     isr_updates: "IsrUpdates"
+    leader_quota: "LeaderReplicationQuota | None"
     produce_purgatory: "DelayedOperationPurgatory[TopicPartition]"
     fetch_purgatory: "DelayedOperationPurgatory[TopicPartition]"
     get_partition: Callable[[TopicPartition], "Partition | None"]
@@ -137,7 +143,22 @@ class ReplicaDataPath:
 
     # ---- fetch ---------------------------------------------------------------------------------
     def _read(self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]) -> dict[TopicPartition, LogReadResult]:
-        return read_from_local_log(self.get_partition, self.missing_partition_error, params, partitions)
+        return read_from_local_log(
+            self.get_partition, self.missing_partition_error, params, partitions, self._leader_throttled(params)
+        )
+
+    def _leader_throttled(self, params: FetchParams) -> "Callable[[Partition], bool] | None":
+        quota = self.leader_quota
+        if not params.is_from_follower or quota is None or not quota.active:
+            return None
+        return lambda partition: quota.should_throttle(partition, params.replica_id)
+
+    def _record_leader_quota(
+        self, params: FetchParams, answer: dict[TopicPartition, FetchPartitionData]
+    ) -> dict[TopicPartition, FetchPartitionData]:
+        if params.is_from_follower and self.leader_quota is not None:
+            self.leader_quota.record(answer, self.get_partition)
+        return answer
 
     async def fetch_messages(
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
@@ -154,16 +175,19 @@ class ReplicaDataPath:
             or any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results.values())
         )
         if answer_now:
-            return {tp: r.to_partition_data() for tp, r in results.items()}
+            return self._record_leader_quota(params, {tp: r.to_partition_data() for tp, r in results.items()})
         epochs = {}
         for tp in partitions:
             partition = self.get_partition(tp)
             if partition is not None:
                 epochs[tp] = partition.leader_epoch
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(params, partitions, epochs, self.get_partition, lambda: self._read(params, partitions), future)
+        op = DelayedFetch(
+            params, partitions, epochs, self.get_partition, lambda: self._read(params, partitions), future,
+            self._leader_throttled(params),
+        )
         self.fetch_purgatory.try_complete_else_watch(op, list(partitions))
-        return await future
+        return self._record_leader_quota(params, await future)
 
     def _update_follower_fetch_states(
         self, replica_id: int, partitions: Mapping[TopicPartition, FetchPartition], results: Mapping[TopicPartition, LogReadResult]

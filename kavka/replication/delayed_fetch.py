@@ -5,15 +5,19 @@ Leader Fetch 数据 step 5, seed 002 §6.6).
 within the request's ``max_bytes``: each partition gets at most its own
 ``max_bytes`` and what the request has left; the first partition that
 returns data may exceed the limits by one whole batch (KIP-74) unless the
-request asked for a hard limit.
+request asked for a hard limit. A partition the leader's replication
+quota holds back (``throttled``, seed 002 §8 / KIP-73: ``leader_quota``)
+answers with its offsets but no records and takes none of the budget.
 
 ``DelayedFetch`` is a fetch that found fewer than ``min_bytes`` and may
 wait up to ``max_wait_ms``. It completes early when, for any of its
 partitions, this broker stopped leading or no longer hosts it, the leader
 epoch changed, the log was truncated below the fetch offset, or when the
 bytes now readable (up to the HW for consumers, the LEO for followers)
-reach ``min_bytes``. Completing re-reads every partition, so the answer
-holds what is there at that moment; the timeout answers the same way.
+reach ``min_bytes`` — bytes of partitions the leader quota holds back do
+not count, so such a fetch waits out ``max_wait_ms``. Completing re-reads
+every partition, so the answer holds what is there at that moment; the
+timeout answers the same way.
 
 Event loop only.
 """
@@ -21,6 +25,7 @@ Event loop only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     from kavka.replication.partition import Partition
 
 GetPartition = Callable[[TopicPartition], "Partition | None"]
+Throttled = Callable[["Partition"], bool]
 
 
 def read_from_local_log(
@@ -41,6 +47,7 @@ def read_from_local_log(
     missing_error: Callable[[TopicPartition], ErrorCode],
     params: FetchParams,
     partitions: Mapping[TopicPartition, FetchPartition],
+    throttled: Throttled | None = None,
 ) -> dict[TopicPartition, LogReadResult]:
     """Read every partition (see the module docstring)."""
     limit = params.max_bytes
@@ -61,6 +68,8 @@ def read_from_local_log(
             req.last_fetched_epoch,
             min_one_message,
         )
+        if result.records and throttled is not None and throttled(partition):
+            result = dataclasses.replace(result, records=b"")
         size = len(result.records)
         if size:
             min_one_message = False
@@ -103,6 +112,7 @@ class DelayedFetch(DelayedOperation):
         get_partition: GetPartition,
         read: Callable[[], dict[TopicPartition, LogReadResult]],
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]],
+        throttled: Throttled | None = None,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -111,6 +121,7 @@ class DelayedFetch(DelayedOperation):
         self._get_partition = get_partition
         self._read = read
         self.future = future
+        self._throttled = throttled
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -123,7 +134,8 @@ class DelayedFetch(DelayedOperation):
             readable = _readable_bytes(partition, req, self.params.isolation, self.params.min_bytes - accumulated)
             if readable is None:
                 return self.force_complete()
-            accumulated += readable
+            if self._throttled is None or not self._throttled(partition):
+                accumulated += readable
             if accumulated >= self.params.min_bytes:
                 return self.force_complete()
         return False

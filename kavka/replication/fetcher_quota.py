@@ -1,57 +1,33 @@
 """Follower replication throttling (seed 002 §8: ``follower.replication.throttled.rate``
 and the topic-level ``follower.replication.throttled.replicas``).
 
-``ThrottledReplicas`` is the parsed topic setting: ``*`` (every replica of
-the topic) or a comma-separated list of ``partition:broker`` pairs, as
-Kafka's reassignment tool writes it. A follower throttles partition p of
-the topic when the list names (p, its own broker id).
+``ThrottledReplicas`` (``kavka.common.throttled_replicas``, re-exported here)
+is the parsed topic setting: ``*`` or ``partition:broker`` pairs. A follower
+throttles partition p of the topic when the list names (p, its own broker
+id); a leader, when its leader list names (p, its own broker id)
+(``leader_quota``).
 
 ``ReplicationQuota`` is a token bucket over bytes fetched for throttled
 replicas: it fills at ``rate`` bytes per second up to one second's worth
-(the burst), every fetched byte of a throttled replica takes a token, and
-the quota is exceeded while the bucket is below zero. A fetcher leaves a
-throttled, not-caught-up partition out of its next Fetch while the quota is
-exceeded (Kafka's rule: an in-sync replica is never throttled, so a
-reassignment cannot shrink the ISR). One bucket per broker, shared by all its
-fetchers. Times are seconds from a monotonic clock passed in (pure:
-property-tested without sleeping).
+(the burst), every fetched byte of a throttled replica takes a token — in
+sync or not, so that all throttled replication traffic stays within the
+rate (KIP-73) — and the quota is exceeded while the bucket is below zero.
+A fetcher leaves a throttled, not-caught-up partition out of its next Fetch
+while the quota is exceeded (Kafka's rule: an in-sync replica is never
+throttled, so a reassignment cannot shrink the ISR). One bucket per broker,
+shared by all its fetchers; the leader side
+(``leader_quota.LeaderReplicationQuota``) keeps another. Times are seconds
+from a monotonic clock passed in (pure: property-tested without sleeping).
 
 Event loop only (no locking).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from kavka.common.throttled_replicas import ThrottledReplicas
 from kavka.replication.fetcher_config import UNLIMITED_RATE
 
-
-@dataclass(frozen=True, slots=True)
-class ThrottledReplicas:
-    """A parsed ``*.replication.throttled.replicas`` value."""
-
-    all_replicas: bool = False
-    pairs: frozenset[tuple[int, int]] = frozenset()
-
-    @classmethod
-    def parse(cls, value: str | None) -> "ThrottledReplicas":
-        """``"*"``, ``"0:1,1:2"`` or empty/None. Raises ``ValueError`` naming
-        the bad entry."""
-        text = (value or "").strip()
-        if text == "*":
-            return cls(all_replicas=True)
-        pairs = set()
-        for entry in filter(None, (e.strip() for e in text.split(","))):
-            partition, sep, broker = entry.partition(":")
-            if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
-                raise ValueError(
-                    f"throttled replica entry {entry!r} is not 'partition:broker' (e.g. '0:1'); use '*' for every replica"
-                )
-            pairs.add((int(partition), int(broker)))
-        return cls(pairs=frozenset(pairs))
-
-    def throttles(self, partition: int, broker_id: int) -> bool:
-        return self.all_replicas or (partition, broker_id) in self.pairs
+__all__ = ["ReplicationQuota", "ThrottledReplicas"]
 
 
 class ReplicationQuota:

@@ -332,7 +332,7 @@ class ReplicaFetcher:
             # The leader's retention or DeleteRecords moved its log start.
             log.maybe_increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
         leo = log.log_end_offset
-        if self._throttled(tp) and not state.in_sync:
+        if data.records and not self._quota.unlimited and self._throttled(tp):  # in sync or not (KIP-73)
             self._quota.record(len(data.records), self._now())
         if data.records:
             # Fetched partitions go to the back of the next request: only the

@@ -34,6 +34,7 @@ from kavka.replication.data_path import ReplicaDataPath
 from kavka.replication.fetcher_manager import FetcherAssignments, FetcherManager, InitialFetchState
 from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
 from kavka.replication.isr_updates import IsrUpdates
+from kavka.replication.leader_quota import LeaderReplicationQuota
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
 from kavka.replication.requests import error_code_of
@@ -93,6 +94,7 @@ class ReplicaManager(ReplicaDataPath):
         fetcher_manager: FetcherManager | None = None,
         clock: Clock | None = None,
         known_partition: Callable[[TopicPartition], bool] | None = None,
+        leader_quota: LeaderReplicationQuota | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -102,6 +104,7 @@ class ReplicaManager(ReplicaDataPath):
         self._partitions: dict[TopicPartition, Partition] = {}
         self.fetcher_manager: FetcherManager = fetcher_manager or FetcherAssignments(config.num_replica_fetchers)
         self._known_partition = known_partition
+        self.leader_quota = leader_quota  # seed 002 §8: None serves followers unthrottled
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         self.isr_updates = IsrUpdates(

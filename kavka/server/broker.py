@@ -38,6 +38,7 @@ from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
 from kavka.replication.fetcher_tasks import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
+from kavka.replication.leader_quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.server import handler_table
 from kavka.server.admin_manager import AdminManager
@@ -156,7 +157,10 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(self.zk), isr_change_listener=ZkIsrChangeNotifier(self.zk),
-            fetcher_manager=ReplicaFetcherManager.for_broker(self.broker_id, lambda: self.config, self.log_manager, lambda tp: self.replica_manager.get_partition(tp)),
+            fetcher_manager=ReplicaFetcherManager.for_broker(
+                self.broker_id, lambda: self.config, self.log_manager, lambda tp: self.replica_manager.get_partition(tp),
+                throttled=follower_throttled(self.broker_id, lambda tp: self.replica_manager.get_partition(tp))),
+            leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: self.config),
             known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
         self.replica_manager.start()
         admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(self.metadata_cache.brokers),

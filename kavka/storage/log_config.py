@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from kavka.common.config import ConfigDef, ConfigError, ConfigType, OneOf, Range
+from kavka.common.throttled_replicas import ThrottledReplicas, validate_throttled_replicas
 
 _GiB = 1 << 30
 _MiB = 1 << 20
@@ -84,6 +85,22 @@ TOPIC_CONFIG_DEF = (
         OneOf(COMPRESSION_TYPES),
     )
     .define("message.downconversion.enable", _T.BOOLEAN, True, "Allow down-conversion for old fetchers.")
+    # Seed 002 §8 / KIP-73: which replicas the leader and follower
+    # replication throttles apply to ("*" or "partition:broker,...").
+    .define(
+        "leader.replication.throttled.replicas",
+        _T.LIST,
+        [],
+        "Replicas ('partition:broker' or '*') whose leader throttles out-of-sync followers.",
+        validate_throttled_replicas,
+    )
+    .define(
+        "follower.replication.throttled.replicas",
+        _T.LIST,
+        [],
+        "Replicas ('partition:broker' or '*') whose follower throttles its fetching.",
+        validate_throttled_replicas,
+    )
 )
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +134,8 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
     message_downconversion_enable: bool = True
+    leader_replication_throttled_replicas: tuple[str, ...] = ()
+    follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any], *, source: str = "topic config") -> "LogConfig":
@@ -125,6 +144,8 @@ class LogConfig:
         parsed = TOPIC_CONFIG_DEF.parse(props, source=source)
         values = {name.replace(".", "_"): value for name, value in parsed.items()}
         values["cleanup_policy"] = tuple(sorted({p.lower() for p in values["cleanup_policy"]}))
+        for key in ("leader_replication_throttled_replicas", "follower_replication_throttled_replicas"):
+            values[key] = tuple(values[key])
         if not values["cleanup_policy"]:
             raise ConfigError("cleanup.policy", "must name at least one of delete, compact", source)
         if values["min_compaction_lag_ms"] > values["max_compaction_lag_ms"]:
@@ -166,6 +187,16 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def leader_throttled(self) -> ThrottledReplicas:
+        """``leader.replication.throttled.replicas`` parsed (cached)."""
+        return ThrottledReplicas.of(self.leader_replication_throttled_replicas)
+
+    @property
+    def follower_throttled(self) -> ThrottledReplicas:
+        """``follower.replication.throttled.replicas`` parsed (cached)."""
+        return ThrottledReplicas.of(self.follower_replication_throttled_replicas)
 
     @property
     def log_append_time(self) -> bool:
