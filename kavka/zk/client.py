@@ -289,6 +289,19 @@ class KavkaZkClient(AdminZkOps):
         stat = await self.store.maybe_set(topic.znode_path, topic.encode(), expected_version)
         return stat.version if stat is not None else None
 
+    async def set_topic_assignment_fenced(self, claim: ControllerClaim, topic: TopicZNode, expected_version: int) -> int | None:
+        """The controller's conditional write of an assignment (reassignment,
+        seed 000 §Partition 重新分配 steps 1 and 10), fenced by its epoch:
+        the new version, None if the znode changed or vanished meanwhile;
+        ``ControllerMovedError`` if this controller was deposed."""
+        try:
+            results = await self._fenced(claim, [SetDataOp(topic.znode_path, topic.encode(), expected_version)])
+        except MultiOpError as e:
+            if isinstance(e.cause, (BadVersionError, NoNodeError)):
+                return None
+            raise
+        return results[1].version
+
     async def delete_topic_znodes(self, claim: ControllerClaim, topic: str) -> None:
         """Topic deletion's last step: remove the assignment, partition
         states, config and the deletion request in one multi fenced by the
