@@ -159,6 +159,7 @@ async def alter_partition_reassignments(
             if active.context.assignment(tp) is None:
                 out[tp] = PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp} does not exist")
             elif await reassigner.cancel(tp):
+                await _supersede_znode(active, tp)
                 out[tp] = OK
             else:
                 out[tp] = PartitionError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, f"no reassignment of {tp} is in progress")
@@ -174,8 +175,17 @@ async def alter_partition_reassignments(
                 )
         out[tp] = verdict
         if verdict.code is ErrorCode.NONE:
+            await _supersede_znode(active, tp)
             await reassigner.reassign(tp, replicas)
     return out
+
+
+async def _supersede_znode(active: "ActiveController", tp: TopicPartition) -> None:
+    """An accepted API request replaces the znode's for that partition (as
+    Kafka does): a later failover must not resume the znode's older target."""
+    if tp in active.reassigner.from_znode:
+        active.reassigner.from_znode.discard(tp)
+        await remove_from_reassign_znode(active, [tp])
 
 
 def list_partition_reassignments(active: "ActiveController", wanted: Iterable[tuple[str, int]] | None) -> dict[TopicPartition, ReplicaAssignment]:

@@ -199,3 +199,49 @@ def test_shrink_and_reorder_complete_at_once_and_invalid_znode_entries_are_dropp
         assert c.partitions_of(c.transport.requests("StopReplica", 1)[-1])[("t", 0)].delete_partition
 
     c.run(body)
+
+
+def test_topic_deletion_waits_for_its_reassignment(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        ctl = await _start(c)
+        await _request_reassignment(c, (4, 5, 6))
+        await c.settle()
+        await c.admin.request_topic_deletion("t")
+        await c.settle()
+        assert await c.exists(TOPIC_PATH)  # ineligible while the partition moves
+        assert "t" in ctl.active.context.topics_ineligible_for_deletion
+        await _catch_up(c, "t", 0, (1, 2, 3, 4, 5, 6))
+        await c.settle()
+        await c.until(lambda: not c.memory.nodes.get(TOPIC_PATH), "the topic to be deleted after the reassignment")
+        assert ctl.active.deletion.completed == ["t"]
+
+    c.run(body)
+
+
+def test_new_replica_target_replaces_a_pending_one(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        ctl = await _start(c)
+        await _request_reassignment(c, (4, 5, 6))
+        await c.settle()
+        c.transport.clear()
+        result = await ctl.ask(lambda f: AlterPartitionReassignments(f, reassignments=(("t", 0, (1, 2, 4)),)))
+        assert [r.code for r in result.values()] == [ErrorCode.NONE]
+        await c.settle()
+        # OAR stays {1,2,3}; 5 and 6, wanted only by the old target, are stopped and deleted.
+        topic, _ = await c.admin.get_topic("t")
+        assert (topic.partitions[0], topic.adding_replicas[0], topic.removing_replicas[0]) == ((1, 2, 3, 4), (4,), (3,))
+        for b in (5, 6):
+            assert c.partitions_of(c.transport.requests("StopReplica", b)[-1])[("t", 0)].delete_partition
+        assert not await c.exists(REASSIGN_PARTITIONS_PATH)  # superseded by the API request
+        await _catch_up(c, "t", 0, (1, 2, 3, 4))
+        await c.settle()
+        topic, _ = await c.admin.get_topic("t")
+        assert topic.partitions[0] == (1, 2, 4)
+        state = await c.state("t", 0)
+        assert (state.leader, set(state.isr)) == (1, {1, 2, 4})
+
+    c.run(body)
