@@ -33,6 +33,7 @@ from typing import Any, Awaitable, Callable
 
 from kavka.controller import controlled_shutdown, preferred_election, reassignment_requests, zk_events
 from kavka.controller.active import ActiveController
+from kavka.controller.context import TopicPartition
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
 from kavka.controller.elector import ControllerElector
 from kavka.controller.event_manager import ControllerEventManager
@@ -45,6 +46,7 @@ from kavka.controller.events import (
     ControllerRequest,
     ElectLeaders,
     ListPartitionReassignments,
+    PartitionReassignmentIsrChange,
     PreferredReplicaElection,
     ReassignPartitions,
     IsrChangeNotification,
@@ -84,6 +86,7 @@ _HANDLERS: dict[type[ControllerEvent], Handler] = {
     ReassignPartitions: lambda a, e: reassignment_requests.on_reassign_partitions(a),
     PreferredReplicaElection: lambda a, e: preferred_election.on_preferred_replica_election(a),
     AutoPreferredReplicaLeaderElection: lambda a, e: preferred_election.on_auto_rebalance(a),
+    PartitionReassignmentIsrChange: lambda a, e: a.reassigner.on_state_znode_change(TopicPartition(e.topic, e.partition)),  # type: ignore[attr-defined]
     # Requests from this broker's API handlers: the result goes to the event's future.
     ControlledShutdown: lambda a, e: _reply(e, controlled_shutdown.on_controlled_shutdown(a, e.broker_id, e.broker_epoch)),  # type: ignore[attr-defined]
     ElectLeaders: lambda a, e: _reply(e, preferred_election.elect_leaders(a, e.partitions, e.election_type)),  # type: ignore[attr-defined]

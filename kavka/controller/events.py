@@ -21,7 +21,8 @@ Sources:
 
 - ZooKeeper watches for operator requests: ``ReassignPartitions``
   (``/admin/reassign_partitions``), ``PreferredReplicaElection``
-  (``/admin/preferred_replica_election``);
+  (``/admin/preferred_replica_election``); and on the state znodes of
+  partitions being reassigned: ``PartitionReassignmentIsrChange``;
 - a timer: ``AutoPreferredReplicaLeaderElection``;
 - the broker's API handlers, each carrying the future the answer goes to
   (``ControllerRequest``): ``ControlledShutdown``, ``ElectLeaders``,
@@ -182,3 +183,13 @@ class ListPartitionReassignments(ControllerRequest):
     """ListPartitionReassignments (API 46): ``partitions`` None lists all."""
 
     partitions: tuple[tuple[str, int], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed (Kafka's
+    ReassignedPartitionsIsrChangeListener): RAR may now be in the ISR
+    (seed 000 §Partition 重新分配 step 4)."""
+
+    topic: str
+    partition: int

@@ -12,8 +12,10 @@ Phase A, when RAR is not yet all in the ISR (``start``):
    replica of AR;
 3. the replicas of RAR - OAR go NEW (LeaderAndIsr ``is_new``: they start
    fetching from the leader);
-4. wait until every replica of RAR is in the ISR: the leaders' ISR change
-   notifications bring the controller back (``on_isr_change``).
+4. wait until every replica of RAR is in the ISR: a data watch on the
+   partition's state znode (Kafka's ReassignedPartitionsIsrChangeListener)
+   and the leaders' ISR change notifications bring the controller back
+   (``on_state_znode_change``, ``on_isr_change``).
 
 Phase B, once RAR is in the ISR (``_complete``):
 
@@ -54,10 +56,11 @@ from typing import TYPE_CHECKING, Iterable
 
 from kavka.controller.context import NO_LEADER, LeaderAndIsr, PartitionReplica, ReplicaAssignment, TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
-from kavka.controller.leader_isr_update import update_leader_and_isr
+from kavka.controller.events import PartitionReassignmentIsrChange
+from kavka.controller.leader_isr_update import reload_leadership, update_leader_and_isr
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.replica_state import ReplicaState
-from kavka.zk.brokers import TopicZNode
+from kavka.zk.brokers import PartitionStateZNode, TopicZNode
 
 if TYPE_CHECKING:
     from kavka.controller.active import ActiveController
@@ -86,6 +89,7 @@ class PartitionReassigner:
         self.targets: dict[TopicPartition, tuple[int, ...]] = {}
         self.from_znode: set[TopicPartition] = set()
         self.completed: list[TopicPartition] = []
+        self._isr_watched: set[TopicPartition] = set()  # state znodes with an armed watch
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -133,7 +137,10 @@ class PartitionReassigner:
         replicas = self.active.replicas
         starting = [PartitionReplica(tp, r) for r in new.adding if replicas.states.state(PartitionReplica(tp, r)) is ReplicaState.NON_EXISTENT]
         await replicas.handle_state_changes(starting, ReplicaState.NEW)  # step 3
-        # Step 4: on_isr_change continues when the leader reports RAR in the ISR.
+        # Step 4: on_isr_change continues when the leader reports RAR in the
+        # ISR — through its ISR change notification, or at once through this
+        # data watch on the state znode (Kafka's ReassignedPartitionsIsrChangeListener).
+        await self.watch_isr(tp)
 
     async def cancel(self, tp: TopicPartition) -> bool:
         """KIP-455 cancellation: back to OAR. False if none is in progress."""
@@ -143,6 +150,31 @@ class PartitionReassigner:
         log.info("controller: cancelling the reassignment of %s; back to %s", tp, list(a.original_replicas))
         await self.reassign(tp, a.original_replicas)
         return True
+
+    async def watch_isr(self, tp: TopicPartition) -> None:
+        """Arm the one-shot watch on the partition's state znode, once."""
+        if tp in self._isr_watched:
+            return
+        self._isr_watched.add(tp)
+        path = PartitionStateZNode.path(tp.topic, tp.partition)
+        await self.active.zk.store.exists(path, self.active.watch(PartitionReassignmentIsrChange(tp.topic, tp.partition)))
+
+    async def on_state_znode_change(self, tp: TopicPartition) -> None:
+        """The watch fired: re-read the state, re-arm while still moving, and
+        complete if RAR is in the ISR now."""
+        self._isr_watched.discard(tp)
+        if tp not in self.in_progress():
+            return
+        await reload_leadership(self.active.zk, self.context, [tp])
+        self.active.batch.add_update_metadata(self.context.live_brokers, [tp])
+        await self.watch_isr(tp)
+        await self.on_isr_change([tp])
+
+    async def rearm_isr_watches(self) -> None:
+        """The connection dropped every watch (same session): arm them again."""
+        self._isr_watched.clear()
+        for tp in self.in_progress():
+            await self.on_state_znode_change(tp)
 
     async def on_isr_change(self, tps: Iterable[TopicPartition]) -> None:
         """Step 4 -> 5: partitions whose ISR now holds all of RAR complete."""

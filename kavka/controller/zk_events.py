@@ -255,6 +255,7 @@ async def on_watches_lost(active: ActiveController) -> None:
     await on_isr_change_notification(active)
     await reassignment_requests.on_reassign_partitions(active)
     await preferred_election.on_preferred_replica_election(active)
+    await active.reassigner.rearm_isr_watches()
 
 
 async def _delete_paths(active: ActiveController, paths: list[str]) -> None:

@@ -55,12 +55,14 @@ def _dedup(trace: list) -> list:
     return out
 
 
-async def _catch_up(c, topic: str, partition: int, isr: tuple[int, ...]) -> None:
-    """The leader adds caught-up followers to the ISR and tells the controller."""
+async def _catch_up(c, topic: str, partition: int, isr: tuple[int, ...], notify: bool = True) -> None:
+    """The leader adds caught-up followers to the ISR and (unless ``notify``
+    is false: its propagation has not run yet) tells the controller."""
     (state, version), = (await c.admin.get_partition_states([(topic, partition)])).values()
     grown = PartitionStateZNode(topic, partition, state.leader, state.leader_epoch, isr, state.controller_epoch)
     assert await c.admin.maybe_update_leader_and_isr(grown, version) is not None
-    await c.admin.create_isr_change_notification([(topic, partition)])
+    if notify:
+        await c.admin.create_isr_change_notification([(topic, partition)])
 
 
 async def _start(c, controller: int = 1):
@@ -243,5 +245,21 @@ def test_new_replica_target_replaces_a_pending_one(memory_cluster) -> None:
         assert topic.partitions[0] == (1, 2, 4)
         state = await c.state("t", 0)
         assert (state.leader, set(state.isr)) == (1, {1, 2, 4})
+
+    c.run(body)
+
+
+def test_the_state_znode_watch_completes_without_waiting_for_notifications(memory_cluster) -> None:
+    c = memory_cluster
+
+    async def body() -> None:
+        await _start(c)
+        await _request_reassignment(c, (4, 5, 6))
+        await c.settle()
+        await _catch_up(c, "t", 0, (1, 2, 3, 4, 5, 6), notify=False)
+        await c.settle()
+        topic, _ = await c.admin.get_topic("t")
+        assert topic.partitions[0] == (4, 5, 6)
+        assert not await c.exists(REASSIGN_PARTITIONS_PATH)
 
     c.run(body)
