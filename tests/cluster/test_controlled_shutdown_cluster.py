@@ -35,18 +35,18 @@ def test_sigterm_moves_leadership_before_the_broker_stops(make_cluster) -> None:
     assert led
     assert cluster.stop_broker(victim) == 0
     assert f"controlled shutdown of broker {victim} succeeded" in _log(cluster, victim)
-    states = states(cluster, "t", ASSIGNMENT)
+    now = states(cluster, "t", ASSIGNMENT)
     for p in led:
-        assert states[p]["leader"] not in (victim, -1)
-    assert all(victim not in s["isr"] for s in states.values())
+        assert now[p]["leader"] not in (victim, -1)
+    assert all(victim not in s["isr"] for s in now.values())
     assert f"controlled shutdown of broker {victim}" in _log(cluster, controller)
     # Now the controller itself: it asks itself, then hands over.
     assert cluster.stop_broker(controller) == 0
     assert f"controlled shutdown of broker {controller} succeeded" in _log(cluster, controller)
     last = ({0, 1, 2} - {victim, controller}).pop()
     cluster.wait_for(lambda: cluster.controller() is not None and cluster.controller()[0] == last, 30, "the last broker to be controller")
-    states = states(cluster, "t", ASSIGNMENT)
-    assert {s["leader"] for s in states.values()} == {last}
+    now = states(cluster, "t", ASSIGNMENT)
+    assert {s["leader"] for s in now.values()} == {last}
 
 
 def test_controlled_shutdown_disabled_leaves_it_to_broker_failover(make_cluster) -> None:
