@@ -5,14 +5,14 @@
 and StopReplica: ``add_fetcher_for_partitions`` when partitions become
 followers of a live leader, ``remove_fetcher_for_partitions`` when they
 become leaders, stop or change leader, ``shutdown_idle_fetchers`` after a
-LeaderAndIsr (seed 000 step 7).
+LeaderAndIsr (seed 000 step 7), ``shutdown`` when the broker stops.
 
 ``FetcherAssignments`` is the table behind it: partition -> ``InitialFetchState``
 (leader endpoint, leader epoch, the offset to fetch from), grouped per
 source broker and fetcher id (``num.replica.fetchers`` spreads a source's
 partitions over that many fetchers by a hash of the partition, as Kafka
 does). On its own it answers "who would fetch what" — which is all a broker
-with only leaders (RF=1) needs; the replica fetcher of the replication issue
+with only leaders (RF=1) needs; ``fetcher_tasks.ReplicaFetcherManager``
 subclasses it and runs one fetch task per (source broker, fetcher id).
 
 Event loop only.
@@ -59,6 +59,10 @@ class FetcherManager(Protocol):
 
     def shutdown_idle_fetchers(self) -> None: ...
 
+    async def shutdown(self) -> None:
+        """Stop fetching altogether (broker shutdown, before the logs close)."""
+        ...
+
 
 class FetcherAssignments:
     """The table of followed partitions (see the module docstring)."""
@@ -102,6 +106,11 @@ class FetcherAssignments:
         """Forget fetchers left without partitions (seed 002 §6.7)."""
         for key in [k for k, members in self._fetchers.items() if not members]:
             del self._fetchers[key]
+
+    async def shutdown(self) -> None:
+        """The table alone runs no fetch task: forget every partition."""
+        self._states.clear()
+        self._fetchers.clear()
 
     # ---- queries ---------------------------------------------------------------------------
     def fetch_state(self, tp: TopicPartition) -> InitialFetchState | None:

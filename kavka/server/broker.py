@@ -36,6 +36,7 @@ from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
+from kavka.replication.fetcher_tasks import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.server import handler_table
@@ -156,6 +157,7 @@ class KafkaServer:
         self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(self.zk), isr_change_listener=ZkIsrChangeNotifier(self.zk),
+            fetcher_manager=ReplicaFetcherManager.for_broker(self.broker_id, lambda: self.config, self.log_manager, lambda tp: self.replica_manager.get_partition(tp)),
             known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
         self.replica_manager.start()
         admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(self.metadata_cache.brokers),
@@ -241,6 +243,7 @@ class KafkaServer:
         if self.dynamic_config is not None:
             self.dynamic_config.stop()
         if self.replica_manager is not None:
+            await _quietly(self.replica_manager.fetcher_manager.shutdown(), "replica fetchers")
             await _quietly(self.replica_manager.shutdown(), "replica manager")
         if self.registrar is not None:
             await _quietly(self.registrar.stop(), "registration")

@@ -1,0 +1,167 @@
+"""``ReplicaFetcherManager``: the follower side of a broker (seed 002 §6.7
+``ReplicaFetcherManager`` / ``AbstractFetcherManager``).
+
+It is the ``FetcherManager`` the replica manager drives: the
+``FetcherAssignments`` table (partition -> leader, epoch, offset; grouped by
+source broker and fetcher id, ``num.replica.fetchers`` spreading a source's
+partitions by hash) plus one running ``ReplicaFetcher`` task per
+(source broker, fetcher id):
+
+* ``add_fetcher_for_partitions``: each partition leaves the fetcher it was in
+  (its leader or epoch changed) and joins the one for its new key, created
+  and started when missing. A fetcher whose source broker now has another
+  address is stopped and its partitions, with their progress, move to a new
+  one (Kafka restarts the thread the same way).
+* ``remove_fetcher_for_partitions``: they stop being fetched at once (the
+  replica manager calls this before making them leaders, seed 002 §6.8).
+* ``shutdown_idle_fetchers``: fetchers left without partitions stop and close
+  their connection (seed 002 §6.7, §6.8 step 5).
+* ``shutdown``: stop every fetcher (broker shutdown, before the logs close).
+
+Fetchers share one follower ``ReplicationQuota`` (a broker-wide rate) and
+read their settings through ``config`` each round (dynamic configs).
+
+Event loop only; starting a fetcher needs the running loop (``autostart``
+False builds them without tasks, for tests that step ``run_once``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kavka.replication.fetcher_config import ReplicaFetcherConfig
+from kavka.replication.fetcher_endpoint import LeaderEndPoint
+from kavka.replication.fetcher_manager import FetcherAssignments, FetcherKey, InitialFetchState
+from kavka.replication.fetcher_quota import ReplicationQuota
+from kavka.replication.fetcher_remote import RemoteLeaderEndPoint
+from kavka.replication.fetcher_thread import ReplicaFetcher
+from kavka.replication.partition import Partition
+from kavka.replication.state import BrokerEndPoint
+from kavka.storage.log_manager import LogManager
+from kavka.storage.topic_partition import TopicPartition
+
+EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
+
+
+class ReplicaFetcherManager(FetcherAssignments):
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        config: Callable[[], ReplicaFetcherConfig],
+        log_manager: LogManager,
+        get_partition: Callable[[TopicPartition], Partition | None],
+        *,
+        num_fetchers: int = 1,
+        endpoint_factory: EndPointFactory | None = None,
+        throttled: Callable[[TopicPartition], bool] | None = None,
+        autostart: bool = True,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(num_fetchers)
+        self.broker_id = broker_id
+        self._config = config
+        self._log_manager = log_manager
+        self._get_partition = get_partition
+        self._endpoint_factory = endpoint_factory or self._remote_endpoint
+        self._throttled = throttled or (lambda tp: False)
+        self._autostart = autostart
+        self._now = now
+        self.quota = ReplicationQuota(config().throttled_rate, now())
+        self._runners: dict[FetcherKey, ReplicaFetcher] = {}
+        self._owner: dict[TopicPartition, FetcherKey] = {}
+
+    @classmethod
+    def for_broker(
+        cls,
+        broker_id: int,
+        broker_config: Callable[[], Any],
+        log_manager: LogManager,
+        get_partition: Callable[[TopicPartition], Partition | None],
+        throttled: Callable[[TopicPartition], bool] | None = None,
+    ) -> "ReplicaFetcherManager":
+        """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
+        returns the current one; Kafka's keys are read each fetch round."""
+        return cls(
+            broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
+            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
+        )
+
+    def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
+        return RemoteLeaderEndPoint(
+            leader, self.broker_id, request_timeout_ms=self._config().socket_timeout_ms,
+            client_id=f"broker-{self.broker_id}-fetcher",
+        )
+
+    # ---- the FetcherManager seam ----------------------------------------------------------------
+    def add_fetcher_for_partitions(self, states: Mapping[TopicPartition, InitialFetchState]) -> None:
+        self._leave_current_fetchers(states.keys())
+        super().add_fetcher_for_partitions(states)
+        grouped: dict[FetcherKey, dict[TopicPartition, InitialFetchState]] = {}
+        for tp, state in states.items():
+            key = self.key_for(tp, state.leader.broker_id)
+            grouped.setdefault(key, {})[tp] = state
+            self._owner[tp] = key
+        for key, group in grouped.items():
+            source = next(iter(group.values())).leader
+            self._runner_for(key, source).add_partitions(group)
+
+    def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = list(partitions)
+        self._leave_current_fetchers(tps)
+        super().remove_fetcher_for_partitions(tps)
+
+    def shutdown_idle_fetchers(self) -> None:
+        super().shutdown_idle_fetchers()
+        for key in [k for k, r in self._runners.items() if r.partition_count() == 0]:
+            self._runners.pop(key).stop_nowait()
+
+    async def shutdown(self) -> None:
+        """Stop every fetcher and wait for them (before the logs close)."""
+        runners, self._runners = list(self._runners.values()), {}
+        self._owner.clear()
+        await super().shutdown()
+        await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _leave_current_fetchers(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            key = self._owner.pop(tp, None)
+            runner = self._runners.get(key) if key is not None else None
+            if runner is not None:
+                runner.remove_partitions([tp])
+
+    def _runner_for(self, key: FetcherKey, source: BrokerEndPoint) -> ReplicaFetcher:
+        runner = self._runners.get(key)
+        if runner is not None and runner.source == source:
+            return runner
+        moved = {}
+        if runner is not None:
+            # Same broker, new address: restart the fetcher, keep its partitions' progress.
+            moved = runner.remove_all()
+            runner.stop_nowait()
+        runner = ReplicaFetcher(
+            f"ReplicaFetcher-{self.broker_id}-from-{key.broker_id}-{key.fetcher_id}",
+            self.broker_id, source, self._endpoint_factory(source), self._log_manager, self._get_partition,
+            self._config, self.quota, self._throttled, self._now,
+        )
+        runner.adopt(moved)
+        self._runners[key] = runner
+        if self._autostart:
+            runner.start()
+        return runner
+
+    # ---- queries ---------------------------------------------------------------------------------
+    def runner(self, key: FetcherKey) -> ReplicaFetcher | None:
+        return self._runners.get(key)
+
+    def runner_for(self, tp: TopicPartition) -> ReplicaFetcher | None:
+        key = self._owner.get(tp)
+        return self._runners.get(key) if key is not None else None
+
+    def runners(self) -> dict[FetcherKey, ReplicaFetcher]:
+        return dict(self._runners)

@@ -1,0 +1,222 @@
+"""In-process brokers for the replica fetcher tests: each ``Node`` is a
+ReplicaManager over its own log directory with a ``ReplicaFetcherManager``
+whose leader endpoints call the other nodes' replica managers directly
+(``LocalLeaderEndPoint``: the replica manager calls the Fetch,
+OffsetsForLeaderEpoch and ListOffsets handlers make) — or, with
+``wire=True``, over real loopback sockets: each node serves ApiVersions,
+Fetch, ListOffsets and OffsetForLeaderEpoch with the broker's own handlers
+(``serve``) and followers use ``RemoteLeaderEndPoint``. A node can be
+"restarted" (its log manager closed cleanly and reopened from disk) and made
+unreachable (its endpoint raises ``LeaderConnectionError``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.records.batch import iter_batches
+from kavka.replication.fetcher_config import ReplicaFetcherConfig
+from kavka.replication.fetcher_endpoint import EpochEndOffsetResult, EpochRequest, LeaderConnectionError, OffsetResult
+from kavka.replication.fetcher_remote import RemoteLeaderEndPoint
+from kavka.replication.fetcher_tasks import ReplicaFetcherManager
+from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
+from kavka.replication.state import BrokerEndPoint
+from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
+from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.topic_partition import TopicPartition
+
+from .conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
+
+
+class LocalLeaderEndPoint:
+    """A ``LeaderEndPoint`` over another node in this process."""
+
+    def __init__(self, cluster: "Cluster", leader_id: int) -> None:
+        self.cluster = cluster
+        self.leader_id = leader_id
+        self.calls: list[str] = []
+
+    def _leader(self) -> ReplicaManager:
+        node = self.cluster.nodes.get(self.leader_id)
+        if node is None or not node.reachable:
+            raise LeaderConnectionError(f"broker {self.leader_id} is unreachable")
+        return node.rm
+
+    async def fetch(
+        self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
+    ) -> dict[TopicPartition, FetchPartitionData]:
+        self.calls.append("Fetch")
+        return await self._leader().fetch_messages(params, partitions)
+
+    async def fetch_epoch_end_offsets(
+        self, requests: Mapping[TopicPartition, EpochRequest]
+    ) -> dict[TopicPartition, EpochEndOffsetResult]:
+        self.calls.append("OffsetsForLeaderEpoch")
+        rm = self._leader()
+        out = {}
+        for tp, r in requests.items():
+            try:
+                answer = rm.last_offset_for_leader_epoch(tp, r.current_leader_epoch, r.leader_epoch)
+                out[tp] = EpochEndOffsetResult(ErrorCode.NONE, answer.epoch, answer.end_offset)
+            except KafkaError as e:
+                out[tp] = EpochEndOffsetResult(e.code)
+        return out
+
+    async def fetch_log_offset(self, tp: TopicPartition, current_leader_epoch: int, timestamp: int) -> OffsetResult:
+        self.calls.append("ListOffsets")
+        try:
+            found = self._leader().fetch_offset_for_timestamp(tp, timestamp, None, current_leader_epoch)
+        except KafkaError as e:
+            return OffsetResult(e.code)
+        return OffsetResult(ErrorCode.NONE, found.offset if found is not None else -1)
+
+    def close(self) -> None:
+        pass
+
+
+class Node:
+    """One in-process broker."""
+
+    def __init__(self, cluster: "Cluster", broker_id: int) -> None:
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.reachable = True
+        self.endpoints: list[LocalLeaderEndPoint] = []
+        self.server = None
+        self.address: tuple[str, int] | None = None
+        self.rm = self._open()
+
+    def _open(self) -> ReplicaManager:
+        c = self.cluster
+        logs = LogManager(LogManagerConfig(log_dirs=(str(c.root / f"b{self.broker_id}"),)), log_config(), clock=c.clock)
+        holder: list[ReplicaManager] = []
+
+        def endpoint(leader: BrokerEndPoint):
+            if c.wire:
+                return RemoteLeaderEndPoint(leader, self.broker_id, request_timeout_ms=5_000,
+                                            client_id=f"test-fetcher-{self.broker_id}")
+            ep = LocalLeaderEndPoint(c, leader.broker_id)
+            self.endpoints.append(ep)
+            return ep
+
+        self.fetchers = ReplicaFetcherManager(
+            self.broker_id, lambda: c.fetcher_config, logs, lambda tp: holder[0].get_partition(tp),
+            num_fetchers=c.num_fetchers, endpoint_factory=endpoint, throttled=c.throttled,
+            autostart=c.autostart, now=c.now,
+        )
+        rm = ReplicaManager(
+            self.broker_id, logs, ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS,
+                                                       truncation_mode=c.fetcher_config.truncation_mode,
+                                                       num_replica_fetchers=c.num_fetchers),
+            isr_writer=c.znodes, isr_change_listener=RecordingIsrListener(), fetcher_manager=self.fetchers,
+            clock=c.clock,
+        )
+        holder.append(rm)
+        return rm
+
+    async def serve(self) -> None:
+        """Listen on a fresh loopback port with the broker's handlers of the
+        follower's requests (``wire`` clusters)."""
+        from kavka.server.handlers import api_versions, fetch, list_offsets, offset_for_leader_epoch
+        from kavka.server.metadata_cache import MetadataCache
+        from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
+
+        d = Dispatcher()
+        api_versions.register(d)
+        fetch.register(d, fetch.FetchHandler(self.rm, MetadataCache(self.broker_id)))
+        list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm))
+        offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm))
+        self.server = SocketServer(d, NetworkConfig())
+        self.address = await self.server.start("127.0.0.1", 0)
+
+    async def unserve(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+
+    async def stop(self) -> None:
+        await self.unserve()
+        await self.fetchers.shutdown()
+        await self.rm.shutdown()
+        self.rm.log_manager.shutdown()
+
+    async def restart(self) -> None:
+        """A clean restart: logs and checkpoints reloaded from disk."""
+        await self.stop()
+        self.endpoints = []
+        self.rm = self._open()
+
+    async def crash_restart(self, tp: TopicPartition, keep_offsets: int) -> None:
+        """A crash that lost the unflushed tail: stop, cut the segment file
+        after the first ``keep_offsets`` offsets' batches, remove the
+        clean-shutdown marker (so the log is recovered), reopen — the way
+        Kafka's own KIP-101 tests simulate it."""
+        log = self.log(tp)
+        data = bytes(log.read(0, 1 << 26).records)
+        keep = sum(h.size for _, h in iter_batches(data) if h.last_offset < keep_offsets)
+        directory = self.cluster.root / f"b{self.broker_id}"
+        await self.stop()
+        segment = directory / f"{tp.topic}-{tp.partition}" / f"{0:020d}.log"
+        with open(segment, "r+b") as f:
+            f.truncate(keep)
+        (directory / CLEAN_SHUTDOWN_FILE).unlink()
+        self.endpoints = []
+        self.rm = self._open()
+
+    def log(self, tp: TopicPartition):
+        return self.rm.get_partition(tp).log
+
+    def batches(self, tp: TopicPartition) -> list[tuple[int, int, int]]:
+        """(base offset, leader epoch, CRC) of every batch of ``tp``."""
+        log = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        data = log.read(log.log_start_offset, 1 << 26).records
+        return [(h.base_offset, h.partition_leader_epoch, h.crc) for _, h in iter_batches(data)]
+
+    def calls(self) -> list[str]:
+        return [c for ep in self.endpoints for c in ep.calls]
+
+    def runner(self, tp: TopicPartition):
+        return self.fetchers.runner_for(tp)
+
+
+class Cluster:
+    """Nodes sharing one in-memory ISR znode table and one manual clock."""
+
+    def __init__(
+        self, root: Path, clock, ids=(1, 2), *, mode: str = "leader-epoch", wait_max_ms: int = 0,
+        autostart: bool = False, num_fetchers: int = 1, throttled=None, now=None, backoff_ms: int = 50,
+        throttled_rate: int | None = None, wire: bool = False,
+    ) -> None:
+        self.root = root
+        self.clock = clock
+        self.znodes = MemoryIsrZnodes()
+        extra = {} if throttled_rate is None else {"throttled_rate": throttled_rate}
+        self.fetcher_config = ReplicaFetcherConfig(
+            wait_max_ms=wait_max_ms, backoff_ms=backoff_ms, truncation_mode=mode, socket_timeout_ms=5_000, **extra)
+        self.autostart = autostart
+        self.wire = wire
+        self.num_fetchers = num_fetchers
+        self.throttled = throttled
+        self.now = now or (lambda: clock.milliseconds() / 1000)
+        self.nodes: dict[int, Node] = {}
+        for i in ids:
+            self.nodes[i] = Node(self, i)
+
+    def live(self) -> dict[int, BrokerEndPoint]:
+        return {i: BrokerEndPoint(i, *(n.address or ("127.0.0.1", 9000 + i))) for i, n in self.nodes.items()}
+
+    def __getitem__(self, broker_id: int) -> Node:
+        return self.nodes[broker_id]
+
+    def leader_and_isr(self, states, to=None, controller_epoch: int = 1) -> None:
+        """Send LeaderAndIsr ``states`` to the nodes ``to`` (default: all named in them)."""
+        targets = to if to is not None else sorted({r for s in states for r in s.replicas})
+        for i in targets:
+            result = self.nodes[i].rm.become_leader_or_follower(0, controller_epoch, states, self.live())
+            assert all(e == 0 for e in result.partition_errors.values()), (i, result)
+
+    async def close(self) -> None:
+        for node in self.nodes.values():
+            await node.stop()
