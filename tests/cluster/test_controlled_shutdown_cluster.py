@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster_zk import create_topic, request, states
+from .cluster_zk import create_topic, request, states
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ControlledShutdownRequest
 

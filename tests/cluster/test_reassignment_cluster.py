@@ -6,9 +6,16 @@ with new brokers stays listed as in progress until they join the ISR."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 
-from cluster_zk import assignment, controller_id, create_topic, request, states
+from .cluster_zk import assignment, controller_id, create_topic, request, states, zk_call
+from kavka.client.cluster import Cluster
+from kavka.client.consumer import Consumer
+from kavka.client.metadata import TopicPartition
+from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest as Alter
 from kavka.protocol.messages import ListPartitionReassignmentsRequest as List
@@ -59,3 +66,66 @@ def test_reassignment_to_new_brokers_is_listed_in_progress(make_cluster) -> None
     assert _alter(cluster, ctl, "t", 0, None).responses[0].partitions[0].error_code == 0
     cluster.wait_for(lambda: assignment(cluster, "t")["partitions"]["0"] == [0, 1], 30, "AR = OAR again")
     assert request(cluster, ctl, List(topics=None)).topics == []
+
+
+def test_seed_table_on_six_brokers_under_live_traffic(make_cluster) -> None:
+    """Seed 000's example, brokers numbered from 0: OAR {0,1,2} -> RAR
+    {3,4,5} through /admin/reassign_partitions while a producer (acks=all)
+    keeps writing; the followers really replicate. AR goes {0,1,2} ->
+    {0,...,5} -> {3,4,5}, the leadership moves 0 -> 3 without a gap, and
+    every acknowledged record is read back from the new leader."""
+    cluster = make_cluster(brokers=6, config={"auto.leader.rebalance.enable": "false"})
+    create_topic(cluster, "t", {0: [0, 1, 2]})
+    seen: list[tuple[tuple[int, ...], int]] = []
+
+    def observe() -> tuple[list[int], dict]:
+        ar = assignment(cluster, "t")["partitions"]["0"]
+        state = states(cluster, "t", [0])[0]
+        row = (tuple(ar), state["leader"])
+        if not seen or seen[-1] != row:
+            seen.append(row)
+        return ar, state
+
+    async def body() -> list[int]:
+        async with Cluster(cluster.bootstrap, retry_backoff_ms=50) as client:
+            acked: list[int] = []
+            async with Producer(client, acks=-1, linger_ms=2) as producer:
+
+                async def produce(lo: int, hi: int) -> None:
+                    for i in range(lo, hi):
+                        await producer.send_and_wait("t", b"r-%d" % i, partition=0)
+                        acked.append(i)
+
+                await produce(0, 50)
+                doc = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 4, 5]}]}
+                zk_call(cluster, lambda c: c.create("/admin/reassign_partitions", json.dumps(doc).encode()))
+                i = 50
+                deadline = asyncio.get_running_loop().time() + 60
+                while True:
+                    await produce(i, i + 10)
+                    i += 10
+                    ar, state = await asyncio.to_thread(observe)
+                    if ar == [3, 4, 5] and sorted(state["isr"]) == [3, 4, 5]:
+                        break
+                    assert asyncio.get_running_loop().time() < deadline, f"reassignment did not finish: {seen}"
+                await produce(i, i + 20)
+            consumer = Consumer(client)
+            consumer.assign([TopicPartition("t", 0)])
+            await consumer.seek_to_beginning()
+            got = [r async for r in consumer.records(stop_at_end=True)]
+            offsets = [r.offset for r in got]
+            assert offsets == list(range(len(got)))  # no gap, strictly increasing
+            values = [int(r.value.split(b"-")[1]) for r in got]
+            assert set(acked) <= set(values)
+            return values
+
+    asyncio.run(asyncio.wait_for(body(), 120))
+    ars = [ar for ar, _ in seen]
+    assert [ar for k, ar in enumerate(ars) if k == 0 or ar != ars[k - 1]] == [(0, 1, 2, 3, 4, 5), (3, 4, 5)] or \
+        [ar for k, ar in enumerate(ars) if k == 0 or ar != ars[k - 1]] == [(0, 1, 2), (0, 1, 2, 3, 4, 5), (3, 4, 5)]
+    assert all(leader in (0, 3) for _, leader in seen)  # never leaderless, only the seed's two leaders
+    node = assignment(cluster, "t")
+    assert node.get("adding_replicas", {}) == {} and node.get("removing_replicas", {}) == {}
+    assert not zk_call(cluster, lambda c: c.exists("/admin/reassign_partitions"))
+    for b in (0, 1, 2):
+        cluster.wait_for(lambda b=b: not (cluster.brokers[b].directory / "logs" / "t-0").exists(), 30, f"broker {b} to delete t-0")
