@@ -19,7 +19,7 @@ from kavka.protocol.messages import ControlledShutdownRequest
 pytestmark = pytest.mark.cluster
 
 CONFIG = {
-    # Followers do not fetch in these tests: keep them in the ISR meanwhile.
+    # No ISR shrink from a slow start on a loaded machine: the tests check leadership moves.
     "replica.lag.time.max.ms": "120000",
     "auto.leader.rebalance.enable": "false",
     "controlled.shutdown.retry.backoff.ms": "300",
