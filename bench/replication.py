@@ -2,7 +2,8 @@
 an unreplicated one (RF=1), on one 3-broker Kavka cluster, with confluent-kafka.
 
 Everything is measured in one run on this machine and printed as figures
-and RF=3 / RF=1 ratios (issue 5, Benchmarks). Sections (``--sections``,
+and RF=3 / RF=1 ratios (issue 5, Benchmarks). The failover timings of 10,000
+partitions (broker and controller failover) are ``bench/failover.py``. Sections (``--sections``,
 all by default):
 
 * ``throughput``: N records of each size produced with acks=all and the
