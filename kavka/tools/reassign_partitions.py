@@ -201,7 +201,7 @@ async def _verify(cluster: Cluster, moves, timeout_ms: int) -> int:
         line = f"Reassignment of partition {m.name} {status.value}"
         if status is plan.MoveStatus.FAILED:
             failed = True
-            line += (f": the partition does not exist" if replicas is None
+            line += (": the partition does not exist" if replicas is None
                      else f": its replicas are {list(replicas)}, the plan asks for {list(m.replicas)}")
         print(line)
     return 1 if failed else 0
