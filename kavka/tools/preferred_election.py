@@ -8,6 +8,11 @@ partitions of ``--path-to-json-file`` — ``{"partitions":[{"topic":"t",
 controller elects the preferred replica only when it is alive and in the
 ISR (seed 000 §原理 3), so no committed message is lost.
 
+With ``--zookeeper`` instead the tool does what the seed's does (原理 1):
+it creates ``/admin/preferred_replica_election`` with the partitions (all
+partitions of all topics when no file is given) and exits; the controller
+elects and deletes the znode. It refuses while an earlier one is pending.
+
 Output: one line per partition — elected, already led by its preferred
 replica, or failed with the error. Exit codes: 0 when every partition is
 led by its preferred replica, 1 when any election failed, 2 bad input.
@@ -21,8 +26,10 @@ import json
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ElectLeadersRequest as Elect
-from kavka.tools.client_cli import add_bootstrap_argument, open_cluster, run_main, usage
+from kavka.tools.client_cli import CliError, open_cluster, run_main, usage
 from kavka.tools.controller_calls import controller_request, partition_codes
+from kavka.tools.reassign_partitions import add_connection_arguments
+from kavka.tools.zk_admin import ZkAdmin
 
 DESCRIPTION = ("Move leadership back to each partition's preferred replica (the options and JSON of "
                "kafka-preferred-replica-election.sh).")
@@ -60,7 +67,7 @@ def parse_partitions(text: str) -> tuple[tuple[str, int], ...]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_bootstrap_argument(p)
+    add_connection_arguments(p)
     p.add_argument("--path-to-json-file", metavar="FILE",
                    help='the partitions to elect for: {"partitions":[{"topic":"t","partition":0}]} '
                         "(default: every partition)")
@@ -85,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
                 wanted = parse_partitions(text)
             except ElectionFileError as e:
                 raise usage(str(e)) from None
+        if args.zookeeper:
+            with ZkAdmin(args.zookeeper) as zk:
+                return _elect_zk(zk, wanted)
         cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms + 10_000)
         try:
             return await _elect(cluster, wanted, args.timeout_ms)
@@ -118,3 +128,15 @@ async def _elect(cluster, wanted, timeout_ms: int) -> int:
             print(f"Failed to elect the preferred replica of partition {name}: {code.name}: "
                   f"{message or code.message}")
     return 1 if failed else 0
+
+
+def _elect_zk(zk: ZkAdmin, wanted) -> int:
+    if wanted is None:
+        wanted = tuple(sorted(zk.assignment(zk.topics())))
+        if not wanted:
+            raise CliError("the cluster has no partitions")
+    names = ",".join(f"{t}-{p}" for t, p in wanted)
+    zk.create_preferred_election(wanted)
+    print(f"Created preferred replica election path with {names}")
+    print(f"Successfully started preferred replica election for partitions {names}")
+    return 0

@@ -19,6 +19,12 @@ Modes (exactly one):
 - ``--cancel --reassignment-json-file F``: cancel the plan's pending moves
   (AlterPartitionReassignments with null replicas, KIP-455).
 
+With ``--zookeeper`` instead of ``--bootstrap-server`` the tool works as the
+seed's does: it reads assignments from ZooKeeper and --execute creates
+``/admin/reassign_partitions`` for the controller (``kavka.tools.zk_admin``);
+--verify reads that znode for moves in progress; --cancel and --additional
+need the API.
+
 JSON formats: ``kavka.tools.reassign_plan``. Exit codes: 0 success (verify:
 nothing failed), 1 a partition was refused or failed, 2 bad input. Runs in
 a command-line process.
@@ -34,16 +40,26 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest as Alter
 from kavka.protocol.messages import ListPartitionReassignmentsRequest as ListReq
 from kavka.tools import reassign_plan as plan
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage
-from kavka.tools.controller_calls import controller_request, current_assignment, partition_codes
+from kavka.tools.client_cli import CliError, open_cluster, run_main, usage
+from kavka.tools.controller_calls import Assignment, controller_request, current_assignment, partition_codes
+from kavka.tools.zk_admin import ZkAdmin
 
 DESCRIPTION = ("Generate, execute, verify or cancel a partition reassignment plan (the options, JSON "
                "and output of kafka-reassign-partitions.sh).")
 MAX_PLAN_FILE_BYTES = 64 << 20  # a plan for 100k partitions is a few MB; more is a mistake
 
 
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    """--bootstrap-server (the Kafka APIs) or --zookeeper (the seed's znodes)."""
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]",
+                       help="brokers to bootstrap from, e.g. 127.0.0.1:9092 (requests go to the controller)")
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                       help="the cluster's ZooKeeper: write the request znode for the controller instead")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_bootstrap_argument(p)
+    add_connection_arguments(p)
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--generate", action="store_true",
                       help="propose a plan moving the topics of --topics-to-move-json-file to --broker-list")
@@ -90,6 +106,9 @@ def _check(args: argparse.Namespace) -> None:
             raise usage("--topics-to-move-json-file and --broker-list belong to --generate")
         if args.additional and not args.execute:
             raise usage("--additional belongs to --execute")
+        if args.zookeeper and (args.cancel or args.additional):
+            raise usage("--cancel and --additional need --bootstrap-server (the ZooKeeper path cannot replace "
+                        "or cancel a running reassignment)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,26 +122,34 @@ def run(args: argparse.Namespace) -> int:
                 moves = plan.parse_reassignment(_read(args.reassignment_json_file, "--reassignment-json-file"))
         except plan.PlanError as e:
             raise usage(str(e)) from None
+        if args.zookeeper:
+            with ZkAdmin(args.zookeeper) as zk:
+                if args.generate:
+                    return _generate(zk.assignment(topics), zk.live_brokers(), topics, brokers)
+                if args.execute:
+                    return _execute_zk(zk, moves)
+                return _verify(moves, zk.assignment({m.topic for m in moves}, missing_ok=True),
+                               set(zk.pending_reassignment()))
         cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms)
         try:
             if args.generate:
-                return await _generate(cluster, topics, brokers)
+                assignment = await current_assignment(cluster, topics)
+                return _generate(assignment, set(cluster.metadata.brokers), topics, brokers)
             if args.execute:
                 return await _execute(cluster, moves, args)
             if args.verify:
-                return await _verify(cluster, moves, args.timeout_ms)
+                ongoing = await _ongoing(cluster, moves, args.timeout_ms)
+                return _verify(moves, await _replicas(cluster, moves), ongoing)
             return await _cancel(cluster, moves, args.timeout_ms)
         finally:
             await cluster.close()
     return run_main(main)
 
 
-async def _generate(cluster: Cluster, topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
-    assignment = await current_assignment(cluster, topics)
-    missing = sorted(set(brokers) - set(cluster.metadata.brokers))
+def _generate(assignment: Assignment, live: set[int], topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
+    missing = sorted(set(brokers) - live)
     if missing:
-        raise CliError(f"brokers {missing} of --broker-list are not in the cluster "
-                       f"(live brokers: {sorted(cluster.metadata.brokers)})")
+        raise CliError(f"brokers {missing} of --broker-list are not in the cluster (live brokers: {sorted(live)})")
     try:
         proposed = plan.generate(assignment, topics, brokers, random.Random())
     except plan.PlanError as e:
@@ -175,11 +202,7 @@ async def _execute(cluster: Cluster, moves, args: argparse.Namespace) -> int:
         names = ", ".join(f"{t}-{p}" for t, p in sorted(ongoing))
         raise CliError(f"a reassignment is already in progress for {names}; wait for it (--verify), "
                        f"cancel it (--cancel) or pass --additional to replace it")
-    print("Current partition replica assignment")
-    print()
-    print(plan.format_plan(plan.current_moves(assignment, [(m.topic, m.partition) for m in moves])))
-    print()
-    print("Save this to use as the --reassignment-json-file option during rollback")
+    _print_rollback(assignment, moves)
     codes = await _alter(cluster, moves, args.timeout_ms, cancel=False)
     if _report_failures(codes, "start"):
         return 1
@@ -188,15 +211,41 @@ async def _execute(cluster: Cluster, moves, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _verify(cluster: Cluster, moves, timeout_ms: int) -> int:
-    ongoing = await _ongoing(cluster, moves, timeout_ms)
+def _print_rollback(assignment: Assignment, moves) -> None:
+    print("Current partition replica assignment")
+    print()
+    print(plan.format_plan(plan.current_moves(assignment, [(m.topic, m.partition) for m in moves])))
+    print()
+    print("Save this to use as the --reassignment-json-file option during rollback")
+
+
+def _execute_zk(zk: ZkAdmin, moves) -> int:
+    """Seed 000 原理 1: the plan becomes /admin/reassign_partitions."""
+    assignment = zk.assignment({m.topic for m in moves})
+    unknown = [m.name for m in moves if (m.topic, m.partition) not in assignment]
+    if unknown:
+        raise CliError(f"partitions {', '.join(unknown)} do not exist")
+    dead = sorted({r for m in moves for r in m.replicas} - zk.live_brokers())
+    if dead:
+        raise CliError(f"the plan names brokers {dead}, which are not registered in ZooKeeper")
+    _print_rollback(assignment, moves)
+    zk.create_reassignment((m.topic, m.partition, m.replicas) for m in moves)
+    print("Successfully started partition reassignments for "
+          + ",".join(m.name for m in sorted(moves, key=lambda m: (m.topic, m.partition))))
+    return 0
+
+
+async def _replicas(cluster: Cluster, moves) -> Assignment:
     md = await cluster.refresh_metadata(sorted({m.topic for m in moves}))
+    return {(t, p.partition): tuple(p.replicas) for t in {m.topic for m in moves} if t in md.topics
+            for p in md.partitions_of(t)}
+
+
+def _verify(moves, replicas_now: Assignment, ongoing: set[tuple[str, int]]) -> int:
     print("Status of partition reassignment:")
     failed = False
     for m in moves:
-        meta = next((p for p in md.partitions_of(m.topic) if p.partition == m.partition), None) \
-            if m.topic in md.topics else None
-        replicas = tuple(meta.replicas) if meta is not None else None
+        replicas = replicas_now.get((m.topic, m.partition))
         status = plan.move_status(m, replicas, (m.topic, m.partition) in ongoing)
         line = f"Reassignment of partition {m.name} {status.value}"
         if status is plan.MoveStatus.FAILED:

@@ -2,7 +2,9 @@
 the preferred leader of a partition is bounced, leadership stays with
 another replica (seed 000 §Preferred Replica Leader Election Tool); the tool
 with a JSON file restores it for that partition, and without one reports
-every partition already led by its preferred replica. Bad files are
+every partition already led by its preferred replica; after a second
+bounce ``--zookeeper`` (the znode the seed's tool writes) does the same for
+all partitions. Bad files are
 refused with exit code 2."""
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ def test_election_restores_the_preferred_leader(make_cluster, kavka, tmp_path) -
     assert "Partition pe-0 is already led by its preferred replica\n" in r.stdout
     assert "Partition pe-1 is already led by its preferred replica\n" in r.stdout
     assert "Failed" not in r.stdout
+
+    # The seed's way: /admin/preferred_replica_election, here for every partition.
+    cluster.restart_broker(1)  # partition 1's preferred leader
+    wait_until(lambda: fully_replicated(kavka, bs, "pe", 2, 3), 40, "broker 1 back in the ISR")
+    assert describe(kavka, bs, "pe")[1]["Leader"] != "1"
+    r = kavka("preferred-replica-election", "--zookeeper", cluster.zk_connect)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Successfully started preferred replica election for partitions " in r.stdout
+    assert "pe-0" in r.stdout and "pe-1" in r.stdout
+    wait_until(lambda: describe(kavka, bs, "pe")[1]["Leader"] == "1", 30, "broker 1 to lead pe-1 again")
 
 
 @pytest.mark.parametrize("doc, message", [

@@ -2,7 +2,9 @@
 example (seed 000 §Kafka Reassign Partitions Tool) — generate a plan moving
 a live RF=3 topic from brokers {0,1,2} to {3,4,5}, execute it (the output
 is the rollback plan), verify until every partition completed, and the
-topic then lives on {3,4,5} with all its records and identical replicas.
+topic then lives on {3,4,5} with all its records and identical replicas;
+then the rollback plan goes back through ``--zookeeper`` (the znode the
+seed's tool writes).
 Without a cluster: bad plans and options are refused with exit code 2."""
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def test_generate_execute_verify_moves_a_live_topic(make_cluster, kavka, tmp_pat
 
     r = kavka(*t, "--execute", "--reassignment-json-file", str(plan))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(r.stdout.splitlines()[2])["partitions"][0]["replicas"] == [0, 1, 2]
+    rollback = tmp_path / "rollback.json"
+    rollback.write_text(r.stdout.splitlines()[2])
+    assert json.loads(rollback.read_text())["partitions"][0]["replicas"] == [0, 1, 2]
     assert "Save this to use as the --reassignment-json-file option during rollback" in r.stdout
     assert r.stdout.endswith("Successfully started partition reassignments for mv-0,mv-1\n")
     produce(kavka, bs, "mv", [f"during-{i}" for i in range(30)])
@@ -73,6 +77,20 @@ def test_generate_execute_verify_moves_a_live_topic(make_cluster, kavka, tmp_pat
               "--max-wait-ms", "100", "--time-limit-ms", "1500")
     assert r.returncode == 0 and " 0 mismatch(es)" in r.stdout, r.stdout + r.stderr
 
+    # Roll back the seed's way: the saved plan becomes /admin/reassign_partitions.
+    z = ("reassign-partitions", "--zookeeper", cluster.zk_connect)
+    r = kavka(*z, "--execute", "--reassignment-json-file", str(rollback))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert parse_reassignment(r.stdout.splitlines()[2]) == tuple(sorted(proposed, key=lambda m: m.partition))
+
+    def rolled_back():
+        r = kavka(*z, "--verify", "--reassignment-json-file", str(rollback))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout.count("completed successfully") == 2
+    wait_until(rolled_back, 60, "the rollback through ZooKeeper to complete")
+    parts = describe(kavka, bs, "mv")
+    assert [ids(parts[p]["Replicas"]) for p in (0, 1)] == [[0, 1, 2], [1, 2, 0]]
+
     # A plan naming a partition that does not exist changes nothing.
     bad = tmp_path / "bad.json"
     bad.write_text('{"version":1,"partitions":[{"topic":"mv","partition":7,"replicas":[3,4,5]}]}')
@@ -80,7 +98,7 @@ def test_generate_execute_verify_moves_a_live_topic(make_cluster, kavka, tmp_pat
     assert r.returncode == 1 and "mv-7" in r.stderr, r.stdout + r.stderr
     # Verify a plan the cluster does not match: failed, exit 1.
     wrong = tmp_path / "wrong.json"
-    wrong.write_text('{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[0,1,2]}]}')
+    wrong.write_text('{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[3,4,5]}]}')
     r = kavka(*t, "--verify", "--reassignment-json-file", str(wrong))
     assert r.returncode == 1
     assert "Reassignment of partition mv-0 failed: its replicas are" in r.stdout
@@ -91,12 +109,14 @@ def test_generate_execute_verify_moves_a_live_topic(make_cluster, kavka, tmp_pat
     (["--execute"], "--reassignment-json-file is required"),
     (["--verify", "--reassignment-json-file", "F", "--broker-list", "1"], "belong to --generate"),
     (["--verify", "--reassignment-json-file", "F", "--additional"], "--additional belongs to --execute"),
+    (["--cancel", "--reassignment-json-file", "F", "--zookeeper", "127.0.0.1:1"], "need --bootstrap-server"),
 ])
 def test_bad_options(kavka, tmp_path, args, message) -> None:
     f = tmp_path / "plan.json"
     f.write_text('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]}]}')
     args = [str(f) if a == "F" else a for a in args]
-    r = kavka("reassign-partitions", "--bootstrap-server", "127.0.0.1:1", *args)
+    where = [] if "--zookeeper" in args else ["--bootstrap-server", "127.0.0.1:1"]
+    r = kavka("reassign-partitions", *where, *args)
     assert r.returncode == 2 and message in r.stderr, r.stderr
 
 
