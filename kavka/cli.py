@@ -47,7 +47,8 @@ def _available() -> dict[str, tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = _available()
-    listing = "\n".join(f"  {name:<18} {help_text}" for name, (_, help_text) in commands.items())
+    width = max(len(name) for name in commands)
+    listing = "\n".join(f"  {name:<{width}} {help_text}" for name, (_, help_text) in commands.items())
     top = argparse.ArgumentParser(
         prog="kavka",
         description="Kavka: a replicated, partitioned commit log speaking the Kafka protocol.",
