@@ -17,7 +17,8 @@ O among N partitions`` (L: the highest high watermark minus the verified
 offset); one line per mismatch (differing checksum, damaged batch) and, for
 logs that diverged (batches holding different offsets), a last line and
 exit code 1 at once. With ``--time-limit-ms`` the tool stops after that
-long with a summary line and exits 1 if any mismatch was seen, else 0.
+long with a summary line and exits 1 if any mismatch was seen or some
+partition was never compared (a replica did not answer), else 0.
 
 ``--time``: where verification starts: -2 the log start (default, so that
 a one-shot run checks all retained data), -1 the high watermark (Kafka's
@@ -64,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time", type=int, default=EARLIEST,
                    help="where to start: -2 the log start (default), -1 the high watermark, or a time in ms")
     p.add_argument("--time-limit-ms", type=int,
-                   help="stop after this long; exit 1 if a mismatch was seen (default: run until interrupted)")
+                   help="stop after this long; exit 1 if a mismatch was seen or a partition could not be "
+                        "verified (default: run until interrupted)")
 
 
 def _check(args: argparse.Namespace) -> re.Pattern:
@@ -137,7 +139,12 @@ class _Verifier:
         self._report()
         print(f"{_now()}: verification finished: {len(self.replicas)} partitions, {self.compared} batches "
               f"compared, {self.mismatches} mismatch(es)", flush=True)
-        return 1 if self.mismatches else 0
+        unverified = sorted(str(tp) for tp in self.replicas if tp not in self.lags)
+        if unverified:
+            # Never compared: a replica did not answer. Not a pass.
+            print(f"{_now()}: {len(unverified)} partition(s) could not be verified, a replica never answered: "
+                  f"{', '.join(unverified)}", flush=True)
+        return 1 if self.mismatches or unverified else 0
 
     async def _initial_offsets(self) -> None:
         admin = KafkaAdmin(self.cluster, timeout_ms=30_000)

@@ -3,7 +3,7 @@ RF=3 topic verifies with lag 0 and no mismatch; then a follower's segment is
 altered while it is stopped — one batch rewritten with a valid CRC (a
 replica that silently diverged), one batch damaged without fixing its CRC —
 and after its restart the tool names both batches and that replica, and
-exits 1. This also shows the broker serves Fetch replica id -2 from a
+exits 1; with a replica down it cannot pass either. This also shows the broker serves Fetch replica id -2 from a
 follower (Kafka's debugging consumer)."""
 
 from __future__ import annotations
@@ -79,3 +79,10 @@ def test_identical_replicas_then_a_planted_difference(make_cluster, kavka) -> No
     assert "rv-1" not in out.split("verification process is started")[1].replace(
         "for partition rv-1", "")  # partition 1 is fine: it only ever appears as a lag report
     assert re.search(r"[1-9]\d* mismatch\(es\)", out.splitlines()[-1]), out
+
+    # A replica that never answers is not a pass.
+    cluster.kill_broker(2)
+    r = _verify(kavka, bs, "--time-limit-ms", "1000")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "broker 2 did not answer" in r.stdout
+    assert "2 partition(s) could not be verified, a replica never answered: rv-0, rv-1" in r.stdout
