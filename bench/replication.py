@@ -185,6 +185,7 @@ async def run(connect: str, partitions: int, sample: int, profile: bool = False)
         got_single = await admin.get_partition_states_one_by_one(keys)
         out["read_single_s"] = time.perf_counter() - t0
     assert got == got_single and len(got) == partitions
+    del got, got_single  # not part of a broker's heap: keep them out of the collector's walks
 
     # Controller failover, before (one get per partition: the store's
     # multiRead switched off) and after, in the same run: broker 2 takes

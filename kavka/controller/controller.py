@@ -60,7 +60,7 @@ from kavka.controller.events import (
     TopicDeletion,
     WatchesLost,
 )
-from kavka.common.errors import NotControllerError
+from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
@@ -240,8 +240,15 @@ class KafkaController:
 
     async def _on_error(self, event: ControllerEvent, error: Exception) -> None:
         if isinstance(event, ControllerRequest) and not event.reply.done():
-            moved = isinstance(error, (ControllerMovedError, ZkSessionExpiredError))
-            event.reply.set_exception(NotControllerError(str(error)) if moved else error)
+            # ZooKeeper trouble means this broker is resigning or re-electing:
+            # the asker should find the controller again. Anything else is a
+            # server error with its message.
+            if isinstance(error, ZkError):
+                event.reply.set_exception(NotControllerError(f"the controller is changing: {error}"))
+            elif isinstance(error, KafkaError):
+                event.reply.set_exception(error)
+            else:
+                event.reply.set_exception(KafkaError(f"the controller failed: {error}", code=ErrorCode.UNKNOWN_SERVER_ERROR))
         if isinstance(error, (ControllerMovedError, ZkSessionExpiredError)):
             # Someone else holds a newer epoch (or our session is gone): stop
             # now, and let the elector see who the controller is.

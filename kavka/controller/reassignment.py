@@ -270,10 +270,15 @@ class PartitionReassigner:
         active = self.active
         assert active.partitions.claim is not None
         gone = set(removing)
+        live = self.context.live_broker_ids
 
         def shrink(tp: TopicPartition, lai: LeaderAndIsr) -> LeaderAndIsr | None:
             isr = tuple(i for i in lai.isr if i not in gone) or lai.isr[-1:]
-            leader = NO_LEADER if lai.leader in gone else lai.leader
+            leader = lai.leader
+            if leader in gone:
+                # Only when a replaced target's replica had become leader: the
+                # first remaining in-sync replica takes over (none: offline).
+                leader = next((r for r in self.context.partition_replicas(tp) if r in isr and r in live and r not in gone), NO_LEADER)
             if isr == lai.isr and leader == lai.leader:
                 return None
             return lai.new_leader_and_isr(leader, isr)

@@ -57,7 +57,7 @@ class RequestSink(Protocol):
     def send(self, broker_id: int, request: Message, callback: ResponseCallback | None = None) -> None: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class _LeaderAndIsrEntry:
     leadership: LeaderIsrAndControllerEpoch
     assignment: ReplicaAssignment
@@ -141,8 +141,12 @@ class ControllerBrokerRequestBatch:
         """Build and queue one request per broker and API; empties the batch."""
         p, self._p = self._p, _Pending()
         epoch = self.context.epoch
+        # One partition-state value per distinct entry, shared by every
+        # broker's request (a failover sends each partition to all its
+        # replicas: building it once keeps a third of the objects).
+        shared: dict[tuple[TopicPartition, int, int, bool], Message] = {}
         for broker_id, entries in sorted(p.leader_and_isr.items()):
-            req = self._leader_and_isr(broker_id, epoch, entries)
+            req = self._leader_and_isr(broker_id, epoch, entries, shared)
             self.sink.send(broker_id, req, self.on_leader_and_isr_response)
         if p.update_metadata_brokers:
             topic_states = self._update_metadata_topics(epoch, p.update_metadata_partitions)
@@ -159,15 +163,19 @@ class ControllerBrokerRequestBatch:
         for broker_id, parts in sorted(p.stop_replica.items()):
             self.sink.send(broker_id, self._stop_replica(broker_id, epoch, parts), self.on_stop_replica_response)
 
-    def _leader_and_isr(self, broker_id: int, epoch: int, entries: dict[TopicPartition, _LeaderAndIsrEntry]) -> Message:
+    def _leader_and_isr(
+        self, broker_id: int, epoch: int, entries: dict[TopicPartition, _LeaderAndIsrEntry], shared: dict[tuple[TopicPartition, int, int, bool], Message]
+    ) -> Message:
         L = LeaderAndIsrRequest
         by_topic: dict[str, list[Message]] = {}
         leaders: set[int] = set()
         logging = self.state_log.enabled  # the per-partition line costs more than the entry when nobody reads it
         for tp, e in sorted(entries.items()):
             lai = e.leadership.leader_and_isr
-            by_topic.setdefault(tp.topic, []).append(
-                L.TopicStates.PartitionStates(
+            key = (tp, id(e.leadership), id(e.assignment), e.is_new)  # the entries keep both objects alive
+            state = shared.get(key)
+            if state is None:
+                state = shared[key] = L.TopicStates.PartitionStates(
                     partition_index=tp.partition,
                     controller_epoch=e.leadership.controller_epoch,
                     leader=lai.leader,
@@ -179,7 +187,7 @@ class ControllerBrokerRequestBatch:
                     removing_replicas=list(e.assignment.removing),
                     is_new=e.is_new,
                 )
-            )
+            by_topic.setdefault(tp.topic, []).append(state)
             leaders.add(lai.leader)
             if logging:
                 self.state_log.sending(

@@ -58,3 +58,23 @@ def test_elect_leaders_restores_the_preferred_leader(make_cluster) -> None:
     # v0: already preferred is plain success.
     assert _codes(_elect(cluster, ctl, None, 0)) == {0: 0, 1: 0}
     assert _elect(cluster, ctl, [0], 1, election_type=7).error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_auto_rebalance_gives_leadership_back_after_a_bounce(make_cluster) -> None:
+    """Broker 0 stops (its leadership moves away), comes back, catches up,
+    rejoins the ISR (real replication), and the periodic check hands its
+    preferred partitions back (seed 000 §Preferred Replica, last paragraph)."""
+    cluster = make_cluster(brokers=3, config={
+        "auto.leader.rebalance.enable": "true",
+        "leader.imbalance.check.interval.seconds": "1",
+        "leader.imbalance.per.broker.percentage": "0",
+        "controlled.shutdown.retry.backoff.ms": "200",
+    })
+    create_topic(cluster, "t", {0: [0, 1, 2], 1: [1, 2, 0]})
+    controller_id(cluster)
+    cluster.stop_broker(0)
+    cluster.wait_for(lambda: states(cluster, "t", [0])[0]["leader"] == 1, 30, "t-0 to move to broker 1")
+    cluster.start_broker(0)
+    cluster.wait_registered({0})
+    cluster.wait_for(lambda: states(cluster, "t", [0])[0]["leader"] == 0, 60, "the rebalance to give t-0 back to broker 0")
+    assert 0 in states(cluster, "t", [0])[0]["isr"]

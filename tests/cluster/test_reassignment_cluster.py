@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
 
 import pytest
 
@@ -53,22 +55,30 @@ def test_reassignment_within_the_isr_completes_and_deletes_the_removed_replica(m
 
 
 def test_reassignment_to_new_brokers_is_listed_in_progress(make_cluster) -> None:
+    """Broker 3 is paused (SIGSTOP) so it cannot catch up: the reassignment
+    stays in phase A, listed with its adding/removing replicas, until cancelled."""
     cluster = make_cluster(brokers=4, config=CONFIG)
     create_topic(cluster, "t", {0: [0, 1]})
     ctl = controller_id(cluster)
     bad = _alter(cluster, ctl, "t", 0, [0, 9])
     assert bad.responses[0].partitions[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    assert _alter(cluster, ctl, "t", 0, [2, 3]).responses[0].partitions[0].error_code == 0
-    cluster.wait_for(lambda: assignment(cluster, "t")["partitions"]["0"] == [0, 1, 2, 3], 30, "AR = OAR + RAR")
-    node = assignment(cluster, "t")
-    assert node["adding_replicas"] == {"0": [2, 3]} and node["removing_replicas"] == {"0": [0, 1]}
-    listed = request(cluster, ctl, List(topics=[List.Topics(name="t", partition_indexes=[0])]))
-    (p,) = listed.topics[0].partitions
-    assert (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas)) == ([0, 1, 2, 3], [2, 3], [0, 1])
-    # Cancelled: back to OAR.
-    assert _alter(cluster, ctl, "t", 0, None).responses[0].partitions[0].error_code == 0
-    cluster.wait_for(lambda: assignment(cluster, "t")["partitions"]["0"] == [0, 1], 30, "AR = OAR again")
-    assert request(cluster, ctl, List(topics=None)).topics == []
+    paused = 3 if ctl != 3 else 2
+    target = [2, 3]
+    os.kill(cluster.brokers[paused].process.pid, signal.SIGSTOP)
+    try:
+        assert _alter(cluster, ctl, "t", 0, target).responses[0].partitions[0].error_code == 0
+        cluster.wait_for(lambda: assignment(cluster, "t")["partitions"]["0"] == [0, 1, 2, 3], 30, "AR = OAR + RAR")
+        node = assignment(cluster, "t")
+        assert node["adding_replicas"] == {"0": [2, 3]} and node["removing_replicas"] == {"0": [0, 1]}
+        listed = request(cluster, ctl, List(topics=[List.Topics(name="t", partition_indexes=[0])]))
+        (p,) = listed.topics[0].partitions
+        assert (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas)) == ([0, 1, 2, 3], [2, 3], [0, 1])
+        # Cancelled: back to OAR.
+        assert _alter(cluster, ctl, "t", 0, None).responses[0].partitions[0].error_code == 0
+        cluster.wait_for(lambda: assignment(cluster, "t")["partitions"]["0"] == [0, 1], 30, "AR = OAR again")
+        assert request(cluster, ctl, List(topics=None)).topics == []
+    finally:
+        os.kill(cluster.brokers[paused].process.pid, signal.SIGCONT)
 
 
 def test_seed_table_on_six_brokers_under_live_traffic(make_cluster) -> None:

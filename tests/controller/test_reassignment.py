@@ -263,3 +263,25 @@ def test_the_state_znode_watch_completes_without_waiting_for_notifications(memor
         assert not await c.exists(REASSIGN_PARTITIONS_PATH)
 
     c.run(body)
+
+
+def test_a_resigned_controller_is_not_kept_alive_by_its_watches(memory_cluster) -> None:
+    """The state znode watch of a reassignment in progress (and every other
+    watch) outlives the epoch in ZooKeeper; it must not hold the epoch's
+    context (the whole cluster's state) once the controller resigned."""
+    import gc
+    import weakref
+
+    c = memory_cluster
+
+    async def body() -> None:
+        ctl = await _start(c)
+        await _request_reassignment(c, (4, 5, 6))
+        await c.settle()
+        old = weakref.ref(ctl.active)
+        await ctl.stop()  # broker 1 keeps its session, so its watches stay registered
+        gc.collect()
+        assert old() is None
+        assert c.memory.data_watches  # the watches are still there
+
+    c.run(body)

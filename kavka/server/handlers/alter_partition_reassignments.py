@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Callable
 
-from kavka.common.errors import ErrorCode, NotControllerError
+from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.events import AlterPartitionReassignments
 from kavka.protocol.messages import AlterPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
@@ -57,9 +57,9 @@ class AlterPartitionReassignmentsHandler:
                     lambda reply: AlterPartitionReassignments(reply, reassignments=todo, allow_replication_factor_change=allow_rf_change)
                 )
                 results.update({(tp.topic, tp.partition): (r.code, r.message) for tp, r in answer.items()})
-        except NotControllerError as e:
-            top, top_message = ErrorCode.NOT_CONTROLLER, e.message
-            results.update({(t, p): (ErrorCode.NOT_CONTROLLER, e.message) for t, p, _ in todo})
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            top, top_message = e.code, e.message
+            results.update({(t, p): (e.code, e.message) for t, p, _ in todo})
         by_topic: dict[str, list] = {}
         for (topic, partition), (code, message) in sorted(results.items()):
             by_topic.setdefault(topic, []).append(

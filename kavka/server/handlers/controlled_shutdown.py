@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from kavka.common.errors import ErrorCode, NotControllerError
+from kavka.common.errors import KafkaError, NotControllerError
 from kavka.controller.events import ControlledShutdown
 from kavka.protocol.messages import ControlledShutdownResponse
 from kavka.server.network import Dispatcher, RequestContext
@@ -44,8 +44,8 @@ class ControlledShutdownHandler:
             if controller is None:
                 raise NotControllerError("the broker's controller component has not started")
             result = await controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
-        except NotControllerError:
-            return R(error_code=int(ErrorCode.NOT_CONTROLLER), remaining_partitions=[])
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            return R(error_code=int(e.code), remaining_partitions=[])
         return R(
             error_code=int(result.error),
             remaining_partitions=[R.RemainingPartitions(topic_name=tp.topic, partition_index=tp.partition) for tp in result.remaining],

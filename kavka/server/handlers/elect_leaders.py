@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from kavka.common.errors import ErrorCode, NotControllerError
+from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.events import ElectLeaders
 from kavka.protocol.messages import ElectLeadersResponse
 from kavka.server.metadata_cache import MetadataCache
@@ -53,8 +53,8 @@ class ElectLeadersHandler:
             if controller is None:
                 raise NotControllerError("the broker's controller component has not started")
             results = await controller.ask(lambda reply: ElectLeaders(reply, partitions=wanted, election_type=election_type))
-        except NotControllerError as e:
-            return self._response(version, ErrorCode.NOT_CONTROLLER, {k: (ErrorCode.NOT_CONTROLLER, e.message) for k in wanted or ()})
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            return self._response(version, e.code, {k: (e.code, e.message) for k in wanted or ()})
         out = {(tp.topic, tp.partition): (r.code, r.message) for tp, r in results.items()}
         elected = [k for k, (code, _) in out.items() if code is ErrorCode.NONE]
         if elected and not await self.cache.wait_until(lambda c: all(_shows(c, k, election_type) for k in elected), max(timeout_ms, 0) / 1000):

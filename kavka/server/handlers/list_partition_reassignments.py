@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from kavka.common.errors import ErrorCode, NotControllerError
+from kavka.common.errors import KafkaError, NotControllerError
 from kavka.controller.events import ListPartitionReassignments
 from kavka.protocol.messages import ListPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
@@ -37,8 +37,8 @@ class ListPartitionReassignmentsHandler:
             if controller is None:
                 raise NotControllerError("the broker's controller component has not started")
             listed = await controller.ask(lambda reply: ListPartitionReassignments(reply, partitions=wanted))
-        except NotControllerError as e:
-            return R(throttle_time_ms=0, error_code=int(ErrorCode.NOT_CONTROLLER), error_message=e.message, topics=[])
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            return R(throttle_time_ms=0, error_code=int(e.code), error_message=e.message, topics=[])
         by_topic: dict[str, list] = {}
         for tp, a in sorted(listed.items()):
             by_topic.setdefault(tp.topic, []).append(
