@@ -54,9 +54,14 @@ class ZkAdmin:
             raise CliError(f"cannot reach ZooKeeper at {self.connect} within {CONNECT_TIMEOUT_S} s") from None
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        from kazoo.exceptions import KazooException
+
         self._client.stop()
         self._client.close()
+        if isinstance(exc, KazooException):
+            # Connection loss, session expiry, no auth...: one Error line, not a traceback.
+            raise CliError(f"ZooKeeper at {self.connect} failed: {type(exc).__name__} {exc}".rstrip()) from None
 
     def _children(self, path: str) -> list[str]:
         from kazoo.exceptions import NoNodeError
