@@ -22,6 +22,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kavka.tools.topics", "create, list, describe, alter and delete topics"),
     "console-producer": ("kavka.tools.console_producer", "send lines from stdin to a topic"),
     "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
+    "reassign-partitions": ("kavka.tools.reassign_partitions",
+                            "generate, execute, verify or cancel a partition reassignment plan"),
+    "preferred-replica-election": ("kavka.tools.preferred_election",
+                                   "move leadership back to each partition's preferred replica"),
+    "replica-verification": ("kavka.tools.replica_verification",
+                             "check that every replica of chosen topics holds the same batches"),
+    "state-change-log-merge": ("kavka.tools.state_change_log_merge",
+                               "merge the brokers' state-change.log files by time, filtered"),
     "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
     "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
 }
@@ -39,7 +47,8 @@ def _available() -> dict[str, tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     commands = _available()
-    listing = "\n".join(f"  {name:<18} {help_text}" for name, (_, help_text) in commands.items())
+    width = max(len(name) for name in commands)
+    listing = "\n".join(f"  {name:<{width}} {help_text}" for name, (_, help_text) in commands.items())
     top = argparse.ArgumentParser(
         prog="kavka",
         description="Kavka: a replicated, partitioned commit log speaking the Kafka protocol.",

@@ -127,7 +127,7 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         for tp, req in self.partitions.items():
             partition = self._get_partition(tp)
-            if partition is None or not partition.is_leader:
+            if partition is None or (self.params.fetch_only_from_leader and not partition.is_leader):
                 return self.force_complete()
             if partition.leader_epoch != self.leader_epochs.get(tp, partition.leader_epoch):
                 return self.force_complete()

@@ -4,7 +4,8 @@ A mixin of ``Partition`` (kept apart to keep modules small). Every read is
 first checked against the caller's view of leadership (KIP-320): a
 ``current_leader_epoch`` older than ours is FENCED_LEADER_EPOCH, a newer one
 UNKNOWN_LEADER_EPOCH (we have not heard of it yet), -1 skips the check; then
-only the leader serves (NOT_LEADER_OR_FOLLOWER).
+only the leader serves (NOT_LEADER_OR_FOLLOWER) — except a debugging
+consumer (replica id -2), which reads any replica below its own HW.
 
 Fetch (``read_records``): consumers read below the high watermark, followers
 to the log end. A fetch offset outside [log start, LEO] is
@@ -31,6 +32,7 @@ from kavka.common.errors import (
     UnknownLeaderEpochError,
 )
 from kavka.replication.requests import (
+    DEBUGGING_CONSUMER_ID,
     EpochEndOffset,
     FetchIsolation,
     LogReadResult,
@@ -97,7 +99,7 @@ class PartitionReads:
         """One partition's Fetch read (see the module docstring). Errors come
         back in the result, never raised."""
         try:
-            self.check_leader_epoch(current_leader_epoch)
+            self.check_leader_epoch(current_leader_epoch, require_leader=replica_id != DEBUGGING_CONSUMER_ID)
             if replica_id >= 0 and replica_id not in self._remote:
                 raise NotLeaderOrFollowerError(
                     f"broker {replica_id} is not an assigned follower of {self.topic_partition} "

@@ -27,6 +27,13 @@ CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
 
 
+# Fetch's replica id of a debugging consumer (Kafka's DEBUGGING_CONSUMER_ID):
+# reads any replica, leader or follower, below that replica's own high
+# watermark. kafka-replica-verification.sh / ``kavka replica-verification``
+# compare the replicas of a partition this way.
+DEBUGGING_CONSUMER_ID = -2
+
+
 class FetchIsolation(Enum):
     LOG_END = "log_end"
     HIGH_WATERMARK = "high_watermark"
@@ -72,6 +79,11 @@ class FetchParams:
     @property
     def is_from_follower(self) -> bool:
         return self.replica_id >= 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        """Everyone but a debugging consumer reads only from the leader."""
+        return self.replica_id != DEBUGGING_CONSUMER_ID
 
 
 @dataclass(frozen=True, slots=True)

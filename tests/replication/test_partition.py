@@ -15,7 +15,7 @@ from kavka.common.errors import (
     UnknownLeaderEpochError,
 )
 from kavka.protocol.records.batch import iter_batches
-from kavka.replication.requests import FetchIsolation
+from kavka.replication.requests import DEBUGGING_CONSUMER_ID, FetchIsolation
 from kavka.replication.state import LeaderAndIsr
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
@@ -255,6 +255,20 @@ def test_follower_does_not_serve_reads(log, clock):
     p = make_partition(log, clock)
     p.make_follower(state(2, 1, (2, 1)))
     assert p.read_records(0, 100, FetchIsolation.HIGH_WATERMARK).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_follower_serves_a_debugging_consumer_below_its_hw(log, clock):
+    # Fetch replica id -2 (kavka replica-verification) reads any replica.
+    p = make_partition(log, clock)
+    p.make_leader(state(1, 1, (1,)))
+    p.append_records_to_leader(batch(3), required_acks=1)
+    p.make_follower(state(2, 2, (2, 1)))
+    hw = p.log.high_watermark
+    assert hw == 3  # the single-replica ISR committed everything before the switch
+    r = p.read_records(0, 1 << 20, FetchIsolation.HIGH_WATERMARK, replica_id=DEBUGGING_CONSUMER_ID)
+    assert r.error is ErrorCode.NONE and r.high_watermark == hw
+    assert [h.last_offset for _, h in iter_batches(r.records)] == [2]
+    assert p.read_records(0, 1 << 20, FetchIsolation.HIGH_WATERMARK).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_diverging_epoch_for_a_follower(log, clock):
