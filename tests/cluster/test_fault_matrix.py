@@ -23,7 +23,9 @@ replica of both partitions holds the same batches (offsets, leader epoch,
 CRC) read from its segment files.
 
 One cluster serves every case of a worker (a fresh topic per case) to keep
-the matrix short; each case begins by checking the cluster is whole.
+the matrix short; each case begins by checking the cluster is whole. When
+the cluster is stopped cleanly at the end, every replica of every case is
+compared once more from its final segment files.
 """
 
 from __future__ import annotations
@@ -65,10 +67,15 @@ def cluster(zk_server, tmp_path_factory):
     c = LocalCluster(3, tmp_path_factory.mktemp("faultmatrix"), zookeeper=zk_server.connect_string + chroot,
                      config=CONFIG)
     c.start()
+    c.checked_topics = {}  # topic -> assignment, compared once more after the clean stop
     try:
         yield c
     finally:
         c.stop()
+        # With every broker stopped cleanly (SIGTERM: logs flushed and closed)
+        # the segment files are final: compare every replica once more.
+        differ = {t: r.describe() for t, a in c.checked_topics.items()
+                  if not (r := compare_replicas(c, t, a, timeout=0)).identical}
         zk = KazooClient(hosts=zk_server.connect_string)
         zk.start(10)
         try:
@@ -76,6 +83,7 @@ def cluster(zk_server, tmp_path_factory):
         finally:
             zk.stop()
             zk.close()
+        assert not differ, f"replicas differ after the clean stop: {differ}"
 
 
 class Case:
@@ -190,6 +198,7 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
             def aim() -> int:
                 return zk.controller()[0]
 
+        epochs_before = (zk.partition_state(topic, 0).leader_epoch, zk.controller()[1])
         workload = Workload(cluster.bootstrap, topic, len(assignment)).start()
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")
@@ -198,6 +207,12 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
             time.sleep(COOL_DOWN_S)
         finally:
             workload.stop()
+        # The fault really moved what it aimed at, once per bounce.
+        moves = BOUNCES if "bounce" in fault else 1
+        if target == "leader":
+            assert zk.partition_state(topic, 0).leader_epoch >= epochs_before[0] + moves
+        else:
+            assert zk.controller()[1] >= epochs_before[1] + moves
         final = drain(cluster, topic, len(assignment))
         report = check_history(workload.acked, {"live consumer": workload.live_reads}, final)
         print(f"{topic}: sent {workload.sent}, failed {len(workload.failed)} {workload.failed[:3]}, "
@@ -209,3 +224,4 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
         assert not [e for e in workload.consumer_errors if "offset" in e.lower()], workload.consumer_errors[:5]
         replicas = compare_replicas(cluster, topic, assignment)
         assert replicas.identical, replicas.describe()
+        cluster.checked_topics[topic] = assignment
