@@ -16,7 +16,11 @@ reactions), ``zk_events`` (failover steps and ZooKeeper-triggered
 handlers), ``partition_state_machine`` / ``replica_state_machine`` (the
 transitions' effects: fenced, batched ZooKeeper writes through
 ``leader_isr_update``; requests through ``request_batch``),
-``topic_deletion``, ``channel`` (per-broker queues over the
+``topic_deletion``, ``reassignment`` (seed 000 §Partition 重新分配 steps
+1-11) with ``reassignment_requests`` (``/admin/reassign_partitions`` and
+the KIP-455 APIs), ``preferred_election`` (``/admin/preferred_replica_election``,
+ElectLeaders, the auto leader rebalance timer), ``controlled_shutdown``
+(ControlledShutdown's controller side), ``channel`` (per-broker queues over the
 ``BrokerTransport`` seam; ``broker_transport`` is the real one over
 ``kavka.client``), ``state_change_log`` (state-change.log lines).
 """

@@ -13,6 +13,7 @@ on the controller's event task; after each event the controller calls
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Callable, Iterable
 
@@ -20,6 +21,7 @@ from kavka.controller.context import ControllerContext, PartitionReplica, TopicP
 from kavka.controller.events import ControllerEvent, LeaderAndIsrResponseReceived, StopReplicaResponseReceived
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
+from kavka.controller.reassignment import PartitionReassigner
 from kavka.controller.replica_state import ReplicaState
 from kavka.controller.replica_state_machine import ReplicaStateMachine
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
@@ -71,17 +73,28 @@ class ActiveController:
         self.replicas = ReplicaStateMachine(self.context, zk, self.batch, state_log)
         self.partitions.claim = self.replicas.claim = claim
         self.deletion = TopicDeletionManager(self.context, zk, self.partitions, self.replicas, self.batch)
+        # Issue 5: reassignments in progress (seed 000 §Partition 重新分配) and
+        # the auto leader rebalance timer (failover step 11), both per epoch.
+        self.reassigner = PartitionReassigner(self)
+        self.rebalance_timer: asyncio.TimerHandle | None = None
 
     # -- helpers ---------------------------------------------------------------------------------
 
     def watch(self, event: ControllerEvent) -> WatchCallback:
         """A one-shot ZooKeeper watch that queues ``event``. A watch dropped
         with the connection (LOST) queues nothing: the session listener
-        queues ``WatchesLost`` when the connection is back."""
+        queues ``WatchesLost`` when the connection is back.
+
+        The callback holds the queue's ``put``, not this object: ZooKeeper
+        keeps a watch until it fires, which may be long after this epoch
+        ended, and it must not keep the epoch's whole context alive (10,000
+        partitions' state per resignation, walked by every full garbage
+        collection)."""
+        put = self.put
 
         def fire(e: WatchEvent) -> None:
             if e.type is not WatchEventType.LOST:
-                self.put(event)
+                put(event)
 
         return fire
 
@@ -198,5 +211,7 @@ class ActiveController:
                 self.state_log.response_error("LeaderAndIsr", broker_id, TopicPartition(pe.topic_name, pe.partition_index), ErrorCode.of(pe.error_code).name)
 
     async def close(self) -> None:
+        if self.rebalance_timer is not None:
+            self.rebalance_timer.cancel()
         self.batch.discard()
         await self.channel.close()

@@ -29,16 +29,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
-from kavka.controller import zk_events
+from kavka.controller import controlled_shutdown, preferred_election, reassignment_requests, zk_events
 from kavka.controller.active import ActiveController
+from kavka.controller.context import TopicPartition
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
 from kavka.controller.elector import ControllerElector
 from kavka.controller.event_manager import ControllerEventManager
 from kavka.controller.events import (
+    AlterPartitionReassignments,
+    AutoPreferredReplicaLeaderElection,
     BrokerChange,
+    ControlledShutdown,
     ControllerEvent,
+    ControllerRequest,
+    ElectLeaders,
+    ListPartitionReassignments,
+    PartitionReassignmentIsrChange,
+    PreferredReplicaElection,
+    ReassignPartitions,
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
     PartitionModifications,
@@ -50,6 +60,7 @@ from kavka.controller.events import (
     TopicDeletion,
     WatchesLost,
 )
+from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
@@ -72,7 +83,32 @@ _HANDLERS: dict[type[ControllerEvent], Handler] = {
     WatchesLost: lambda a, e: zk_events.on_watches_lost(a),
     StopReplicaResponseReceived: lambda a, e: a.deletion.on_stop_replica_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]
     LeaderAndIsrResponseReceived: lambda a, e: a.on_leader_and_isr_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]
+    ReassignPartitions: lambda a, e: reassignment_requests.on_reassign_partitions(a),
+    PreferredReplicaElection: lambda a, e: preferred_election.on_preferred_replica_election(a),
+    AutoPreferredReplicaLeaderElection: lambda a, e: preferred_election.on_auto_rebalance(a),
+    PartitionReassignmentIsrChange: lambda a, e: a.reassigner.on_state_znode_change(TopicPartition(e.topic, e.partition)),  # type: ignore[attr-defined]
+    # Requests from this broker's API handlers: the result goes to the event's future.
+    ControlledShutdown: lambda a, e: _reply(e, controlled_shutdown.on_controlled_shutdown(a, e.broker_id, e.broker_epoch)),  # type: ignore[attr-defined]
+    ElectLeaders: lambda a, e: _reply(e, preferred_election.elect_leaders(a, e.partitions, e.election_type)),  # type: ignore[attr-defined]
+    AlterPartitionReassignments: lambda a, e: _reply(e, reassignment_requests.alter_partition_reassignments(a, e.reassignments, e.allow_replication_factor_change)),  # type: ignore[attr-defined]
+    ListPartitionReassignments: lambda a, e: _reply(e, _ready(reassignment_requests.list_partition_reassignments(a, e.partitions))),  # type: ignore[attr-defined]
 }
+
+
+async def _ready(value: Any) -> Any:
+    return value
+
+
+async def _reply(event: ControllerEvent, work: Awaitable[Any]) -> None:
+    result = await work
+    reply = event.reply  # type: ignore[attr-defined]
+    if not reply.done():
+        reply.set_result(result)
+
+
+def _not_controller(event: ControllerEvent, why: str) -> None:
+    if isinstance(event, ControllerRequest) and not event.reply.done():
+        event.reply.set_exception(NotControllerError(why))
 
 
 class KafkaController:
@@ -96,6 +132,7 @@ class KafkaController:
         self.elector = ControllerElector(zk, broker_id, self._on_elected, self._on_resigned, retry_backoff_s=elector_retry_backoff_s)
         self.active: ActiveController | None = None
         self.failovers = 0  # epochs this broker became active in (tests, metrics)
+        self._requests: set[asyncio.Future[Any]] = set()  # answers owed to API handlers
 
     # -- what the broker reads ------------------------------------------------------------------
 
@@ -113,6 +150,24 @@ class KafkaController:
         """The controller as this broker last saw ``/controller`` (Metadata's controller_id)."""
         return self.elector.controller_id
 
+    async def ask(self, make: Callable[["asyncio.Future[Any]"], ControllerRequest]) -> Any:
+        """Put a request event (``make(future)``) on the controller's queue
+        and wait for its answer. Raises ``NotControllerError`` if this broker
+        is not the active controller, or stops being it before the event is
+        handled (the broker then answers NOT_CONTROLLER)."""
+        if self.active is None:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller (the controller is {self.active_controller_id})")
+        reply: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._requests.add(reply)
+        reply.add_done_callback(self._requests.discard)
+        self.events.put(make(reply))
+        return await reply
+
+    def _fail_requests(self, why: str) -> None:
+        for reply in list(self._requests):
+            if not reply.done():
+                reply.set_exception(NotControllerError(why))
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -127,6 +182,7 @@ class KafkaController:
         await self.elector.stop()
         await self.events.stop()
         await self._resign("controller shutting down")
+        self._fail_requests("the controller is shutting down")
 
     # -- inputs (all on the loop; they only queue events) ----------------------------------------
 
@@ -156,6 +212,7 @@ class KafkaController:
             active.batch.send_requests()
         else:
             log.debug("controller %d: %s ignored: not the controller", self.broker_id, event.name)
+            _not_controller(event, f"broker {self.broker_id} is no longer the controller")
 
     async def _failover(self, claim: ControllerClaim) -> None:
         if self.active is not None:
@@ -179,8 +236,19 @@ class KafkaController:
         await active.close()
         # Work queued for the old epoch is moot; elections and resignations stay.
         self.events.clear(lambda e: isinstance(e, (Startup, Resign, Reelect)))
+        self._fail_requests(f"broker {self.broker_id} resigned as controller: {reason}")
 
     async def _on_error(self, event: ControllerEvent, error: Exception) -> None:
+        if isinstance(event, ControllerRequest) and not event.reply.done():
+            # ZooKeeper trouble means this broker is resigning or re-electing:
+            # the asker should find the controller again. Anything else is a
+            # server error with its message.
+            if isinstance(error, ZkError):
+                event.reply.set_exception(NotControllerError(f"the controller is changing: {error}"))
+            elif isinstance(error, KafkaError):
+                event.reply.set_exception(error)
+            else:
+                event.reply.set_exception(KafkaError(f"the controller failed: {error}", code=ErrorCode.UNKNOWN_SERVER_ERROR))
         if isinstance(error, (ControllerMovedError, ZkSessionExpiredError)):
             # Someone else holds a newer epoch (or our session is gone): stop
             # now, and let the elector see who the controller is.

@@ -19,13 +19,22 @@ Sources:
 - the controller itself: ``Reelect`` (its ZooKeeper state became uncertain:
   resign, delete ``/controller``, compete again).
 
-Issue 5's events (reassignment, preferred election, controlled shutdown,
-auto rebalance) are further classes of the same kind. Values only; any thread.
+- ZooKeeper watches for operator requests: ``ReassignPartitions``
+  (``/admin/reassign_partitions``), ``PreferredReplicaElection``
+  (``/admin/preferred_replica_election``); and on the state znodes of
+  partitions being reassigned: ``PartitionReassignmentIsrChange``;
+- a timer: ``AutoPreferredReplicaLeaderElection``;
+- the broker's API handlers, each carrying the future the answer goes to
+  (``ControllerRequest``): ``ControlledShutdown``, ``ElectLeaders``,
+  ``AlterPartitionReassignments``, ``ListPartitionReassignments``.
+
+Values only (a request's future is completed on the loop); any thread.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from kavka.protocol.messages import Message
 from kavka.zk.client import ControllerClaim
@@ -109,3 +118,78 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
     broker_id: int
     request: Message
     response: Message | None
+
+
+# -- issue 5: reassignment, preferred election, controlled shutdown, rebalance ----------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignPartitions(ControllerEvent):
+    """``/admin/reassign_partitions`` was created, changed or deleted (seed
+    000 §Partition 重新分配: the tool writes the targets there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredReplicaElection(ControllerEvent):
+    """``/admin/preferred_replica_election`` was created, changed or deleted
+    (seed 000 §Preferred Replica Leader Election Tool 原理 1-2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """The ``leader.imbalance.check.interval.seconds`` timer fired (seed 000
+    §Preferred Replica, last paragraph: ``auto.leader.rebalance.enable``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRequest(ControllerEvent):
+    """An event that carries a broker's API request to the controller and
+    the future its answer goes to. If the controller is not (or no longer)
+    active when the event is taken, the future fails with
+    ``NotControllerError``; if handling raises, with that error."""
+
+    reply: Any = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdown(ControllerRequest):
+    """ControlledShutdown (API 7) from broker ``broker_id``; ``broker_epoch``
+    is -1 for v0-1 (no epoch sent)."""
+
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeaders(ControllerRequest):
+    """ElectLeaders (API 43): ``partitions`` None means every partition;
+    ``election_type`` 0 preferred, 1 unclean (KIP-460)."""
+
+    partitions: tuple[tuple[str, int], ...] | None = None
+    election_type: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignments(ControllerRequest):
+    """AlterPartitionReassignments (API 45, KIP-455): per partition the
+    target replicas, or None to cancel the pending reassignment."""
+
+    reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...] = ()
+    allow_replication_factor_change: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignments(ControllerRequest):
+    """ListPartitionReassignments (API 46): ``partitions`` None lists all."""
+
+    partitions: tuple[tuple[str, int], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed (Kafka's
+    ReassignedPartitionsIsrChangeListener): RAR may now be in the ISR
+    (seed 000 §Partition 重新分配 step 4)."""
+
+    topic: str
+    partition: int

@@ -9,6 +9,10 @@ Kafka's names and defaults (``kavka.common.broker_config_keys``).
   not watch it and removes requests it finds at failover.
 - ``inter.broker.listener.name``: the listener the controller connects to.
 - ``controller.socket.timeout.ms``: per-request timeout towards brokers.
+- ``auto.leader.rebalance.enable`` (default true),
+  ``leader.imbalance.check.interval.seconds`` (300),
+  ``leader.imbalance.per.broker.percentage`` (10): the automatic preferred
+  leader rebalance (seed 000 §Preferred Replica, last paragraph).
 
 Pure value; any thread.
 """
@@ -29,6 +33,10 @@ class ControllerConfig:
     # Channel retry backoff towards an unreachable broker: starts here, doubles up to the max.
     retry_backoff_ms: int = 100
     max_retry_backoff_ms: int = 5000
+    # Seed 000 §Preferred Replica, last paragraph (Kafka's defaults).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_kafka_config(cls, config: KafkaConfig) -> "ControllerConfig":
@@ -37,4 +45,7 @@ class ControllerConfig:
             delete_topic_enable=bool(config["delete.topic.enable"]),
             inter_broker_listener_name=config.inter_broker_listener_name,
             request_timeout_ms=int(config["controller.socket.timeout.ms"]),
+            auto_leader_rebalance_enable=bool(config["auto.leader.rebalance.enable"]),
+            leader_imbalance_check_interval_seconds=int(config["leader.imbalance.check.interval.seconds"]),
+            leader_imbalance_per_broker_percentage=int(config["leader.imbalance.per.broker.percentage"]),
         )

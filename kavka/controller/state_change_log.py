@@ -34,6 +34,11 @@ class StateChangeLogger:
         self.epoch = 0
         self._log = logger or logging.getLogger(STATE_CHANGE_LOGGER)
 
+    @property
+    def enabled(self) -> bool:
+        """Whether INFO lines are written (callers skip formatting details otherwise)."""
+        return self._log.isEnabledFor(logging.INFO)
+
     def _prefix(self) -> str:
         return f"[Controller id={self.controller_id} epoch={self.epoch}]"
 

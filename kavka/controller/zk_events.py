@@ -3,10 +3,13 @@ of ZooKeeper-triggered events, each reading what changed (re-arming its
 one-shot watch in the same read) and calling ``ActiveController``'s
 reactions.
 
-- ``on_controller_failover`` (seed 000 §Controller Failover steps 1-12 that
-  apply; step 1 — read and bump the epoch — was the elector's election
-  ``multi``; steps 2-3 and 11 are issue 5's reassignment, preferred election
-  and rebalance, whose watches are registered by the code that handles them).
+- ``on_controller_failover`` (seed 000 §Controller Failover steps 1-12;
+  step 1 — read and bump the epoch — was the elector's election ``multi``;
+  steps 2-3 arm the ``/admin/reassign_partitions`` and
+  ``/admin/preferred_replica_election`` watches, whose pending requests are
+  acted on once the state machines run: reassignments in progress are
+  resumed, pending preferred elections run; step 11 arms the auto leader
+  rebalance timer).
 - ``on_broker_change`` (seed 000 §Broker failover step 1, §Broker 启动过程):
   a broker whose registration has a different czxid than known restarted in
   between (it is handled as dead, then new).
@@ -25,6 +28,7 @@ import asyncio
 import logging
 import uuid
 
+from kavka.controller import preferred_election, reassignment_requests
 from kavka.controller.active import ActiveController
 from kavka.controller.context import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from kavka.controller.events import BrokerChange, IsrChangeNotification, PartitionModifications, TopicChange, TopicDeletion
@@ -113,6 +117,9 @@ async def on_controller_failover(active: ActiveController) -> None:
         deletions = await zk.get_topic_deletions()
     broker_ids = await zk.get_broker_ids(active.watch(BrokerChange()))
     notifications = await _isr_change_notifications(active)
+    # Steps 2-3: operator requests (read with their watches; acted on below).
+    reassign_node = await reassignment_requests.read_reassign_znode(active)
+    preferred_node = await preferred_election.read_preferred_znode(active)
     # Step 7: the context.
     active.add_live_brokers(await read_brokers(active, broker_ids))
     for topic in (await _read_topics(active, topics)).values():
@@ -132,6 +139,12 @@ async def on_controller_failover(active: ActiveController) -> None:
     active.deletion.init(queued)
     # Steps 8-10: state machines and the full state to every live broker.
     await active.start_state_machines()
+    # Steps 2-3 continued: reassignments a previous controller left half
+    # done (the topic znodes' adding/removing replicas) or never started.
+    await active.reassigner.resume(await reassignment_requests.requested_reassignments(active, reassign_node))
+    await preferred_election.on_preferred_replica_election(active, preferred_node)
+    # Step 11: the auto leader rebalance.
+    preferred_election.schedule_auto_rebalance(active, preferred_election.first_rebalance_delay(active))
     # Step 12: carry on with queued deletions.
     await active.deletion.resume()
     log.info("controller %d: epoch %d active with %d brokers, %d topics, %d partitions", active.broker_id, ctx.epoch,
@@ -216,6 +229,8 @@ async def on_isr_change_notification(active: ActiveController) -> None:
         await reload_leadership(active.zk, ctx, tps)
         active.batch.add_update_metadata(ctx.live_brokers, tps)
     await _delete_paths(active, [path for path, _ in notifications])
+    # Seed 000 §Partition 重新分配 step 4: RAR may now be in the ISR.
+    await active.reassigner.on_isr_change(tps)
 
 
 async def _isr_change_notifications(active: ActiveController) -> list[tuple[str, IsrChangeNotificationZNode]]:
@@ -238,6 +253,9 @@ async def on_watches_lost(active: ActiveController) -> None:
         await on_partition_modifications(active, topic)
     await on_topic_deletion(active)
     await on_isr_change_notification(active)
+    await reassignment_requests.on_reassign_partitions(active)
+    await preferred_election.on_preferred_replica_election(active)
+    await active.reassigner.rearm_isr_watches()
 
 
 async def _delete_paths(active: ActiveController, paths: list[str]) -> None:

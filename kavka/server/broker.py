@@ -42,6 +42,7 @@ from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConf
 from kavka.server import handler_table
 from kavka.server.admin_manager import AdminManager
 from kavka.server.config_repository import ConfigRepository
+from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import DynamicConfigManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
@@ -243,6 +244,10 @@ class KafkaServer:
     # -- shutdown -------------------------------------------------------------
     async def shutdown(self) -> None:
         log.info("shutting down broker %d", self.broker_id)
+        if self.config["controlled.shutdown.enable"] and self.zk is not None and self.registrar is not None:
+            await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
+                                                    ControlledShutdownSettings.from_kafka_config(self.config)).run(),
+                           "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
         if self.controller is not None:

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 from kavka.server.handlers import (
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
+    controlled_shutdown,
     create_partitions,
     create_topics,
     delete_records,
@@ -20,10 +22,12 @@ from kavka.server.handlers import (
     describe_cluster,
     describe_configs,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     incremental_alter_configs,
     leader_and_isr,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_for_leader_epoch,
     produce,
@@ -64,6 +68,11 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
         cache, server.broker_epoch, lambda update: [rm.complete_delayed_requests(tp) for tp in _tps(update)]))
     stop_replica.register(d, stop_replica.StopReplicaHandler(rm, server.broker_epoch))
+    controller = lambda: server.controller  # noqa: E731 - created after the handlers
+    controlled_shutdown.register(d, controlled_shutdown.ControlledShutdownHandler(controller))
+    elect_leaders.register(d, elect_leaders.ElectLeadersHandler(controller, cache))
+    alter_partition_reassignments.register(d, alter_partition_reassignments.AlterPartitionReassignmentsHandler(controller))
+    list_partition_reassignments.register(d, list_partition_reassignments.ListPartitionReassignmentsHandler(controller))
 
 
 def _tps(update):

@@ -117,6 +117,9 @@ class LocalCluster:
             "log.dirs": str(b.directory / "logs"),
             "zookeeper.connect": self.zk_connect,
             "zookeeper.session.timeout.ms": "6000",
+            # Stopping a whole cluster: the last brokers' controlled shutdown
+            # cannot move anything; do not wait Kafka's 3 x 5 s for that.
+            "controlled.shutdown.retry.backoff.ms": "500",
             "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
             "transaction.state.log.replication.factor": str(min(3, len(self.brokers))),
             "transaction.state.log.min.isr": str(min(2, len(self.brokers))),

@@ -260,6 +260,15 @@ class InMemoryZkStore(ZkStoreBase):
             self._server.data_watches.setdefault(full, []).append((self, watch))
         return node.data, node.stat()
 
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        out: list[tuple[bytes, ZnodeStat] | None] = []
+        for path in paths:
+            try:
+                out.append(await self.get(path))
+            except NoNodeError:
+                out.append(None)
+        return out
+
     async def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
         full = self._root(path)
         if watch is not None:

@@ -1,0 +1,56 @@
+"""ControlledShutdown (key 7, v0-3): a broker about to stop asks the
+controller to move its leaderships away first (the broker side is
+``kavka.server.controlled_shutdown``; the controller side
+``kavka.controller.controlled_shutdown``).
+
+Only the active controller answers; any other broker says NOT_CONTROLLER
+(the asking broker looks the controller up again and retries). v2+ carry
+the asking broker's epoch (KIP-380): an older one gets STALE_BROKER_EPOCH.
+The answer lists the partitions the broker still leads. The wait for the
+controller does not hold up other requests on the connection (the handler
+returns an awaitable).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from kavka.common.errors import KafkaError, NotControllerError
+from kavka.controller.events import ControlledShutdown
+from kavka.protocol.messages import ControlledShutdownResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kavka.controller.controller import KafkaController
+
+API_KEY = 7
+MIN_VERSION = 0
+MAX_VERSION = 3
+NO_EPOCH = -1
+
+
+class ControlledShutdownHandler:
+    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+        self.controller = controller
+
+    async def __call__(self, ctx: RequestContext, request):
+        epoch = request.broker_epoch if ctx.api_version >= 2 else NO_EPOCH
+        return self._answer(request.broker_id, epoch)
+
+    async def _answer(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
+        R = ControlledShutdownResponse
+        controller = self.controller()
+        try:
+            if controller is None:
+                raise NotControllerError("the broker's controller component has not started")
+            result = await controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            return R(error_code=int(e.code), remaining_partitions=[])
+        return R(
+            error_code=int(result.error),
+            remaining_partitions=[R.RemainingPartitions(topic_name=tp.topic, partition_index=tp.partition) for tp in result.remaining],
+        )
+
+
+def register(dispatcher: Dispatcher, handler: ControlledShutdownHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

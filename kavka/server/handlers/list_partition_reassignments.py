@@ -1,0 +1,51 @@
+"""ListPartitionReassignments (key 46, v0; KIP-455): the partitions being
+reassigned — of the listed topics' partitions, or all when the list is
+null — each with its replicas (AR = OAR + RAR during the move, seed 000
+§Partition 重新分配 step 1), adding (RAR - OAR) and removing (OAR - RAR)
+replicas. Partitions not being reassigned are left out. Served by the
+active controller; any other broker answers NOT_CONTROLLER.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from kavka.common.errors import KafkaError, NotControllerError
+from kavka.controller.events import ListPartitionReassignments
+from kavka.protocol.messages import ListPartitionReassignmentsResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+if TYPE_CHECKING:
+    from kavka.controller.controller import KafkaController
+
+API_KEY = 46
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+class ListPartitionReassignmentsHandler:
+    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+        self.controller = controller
+
+    async def __call__(self, ctx: RequestContext, request) -> ListPartitionReassignmentsResponse:
+        R = ListPartitionReassignmentsResponse
+        wanted = None
+        if request.topics is not None:
+            wanted = tuple((t.name, p) for t in request.topics for p in t.partition_indexes)
+        controller = self.controller()
+        try:
+            if controller is None:
+                raise NotControllerError("the broker's controller component has not started")
+            listed = await controller.ask(lambda reply: ListPartitionReassignments(reply, partitions=wanted))
+        except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
+            return R(throttle_time_ms=0, error_code=int(e.code), error_message=e.message, topics=[])
+        by_topic: dict[str, list] = {}
+        for tp, a in sorted(listed.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                R.Topics.Partitions(partition_index=tp.partition, replicas=list(a.replicas), adding_replicas=list(a.adding), removing_replicas=list(a.removing))
+            )
+        return R(throttle_time_ms=0, error_code=0, error_message=None, topics=[R.Topics(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+def register(dispatcher: Dispatcher, handler: ListPartitionReassignmentsHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
