@@ -163,6 +163,17 @@ def hard_bounce(case: Case, target: Callable[[], int]) -> None:
         case.restart(victim, f"hard bounce {i + 1} of broker {victim}")
 
 
+def fast_hard_bounce(case: Case, target: Callable[[], int]) -> None:
+    """kill -9 and restart at once: the new process finds its old
+    registration still there (the session has not expired yet) and must
+    wait it out (seed 003, ZOOKEEPER-1740); the controller may see the
+    broker's znode go and come back as one change of /brokers/ids."""
+    for i in range(BOUNCES):
+        victim = target()
+        case.cluster.kill_broker(victim)
+        case.restart(victim, f"fast hard bounce {i + 1} of broker {victim}")
+
+
 def pause_past_session(case: Case, target: Callable[[], int]) -> None:
     victim = target()
     case.cluster.pause_broker(victim)
@@ -176,7 +187,7 @@ def pause_past_session(case: Case, target: Callable[[], int]) -> None:
 
 
 FAULTS = {"clean_shutdown": clean_shutdown, "kill_9": kill_9, "clean_bounce_x5": clean_bounce,
-          "hard_bounce_x5": hard_bounce, "sigstop_past_session": pause_past_session}
+          "hard_bounce_x5": hard_bounce, "fast_hard_bounce_x5": fast_hard_bounce, "sigstop_past_session": pause_past_session}
 
 
 @pytest.mark.parametrize("target", ["leader", "controller"])
