@@ -1,0 +1,294 @@
+"""Helpers of the fault-matrix cluster tests (issue 5, faults.md §Kafka's
+system tests and §Jepsen's anomaly classes): a workload of one acks=all
+producer and one live consumer run from threads while a fault is injected,
+a pure checker of what was acknowledged against what was read, and the
+per-batch fingerprint of every replica's segment files.
+
+The workload writes unique values (``b"v%08d"``) round-robin over the
+topic's partitions with confluent-kafka (librdkafka), acks=all and
+``enable.idempotence=false`` (Kavka does not serve InitProducerId yet, so
+the idempotent producer cannot be exercised: a retried batch may land
+twice, which the checker counts as a duplicate and tolerates). A write that
+failed is indeterminate (it may or may not be in the log); only
+acknowledged writes are promised.
+
+``check_history`` is a pure function of values (tested without a cluster).
+Everything else is synchronous, called from the test's thread, and every
+wait is bounded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kavka.protocol.records.batch import iter_batches
+from kavka.tools.cluster import LocalCluster
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record as acknowledged or read: partition, offset, value."""
+
+    partition: int
+    offset: int
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryReport:
+    """The anomalies of one run (Jepsen's classes for a log).
+
+    - ``lost``: acknowledged, absent from the final read.
+    - ``moved``: acknowledged at an offset that the final read holds a
+      different value at (an acknowledged offset is a promise too).
+    - ``gaps``: offsets missing from the final read below the highest
+      acknowledged offset of a partition (no compaction, no transactions:
+      a partition's offsets from 0 are contiguous).
+    - ``non_monotonic``: a reader saw an offset not above the one before on
+      the same partition (within the live consumer, or the final read).
+    - ``inconsistent``: two reads disagree on the value at one offset.
+    - ``duplicates``: values stored at more than one offset (a retried
+      non-idempotent batch): counted, tolerated.
+    """
+
+    acknowledged: int
+    read: int
+    lost: tuple[Record, ...]
+    moved: tuple[tuple[Record, bytes], ...]
+    gaps: tuple[tuple[int, int], ...]
+    non_monotonic: tuple[tuple[str, Record, int], ...]
+    inconsistent: tuple[tuple[int, int, bytes, bytes], ...]
+    duplicates: int
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.moved or self.gaps or self.non_monotonic or self.inconsistent)
+
+    def summary(self) -> str:
+        return (f"acknowledged {self.acknowledged}, read {self.read}, lost {len(self.lost)} {list(self.lost[:3])}, "
+                f"moved {len(self.moved)} {list(self.moved[:3])}, gaps {len(self.gaps)} {list(self.gaps[:3])}, "
+                f"non-monotonic {len(self.non_monotonic)} {list(self.non_monotonic[:3])}, "
+                f"inconsistent {len(self.inconsistent)} {list(self.inconsistent[:3])}, duplicates {self.duplicates}")
+
+
+def check_history(acked: list[Record], reads: dict[str, list[Record]], final: list[Record]) -> HistoryReport:
+    """Check acknowledged writes against reads. ``reads`` names each read
+    sequence (in the order its records arrived); ``final`` is the drain of
+    every partition from offset 0 to its high watermark after the faults,
+    which is also checked as a read."""
+    all_reads = dict(reads, final=final)
+    non_monotonic: list[tuple[str, Record, int]] = []
+    seen: dict[tuple[int, int], tuple[bytes, str]] = {}
+    inconsistent: list[tuple[int, int, bytes, bytes]] = []
+    for name, sequence in all_reads.items():
+        last: dict[int, int] = {}
+        for r in sequence:
+            if r.partition in last and r.offset <= last[r.partition]:
+                non_monotonic.append((name, r, last[r.partition]))
+            last[r.partition] = r.offset
+            key = (r.partition, r.offset)
+            if key in seen and seen[key][0] != r.value:
+                inconsistent.append((r.partition, r.offset, seen[key][0], r.value))
+            seen.setdefault(key, (r.value, name))
+    at = {(r.partition, r.offset): r.value for r in final}
+    stored = {r.value for r in final}
+    lost = tuple(r for r in acked if r.value not in stored)
+    moved = tuple((r, at[(r.partition, r.offset)]) for r in acked
+                  if (r.partition, r.offset) in at and at[(r.partition, r.offset)] != r.value)
+    highest: dict[int, int] = {}
+    for r in acked:
+        highest[r.partition] = max(highest.get(r.partition, -1), r.offset)
+    gaps = tuple((p, o) for p, top in sorted(highest.items()) for o in range(top + 1) if (p, o) not in at)
+    duplicates = sum(n - 1 for n in Counter(r.value for r in final).values() if n > 1)
+    return HistoryReport(len(acked), len(final), lost, moved, gaps, tuple(non_monotonic), tuple(inconsistent),
+                         duplicates)
+
+
+class Workload:
+    """An acks=all producer and an ``assign``-mode consumer on ``topic``,
+    each in its own thread, from ``start()`` until ``stop()``. ``acked``,
+    ``failed`` and ``live_reads`` are filled by the threads (appends only;
+    read them after ``stop()``). The producer writes about one record per
+    ``pace_s`` and is bounded by ``limit`` records."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, *, pace_s: float = 0.003,
+                 limit: int = 50_000, message_timeout_ms: int = 30_000) -> None:
+        from confluent_kafka import Consumer, Producer
+
+        self.topic = topic
+        self.partitions = partitions
+        self.pace_s = pace_s
+        self.limit = limit
+        self.sent = 0
+        self.acked: list[Record] = []
+        self.failed: list[str] = []
+        self.live_reads: list[Record] = []
+        self.consumer_errors: list[str] = []
+        self.unflushed = -1
+        self._stop_producing = threading.Event()
+        self._stop_consuming = threading.Event()
+        self._producer = Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+            "linger.ms": 2, "batch.num.messages": 100, "max.in.flight.requests.per.connection": 1,
+            "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100,
+            "topic.metadata.refresh.interval.ms": 1000})
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"{topic}-live", "enable.auto.commit": False,
+            # An out-of-range answer must show up, not be papered over by a reset.
+            "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
+            "topic.metadata.refresh.interval.ms": 1000})
+        self._threads = [threading.Thread(target=self._produce, name=f"produce-{topic}", daemon=True),
+                         threading.Thread(target=self._consume, name=f"consume-{topic}", daemon=True)]
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acked.append(Record(msg.partition(), msg.offset(), msg.value()))
+        else:
+            self.failed.append(f"{msg.partition()}:{msg.value()!r}: {err}")
+
+    def _produce(self) -> None:
+        while not self._stop_producing.is_set() and self.sent < self.limit:
+            try:
+                self._producer.produce(self.topic, b"v%08d" % self.sent, partition=self.sent % self.partitions,
+                                       on_delivery=self._delivered)
+                self.sent += 1
+            except BufferError:
+                pass
+            self._producer.poll(self.pace_s)
+        self.unflushed = self._producer.flush(45)
+
+    def _consume(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        self._consumer.assign([TopicPartition(self.topic, p, 0) for p in range(self.partitions)])
+        try:
+            while not self._stop_consuming.is_set():
+                for m in self._consumer.consume(500, 0.2):
+                    if m.error() is not None:
+                        self.consumer_errors.append(str(m.error()))
+                        continue
+                    self.live_reads.append(Record(m.partition(), m.offset(), m.value()))
+        finally:
+            self._consumer.close()
+
+    def start(self) -> "Workload":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop producing, wait for every outstanding delivery report
+        (bounded by the flush), give the consumer a moment to catch up,
+        then stop it."""
+        self._stop_producing.set()
+        self._threads[0].join(60)
+        time.sleep(1.0)
+        self._stop_consuming.set()
+        self._threads[1].join(30)
+        assert not any(t.is_alive() for t in self._threads), "a workload thread did not stop"
+
+
+def drain(cluster: LocalCluster, topic: str, partitions: int, timeout: float = 60.0) -> list[Record]:
+    """Every record of every partition, from offset 0 to the high watermark
+    each partition has when the drain starts."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{topic}-drain",
+                  "enable.auto.commit": False, "auto.offset.reset": "error", "fetch.wait.max.ms": 100})
+    try:
+        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions) if highs[p] > 0])
+        out: list[Record] = []
+        next_offset = {p: 0 for p in range(partitions)}
+        deadline = time.monotonic() + timeout
+        while any(next_offset[p] < highs[p] for p in highs):
+            assert time.monotonic() < deadline, f"drain of {topic}: at {next_offset} of {highs}"
+            for m in c.consume(1000, 0.5):
+                if m.error() is not None:
+                    continue
+                out.append(Record(m.partition(), m.offset(), m.value()))
+                next_offset[m.partition()] = m.offset() + 1
+        return out
+    finally:
+        c.close()
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPrint:
+    """What identifies a stored batch: offsets, leader epoch, CRC."""
+
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+    crc: int
+
+
+def replica_batches(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> list[BatchPrint]:
+    """The batches of one replica, read from its segment files (a torn tail
+    of a batch being appended is left out by ``iter_batches``)."""
+    directory = Path(cluster.brokers[broker_id].directory) / "logs" / f"{topic}-{partition}"
+    out: list[BatchPrint] = []
+    for segment in sorted(directory.glob("*.log")):
+        for _, h in iter_batches(segment.read_bytes()):
+            out.append(BatchPrint(h.base_offset, h.base_offset + h.last_offset_delta, h.partition_leader_epoch, h.crc))
+    return out
+
+
+@dataclass
+class ReplicaComparison:
+    """Per partition, per broker: the replica's batches; ``identical`` when
+    every replica of every partition holds the same list."""
+
+    batches: dict[int, dict[int, list[BatchPrint]]] = field(default_factory=dict)
+
+    @property
+    def identical(self) -> bool:
+        return all(len({tuple(b) for b in per_broker.values()}) == 1 for per_broker in self.batches.values())
+
+    def describe(self) -> str:
+        lines = []
+        for p, per_broker in sorted(self.batches.items()):
+            for b, batches in sorted(per_broker.items()):
+                lines.append(f"p{p} broker {b}: {len(batches)} batches, last {batches[-1:]}")
+        return "; ".join(lines)
+
+
+def compare_replicas(cluster: LocalCluster, topic: str, replicas: dict[int, list[int]],
+                     timeout: float = 30.0) -> ReplicaComparison:
+    """Compare every replica of ``topic`` (partition -> assigned brokers),
+    retrying until identical or ``timeout`` (a follower may be a fetch
+    round behind); the last comparison."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = ReplicaComparison({p: {b: replica_batches(cluster, b, topic, p) for b in brokers}
+                                    for p, brokers in replicas.items()})
+        if result.identical or time.monotonic() > deadline:
+            return result
+        time.sleep(0.3)
+
+
+def grep_logs(cluster: LocalCluster, needle: str) -> dict[int, list[str]]:
+    """Lines of each broker's broker.log containing ``needle``."""
+    out: dict[int, list[str]] = defaultdict(list)
+    for b in cluster.brokers.values():
+        try:
+            text = b.log_path.read_text(errors="replace")
+        except OSError:
+            continue
+        out[b.broker_id] = [ln for ln in text.splitlines() if needle in ln]
+    return dict(out)
+
+
+def create_topic(cluster: LocalCluster, topic: str, assignment: dict[int, list[int]],
+                 config: dict[str, str] | None = None, timeout: float = 30.0) -> None:
+    """CreateTopics with an explicit assignment (partition -> replicas, the
+    first preferred) and topic overrides, through librdkafka's admin."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=[assignment[p] for p in sorted(assignment)], config=config or {})
+    client.create_topics([new], request_timeout=timeout)[topic].result(timeout)
