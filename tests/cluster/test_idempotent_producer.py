@@ -101,3 +101,49 @@ def test_kafka_python_default_producer_through_leader_kill(make_cluster):
     producer.close(10)
     assert not failed, failed[:5]
     _check(cluster, topic, acked)
+
+
+def test_retry_answered_with_original_offsets_by_the_new_leader(make_cluster):
+    """Deterministic form of the above with hand-made requests: a batch
+    acknowledged by the old leader and retried to the new one after a
+    SIGKILL gets its original offsets; a gap and an old epoch are refused;
+    the log holds every record once."""
+    from kavka.protocol.messages import InitProducerIdRequest, ProduceRequest
+    from kavka.protocol.records.builder import build_batch
+    from kavka.protocol.records.record import SimpleRecord
+
+    from .cluster_helpers import RawConnection
+
+    topic = "idem-raw"
+    cluster, victim = _start(make_cluster, topic)
+    with RawConnection(cluster.brokers[victim].address) as conn:
+        init = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4)
+    assert init.error_code == 0 and init.producer_epoch == 0
+    pid = init.producer_id
+
+    def produce(address: str, seq: int, count: int = 3, epoch: int = 0):
+        batch = build_batch([SimpleRecord(b"k", b"v%d" % (seq + i), 1000 + i) for i in range(count)],
+                            producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+        req = ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[ProduceRequest.TopicData(
+            name=topic, partition_data=[ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
+        with RawConnection(address) as conn:
+            p = conn.request(req, 9).responses[0].partition_responses[0]
+        return p.error_code, p.base_offset
+
+    old = cluster.brokers[victim].address
+    assert produce(old, 0) == (0, 0)
+    assert produce(old, 3) == (0, 3)
+    assert produce(old, 0) == (0, 0)  # a retry on the same leader
+    cluster.kill_broker(victim)
+    state = wait_state(cluster, topic, lambda s: s["leader"] not in (victim, -1), "a new leader")
+    new = cluster.brokers[state["leader"]].address
+    deadline = time.monotonic() + 30
+    while (answer := produce(new, 3))[0] != 0 and time.monotonic() < deadline:
+        time.sleep(0.2)  # NOT_LEADER until the LeaderAndIsr arrives
+    assert answer == (0, 3)
+    assert produce(new, 6) == (0, 6)
+    assert produce(new, 10)[0] == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(new, 0, epoch=1) == (0, 9)  # a new epoch restarts at 0
+    assert produce(new, 9, epoch=0)[0] == 47  # INVALID_PRODUCER_EPOCH: fenced
+    values = [v for _, v in consume_all(cluster, topic)]
+    assert values == [b"v%d" % i for i in range(9)] + [b"v0", b"v1", b"v2"]
