@@ -47,6 +47,7 @@ from kavka.storage.log_truncation import LogTruncation
 from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.producer_state import ProducerStateManager
+from kavka.storage.producer_state_snapshot import fsync_file
 from kavka.storage.segment import LogSegment
 from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
 
@@ -384,7 +385,11 @@ class Log(LogTruncation):
                 if s.base_offset < target and (i + 1 == len(self._segments) or self._bases[i + 1] > start)
             ]
             fsync_directory, self._dir_needs_fsync = self._dir_needs_fsync, False
+            snapshots = self.producer_state.take_unsynced()
+            fsync_directory = fsync_directory or bool(snapshots)
         try:
+            for snapshot in snapshots:
+                fsync_file(snapshot)
             for segment in todo:
                 try:
                     segment.flush()

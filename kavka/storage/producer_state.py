@@ -27,7 +27,7 @@ decided). Producers idle for longer than ``producer.id.expiration.ms``
 (one day by default) are dropped when a snapshot is taken or state loaded.
 
 Snapshots (``producer_state_snapshot``) are written at each segment roll and
-at clean shutdown, named by the log end offset they describe; loading takes
+at clean shutdown (fsynced by the log's next flush, off the event loop), named by the log end offset they describe; loading takes
 the latest readable snapshot at or below the log end offset and re-reads the
 batch headers after it. Truncation deletes the snapshots past the new end
 and reloads; a full truncation clears everything; retention deletes the
@@ -165,6 +165,7 @@ class ProducerStateManager:
         self.dir = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        self._unsynced: list[Path] = []
 
     # ---- leader checks and updates -----------------------------------------------------------
     def check_leader_append(self, headers: list[RecordBatchHeader]) -> BatchMetadata | None:
@@ -172,6 +173,8 @@ class ProducerStateManager:
         original batch when this one is a duplicate (then nothing must be
         appended). Raises ``InvalidRecordError``, ``InvalidProducerEpochError``
         or ``OutOfOrderSequenceError``."""
+        if len(headers) == 1 and headers[0].producer_id < 0:
+            return None  # the common non-idempotent produce
         if not any(_tracked(h) for h in headers):
             return None
         if len(headers) != 1:
@@ -240,10 +243,16 @@ class ProducerStateManager:
 
     # ---- snapshots ------------------------------------------------------------------------------
     def take_snapshot(self, offset: int, now_ms: int) -> None:
-        """Write the state (which must cover every batch below ``offset``)."""
+        """Write the state (which must cover every batch below ``offset``),
+        without fsync: ``take_unsynced`` hands the file to the next flush."""
         self.remove_expired(now_ms)
         entries = [s for s in (e.to_snapshot() for e in self.producers.values()) if s is not None]
-        write_snapshot(self.dir, offset, entries)
+        self._unsynced.append(write_snapshot(self.dir, offset, entries, durable=False))
+
+    def take_unsynced(self) -> list[Path]:
+        """Snapshot files written since the last call (to fsync off the loop)."""
+        paths, self._unsynced = self._unsynced, []
+        return paths
 
     def snapshot_offsets(self) -> list[int]:
         return list_snapshots(self.dir)

@@ -123,8 +123,12 @@ def read_snapshot(directory: Path, offset: int) -> list[SnapshotEntry]:
     return decode_snapshot(data, str(path))
 
 
-def write_snapshot(directory: Path, offset: int, entries: list[SnapshotEntry]) -> None:
-    """Write durably: temp file, fsync, rename, fsync the directory."""
+def write_snapshot(directory: Path, offset: int, entries: list[SnapshotEntry], *, durable: bool = True) -> Path:
+    """Write through a temp file and a rename; when ``durable``, fsync the
+    file and the directory too. A non-durable snapshot lost or torn by a
+    crash is detected by its CRC (or missing) and the state is rebuilt from
+    an older one and the log, so the fsync may be deferred (``fsync_file``
+    from a flush thread): roll and shutdown stay cheap on the event loop."""
     path = directory / snapshot_file_name(offset)
     tmp = path.with_name(path.name + ".tmp")
     data = encode_snapshot(entries)
@@ -134,13 +138,32 @@ def write_snapshot(directory: Path, offset: int, entries: list[SnapshotEntry]) -
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(directory)
+        if durable:
+            fsync_dir(directory)
     except OSError as e:
         raise KafkaStorageError("cannot write producer snapshot", path, e) from e
+    return path
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a snapshot written without it; a file deleted meanwhile is fine."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise KafkaStorageError("cannot open producer snapshot", path, e) from e
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        raise KafkaStorageError("cannot fsync producer snapshot", path, e) from e
+    finally:
+        os.close(fd)
 
 
 def delete_snapshot(directory: Path, offset: int) -> None:
