@@ -207,3 +207,19 @@ def test_follower_builds_state_then_leads(tmp_path):
         follower.append_as_leader(idem(3, 1), 4)
     leader.close()
     follower.close()
+
+
+def test_retention_deletes_snapshots_below_the_first_segment(tmp_path):
+    d = tmp_path / "t-0"
+    log = Log(d, small_config(**{"segment.bytes": 600}))
+    for seq in range(0, 40, 2):
+        log.append_as_leader(idem(seq, 2), 0)
+    log.update_high_watermark(log.log_end_offset)
+    before = log.producer_state.snapshot_offsets()
+    log.delete_records_before(30)
+    first_base = log.segments()[0].base_offset
+    after = log.producer_state.snapshot_offsets()
+    assert min(before) < first_base and after and min(after) >= first_base
+    # the producer's state outlives its deleted batches (KIP-360)
+    assert log.append_as_leader(idem(38, 2), 0).first_offset == 38
+    log.close()
