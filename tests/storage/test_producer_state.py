@@ -223,3 +223,40 @@ def test_retention_deletes_snapshots_below_the_first_segment(tmp_path):
     # the producer's state outlives its deleted batches (KIP-360)
     assert log.append_as_leader(idem(38, 2), 0).first_offset == 38
     log.close()
+
+
+@STORAGE_SETTINGS
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.booleans()), min_size=1, max_size=25),
+       st.booleans())
+def test_reload_equals_live_state(tmp_path_factory, appends, clean):
+    """Whatever the producers, rolls and shutdown kind, the state loaded from
+    snapshots plus the log equals the live one for every producer's epoch and
+    last batch (all a snapshot keeps), and a retry of each producer's last
+    batch is still recognised."""
+    d = tmp_path_factory.mktemp("reload") / "t-0"
+    log = Log(d, small_config(**{"segment.bytes": 700}))
+    seqs: dict[int, int] = {}
+    last_batch: dict[int, bytes] = {}
+    for who, count, plain in appends:
+        if plain:
+            log.append_as_leader(make_batch(count), 0)
+            continue
+        pid = PID + who
+        batch = idem(seqs.get(pid, 0), count, pid=pid)
+        log.append_as_leader(batch, 0)
+        seqs[pid] = seqs.get(pid, 0) + count
+        last_batch[pid] = batch
+    live = {pid: (e.producer_epoch, e.batches[-1]) for pid, e in log.producer_state.producers.items()}
+    end = log.log_end_offset
+    log.flush()
+    if clean:
+        log.close()
+    else:
+        log.close_quietly()
+    log = Log(d, small_config(**{"segment.bytes": 700}), recovery_point=end if clean else 0, had_clean_shutdown=clean)
+    loaded = {pid: (e.producer_epoch, e.batches[-1]) for pid, e in log.producer_state.producers.items()}
+    assert loaded == live
+    for pid, batch in last_batch.items():
+        assert log.append_as_leader(batch, 0).first_offset == live[pid][1].first_offset
+    assert log.log_end_offset == end
+    log.close()
