@@ -107,7 +107,8 @@ def test_retry_answered_with_original_offsets_by_the_new_leader(make_cluster):
     """Deterministic form of the above with hand-made requests: a batch
     acknowledged by the old leader and retried to the new one after a
     SIGKILL gets its original offsets; a gap and an old epoch are refused;
-    the log holds every record once."""
+    after the old leader restarts and leads (or follows) a second change,
+    retries are still recognised; the log holds every record once."""
     from kavka.protocol.messages import InitProducerIdRequest, ProduceRequest
     from kavka.protocol.records.builder import build_batch
     from kavka.protocol.records.record import SimpleRecord
@@ -145,5 +146,17 @@ def test_retry_answered_with_original_offsets_by_the_new_leader(make_cluster):
     assert produce(new, 10)[0] == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
     assert produce(new, 0, epoch=1) == (0, 9)  # a new epoch restarts at 0
     assert produce(new, 9, epoch=0)[0] == 47  # INVALID_PRODUCER_EPOCH: fenced
+    # The killed broker restarts (its state from snapshots and its log),
+    # catches up, and a second leader change follows: still deduplicated.
+    cluster.start_broker(victim)
+    cluster.wait_registered({victim}, 60)
+    wait_state(cluster, topic, lambda s: len(s["isr"]) == 3, "the restarted broker back in the ISR", 60)
+    cluster.kill_broker(state["leader"])
+    third = wait_state(cluster, topic, lambda s: s["leader"] not in (state["leader"], -1), "a third leader")
+    deadline = time.monotonic() + 30
+    while (answer := produce(cluster.brokers[third["leader"]].address, 0, epoch=1))[0] != 0 \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert answer == (0, 9)
     values = [v for _, v in consume_all(cluster, topic)]
     assert values == [b"v%d" % i for i in range(9)] + [b"v0", b"v1", b"v2"]
