@@ -25,6 +25,7 @@ from kavka.server.handlers import (
     elect_leaders,
     fetch,
     incremental_alter_configs,
+    init_producer_id,
     leader_and_isr,
     list_offsets,
     list_partition_reassignments,
@@ -35,6 +36,7 @@ from kavka.server.handlers import (
     update_metadata,
 )
 from kavka.server.network import Dispatcher
+from kavka.server.producer_id_manager import ProducerIdManager
 
 if TYPE_CHECKING:
     from kavka.server.admin_manager import AdminManager
@@ -56,6 +58,8 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     list_offsets.register(d, list_offsets.ListOffsetsHandler(rm))
     offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm))
     delete_records.register(d, delete_records.DeleteRecordsHandler(rm))
+    producer_ids = ProducerIdManager(server.broker_id, lambda broker_id: server.zk.claim_producer_id_block(broker_id))
+    init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids))
     create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
     delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
     create_partitions.register(d, create_partitions.CreatePartitionsHandler(admin, cache))

@@ -46,6 +46,8 @@ from kavka.storage.log_offsets import fetch_offset_by_timestamp
 from kavka.storage.log_truncation import LogTruncation
 from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.offset_index import INT32_MAX
+from kavka.storage.producer_state import ProducerStateManager
+from kavka.storage.producer_state_snapshot import fsync_file
 from kavka.storage.segment import LogSegment
 from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
 
@@ -105,6 +107,9 @@ class Log(LogTruncation):
         self._last_flush_ms = self._clock.milliseconds()
         self._dir_needs_fsync = False
         self._roll_flush_offset: int | None = None
+        # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.
+        self.producer_state = ProducerStateManager(self.dir)
+        self.producer_state.load(self._segments, self._next_offset, self._clock.milliseconds())
         self.leader_epoch_cache.truncate_from_end(self._next_offset)
         if self._log_start_offset > self._next_offset:
             # Every byte on disk is below the checkpointed start: none is live.
@@ -195,7 +200,19 @@ class Log(LogTruncation):
             batches = validate_leader_batches(
                 records, self._config, next_offset=self._next_offset, leader_epoch=leader_epoch, now_ms=now
             )
+            duplicate = self.producer_state.check_leader_append(batches.headers)
+            if duplicate is not None:
+                # A producer's retry of a batch already in the log: answer with
+                # its original offsets and append nothing (KIP-98).
+                return LogAppendInfo(
+                    duplicate.first_offset, duplicate.last_offset, -1, -1,
+                    duplicate.timestamp if self._config.log_append_time else -1,
+                    self._log_start_offset, 0, 0, 0, leader_epoch,
+                )
             self._append(batches, now)
+            self.producer_state.update_leader(
+                batches.headers, batches.first_offset, now if self._config.log_append_time else None
+            )
             if leader_epoch >= 0:
                 self.leader_epoch_cache.assign(leader_epoch, batches.first_offset)
             info = LogAppendInfo(  # positional: this runs on every produce
@@ -224,6 +241,7 @@ class Log(LogTruncation):
                     self._next_offset, self._next_offset - 1, -1, -1, -1, self._log_start_offset, 0, 0, 0
                 )
             self._append_follower(batches, now)
+            self.producer_state.update_replicated(batches.headers)
             for header in batches.headers:
                 if header.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
@@ -288,7 +306,15 @@ class Log(LogTruncation):
             self._segments.append(segment)
             self._bases.append(new_base)
             self._dir_needs_fsync = True
+            self._take_producer_snapshot()
             return segment
+
+    def _take_producer_snapshot(self) -> None:
+        """Snapshot producer state at LEO (on roll and clean shutdown)."""
+        try:
+            self.producer_state.take_snapshot(self._next_offset, self._clock.milliseconds())
+        except KafkaStorageError as e:
+            raise self._failed(e) from None
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         try:
@@ -359,7 +385,11 @@ class Log(LogTruncation):
                 if s.base_offset < target and (i + 1 == len(self._segments) or self._bases[i + 1] > start)
             ]
             fsync_directory, self._dir_needs_fsync = self._dir_needs_fsync, False
+            snapshots = self.producer_state.take_unsynced()
+            fsync_directory = fsync_directory or bool(snapshots)
         try:
+            for snapshot in snapshots:
+                fsync_file(snapshot)
             for segment in todo:
                 try:
                     segment.flush()
@@ -404,6 +434,11 @@ class Log(LogTruncation):
         """Trim and close every segment (clean shutdown: the log manager
         flushes first and writes the clean-shutdown marker)."""
         with self._lock:
+            if self._offline is None and self.dir.is_dir():
+                try:
+                    self._take_producer_snapshot()
+                except KafkaStorageError as e:  # the next load rebuilds the state from the log
+                    logger.warning("no producer snapshot at close of %s: %s", self.topic_partition, e)
             for segment in self._segments:
                 segment.close()
             for _t, segment in self._pending_deletes:

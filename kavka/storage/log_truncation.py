@@ -25,6 +25,7 @@ from kavka.storage.log_config import LogConfig
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 if TYPE_CHECKING:
+    from kavka.storage.producer_state import ProducerStateManager
     from kavka.storage.topic_partition import TopicPartition
 
 
@@ -35,6 +36,7 @@ class LogTruncation:
     dir: Path
     topic_partition: "TopicPartition"
     leader_epoch_cache: LeaderEpochFileCache
+    producer_state: "ProducerStateManager"
     _lock: threading.RLock
     _config: LogConfig
     _clock: Clock
@@ -86,6 +88,7 @@ class LogTruncation:
             self._recovery_point = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear_and_flush()
+            self._producer_state_io(self.producer_state.truncate_fully)
 
     def _after_truncation(self) -> None:
         end = self._next_offset
@@ -93,6 +96,15 @@ class LogTruncation:
         self._high_watermark = min(self._high_watermark, end)
         self._log_start_offset = min(self._log_start_offset, end)
         self.leader_epoch_cache.truncate_from_end(end)
+        self._producer_state_io(
+            lambda: self.producer_state.truncate_and_reload(self._segments, end, self._clock.milliseconds())
+        )
+
+    def _producer_state_io(self, action) -> None:
+        try:
+            action()
+        except KafkaStorageError as e:
+            raise self._failed(e) from None
 
     def maybe_increment_log_start_offset(self, new_start: int) -> bool:
         """Move the log start forward (retention, DeleteRecords); the
@@ -134,6 +146,8 @@ class LogTruncation:
                 s for i, s in enumerate(self._segments[:-1]) if self._bases[i + 1] <= self._log_start_offset
             ]
             self._remove_segments(doomed)
+            if doomed:
+                self._producer_state_io(lambda: self.producer_state.delete_snapshots_before(self._bases[0]))
             return len(doomed)
 
     def update_high_watermark(self, hw: int) -> int:
@@ -168,6 +182,8 @@ class LogTruncation:
             if doomed and doomed[-1] is self._segments[-1]:
                 raise ValueError("the active segment is never deleted; roll first")
             self._remove_segments(doomed)
+            if doomed:
+                self._producer_state_io(lambda: self.producer_state.delete_snapshots_before(self._bases[0]))
             if self._segments and self._segments[0].base_offset > self._log_start_offset:
                 self.maybe_increment_log_start_offset(self._segments[0].base_offset)
 

@@ -7,14 +7,11 @@ check that every request was sent at kafka-python's preferred version
 (shared/reference/protocol-clients.md).
 
 Idempotence: kafka-python 3.0 turns it on by default (KIP-679) when the
-broker version it infers from ApiVersions is 0.11 or later — Kavka's
-Produce v11 reads as Kafka 3.8 — and an idempotent producer starts with
-InitProducerId, which Kavka does not serve yet (issue 6) and so does not
-advertise: a plain ``KafkaProducer()`` fails its first send with
-IncompatibleBrokerVersion ("does not support the 'InitProducerIdRequest'").
-The producers here therefore set ``enable_idempotence=False`` explicitly
-(with acks=1 kafka-python would drop idempotence by itself, with a warning;
-with acks=all it would not).
+broker version it infers from ApiVersions is 0.11 or later, and Kavka
+serves InitProducerId (issue 6): the producers here use the default, so
+the acks=all and compressed runs are idempotent (InitProducerId, then
+batches with producer id and sequences); with acks=1 or 0 kafka-python
+drops idempotence by itself, with a warning.
 """
 
 from __future__ import annotations
@@ -55,7 +52,7 @@ TOPIC = "clients-kafka-python"
 # kafka-python 3.0's choice for each API this test uses: the reference
 # table, plus AlterConfigs v2 and IncrementalAlterConfigs v1 — its own
 # maxima (kafka.protocol.admin), which Kavka serves.
-EXPECTED_VERSIONS = {0: 9, 1: 12, 2: 9, 3: 12, 18: 4, 19: 7, 20: 6, 32: 4, 33: 2, 44: 1}
+EXPECTED_VERSIONS = {0: 9, 1: 12, 2: 9, 3: 12, 18: 4, 19: 7, 20: 6, 22: 4, 32: 4, 33: 2, 44: 1}
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +77,7 @@ def _wait_leaders(admin: KafkaAdminClient, topic: str) -> None:
 
 def _produce(cluster, plan: Plan) -> None:
     for run, acks in zip(plan.runs, (1, "all")):
-        producer = KafkaProducer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, acks=acks,
-                                 enable_idempotence=False, linger_ms=5)
+        producer = KafkaProducer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, acks=acks, linger_ms=5)
         try:
             futures = [producer.send(TOPIC, value=r.value, key=r.key, partition=r.partition,
                                      timestamp_ms=r.timestamp) for r in run]
@@ -206,8 +202,7 @@ def test_kafka_python_compression_headers_and_admin_extras(cluster) -> None:
         plan = extras_plan()
         for codec in CODECS + ("acks0",):
             options = {"acks": 0} if codec == "acks0" else {"compression_type": codec, "linger_ms": 20}
-            producer = KafkaProducer(bootstrap_servers=servers, client_id=client_id, enable_idempotence=False,
-                                     **options)
+            producer = KafkaProducer(bootstrap_servers=servers, client_id=client_id, **options)
             try:
                 futures = [producer.send(EXTRAS_TOPIC, value=r.value, key=r.key, partition=r.partition,
                                          headers=list(r.headers)) for r in plan[codec]]

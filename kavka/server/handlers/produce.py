@@ -8,8 +8,10 @@ records). acks=0 gets no response at all, as in Kafka; acks=-1 answers
 when the high watermark passes every batch or ``timeout_ms`` runs out
 (DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
 current leader (v10+, KIP-951) so the client can redirect without a
-Metadata round trip. Transactional and idempotent batches are accepted as
-plain batches until the producer-state issue adds sequence checks.
+Metadata round trip. Idempotent batches are checked against the
+partition's producer state (``kavka.storage.producer_state``): a retried
+duplicate answers NONE with its original base offset; sequence gaps and
+fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations

@@ -1,0 +1,60 @@
+"""InitProducerId (key 22): give an idempotent producer its producer id
+(KIP-98), taken from this broker's block (``ProducerIdManager``), with
+epoch 0.
+
+Versions 0-5 (v6 is KIP-939's unstable two-phase commit; not advertised).
+With a null ``transactional_id`` every request gets a fresh id and epoch 0
+(as Kafka does, whatever producer id and epoch v3+ requests carry: an
+idempotent producer that must reset its sequences simply asks again,
+KIP-360). An empty transactional id is INVALID_REQUEST (Kafka's answer).
+A non-empty one needs a transaction coordinator, which this broker does not
+run: it answers COORDINATOR_NOT_AVAILABLE — Kafka's answer when the
+transaction state cannot be served, retriable, so a transactional client
+fails its ``init_transactions`` with a timeout instead of a protocol error.
+A ZooKeeper failure while claiming a block is COORDINATOR_NOT_AVAILABLE as
+well (retriable: the client asks again).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.messages import InitProducerIdResponse
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.producer_id_manager import ProducerIdManager
+
+API_KEY = 22
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+logger = logging.getLogger(__name__)
+
+
+class InitProducerIdHandler:
+    def __init__(self, producer_ids: ProducerIdManager) -> None:
+        self.producer_ids = producer_ids
+
+    async def __call__(self, ctx: RequestContext, request) -> InitProducerIdResponse:
+        tid = request.transactional_id
+        if tid == "":
+            return _answer(ErrorCode.INVALID_REQUEST)
+        if tid is not None:
+            return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        try:
+            pid = await self.producer_ids.generate_producer_id()
+        except KafkaError as e:
+            logger.error("cannot allocate a producer id: %s", e)
+            return _answer(e.code)
+        except Exception as e:  # ZooKeeper unreachable, session lost ...
+            logger.warning("cannot claim a producer id block from ZooKeeper: %s", e)
+            return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+
+
+def _answer(code: ErrorCode) -> InitProducerIdResponse:
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=int(code), producer_id=-1, producer_epoch=-1)
+
+
+def register(dispatcher: Dispatcher, handler: InitProducerIdHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

@@ -1,0 +1,309 @@
+"""Per-partition state of idempotent producers (Kafka's ProducerStateManager,
+KIP-98), kept beside the log so that a retried batch is never written twice.
+
+For each producer id the partition remembers its epoch and the metadata of
+its last five batches (first and last sequence, first and last offset,
+timestamp) — five because a producer keeps at most five requests in flight
+per partition. A leader append of an idempotent batch (producer id >= 0) is
+checked against it using the batch header only (records are never decoded):
+
+* an older epoch than the one known: INVALID_PRODUCER_EPOCH (the producer
+  was fenced by a newer one);
+* the same epoch and exactly the sequence range of a remembered batch: a
+  duplicate — the log answers with that batch's original offsets and
+  appends nothing (the client sees NONE, as with Kafka);
+* the same epoch: the first sequence must follow the last one (with the
+  wrap from 2^31-1 to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a newer epoch resets the sequence: it must start at 0, else
+  OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a producer id the partition has no state for is accepted with any
+  sequence: after KIP-360 (Kafka 2.5+) the broker no longer answers
+  UNKNOWN_PRODUCER_ID on produce, because retention or DeleteRecords may
+  have removed every batch of a live producer; the state starts from the
+  batch.
+
+Followers and recovery apply batches without any check (the leader already
+decided). Producers idle for longer than ``producer.id.expiration.ms``
+(one day by default) are dropped when a snapshot is taken or state loaded.
+
+Snapshots (``producer_state_snapshot``) are written at each segment roll and
+at clean shutdown (fsynced by the log's next flush, off the event loop), named by the log end offset they describe; loading takes
+the latest readable snapshot at or below the log end offset and re-reads the
+batch headers after it. Truncation deletes the snapshots past the new end
+and reloads; a full truncation clears everything; retention deletes the
+snapshots below the first remaining segment (the one at its base offset is
+kept: it is the state before every remaining batch).
+
+Not thread-safe: the owning ``Log`` calls it under its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.records.batch import RecordBatchHeader
+from kavka.storage.errors import InvalidRecordError, StorageError
+from kavka.storage.producer_state_snapshot import (
+    CorruptSnapshotError,
+    SnapshotEntry,
+    delete_snapshot,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+
+if TYPE_CHECKING:
+    from kavka.storage.segment import LogSegment
+
+logger = logging.getLogger(__name__)
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NUM_BATCHES_TO_RETAIN = 5
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (KIP-854)
+_SEQ_MOD = 1 << 31
+
+
+class OutOfOrderSequenceError(StorageError):
+    """The batch's first sequence does not follow the producer's last one."""
+
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(StorageError):
+    """The batch carries an epoch older than the producer's current one."""
+
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """What is remembered of one appended batch (offsets inclusive)."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """Whether ``next_seq`` directly follows ``last_seq`` (sequences wrap
+    from 2^31-1 to 0)."""
+    return next_seq == last_seq + 1 or (last_seq == _SEQ_MOD - 1 and next_seq == 0)
+
+
+class ProducerStateEntry:
+    """One producer's state in one partition. ``batches`` holds at most
+    ``NUM_BATCHES_TO_RETAIN`` entries, oldest first, all of ``producer_epoch``."""
+
+    __slots__ = ("producer_id", "producer_epoch", "batches", "last_timestamp", "coordinator_epoch",
+                 "current_txn_first_offset")
+
+    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
+        self.last_timestamp = -1
+        self.coordinator_epoch = -1
+        self.current_txn_first_offset = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.producer_epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def add(self, epoch: int, batch: BatchMetadata) -> None:
+        if epoch != self.producer_epoch:
+            # A new epoch restarts the sequence: older batches can no longer match.
+            self.producer_epoch = epoch
+            self.batches.clear()
+        self.batches.append(batch)
+        self.last_timestamp = batch.timestamp
+
+    def to_snapshot(self) -> SnapshotEntry | None:
+        if not self.batches:
+            return None
+        last = self.batches[-1]
+        return SnapshotEntry(self.producer_id, self.producer_epoch, last.last_seq, last.last_offset,
+                             last.last_offset - last.first_offset, self.last_timestamp, self.coordinator_epoch,
+                             self.current_txn_first_offset)
+
+    @classmethod
+    def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
+        entry = cls(e.producer_id, e.producer_epoch)
+        first_seq = (e.last_sequence - e.offset_delta) % _SEQ_MOD if e.last_sequence >= 0 else -1
+        entry.batches.append(BatchMetadata(first_seq, e.last_sequence, e.last_offset - e.offset_delta,
+                                           e.last_offset, e.timestamp))
+        entry.last_timestamp = e.timestamp
+        entry.coordinator_epoch = e.coordinator_epoch
+        entry.current_txn_first_offset = e.current_txn_first_offset
+        return entry
+
+
+def _tracked(header: RecordBatchHeader) -> bool:
+    return header.producer_id >= 0 and not header.is_control
+
+
+class ProducerStateManager:
+    """The producer states of one partition and its snapshot files; see the
+    module docstring."""
+
+    def __init__(self, directory: Path, expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+        self.dir = directory
+        self.expiration_ms = expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self._unsynced: list[Path] = []
+
+    # ---- leader checks and updates -----------------------------------------------------------
+    def check_leader_append(self, headers: list[RecordBatchHeader]) -> BatchMetadata | None:
+        """Validate a producer's batches before they are appended; return the
+        original batch when this one is a duplicate (then nothing must be
+        appended). Raises ``InvalidRecordError``, ``InvalidProducerEpochError``
+        or ``OutOfOrderSequenceError``."""
+        if len(headers) == 1 and headers[0].producer_id < 0:
+            return None  # the common non-idempotent produce
+        if not any(_tracked(h) for h in headers):
+            return None
+        if len(headers) != 1:
+            # Kafka accepts exactly one v2 batch per partition from a client;
+            # with sequences the rule matters: one request, one sequence range.
+            raise InvalidRecordError(
+                f"a produce request holds {len(headers)} batches for one partition; an idempotent producer "
+                "must send exactly one batch per partition"
+            )
+        h = headers[0]
+        entry = self.producers.get(h.producer_id)
+        if entry is None:
+            return None  # KIP-360: no state (new, or expired/removed by retention): any sequence starts it
+        epoch, first_seq, last_seq = h.producer_epoch, h.base_sequence, h.last_sequence
+        if epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"producer {h.producer_id} sent epoch {epoch}, older than its current epoch "
+                f"{entry.producer_epoch}: a newer instance fenced it"
+            )
+        duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+        if duplicate is not None:
+            return duplicate
+        if epoch != entry.producer_epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequenceError(
+                    f"producer {h.producer_id} started epoch {epoch} at sequence {first_seq}; a new epoch "
+                    "must start at sequence 0"
+                )
+        elif entry.batches and not in_sequence(entry.last_seq, first_seq):
+            raise OutOfOrderSequenceError(
+                f"producer {h.producer_id} epoch {epoch} sent sequence {first_seq} after {entry.last_seq}; "
+                f"expected {(entry.last_seq + 1) % _SEQ_MOD}"
+            )
+        return None
+
+    def update_leader(self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None) -> None:
+        """Record appended leader batches (offsets assigned from ``first_offset``)."""
+        offset = first_offset
+        for h in headers:
+            last = offset + h.last_offset_delta
+            if _tracked(h):
+                ts = h.max_timestamp if append_time_ms is None else append_time_ms
+                self._add(h, offset, last, ts)
+            offset = last + 1
+
+    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> None:
+        """Record batches as written by a leader (follower append, recovery)."""
+        for h in headers:
+            if _tracked(h):
+                self._add(h, h.base_offset, h.last_offset, h.max_timestamp)
+
+    def _add(self, h: RecordBatchHeader, first_offset: int, last_offset: int, timestamp: int) -> None:
+        entry = self.producers.get(h.producer_id)
+        if entry is None:
+            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+        entry.add(h.producer_epoch, BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    def remove_expired(self, now_ms: int) -> int:
+        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= self.expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    # ---- snapshots ------------------------------------------------------------------------------
+    def take_snapshot(self, offset: int, now_ms: int) -> None:
+        """Write the state (which must cover every batch below ``offset``),
+        without fsync: ``take_unsynced`` hands the file to the next flush."""
+        self.remove_expired(now_ms)
+        entries = [s for s in (e.to_snapshot() for e in self.producers.values()) if s is not None]
+        self._unsynced.append(write_snapshot(self.dir, offset, entries, durable=False))
+
+    def take_unsynced(self) -> list[Path]:
+        """Snapshot files written since the last call (to fsync off the loop)."""
+        paths, self._unsynced = self._unsynced, []
+        return paths
+
+    def snapshot_offsets(self) -> list[int]:
+        return list_snapshots(self.dir)
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        for off in list_snapshots(self.dir):
+            if off < offset:
+                delete_snapshot(self.dir, off)
+
+    def delete_snapshots_after(self, offset: int) -> None:
+        for off in list_snapshots(self.dir):
+            if off > offset:
+                delete_snapshot(self.dir, off)
+
+    # ---- load, truncation -----------------------------------------------------------------------
+    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> int:
+        """Rebuild from the latest good snapshot at or below
+        ``log_end_offset`` and the batch headers after it; a corrupt snapshot
+        is deleted and the next older one (or the log itself) used. Returns
+        the offset the header scan started from."""
+        self.delete_snapshots_after(log_end_offset)
+        self.producers = {}
+        start = segments[0].base_offset if segments else log_end_offset
+        for off in reversed(list_snapshots(self.dir)):
+            try:
+                entries = read_snapshot(self.dir, off)
+            except CorruptSnapshotError as e:
+                logger.warning("ignoring producer snapshot: %s; rebuilding from the log", e)
+                delete_snapshot(self.dir, off)
+                continue
+            self.producers = {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
+            start = max(off, start)
+            break
+        for i, segment in enumerate(segments):
+            next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+            if next_base is not None and next_base <= start:
+                continue
+            found = segment.translate_offset(start) if segment.base_offset < start else None
+            position = found[0] if found is not None else 0
+            if segment.base_offset < start and found is None:
+                continue
+            self.update_replicated(
+                h for _pos, h in segment.log.headers_from(position) if start <= h.base_offset and h.last_offset < log_end_offset
+            )
+        self.remove_expired(now_ms)
+        return start
+
+    def truncate_and_reload(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> None:
+        """After the log was cut to ``log_end_offset``."""
+        self.load(segments, log_end_offset, now_ms)
+
+    def truncate_fully(self) -> None:
+        self.producers = {}
+        self.delete_snapshots_after(-1)
