@@ -6,7 +6,7 @@ per-batch fingerprint of every replica's segment files.
 
 The workload writes unique values (``b"v%08d"``) round-robin over the
 topic's partitions with confluent-kafka (librdkafka), acks=all and
-``enable.idempotence=false`` (Kavka does not serve InitProducerId yet, so
+``enable.idempotence`` as the caller asks (without it
 the idempotent producer cannot be exercised: a retried batch may land
 twice, which the checker counts as a duplicate and tolerates). A write that
 failed is indeterminate (it may or may not be in the log); only
@@ -116,7 +116,7 @@ class Workload:
     ``pace_s`` and is bounded by ``limit`` records."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, *, pace_s: float = 0.003,
-                 limit: int = 50_000, message_timeout_ms: int = 30_000) -> None:
+                 limit: int = 50_000, message_timeout_ms: int = 30_000, idempotent: bool = False) -> None:
         from confluent_kafka import Consumer, Producer
 
         self.topic = topic
@@ -132,7 +132,7 @@ class Workload:
         self._stop_producing = threading.Event()
         self._stop_consuming = threading.Event()
         self._producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotent,
             "linger.ms": 2, "batch.num.messages": 100, "max.in.flight.requests.per.connection": 1,
             "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100,
             "topic.metadata.refresh.interval.ms": 1000})

@@ -2,10 +2,10 @@
 system tests; issue 5 "Tests that must show it"), with real broker
 processes, a real ZooKeeper and a real client (confluent-kafka).
 
-3 brokers, RF=3, min.insync.replicas=2, unclean election off, acks=all with
-``enable.idempotence=false`` — Kavka does not serve InitProducerId yet, so
-"idempotence on" cannot be run; duplicates from retried batches are counted
-and tolerated. A producer and a consumer run through every case while one
+3 brokers, RF=3, min.insync.replicas=2, unclean election off, acks=all,
+with idempotence off (duplicates from retried batches are counted and
+tolerated) and on (the broker's producer state must answer every retry with
+its original offsets: no duplicate at all). A producer and a consumer run through every case while one
 fault is aimed at one target:
 
 - faults: clean shutdown (SIGTERM, restart), kill -9 (restart), clean
@@ -240,15 +240,16 @@ FAULTS = {"clean_shutdown": clean_shutdown, "kill_9": kill_9, "clean_bounce_x5":
           "hard_bounce_x5": hard_bounce, "fast_hard_bounce_x5": fast_hard_bounce, "sigstop_past_session": pause_past_session}
 
 
+@pytest.mark.parametrize("idempotence", ["off", "on"])
 @pytest.mark.parametrize("target", ["leader", "controller"])
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluster, fault, target):
+def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluster, fault, target, idempotence):
     with ZkView(cluster) as zk:
         controller = wait_until(zk.controller, 30, "a controller")[0]
         a, b = sorted(set(cluster.brokers) - {controller})
         # Partition 0 is led by a broker that is not the controller, partition 1 by the controller.
         assignment = {0: [a, b, controller], 1: [controller, a, b]}
-        topic = f"fm-{fault}-{target}".replace("_", "-")
+        topic = f"fm-{fault}-{target}-idem-{idempotence}".replace("_", "-")
         create_topic(cluster, topic, assignment, {"min.insync.replicas": "2"})
         case = Case(cluster, zk, topic, assignment)
         case.wait_whole("after creation", 30)
@@ -259,7 +260,7 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
             def aim() -> int:
                 return zk.controller()[0]
 
-        workload = Workload(cluster.bootstrap, topic, len(assignment)).start()
+        workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=idempotence == "on").start()
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")
             time.sleep(WARM_UP_S)
@@ -275,6 +276,8 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
               f"consumer errors {len(workload.consumer_errors)} {workload.consumer_errors[:3]}; {report.summary()}")
         assert workload.unflushed == 0, f"{workload.unflushed} writes never answered"
         assert report.ok, report.summary()
+        if idempotence == "on":
+            assert report.duplicates == 0, report.summary()
         assert len(workload.acked) > 0 and len(workload.live_reads) > 0
         # Out-of-range answers to the live consumer would show as auto-offset-reset errors.
         assert not [e for e in workload.consumer_errors if "offset" in e.lower()], workload.consumer_errors[:5]
@@ -311,7 +314,8 @@ def test_a_seeded_random_sequence_of_faults_on_three_partitions(cluster):
                   "kill_expire": lambda v, r: (cluster.kill_broker(v), case.wait_expired(v),
                                                case.restart(v, f"kill {v} past its session", r)),
                   "pause": lambda v, r: pause_past_session(case, lambda: v)}
-        workload = Workload(cluster.bootstrap, topic, len(assignment)).start()
+        # Idempotent: random faults must not cost a duplicate either.
+        workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=True).start()
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")
             for _ in range(NEMESIS_STEPS):
@@ -324,7 +328,7 @@ def test_a_seeded_random_sequence_of_faults_on_three_partitions(cluster):
         final = drain(cluster, topic, len(assignment))
         report = check_history(workload.acked, {"live consumer": workload.live_reads}, final)
         print(f"{topic}: sent {workload.sent}, failed {len(workload.failed)}; {report.summary()}")
-        assert workload.unflushed == 0 and report.ok, f"seed {seed}: {report.summary()}"
+        assert workload.unflushed == 0 and report.ok and report.duplicates == 0, f"seed {seed}: {report.summary()}"
         replicas = compare_replicas(cluster, topic, assignment)
         assert replicas.identical, f"seed {seed}: {replicas.describe()}"
         cluster.checked_topics[topic] = assignment
