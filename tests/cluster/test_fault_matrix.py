@@ -30,7 +30,10 @@ compared once more from its final segment files.
 
 from __future__ import annotations
 
+import re
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from typing import Callable
@@ -70,6 +73,16 @@ def cluster(zk_server, tmp_path_factory):
     c.checked_topics = {}  # topic -> assignment, compared once more after the clean stop
     try:
         yield c
+        if c.checked_topics:
+            # The operator's check (kafka-replica-verification.sh): every replica
+            # of every case's partitions, fetched from each broker, batch by batch.
+            topics = "|".join(re.escape(t) for t in c.checked_topics)
+            verify = subprocess.run(
+                [sys.executable, "-m", "kavka", "replica-verification", "--bootstrap-server", c.bootstrap,
+                 "--topic-white-list", f"({topics})", "--time-limit-ms", "10000"],
+                capture_output=True, text=True, timeout=120)
+            print(verify.stdout[-2000:])
+            assert verify.returncode == 0, f"kavka replica-verification:\n{verify.stdout}\n{verify.stderr}"
     finally:
         c.stop()
         # With every broker stopped cleanly (SIGTERM: logs flushed and closed)
