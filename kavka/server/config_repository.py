@@ -24,7 +24,7 @@ Runs on the broker's event loop.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.common.broker_config_keys import BROKER_CONFIG, DYNAMIC_BROKER_KEYS, TOPIC_SYNONYMS
@@ -161,6 +161,21 @@ class ConfigRepository:
             return "brokers", name or "<default>"
         raise ConfigRequestError(ErrorCode.INVALID_REQUEST,
                                  f"resource type {resource_type} is not supported (2 topic, 4 broker)")
+
+    async def alter(self, resource_type: int, name: str, topic_exists: bool,
+                    new_overrides: Callable[[dict[str, str]], dict[str, str]],
+                    validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """One resource of AlterConfigs / IncrementalAlterConfigs: the new
+        overrides computed from the current ones, validated whole, written
+        (unless ``validate_only``); the resource's error code and message."""
+        try:
+            if resource_type == RESOURCE_TOPIC and not topic_exists:
+                raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+            current = await self.current_overrides(resource_type, name)
+            await self.validate_and_write(resource_type, name, new_overrides(current), validate_only)
+        except ConfigRequestError as e:
+            return e.code, e.message
+        return ErrorCode.NONE, None
 
     async def validate_and_write(self, resource_type: int, name: str, overrides: Mapping[str, str],
                                  validate_only: bool) -> None:

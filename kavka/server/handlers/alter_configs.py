@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterConfigsResponse
-from kavka.server.config_repository import RESOURCE_TOPIC, ConfigRepository, ConfigRequestError
+from kavka.server.config_repository import ConfigRepository, ConfigRequestError
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -25,23 +25,22 @@ class AlterConfigsHandler:
         R = AlterConfigsResponse
         out = []
         for res in request.resources:
-            code, message = ErrorCode.NONE, None
-            try:
-                if res.resource_type == RESOURCE_TOPIC and not self.cache.contains_topic(res.resource_name):
-                    raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                             f"topic {res.resource_name!r} does not exist")
-                overrides = {}
-                for c in res.configs:
-                    if c.value is None:
-                        raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"config {c.name!r}: a value is required")
-                    overrides[c.name] = c.value
-                await self.repo.validate_and_write(res.resource_type, res.resource_name, overrides,
-                                                   request.validate_only)
-            except ConfigRequestError as e:
-                code, message = e.code, e.message
+            code, message = await self.repo.alter(
+                res.resource_type, res.resource_name, self.cache.contains_topic(res.resource_name),
+                lambda current, res=res: _replacement(res.configs), request.validate_only)
             out.append(R.Responses(error_code=int(code), error_message=message,
                                    resource_type=res.resource_type, resource_name=res.resource_name))
         return R(throttle_time_ms=0, responses=out)
+
+
+def _replacement(configs) -> dict[str, str]:
+    """AlterConfigs replaces the overrides as a whole; every value is required."""
+    overrides = {}
+    for c in configs:
+        if c.value is None:
+            raise ConfigRequestError(ErrorCode.INVALID_CONFIG, f"config {c.name!r}: a value is required")
+        overrides[c.name] = c.value
+    return overrides
 
 
 def register(dispatcher: Dispatcher, handler: AlterConfigsHandler) -> None:

@@ -5,13 +5,10 @@ complete result before writing; ``validate_only`` writes nothing.
 
 from __future__ import annotations
 
-from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import IncrementalAlterConfigsResponse
 from kavka.server.config_repository import (
     LIST_KEYS,
-    RESOURCE_TOPIC,
     ConfigRepository,
-    ConfigRequestError,
     apply_incremental,
 )
 from kavka.server.metadata_cache import MetadataCache
@@ -31,18 +28,10 @@ class IncrementalAlterConfigsHandler:
         R = IncrementalAlterConfigsResponse
         out = []
         for res in request.resources:
-            code, message = ErrorCode.NONE, None
-            try:
-                if res.resource_type == RESOURCE_TOPIC and not self.cache.contains_topic(res.resource_name):
-                    raise ConfigRequestError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                             f"topic {res.resource_name!r} does not exist")
-                current = await self.repo.current_overrides(res.resource_type, res.resource_name)
-                updated = apply_incremental(current, [(c.name, c.config_operation, c.value) for c in res.configs],
-                                            LIST_KEYS)
-                await self.repo.validate_and_write(res.resource_type, res.resource_name, updated,
-                                                   request.validate_only)
-            except ConfigRequestError as e:
-                code, message = e.code, e.message
+            ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+            code, message = await self.repo.alter(
+                res.resource_type, res.resource_name, self.cache.contains_topic(res.resource_name),
+                lambda current, ops=ops: apply_incremental(current, ops, LIST_KEYS), request.validate_only)
             out.append(R.Responses(error_code=int(code), error_message=message,
                                    resource_type=res.resource_type, resource_name=res.resource_name))
         return R(throttle_time_ms=0, responses=out)
