@@ -1,0 +1,111 @@
+"""One group consume with each of kafka-python, aiokafka and kcat (``-G``)
+against a one-broker Kavka: the group gets every partition, the commit is
+stored, and a second run of the same group reads only what was produced
+after it (nothing twice, nothing skipped)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from kavka.tools.cluster import LocalCluster
+
+from .cluster_helpers import create_topic, produce
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+PARTITIONS = 3
+CONFIG = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "1",
+          "group.initial.rebalance.delay.ms": "0"}
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    c = LocalCluster(1, tmp_path_factory.mktemp("groups-clients"),
+                     zookeeper=f"{zookeeper}/kavka-groups-{uuid.uuid4().hex[:8]}", config=CONFIG)
+    c.start()
+    yield c
+    c.stop()
+
+
+def _produce(cluster, topic: str, tag: str, per_partition: int = 5) -> set[bytes]:
+    values = {p: [f"{tag}-{p}-{i}".encode() for i in range(per_partition)] for p in range(PARTITIONS)}
+    produce(cluster, topic, values)
+    return {v for vs in values.values() for v in vs}
+
+
+def _committed(cluster, group: str, topic: str) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    try:
+        return {tp.partition: tp.offset
+                for tp in c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)}
+    finally:
+        c.close()
+
+
+def _two_rounds(cluster, topic: str, group: str, consume) -> None:
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    first = _produce(cluster, topic, "a")
+    assert consume(len(first)) == first
+    assert _committed(cluster, group, topic) == {p: 5 for p in range(PARTITIONS)}
+    second = _produce(cluster, topic, "b")
+    assert consume(len(second)) == second
+
+
+def test_kafka_python_group(cluster):
+    from kafka import KafkaConsumer
+
+    def consume(n: int) -> set[bytes]:
+        c = KafkaConsumer("groups-kp", bootstrap_servers=cluster.bootstrap, group_id="g-kp",
+                          auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=20000)
+        got = []
+        try:
+            for msg in c:
+                got.append(msg.value)
+                if len(got) >= n:
+                    break
+            c.commit()
+        finally:
+            c.close()
+        assert len(got) == n, f"got {len(got)} of {n}"
+        return set(got)
+
+    _two_rounds(cluster, "groups-kp", "g-kp", consume)
+
+
+def test_aiokafka_group(cluster):
+    from aiokafka import AIOKafkaConsumer
+
+    async def run(n: int) -> set[bytes]:
+        c = AIOKafkaConsumer("groups-aio", bootstrap_servers=cluster.bootstrap, group_id="g-aio",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+        await c.start()
+        got = []
+        try:
+            while len(got) < n:
+                batch = await asyncio.wait_for(c.getmany(timeout_ms=1000), 30)
+                got += [m.value for ms in batch.values() for m in ms]
+            await c.commit()
+        finally:
+            await c.stop()
+        assert len(got) == n
+        return set(got)
+
+    _two_rounds(cluster, "groups-aio", "g-aio", lambda n: asyncio.run(run(n)))
+
+
+def test_kcat_balanced_consumer(cluster):
+    def consume(n: int) -> set[bytes]:
+        cmd = ["kcat", "-b", cluster.bootstrap, "-G", "g-kcat", "groups-kcat", "-c", str(n), "-q",
+               "-X", "auto.offset.reset=earliest", "-f", "%s\n"]
+        proc = subprocess.run(cmd, capture_output=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+        lines = proc.stdout.decode().split()
+        assert len(lines) == n
+        return {line.encode() for line in lines}
+
+    _two_rounds(cluster, "groups-kcat", "g-kcat", consume)
