@@ -109,3 +109,40 @@ def test_kcat_balanced_consumer(cluster):
         return {line.encode() for line in lines}
 
     _two_rounds(cluster, "groups-kcat", "g-kcat", consume)
+
+
+def test_admin_lists_describes_and_deletes_groups(cluster):
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = "groups-admin", "g-admin"
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    _produce(cluster, topic, "x")
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": "admin-member",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    try:
+        got = 0
+        for _ in range(200):
+            msg = c.poll(0.1)
+            if msg is not None and msg.error() is None:
+                got += 1
+                c.commit(message=msg, asynchronous=False)
+            if got == 5 * PARTITIONS:
+                break
+        assert got == 5 * PARTITIONS
+        listed = admin.list_consumer_groups(request_timeout=10).result(10)
+        assert group in {g.group_id for g in listed.valid}
+        desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
+        assert desc.state == ConsumerGroupState.STABLE and [m.client_id for m in desc.members] == ["admin-member"]
+        assert {tp.partition for tp in desc.members[0].assignment.topic_partitions} == set(range(PARTITIONS))
+        busy = admin.delete_consumer_groups([group], request_timeout=10)[group]
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP|not empty"):
+            busy.result(10)
+    finally:
+        c.close()
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
+    assert desc.state == ConsumerGroupState.EMPTY and not desc.members
+    admin.delete_consumer_groups([group], request_timeout=10)[group].result(10)
+    assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
