@@ -146,3 +146,38 @@ def test_admin_lists_describes_and_deletes_groups(cluster):
     assert desc.state == ConsumerGroupState.EMPTY and not desc.members
     admin.delete_consumer_groups([group], request_timeout=10)[group].result(10)
     assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
+
+
+def test_consumer_groups_command(cluster, capsys):
+    from kavka.cli import main
+
+    topic, group = "groups-cli", "g-cli"
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    _produce(cluster, topic, "y")  # 5 per partition
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, p, 2) for p in range(PARTITIONS)], asynchronous=False)
+    c.close()
+    b = cluster.bootstrap
+    assert main(["consumer-groups", "--bootstrap-server", b, "--list"]) == 0
+    assert group in capsys.readouterr().out.split()
+    assert main(["consumer-groups", "--bootstrap-server", b, "--describe", "--group", group]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith(group)]
+    assert sorted((r[1], r[2], r[3], r[4], r[5]) for r in rows) == [
+        (topic, str(p), "2", "5", "3") for p in range(PARTITIONS)]
+    assert main(["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--topic", f"{topic}:0,1", "--shift-by", "10"]) == 0  # dry run: nothing written
+    assert _committed(cluster, group, topic) == {p: 2 for p in range(PARTITIONS)}
+    assert main(["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--topic", f"{topic}:0,1", "--shift-by", "10", "--execute"]) == 0  # clamped to the end
+    assert main(["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--all-topics", "--to-earliest", "--execute"]) == 0
+    assert _committed(cluster, group, topic) == {p: 0 for p in range(PARTITIONS)}
+    assert main(["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--topic", topic, "--to-offset", "4", "--execute"]) == 0
+    assert _committed(cluster, group, topic) == {p: 4 for p in range(PARTITIONS)}
+    capsys.readouterr()
+    assert main(["consumer-groups", "--bootstrap-server", b, "--reset-offsets", "--group", group,
+                 "--topic", "no-such-topic", "--to-latest"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["consumer-groups", "--bootstrap-server", b, "--delete", "--group", group]) == 0
+    assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
