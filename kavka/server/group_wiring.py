@@ -12,7 +12,8 @@ go through the replica manager, its partitions follow LeaderAndIsr, and
   ``segment.bytes`` = ``offsets.topic.segment.bytes``). Like Kafka, with
   fewer live brokers than the replication factor the answer is
   COORDINATOR_NOT_AVAILABLE and nothing is created.
-- ``leadership_changed``: seed 002 §6.8 step 6 (onLeadershipChange).
+- ``leadership_changed``: seed 002 §6.8 step 6 (onLeadershipChange);
+  ``replicas_stopped``: StopReplica of an offsets partition unloads it.
 
 Runs on the broker's event loop; ``read_all`` runs in a worker thread.
 """
@@ -107,4 +108,12 @@ def leadership_changed(coordinator: GroupCoordinator, broker_id: int, states: li
         if s.leader == broker_id:
             coordinator.on_elected(tp.partition, s.leader_epoch)
         else:
+            coordinator.on_resigned(tp.partition)
+
+
+def replicas_stopped(coordinator: GroupCoordinator, stopped: list[TopicPartition]) -> None:
+    """After StopReplica: this broker holds no replica of these partitions
+    any more (reassigned away, deleted, or shutting down)."""
+    for tp in stopped:
+        if tp.topic == GROUP_METADATA_TOPIC:
             coordinator.on_resigned(tp.partition)

@@ -47,7 +47,7 @@ from kavka.server.handlers import (
     sync_group,
     update_metadata,
 )
-from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed
+from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed, replicas_stopped
 from kavka.server.network import Dispatcher
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
         cache, server.broker_epoch, lambda update: [rm.complete_delayed_requests(tp) for tp in _tps(update)]))
-    stop_replica.register(d, stop_replica.StopReplicaHandler(rm, server.broker_epoch))
+    stop_replica.register(d, stop_replica.StopReplicaHandler(
+        rm, server.broker_epoch, lambda tps: replicas_stopped(groups, tps)))
     controller = lambda: server.controller  # noqa: E731 - created after the handlers
     controlled_shutdown.register(d, controlled_shutdown.ControlledShutdownHandler(controller))
     elect_leaders.register(d, elect_leaders.ElectLeadersHandler(controller, cache))
