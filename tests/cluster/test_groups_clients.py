@@ -181,3 +181,109 @@ def test_consumer_groups_command(cluster, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["consumer-groups", "--bootstrap-server", b, "--delete", "--group", group]) == 0
     assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
+
+
+SIX = 6
+
+
+def _check_split(parts: dict[str, set[int]]) -> bool:
+    return (all(parts.values()) and set().union(*parts.values()) == set(range(SIX))
+            and sum(map(len, parts.values())) == SIX)
+
+
+def _six_partition_topic(cluster, topic: str, per_partition: int = 20) -> int:
+    create_topic(cluster, topic, partitions=SIX)
+    produce(cluster, topic, {p: [f"{p}-{i}".encode() for i in range(per_partition)] for p in range(SIX)})
+    return SIX * per_partition
+
+
+def test_kafka_python_three_consumers_split_then_rebalance(cluster):
+    import time
+
+    from kafka import KafkaConsumer, OffsetAndMetadata
+    from kafka import TopicPartition as KTP
+
+    topic = "groups-kp-three"
+    total = _six_partition_topic(cluster, topic)
+    consumers = {n: KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-kp-three",
+                                  client_id=n, auto_offset_reset="earliest", enable_auto_commit=False,
+                                  session_timeout_ms=10000, heartbeat_interval_ms=500)
+                 for n in ("a", "b", "c")}
+    seen: dict[tuple[int, int], int] = {}
+
+    def poll_all() -> None:
+        for c in consumers.values():
+            for tp, msgs in c.poll(timeout_ms=100, max_records=5).items():
+                for m in msgs:
+                    seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
+                    c.commit({KTP(topic, m.partition): OffsetAndMetadata(m.offset + 1, None, -1)})
+
+    def split() -> dict[str, set[int]]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            poll_all()
+            parts = {n: {tp.partition for tp in c.assignment()} for n, c in consumers.items()}
+            if _check_split(parts):
+                return parts
+        raise AssertionError(f"no complete split: {parts}")
+
+    try:
+        split()
+        consumers.pop("a").close()
+        split()
+        deadline = time.monotonic() + 60
+        while len(seen) < total and time.monotonic() < deadline:
+            poll_all()
+    finally:
+        for c in consumers.values():
+            c.close()
+    assert len(seen) == total and max(seen.values()) == 1
+
+
+def test_aiokafka_three_consumers_split_then_rebalance(cluster):
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import OffsetAndMetadata
+    from aiokafka.structs import TopicPartition as ATP
+
+    topic = "groups-aio-three"
+    total = _six_partition_topic(cluster, topic)
+    seen: dict[tuple[int, int], int] = {}
+
+    async def body():
+        consumers = {n: AIOKafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-aio-three",
+                                         client_id=n, auto_offset_reset="earliest", enable_auto_commit=False,
+                                         session_timeout_ms=10000, heartbeat_interval_ms=500)
+                     for n in ("a", "b", "c")}
+        for c in consumers.values():
+            await c.start()
+
+        async def pump(c) -> None:
+            batch = await c.getmany(timeout_ms=100, max_records=5)
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
+                    await c.commit({ATP(topic, m.partition): OffsetAndMetadata(m.offset + 1, "")})
+
+        async def split() -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while loop.time() < deadline:
+                await asyncio.gather(*(pump(c) for c in consumers.values()))
+                if _check_split({n: {tp.partition for tp in c.assignment()} for n, c in consumers.items()}):
+                    return
+            raise AssertionError("no complete split")
+
+        try:
+            await split()
+            await consumers.pop("a").stop()
+            await split()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while len(seen) < total and loop.time() < deadline:
+                await asyncio.gather(*(pump(c) for c in consumers.values()))
+        finally:
+            for c in consumers.values():
+                await c.stop()
+
+    asyncio.run(body())
+    assert len(seen) == total and max(seen.values()) == 1
