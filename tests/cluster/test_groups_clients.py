@@ -287,3 +287,39 @@ def test_aiokafka_three_consumers_split_then_rebalance(cluster):
 
     asyncio.run(body())
     assert len(seen) == total and max(seen.values()) == 1
+
+
+def test_static_member_restart_keeps_its_place(cluster):
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = "groups-static", "g-static"
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    first = _produce(cluster, topic, "s")
+
+    def run(expected: int) -> tuple[set[bytes], str]:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "group.instance.id": "static-1",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 30000})
+        c.subscribe([topic])
+        got: set[bytes] = set()
+        try:
+            for _ in range(300):
+                msg = c.poll(0.1)
+                if msg is not None and msg.error() is None:
+                    got.add(msg.value())
+                    c.commit(message=msg, asynchronous=False)
+                if len(got) == expected:
+                    break
+            return got, c.memberid()
+        finally:
+            c.close()  # a static member does not leave on close (KIP-345)
+
+    got, member = run(len(first))
+    assert got == first
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
+    assert [(m.member_id, m.group_instance_id) for m in desc.members] == [(member, "static-1")]
+    second = _produce(cluster, topic, "t")
+    got, new_member = run(len(second))
+    assert got == second and new_member != member
+    desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
+    assert [(m.member_id, m.group_instance_id) for m in desc.members] == [(new_member, "static-1")]
