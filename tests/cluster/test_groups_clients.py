@@ -198,6 +198,9 @@ def _six_partition_topic(cluster, topic: str, per_partition: int = 20) -> int:
 
 
 def test_kafka_python_three_consumers_split_then_rebalance(cluster):
+    """One thread per consumer: a kafka-python poll blocks while its
+    JoinGroup waits for the other members, as separate processes would."""
+    import threading
     import time
 
     from kafka import KafkaConsumer, OffsetAndMetadata
@@ -205,38 +208,60 @@ def test_kafka_python_three_consumers_split_then_rebalance(cluster):
 
     topic = "groups-kp-three"
     total = _six_partition_topic(cluster, topic)
-    consumers = {n: KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-kp-three",
-                                  client_id=n, auto_offset_reset="earliest", enable_auto_commit=False,
-                                  session_timeout_ms=10000, heartbeat_interval_ms=500)
-                 for n in ("a", "b", "c")}
     seen: dict[tuple[int, int], int] = {}
+    assigned: dict[str, set[int]] = {}
+    lock = threading.Lock()
+    stops = {n: threading.Event() for n in ("a", "b", "c")}
+    errors: list[BaseException] = []
 
-    def poll_all() -> None:
-        for c in consumers.values():
-            for tp, msgs in c.poll(timeout_ms=100, max_records=5).items():
-                for m in msgs:
-                    seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
-                    c.commit({KTP(topic, m.partition): OffsetAndMetadata(m.offset + 1, None, -1)})
+    def member(name: str) -> None:
+        try:
+            c = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-kp-three", client_id=name,
+                              auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
+                              heartbeat_interval_ms=500)
+            try:
+                while not stops[name].is_set():
+                    for tp, msgs in c.poll(timeout_ms=100, max_records=5).items():
+                        for m in msgs:
+                            c.commit({KTP(topic, m.partition): OffsetAndMetadata(m.offset + 1, None, -1)})
+                            with lock:
+                                seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
+                    with lock:
+                        assigned[name] = {tp.partition for tp in c.assignment()}
+            finally:
+                c.close()
+                with lock:
+                    assigned.pop(name, None)
+        except BaseException as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(e)
 
-    def split() -> dict[str, set[int]]:
+    def split(names: set[str]) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            poll_all()
-            parts = {n: {tp.partition for tp in c.assignment()} for n, c in consumers.items()}
+            with lock:
+                parts = {n: set(assigned.get(n, ())) for n in names}
             if _check_split(parts):
-                return parts
+                return
+            time.sleep(0.1)
         raise AssertionError(f"no complete split: {parts}")
 
+    threads = {n: threading.Thread(target=member, args=(n,), daemon=True) for n in stops}
+    for t in threads.values():
+        t.start()
     try:
-        split()
-        consumers.pop("a").close()
-        split()
+        split({"a", "b", "c"})
+        stops["a"].set()
+        threads["a"].join(30)
+        split({"b", "c"})
         deadline = time.monotonic() + 60
         while len(seen) < total and time.monotonic() < deadline:
-            poll_all()
+            time.sleep(0.1)
     finally:
-        for c in consumers.values():
-            c.close()
+        for n in stops:
+            stops[n].set()
+        for t in threads.values():
+            t.join(30)
+    assert not errors, errors
     assert len(seen) == total and max(seen.values()) == 1
 
 
