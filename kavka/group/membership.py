@@ -121,11 +121,11 @@ class GroupMembership:
     async def _replace_static(self, g: GroupMetadata, r: JoinRequest, old_id: str, new_id: str) -> JoinResult:
         """KIP-345: a known static member restarted; it takes over its old
         entry under a new id, and the old id is fenced."""
+        was_leader = g.leader == old_id
         old = g.remove_member(old_id)
         for fut in (old.join_future, old.sync_future):
             if fut is not None and not fut.done():
                 fut.set_result(ErrorCode.FENCED_INSTANCE_ID)
-        was_leader = g.leader is None or g.leader == old_id
         m = MemberMetadata(new_id, r.group_instance_id, r.client_id, r.client_host, r.rebalance_timeout_ms,
                            r.session_timeout_ms, r.protocol_type, r.protocols, old.assignment)
         g.add_member(m)

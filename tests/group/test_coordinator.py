@@ -184,3 +184,20 @@ def test_offset_delete_and_expiry():
         assert "g" not in c.groups
         assert "g" not in (await owned(store)).groups
     asyncio.run(body())
+
+
+def test_static_leader_keeps_leadership_when_it_restarts():
+    async def body():
+        c = await owned()
+        lead = await c.join_group(join(instance="i-lead"))
+        other_id = (await c.join_group(join())).member_id
+        other = asyncio.ensure_future(c.join_group(join(other_id)))
+        await asyncio.sleep(0.01)  # the second member's join starts the rebalance
+        again = await c.join_group(join(lead.member_id, instance="i-lead"))
+        await other
+        assert again.leader == lead.member_id and again.generation == 2
+        await c.sync_group("g", 2, lead.member_id, "i-lead", {lead.member_id: b"L", other_id: b"O"})
+        restarted = await c.join_group(join(instance="i-lead"))
+        assert restarted.error is ErrorCode.NONE and restarted.generation == 2
+        assert c.groups["g"].leader == restarted.member_id and len(restarted.members) == 2
+    asyncio.run(body())
