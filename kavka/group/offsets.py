@@ -126,6 +126,28 @@ class GroupOffsets:
             g.offsets.pop(tp, None)
         return ErrorCode.NONE, results
 
+    # -- deleted topics -----------------------------------------------------------------------
+    def partitions_deleted(self, deleted: list[tuple[str, int]]) -> None:
+        """UpdateMetadata reported deleted partitions: their committed
+        offsets go too (tombstones), as Kafka's coordinator does. Called
+        from a synchronous callback, so the writes run as a task."""
+        if deleted:
+            asyncio.get_running_loop().create_task(self.remove_offsets_of(set(deleted)))
+
+    async def remove_offsets_of(self, deleted: set[tuple[str, int]]) -> int:
+        removed = 0
+        for g in list(self.owned_groups()):
+            gone = [tp for tp in g.offsets if tp in deleted]
+            now = self.now_ms()
+            if not gone or await self.write(g.group_id, [
+                    SimpleRecord(encode_key(OffsetKey(g.group_id, t, p)), None, now) for t, p in gone]
+            ) is not ErrorCode.NONE:
+                continue
+            for tp in gone:
+                g.offsets.pop(tp, None)
+            removed += len(gone)
+        return removed
+
     # -- expiry (offsets.retention.minutes) ----------------------------------------------------
     async def _expire_offsets_loop(self) -> None:
         while True:

@@ -85,7 +85,7 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
         lambda states, errors: leadership_changed(groups, server.broker_id, states, errors)))
     _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
-        cache, server.broker_epoch, lambda update: [rm.complete_delayed_requests(tp) for tp in _tps(update)]))
+        cache, server.broker_epoch, lambda update: _metadata_updated(rm, groups, update)))
     stop_replica.register(d, stop_replica.StopReplicaHandler(
         rm, server.broker_epoch, lambda tps: replicas_stopped(groups, tps)))
     controller = lambda: server.controller  # noqa: E731 - created after the handlers
@@ -108,6 +108,12 @@ def _register_groups(d: Dispatcher, groups: GroupCoordinator, offsets_topic: Off
     list_groups.register(d, list_groups.ListGroupsHandler(groups))
     delete_groups.register(d, delete_groups.DeleteGroupsHandler(groups))
     offset_delete.register(d, offset_delete.OffsetDeleteHandler(groups))
+
+
+def _metadata_updated(rm, groups: GroupCoordinator, update) -> None:
+    for tp in _tps(update):
+        rm.complete_delayed_requests(tp)
+    groups.partitions_deleted(list(update.deleted))
 
 
 def _tps(update):

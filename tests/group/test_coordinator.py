@@ -201,3 +201,14 @@ def test_static_leader_keeps_leadership_when_it_restarts():
         assert restarted.error is ErrorCode.NONE and restarted.generation == 2
         assert c.groups["g"].leader == restarted.member_id and len(restarted.members) == 2
     asyncio.run(body())
+
+
+def test_offsets_of_deleted_partitions_are_removed():
+    async def body():
+        store = MemoryGroupLog()
+        c = await owned(store)
+        await c.commit_offsets("g", -1, "", None, {("t", 0): (1, -1, None), ("u", 0): (2, -1, None)})
+        assert await c.remove_offsets_of({("t", 0), ("x", 9)}) == 1
+        assert set(c.groups["g"].offsets) == {("u", 0)}
+        assert set((await owned(store)).groups["g"].offsets) == {("u", 0)}
+    asyncio.run(body())
