@@ -348,3 +348,21 @@ def test_static_member_restart_keeps_its_place(cluster):
     assert got == second and new_member != member
     desc = admin.describe_consumer_groups([group], request_timeout=10)[group].result(10)
     assert [(m.member_id, m.group_instance_id) for m in desc.members] == [(new_member, "static-1")]
+
+
+def test_deleting_a_topic_removes_its_committed_offsets(cluster):
+    import time
+
+    from .cluster_helpers import delete_topic
+
+    topic, group = "groups-deleted", "g-deleted"
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, p, 3) for p in range(PARTITIONS)], asynchronous=False)
+    c.close()
+    assert _committed(cluster, group, topic) == {p: 3 for p in range(PARTITIONS)}
+    delete_topic(cluster, topic)
+    deadline = time.monotonic() + 30
+    while _committed(cluster, group, topic) != {p: -1001 for p in range(PARTITIONS)}:
+        assert time.monotonic() < deadline, "offsets of the deleted topic still committed after 30 s"
+        time.sleep(0.2)
