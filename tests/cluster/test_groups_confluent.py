@@ -14,6 +14,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from kavka.group.state import partition_for
+
 from .cluster_helpers import create_topic, leaders, produce, wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -102,6 +104,54 @@ def test_three_consumers_rebalance_and_failover(make_cluster):
 
 
 def _coordinator_broker(cluster) -> int:
-    from kavka.group.state import partition_for
-
     return leaders(cluster, "__consumer_offsets")[partition_for(GROUP, 6)]
+
+
+def test_live_group_survives_coordinator_kill(make_cluster):
+    """Two members keep consuming while the coordinator's broker is killed:
+    the new coordinator loads the group (Stable, same generation) from its
+    replica of ``__consumer_offsets``; every record is consumed and its
+    offset committed. A commit that fails during the move may repeat a
+    record (at-least-once), never skip one."""
+    from confluent_kafka import KafkaException
+
+    cluster = make_cluster(brokers=3, config=CONFIG)
+    topic = "groups-confluent-live"
+    create_topic(cluster, topic, partitions=PARTITIONS, replication_factor=3)
+    produce(cluster, topic, {p: [f"{p}-{i}".encode() for i in range(PER_PARTITION)] for p in range(PARTITIONS)})
+    consumers = {}
+    for name in ("x", "y"):
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g-live", "client.id": name,
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False, "session.timeout.ms": 10000,
+                      "heartbeat.interval.ms": 500})
+        c.subscribe([topic])
+        consumers[name] = c
+    seen: set[tuple[int, int]] = set()
+    total = PARTITIONS * PER_PARTITION
+
+    def step() -> None:
+        for c in consumers.values():
+            msg = c.poll(0.05)
+            if msg is not None and msg.error() is None:
+                seen.add((msg.partition(), msg.offset()))
+                try:
+                    c.commit(message=msg, asynchronous=False)
+                except KafkaException:
+                    pass  # the coordinator is moving; a later commit covers this record
+
+    try:
+        wait_until(lambda: (step(), len(seen) >= total // 3)[1], 60, "a third of the records consumed")
+        coordinator = leaders(cluster, "__consumer_offsets")[partition_for("g-live", 6)]
+        cluster.kill_broker(coordinator)
+
+        def committed_all():
+            step()
+            if len(seen) < total:
+                return None
+            got = consumers["x"].committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=5)
+            return all(tp.offset == PER_PARTITION for tp in got)
+        wait_until(committed_all, 90, "every record consumed and committed after the coordinator moved")
+    finally:
+        for c in consumers.values():
+            c.close()
+    assert seen == {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
