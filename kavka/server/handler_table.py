@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kavka.group.coordinator import GroupConfig, GroupCoordinator
+
 from kavka.server.handlers import (
     alter_configs,
     alter_partition_reassignments,
@@ -17,24 +19,36 @@ from kavka.server.handlers import (
     controlled_shutdown,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     describe_log_dirs,
     elect_leaders,
     fetch,
+    find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
     leader_and_isr,
+    leave_group,
+    list_groups,
     list_offsets,
     list_partition_reassignments,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
     stop_replica,
+    sync_group,
     update_metadata,
 )
+from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed, replicas_stopped
 from kavka.server.network import Dispatcher
 from kavka.server.producer_id_manager import ProducerIdManager
 
@@ -68,15 +82,42 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     incremental_alter_configs.register(d, incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache))
     describe_log_dirs.register(d, describe_log_dirs.DescribeLogDirsHandler(server.log_manager))
     describe_cluster.register(d, describe_cluster.DescribeClusterHandler(cache, cluster_id))
-    leader_and_isr.register(d, leader_and_isr.LeaderAndIsrHandler(rm, server.ensure_topic_config, server.broker_epoch))
+    groups = GroupCoordinator(server.broker_id, GroupConfig.from_broker(cfg), ReplicaGroupLog(
+        rm, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
+    leader_and_isr.register(d, leader_and_isr.LeaderAndIsrHandler(
+        rm, server.ensure_topic_config, server.broker_epoch,
+        lambda states, errors: leadership_changed(groups, server.broker_id, states, errors)))
+    _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
-        cache, server.broker_epoch, lambda update: [rm.complete_delayed_requests(tp) for tp in _tps(update)]))
-    stop_replica.register(d, stop_replica.StopReplicaHandler(rm, server.broker_epoch))
+        cache, server.broker_epoch, lambda update: _metadata_updated(rm, groups, update)))
+    stop_replica.register(d, stop_replica.StopReplicaHandler(
+        rm, server.broker_epoch, lambda tps: replicas_stopped(groups, tps)))
     controller = lambda: server.controller  # noqa: E731 - created after the handlers
     controlled_shutdown.register(d, controlled_shutdown.ControlledShutdownHandler(controller))
     elect_leaders.register(d, elect_leaders.ElectLeadersHandler(controller, cache))
     alter_partition_reassignments.register(d, alter_partition_reassignments.AlterPartitionReassignmentsHandler(controller))
     list_partition_reassignments.register(d, list_partition_reassignments.ListPartitionReassignmentsHandler(controller))
+
+
+def _register_groups(d: Dispatcher, groups: GroupCoordinator, offsets_topic: OffsetsTopic) -> None:
+    """The group coordinator's APIs (kavka.group)."""
+    find_coordinator.register(d, find_coordinator.FindCoordinatorHandler(offsets_topic))
+    join_group.register(d, join_group.JoinGroupHandler(groups))
+    sync_group.register(d, sync_group.SyncGroupHandler(groups))
+    heartbeat.register(d, heartbeat.HeartbeatHandler(groups))
+    leave_group.register(d, leave_group.LeaveGroupHandler(groups))
+    offset_commit.register(d, offset_commit.OffsetCommitHandler(groups))
+    offset_fetch.register(d, offset_fetch.OffsetFetchHandler(groups))
+    describe_groups.register(d, describe_groups.DescribeGroupsHandler(groups))
+    list_groups.register(d, list_groups.ListGroupsHandler(groups))
+    delete_groups.register(d, delete_groups.DeleteGroupsHandler(groups))
+    offset_delete.register(d, offset_delete.OffsetDeleteHandler(groups))
+
+
+def _metadata_updated(rm, groups: GroupCoordinator, update) -> None:
+    for tp in _tps(update):
+        rm.complete_delayed_requests(tp)
+    groups.partitions_deleted(list(update.deleted))
 
 
 def _tps(update):

@@ -54,8 +54,11 @@ class LeaderAndIsrHandler:
 
     def __init__(self, replica_manager: ReplicaManager,
                  ensure_topic_config: Callable[[str], Awaitable[None]],
-                 broker_epoch: Callable[[], int]) -> None:
+                 broker_epoch: Callable[[], int],
+                 on_leadership_change: Callable[[list[PartitionState], dict], None] | None = None) -> None:
         self.replica_manager = replica_manager
+        # Seed 002 §6.8 step 6: the group coordinator follows __consumer_offsets leadership.
+        self.on_leadership_change = on_leadership_change
         self.ensure_topic_config = ensure_topic_config
         self.broker_epoch = broker_epoch
 
@@ -75,6 +78,8 @@ class LeaderAndIsrHandler:
         live = {b.broker_id: BrokerEndPoint(b.broker_id, b.host_name, b.port) for b in request.live_leaders}
         result = self.replica_manager.become_leader_or_follower(
             request.controller_id, request.controller_epoch, [s for _, s in entries], live)
+        if self.on_leadership_change is not None and result.error == int(ErrorCode.NONE):
+            self.on_leadership_change([s for _, s in entries], result.partition_errors)
         errors = {(tid, s.topic_partition): result.partition_errors.get(s.topic_partition, int(ErrorCode.NONE))
                   for tid, s in entries}
         return self._response(version, ErrorCode(result.error), errors)

@@ -27,9 +27,12 @@ state_change = logging.getLogger("kavka.state.change")
 
 
 class StopReplicaHandler:
-    def __init__(self, replica_manager: ReplicaManager, broker_epoch: Callable[[], int]) -> None:
+    def __init__(self, replica_manager: ReplicaManager, broker_epoch: Callable[[], int],
+                 on_stopped: Callable[[list[TopicPartition]], None] | None = None) -> None:
         self.replica_manager = replica_manager
         self.broker_epoch = broker_epoch
+        # The group coordinator drops the groups of a stopped __consumer_offsets replica.
+        self.on_stopped = on_stopped
 
     async def __call__(self, ctx: RequestContext, request) -> StopReplicaResponse:
         version = ctx.api_version
@@ -65,6 +68,8 @@ class StopReplicaHandler:
             result = self.replica_manager.stop_replicas(request.controller_id, request.controller_epoch, tps, delete)
             if result.error != int(ErrorCode.NONE):
                 top = ErrorCode(result.error)
+            elif self.on_stopped is not None:
+                self.on_stopped(tps)
             errors.update(result.partition_errors)
         return R(error_code=int(top), partition_errors=[
             R.PartitionErrors(topic_name=tp.topic, partition_index=tp.partition,

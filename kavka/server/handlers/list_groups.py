@@ -1,0 +1,32 @@
+"""ListGroups (key 16): the groups this broker coordinates.
+
+Versions 0-4: v4 filters by state (KIP-518) and returns each state.
+COORDINATOR_LOAD_IN_PROGRESS while any offsets partition is loading.
+"""
+
+from __future__ import annotations
+
+from kavka.group.coordinator import GroupCoordinator
+from kavka.protocol.messages import ListGroupsResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 16
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+class ListGroupsHandler:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def __call__(self, ctx: RequestContext, request) -> ListGroupsResponse:
+        states = set(request.states_filter) if ctx.api_version >= 4 else None
+        code, groups = self.coordinator.list_groups(states)
+        R = ListGroupsResponse
+        return R(throttle_time_ms=0, error_code=int(code), groups=[
+            R.Groups(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value)
+            for g in groups])
+
+
+def register(dispatcher: Dispatcher, handler: ListGroupsHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

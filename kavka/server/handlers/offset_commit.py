@@ -1,0 +1,48 @@
+"""OffsetCommit (key 8): store a group's consumed positions in
+``__consumer_offsets`` (``kavka.group.offsets``).
+
+Versions 0-9: v1 generation and member id; v2-4 a retention time (the
+broker's ``offsets.retention.minutes`` governs, as in Kafka since KIP-211);
+v6 the committed leader epoch; v7 group.instance.id. v10's topic ids are
+not served.
+"""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.group.coordinator import GroupCoordinator
+from kavka.protocol.messages import OffsetCommitResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 8
+MIN_VERSION = 0
+MAX_VERSION = 9
+
+
+class OffsetCommitHandler:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def __call__(self, ctx: RequestContext, request) -> OffsetCommitResponse:
+        version = ctx.api_version
+        commits = {}
+        order = []
+        for t in request.topics:
+            for p in t.partitions:
+                order.append((t.name, p.partition_index))
+                commits[(t.name, p.partition_index)] = (
+                    p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
+        code, results = await self.coordinator.commit_offsets(
+            request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
+            request.member_id if version >= 1 else "", request.group_instance_id if version >= 7 else None,
+            commits)
+        R = OffsetCommitResponse
+        by_topic: dict[str, list] = {}
+        for tp in dict.fromkeys(order):
+            e = results.get(tp, code) if code is ErrorCode.NONE else code
+            by_topic.setdefault(tp[0], []).append(R.Topics.Partitions(partition_index=tp[1], error_code=int(e)))
+        return R(throttle_time_ms=0, topics=[R.Topics(name=n, partitions=ps) for n, ps in by_topic.items()])
+
+
+def register(dispatcher: Dispatcher, handler: OffsetCommitHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

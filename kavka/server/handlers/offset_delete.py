@@ -1,0 +1,35 @@
+"""OffsetDelete (key 47, KIP-496): delete a group's committed offsets of
+some partitions; GROUP_SUBSCRIBED_TO_TOPIC for a topic the live group still
+consumes. Version 0."""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.group.coordinator import GroupCoordinator
+from kavka.protocol.messages import OffsetDeleteResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 47
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+class OffsetDeleteHandler:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def __call__(self, ctx: RequestContext, request) -> OffsetDeleteResponse:
+        wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        code, results = await self.coordinator.delete_offsets(request.group_id, wanted)
+        R = OffsetDeleteResponse
+        by_topic: dict[str, list] = {}
+        if code is ErrorCode.NONE:
+            for (topic, partition), e in results.items():
+                by_topic.setdefault(topic, []).append(R.Topics.Partitions(partition_index=partition,
+                                                                          error_code=int(e)))
+        return R(error_code=int(code), throttle_time_ms=0,
+                 topics=[R.Topics(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+def register(dispatcher: Dispatcher, handler: OffsetDeleteHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)
