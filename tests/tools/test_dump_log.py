@@ -41,7 +41,8 @@ def segment_dir(tmp_path: Path) -> Path:
     log = Log(tmp_path / "t-0", config, clock=ManualClock(T0))
     for i in range(29):
         records = [SimpleRecord(b"key-%d" % i, b"value-%d" % i, T0 + i, (("h", b"x"),))]
-        kw = {"producer_id": 42, "producer_epoch": 3, "base_sequence": i} if i % 2 else {}
+        # The idempotent producer's batches carry consecutive sequences (every other batch, one record each).
+        kw = {"producer_id": 42, "producer_epoch": 3, "base_sequence": i // 2} if i % 2 else {}
         log.append_as_leader(build_batch(records, compression=Compression(i % 5), **kw), leader_epoch=5)
     log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 42, 3, 7, T0 + 40), leader_epoch=5)
     log.roll()
@@ -56,7 +57,8 @@ def test_batches_are_listed_with_their_fields(segment_dir):
     lines = [l for l in result.stdout.splitlines() if l.startswith("baseOffset:")]
     assert len(lines) == 30
     assert lines[0].startswith("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1")
-    assert "producerId: 42 producerEpoch: 3 partitionLeaderEpoch: 5" in lines[1] and "baseSequence: 1" in lines[1]
+    assert "producerId: 42 producerEpoch: 3 partitionLeaderEpoch: 5" in lines[1] and "baseSequence: 0" in lines[1]
+    assert "baseSequence: 1 lastSequence: 1" in lines[3]
     assert "compresscodec: gzip" in lines[1] and "compresscodec: zstd" in lines[4]
     assert "isTransactional: true isControl: true" in lines[29]
     assert all("isvalid: true" in l for l in lines) and "position: 0 " in lines[0]
@@ -68,7 +70,7 @@ def test_deep_iteration_prints_records_and_markers(segment_dir):
     assert result.returncode == 0
     records = [l for l in result.stdout.splitlines() if l.startswith("| offset:")]
     assert len(records) == 30
-    assert records[3].startswith("| offset: 3 CreateTime: %d keySize: 5 valueSize: 7 sequence: 3 headerKeys: [h]" % (T0 + 3))
+    assert records[3].startswith("| offset: 3 CreateTime: %d keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]" % (T0 + 3))
     assert "endTxnMarker: COMMIT coordinatorEpoch: 7" in records[29]
     assert "payload" not in result.stdout
     data = cli("--print-data-log", str(segment_dir / f"{SEG}.log"))
