@@ -22,6 +22,15 @@ checked against it using the batch header only (records are never decoded):
   have removed every batch of a live producer; the state starts from the
   batch.
 
+Transactions (KIP-98): the first transactional batch of a producer opens
+its transaction at that batch's first offset (``current_txn_first_offset``);
+a control batch (a COMMIT or ABORT marker written on the coordinator's
+behalf) closes it and is reported as a ``CompletedTxn`` so that the log can
+index an abort. The earliest open transaction's first offset is the
+partition's first unstable offset: the last stable offset (LSO) is
+min(high watermark, first unstable offset), and read_committed consumers
+read no further.
+
 Followers and recovery apply batches without any check (the leader already
 decided). Producers idle for longer than ``producer.id.expiration.ms``
 (one day by default) are dropped when a snapshot is taken or state loaded.
@@ -92,6 +101,18 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by the control batch at ``marker_offset``; its
+    data lies in [first_offset, marker_offset). Whether it committed or
+    aborted is in the marker's record, which the log reads (this state works
+    on batch headers only)."""
+
+    producer_id: int
+    first_offset: int
+    marker_offset: int
+
+
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     """Whether ``next_seq`` directly follows ``last_seq`` (sequences wrap
     from 2^31-1 to 0)."""
@@ -157,6 +178,10 @@ def _tracked(header: RecordBatchHeader) -> bool:
     return header.producer_id >= 0 and not header.is_control
 
 
+def _is_marker(header: RecordBatchHeader) -> bool:
+    return header.producer_id >= 0 and header.is_control
+
+
 class ProducerStateManager:
     """The producer states of one partition and its snapshot files; see the
     module docstring."""
@@ -210,33 +235,81 @@ class ProducerStateManager:
             )
         return None
 
-    def update_leader(self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None) -> None:
-        """Record appended leader batches (offsets assigned from ``first_offset``)."""
+    def update_leader(
+        self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None
+    ) -> list[CompletedTxn]:
+        """Record appended leader batches (offsets assigned from
+        ``first_offset``); return the transactions their markers closed."""
         offset = first_offset
+        completed: list[CompletedTxn] = []
         for h in headers:
             last = offset + h.last_offset_delta
-            if _tracked(h):
-                ts = h.max_timestamp if append_time_ms is None else append_time_ms
-                self._add(h, offset, last, ts)
+            ts = h.max_timestamp if append_time_ms is None else append_time_ms
+            self._apply(h, offset, last, ts, completed)
             offset = last + 1
+        return completed
 
-    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> None:
-        """Record batches as written by a leader (follower append, recovery)."""
+    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> list[CompletedTxn]:
+        """Record batches as written by a leader (follower append, recovery);
+        return the transactions their markers closed."""
+        completed: list[CompletedTxn] = []
         for h in headers:
-            if _tracked(h):
-                self._add(h, h.base_offset, h.last_offset, h.max_timestamp)
+            self._apply(h, h.base_offset, h.last_offset, h.max_timestamp, completed)
+        return completed
+
+    def _apply(
+        self, h: RecordBatchHeader, first: int, last: int, timestamp: int, completed: list[CompletedTxn]
+    ) -> None:
+        if _tracked(h):
+            self._add(h, first, last, timestamp)
+        elif _is_marker(h):
+            done = self._complete_txn(h, first, timestamp)
+            if done is not None:
+                completed.append(done)
 
     def _add(self, h: RecordBatchHeader, first_offset: int, last_offset: int, timestamp: int) -> None:
         entry = self.producers.get(h.producer_id)
         if entry is None:
             entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
         entry.add(h.producer_epoch, BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
+        if h.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+
+    def _complete_txn(self, h: RecordBatchHeader, marker_offset: int, timestamp: int) -> CompletedTxn | None:
+        """A marker closes the producer's open transaction, if any. A marker
+        may carry a bumped epoch (an abort on fencing, KIP-360): the entry
+        takes it, and its sequence window restarts with it."""
+        entry = self.producers.get(h.producer_id)
+        if entry is None:
+            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+        if h.producer_epoch > entry.producer_epoch:
+            entry.producer_epoch = h.producer_epoch
+            entry.batches.clear()
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        if first < 0:
+            return None  # a marker for a transaction with no data here (or a retried marker)
+        return CompletedTxn(h.producer_id, first, marker_offset)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction (None: all stable)."""
+        opened = [e.current_txn_first_offset for e in self.producers.values() if e.current_txn_first_offset >= 0]
+        return min(opened) if opened else None
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Open transactions: producer id -> first offset."""
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0}
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
     def remove_expired(self, now_ms: int) -> int:
-        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= self.expiration_ms]
+        # A producer with an open transaction stays: its first offset holds the LSO back.
+        expired = [
+            pid for pid, e in self.producers.items()
+            if now_ms - e.last_timestamp >= self.expiration_ms and e.current_txn_first_offset < 0
+        ]
         for pid in expired:
             del self.producers[pid]
         return len(expired)
