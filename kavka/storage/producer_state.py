@@ -106,11 +106,14 @@ class CompletedTxn:
     """A transaction closed by the control batch at ``marker_offset``; its
     data lies in [first_offset, marker_offset). Whether it committed or
     aborted is in the marker's record, which the log reads (this state works
-    on batch headers only)."""
+    on batch headers only). ``last_stable_offset``: the first offset of the
+    earliest transaction still open after this one closed, else the offset
+    after the marker (the LSO an aborted-index entry records)."""
 
     producer_id: int
     first_offset: int
     marker_offset: int
+    last_stable_offset: int
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -290,7 +293,9 @@ class ProducerStateManager:
         entry.current_txn_first_offset = -1
         if first < 0:
             return None  # a marker for a transaction with no data here (or a retried marker)
-        return CompletedTxn(h.producer_id, first, marker_offset)
+        still_open = self.first_unstable_offset()
+        return CompletedTxn(h.producer_id, first, marker_offset,
+                            marker_offset + 1 if still_open is None else still_open)
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest open transaction (None: all stable)."""
@@ -341,11 +346,12 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
 
     # ---- load, truncation -----------------------------------------------------------------------
-    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> int:
+    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
         """Rebuild from the latest good snapshot at or below
         ``log_end_offset`` and the batch headers after it; a corrupt snapshot
         is deleted and the next older one (or the log itself) used. Returns
-        the offset the header scan started from."""
+        the transactions closed by markers in the scanned headers (the log
+        re-indexes the aborted ones its ``.txnindex`` files lack)."""
         self.delete_snapshots_after(log_end_offset)
         self.producers = {}
         start = segments[0].base_offset if segments else log_end_offset
@@ -359,6 +365,7 @@ class ProducerStateManager:
             self.producers = {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
             start = max(off, start)
             break
+        completed: list[CompletedTxn] = []
         for i, segment in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if next_base is not None and next_base <= start:
@@ -367,14 +374,15 @@ class ProducerStateManager:
             position = found[0] if found is not None else 0
             if segment.base_offset < start and found is None:
                 continue
-            self.update_replicated(
+            completed += self.update_replicated(
                 h for _pos, h in segment.log.headers_from(position) if start <= h.base_offset and h.last_offset < log_end_offset
             )
         self.remove_expired(now_ms)
-        return start
+        return completed
 
     def truncate_and_reload(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> None:
-        """After the log was cut to ``log_end_offset``."""
+        """After the log was cut to ``log_end_offset`` (the segments' own
+        ``.txnindex`` files were cut with them)."""
         self.load(segments, log_end_offset, now_ms)
 
     def truncate_fully(self) -> None:

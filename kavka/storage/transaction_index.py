@@ -15,8 +15,9 @@ markers were appended::
 Invariants: ``last_offset`` never decreases from one entry to the next (an
 append out of order is refused with ``TransactionIndexError``); the file
 exists only once an abort was appended (most segments have none). A torn
-tail (size not a multiple of 34) is cut on open; the log's recovery
-rebuilds the whole file from the markers in the ``.log``.
+tail (size not a multiple of 34) or an entry of an unknown version is cut
+on open; the log's producer-state scan re-adds the aborts after its
+snapshot that the file lacks.
 
 Not thread-safe: the owning ``Log`` calls it under its lock; fetches read
 ``collect_aborted`` under the same lock.
@@ -99,7 +100,16 @@ class TransactionIndex:
         if whole != len(data):
             logger.warning("cutting a torn tail of %d bytes from %s", len(data) - whole, self.path)
             os.truncate(self.path, whole)
-        return [AbortedTxn.decode(data, pos) for pos in range(0, whole, ENTRY_SIZE)]
+        entries: list[AbortedTxn] = []
+        for pos in range(0, whole, ENTRY_SIZE):
+            try:
+                entries.append(AbortedTxn.decode(data, pos))
+            except TransactionIndexError as e:
+                # Keep the good prefix: a read_committed reader still gets every abort before it.
+                logger.warning("cutting %s at byte %d: %s", self.path, pos, e)
+                os.truncate(self.path, pos)
+                break
+        return entries
 
     @property
     def last_offset(self) -> int | None:

@@ -28,9 +28,9 @@ def test_transactional_batches_open_and_markers_close(tmp_path):
     assert psm.update_replicated([txn(2, 0, 1, 12), txn(1, 2, 1, 13)]) == []
     assert psm.first_unstable_offset() == 10
     assert psm.ongoing_transactions() == {1: 10, 2: 12}
-    assert psm.update_replicated([marker(1, 14)]) == [CompletedTxn(1, 10, 14)]
+    assert psm.update_replicated([marker(1, 14)]) == [CompletedTxn(1, 10, 14, 12)]
     assert psm.first_unstable_offset() == 12
-    assert psm.update_replicated([marker(2, 15, ControlRecordType.ABORT)]) == [CompletedTxn(2, 12, 15)]
+    assert psm.update_replicated([marker(2, 15, ControlRecordType.ABORT)]) == [CompletedTxn(2, 12, 15, 16)]
     assert psm.first_unstable_offset() is None
 
 
@@ -38,7 +38,7 @@ def test_leader_update_assigns_offsets_and_reports_completion(tmp_path):
     psm = ProducerStateManager(tmp_path)
     assert psm.update_leader([txn(7, 0, 3, 0)], 100, None) == []
     assert psm.first_unstable_offset() == 100
-    assert psm.update_leader([marker(7, 0)], 103, None) == [CompletedTxn(7, 100, 103)]
+    assert psm.update_leader([marker(7, 0)], 103, None) == [CompletedTxn(7, 100, 103, 104)]
     # a retried marker for the same (already closed) transaction closes nothing
     assert psm.update_leader([marker(7, 0)], 104, None) == []
 
