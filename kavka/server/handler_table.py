@@ -8,6 +8,7 @@ and one line here.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
@@ -47,6 +48,7 @@ from kavka.server.handlers import (
     stop_replica,
     sync_group,
     update_metadata,
+    write_txn_markers,
 )
 from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed, replicas_stopped
 from kavka.server.network import Dispatcher
@@ -74,6 +76,7 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     delete_records.register(d, delete_records.DeleteRecordsHandler(rm))
     producer_ids = ProducerIdManager(server.broker_id, lambda broker_id: server.zk.claim_producer_id_block(broker_id))
     init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids))
+    write_txn_markers.register(d, write_txn_markers.WriteTxnMarkersHandler(rm, lambda: int(time.time() * 1000)))
     create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
     delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
     create_partitions.register(d, create_partitions.CreatePartitionsHandler(admin, cache))

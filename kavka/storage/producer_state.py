@@ -203,6 +203,14 @@ class ProducerStateManager:
         or ``OutOfOrderSequenceError``."""
         if len(headers) == 1 and headers[0].producer_id < 0:
             return None  # the common non-idempotent produce
+        for h in headers:
+            entry = self.producers.get(h.producer_id) if _is_marker(h) else None
+            if entry is not None and h.producer_epoch < entry.producer_epoch:
+                # A marker from a coordinator that has not seen the producer's newer epoch.
+                raise InvalidProducerEpochError(
+                    f"transaction marker for producer {h.producer_id} carries epoch {h.producer_epoch}, older "
+                    f"than its current epoch {entry.producer_epoch}"
+                )
         if not any(_tracked(h) for h in headers):
             return None
         if len(headers) != 1:

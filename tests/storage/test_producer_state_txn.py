@@ -4,9 +4,11 @@ the first unstable offset; all of it survives a snapshot and a reload."""
 
 from __future__ import annotations
 
+import pytest
+
 from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
-from kavka.storage.producer_state import CompletedTxn, ProducerStateManager
+from kavka.storage.producer_state import CompletedTxn, InvalidProducerEpochError, ProducerStateManager
 from tests.storage.conftest import T0, make_batch
 
 
@@ -64,3 +66,11 @@ def test_open_transaction_survives_snapshot_and_is_not_expired(tmp_path):
     again = ProducerStateManager(tmp_path)
     again.load([], 2, T0)
     assert again.first_unstable_offset() == 0
+
+
+def test_marker_with_older_epoch_is_refused(tmp_path):
+    psm = ProducerStateManager(tmp_path)
+    psm.update_replicated([txn(1, 0, 1, 0, epoch=3)])
+    with pytest.raises(InvalidProducerEpochError, match="older"):
+        psm.check_leader_append([marker(1, 1, epoch=2)])
+    assert psm.check_leader_append([marker(1, 1, epoch=3)]) is None
