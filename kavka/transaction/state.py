@@ -104,3 +104,17 @@ class TransactionMetadata:
     def has_expired(self, now_ms: int) -> bool:
         """An Ongoing transaction older than its timeout (it gets aborted)."""
         return self.state is TransactionState.ONGOING and now_ms > self.start_ms + self.timeout_ms
+
+
+def partition_for(transactional_id: str, num_partitions: int) -> int:
+    """The ``__transaction_state`` partition of a transactional id: Kafka's
+    ``Utils.abs(transactionalId.hashCode) % partitions``, with Java's
+    ``String.hashCode`` (31*h + c over UTF-16 code units, int32) and
+    ``Utils.abs`` mapping INT_MIN to 0."""
+    h = 0
+    raw = transactional_id.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + ((raw[i] << 8) | raw[i + 1])) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
