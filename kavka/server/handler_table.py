@@ -50,6 +50,7 @@ from kavka.server.handlers import (
     produce,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
     write_txn_markers,
 )
@@ -91,7 +92,6 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
         ReplicaTransactionLog(rm, cfg["transaction.state.log.load.buffer.size"]),
         BrokerMarkerWriter(cache, cfg.inter_broker_listener_name), producer_ids.generate_producer_id)
     init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids, txns))
-    write_txn_markers.register(d, write_txn_markers.WriteTxnMarkersHandler(rm, lambda: int(time.time() * 1000)))
     create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
     delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
     create_partitions.register(d, create_partitions.CreatePartitionsHandler(admin, cache))
@@ -107,6 +107,8 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
         lambda states, errors: _leadership_changed(groups, txns, server.broker_id, states, errors)))
     _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg), TransactionStateTopic(txns, cache, admin, cfg))
     _register_transactions(d, txns, groups)
+    write_txn_markers.register(d, write_txn_markers.WriteTxnMarkersHandler(
+        rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
         cache, server.broker_epoch, lambda update: _metadata_updated(rm, groups, update)))
     stop_replica.register(d, stop_replica.StopReplicaHandler(
@@ -129,6 +131,7 @@ def _register_transactions(d: Dispatcher, txns: TransactionCoordinator, groups: 
     add_partitions_to_txn.register(d, add_partitions_to_txn.AddPartitionsToTxnHandler(txns))
     add_offsets_to_txn.register(d, add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups))
     end_txn.register(d, end_txn.EndTxnHandler(txns))
+    txn_offset_commit.register(d, txn_offset_commit.TxnOffsetCommitHandler(groups))
 
 
 def _register_groups(d: Dispatcher, groups: GroupCoordinator, offsets_topic: OffsetsTopic,

@@ -16,6 +16,8 @@ checked against it using the batch header only (records are never decoded):
   wrap from 2^31-1 to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
 * a newer epoch resets the sequence: it must start at 0, else
   OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a batch with no sequence (-1) is a coordinator's transactional write
+  (TxnOffsetCommit records): only its epoch is checked;
 * a producer id the partition has no state for is accepted with any
   sequence: after KIP-360 (Kafka 2.5+) the broker no longer answers
   UNKNOWN_PRODUCER_ID on produce, because retention or DeleteRecords may
@@ -230,6 +232,10 @@ class ProducerStateManager:
                 f"producer {h.producer_id} sent epoch {epoch}, older than its current epoch "
                 f"{entry.producer_epoch}: a newer instance fenced it"
             )
+        if first_seq < 0:
+            # No sequence: a coordinator's transactional write (TxnOffsetCommit
+            # into __consumer_offsets), never a client's; only the epoch counts.
+            return None
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:
             return duplicate

@@ -11,6 +11,10 @@ leader's failure. Appending the marker closes the producer's open
 transaction in the partition's producer state, which moves the last stable
 offset; an ABORT is indexed in the segment's ``.txnindex``.
 
+A COMMIT or ABORT reaching a ``__consumer_offsets`` partition is also
+handed to the group coordinator (``on_offsets_marker``): the producer's
+pending transactional offsets there become committed or are dropped.
+
 A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER (the
 coordinator looks the leader up again and retries); a marker from an epoch
 older than the producer's is INVALID_PRODUCER_EPOCH. Versions 0-2 (v1+
@@ -19,6 +23,9 @@ flexible); only brokers send it.
 
 from __future__ import annotations
 
+from typing import Callable
+
+from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import WriteTxnMarkersResponse
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.replica_manager import ReplicaManager
@@ -29,12 +36,15 @@ API_KEY = 27
 MIN_VERSION = 0
 MAX_VERSION = 2
 MARKER_APPEND_TIMEOUT_MS = 30_000  # Kafka waits request.timeout.ms for the ISR
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class WriteTxnMarkersHandler:
-    def __init__(self, replica_manager: ReplicaManager, now_ms) -> None:
+    def __init__(self, replica_manager: ReplicaManager, now_ms: Callable[[], int],
+                 on_offsets_marker: Callable[[int, int, bool], None]) -> None:
         self.replica_manager = replica_manager
         self.now_ms = now_ms
+        self.on_offsets_marker = on_offsets_marker
 
     async def __call__(self, ctx: RequestContext, request) -> WriteTxnMarkersResponse:
         R = WriteTxnMarkersResponse
@@ -53,6 +63,9 @@ class WriteTxnMarkersHandler:
                 )
                 if entries else {}
             )
+            for tp, result in results.items():
+                if tp.topic == OFFSETS_TOPIC and result.error is ErrorCode.NONE:
+                    self.on_offsets_marker(tp.partition, marker.producer_id, bool(marker.transaction_result))
             topics = [
                 R.Markers.Topics(name=t.name, partitions=[
                     R.Markers.Topics.Partitions(
