@@ -64,6 +64,11 @@ class GroupTxnOffsets:
             results[tp] = written
         return results
 
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
+        """Whether an open transaction holds an offset of ``tp`` for the group
+        (OffsetFetch ``require_stable`` then answers UNSTABLE_OFFSET_COMMIT)."""
+        return any(tp in offsets for offsets in self.pending_txn_offsets.get(group_id, {}).values())
+
     def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
         """The transaction's marker is in ``__consumer_offsets-partition``:
         its pending offsets become committed (or are dropped)."""

@@ -79,3 +79,16 @@ def test_abort_invisible_to_read_committed_commit_visible(make_cluster):
     assert _consume(cluster, "read_committed", 7) == [b"plain-0", b"plain-3", b"committed-5"]
     assert _consume(cluster, "read_uncommitted", 7) == [
         b"plain-0", b"aborted-1", b"aborted-2", b"plain-3", b"committed-5"]
+
+
+def test_client_may_not_produce_control_batches(make_cluster):
+    from kavka.protocol.records.control import ControlRecordType, build_control_batch
+
+    cluster = make_cluster(brokers=1)
+    create_topic(cluster, TOPIC)
+    body = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicData(name=TOPIC, partition_data=[
+        ProduceRequest.TopicData.PartitionData(index=0, records=build_control_batch(
+            ControlRecordType.COMMIT, 5, 0, 0, int(time.time() * 1000)))])])
+    answer = request(cluster, 0, body, version=7)
+    assert answer.responses[0].partition_responses[0].error_code == 87  # INVALID_RECORD
+    assert _latest(cluster, 0) == 0

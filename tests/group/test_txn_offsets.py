@@ -56,3 +56,13 @@ def test_reload_replays_markers_and_keeps_open_ones_pending():
         again.complete_txn_offsets(0, 3, commit=True)
         assert again.fetch_offsets("g", [("t", 0)])[1][("t", 0)].offset == 8
     asyncio.run(body())
+
+
+def test_pending_offset_is_unstable_until_the_marker():
+    async def body():
+        c = await owned()
+        await _commit(c, 5)
+        assert c.has_pending_txn_offset("g", ("t", 0)) and not c.has_pending_txn_offset("g", ("t", 1))
+        c.complete_txn_offsets(0, PID, commit=True)
+        assert not c.has_pending_txn_offset("g", ("t", 0))
+    asyncio.run(body())
