@@ -272,6 +272,32 @@ class TransactionCoordinator(TransactionRequests):
         while True:
             await asyncio.sleep(interval)
             self.abort_timed_out(self.now_ms())
+            try:
+                await self.expire_transactional_ids(self.now_ms())
+            except Exception:
+                log.exception("transactional id expiry failed")
+
+    async def expire_transactional_ids(self, now_ms: int) -> list[str]:
+        """Remove owned ids with no open transaction idle for
+        ``transactional.id.expiration.ms``: a tombstone, then gone (a
+        later InitProducerId starts the id afresh with a new producer id)."""
+        idle = [tid for tid, m in self.txns.items()
+                if self.partition_of(tid) in self.owned and tid not in self.pending and m.state.is_complete
+                and now_ms - m.last_update_ms >= self.config.id_expiration_ms]
+        expired = []
+        for tid in idle:
+            partition = self.partition_of(tid)
+            epoch = self.owned.get(partition)
+            self.pending.add(tid)
+            try:
+                record = SimpleRecord(encode_key(tid), None, now_ms)
+                code = await self.txn_log.append(partition, build_batch([record]))
+            finally:
+                self.pending.discard(tid)
+            if code is ErrorCode.NONE and self.owned.get(partition) == epoch and self.txns.get(tid) is not None:
+                del self.txns[tid]
+                expired.append(tid)
+        return expired
 
     def abort_timed_out(self, now_ms: int) -> list[str]:
         """Fence and abort every owned Ongoing transaction past its timeout."""

@@ -167,3 +167,18 @@ async def test_new_coordinator_resumes_markers_of_a_prepared_transaction():
     assert third.txns[TID].state is S.COMPLETE_COMMIT and not third.txns[TID].partitions
     for c in (old, new, third):
         await c.shutdown()
+
+
+@on_loop
+async def test_idle_transactional_id_expires_with_a_tombstone():
+    txn_log = MemoryLog()
+    c = await owned(coordinator(txn_log))
+    _, pid, epoch = await c.init_producer_id(TID, 60_000)
+    idle_since = c.txns[TID].last_update_ms
+    assert await c.expire_transactional_ids(idle_since + 1000) == []
+    assert await c.expire_transactional_ids(idle_since + c.config.id_expiration_ms) == [TID]
+    assert TID not in c.txns
+    reloaded = await owned(coordinator(txn_log), epoch=8)
+    assert TID not in reloaded.txns
+    for x in (c, reloaded):
+        await x.shutdown()
