@@ -87,3 +87,23 @@ def test_aborts_across_segments(tmp_path):
         e for e in ends if e >= mid
     ]
     log.close()
+
+
+def test_aborted_index_survives_compaction(tmp_path):
+    from .cleaner_support import append as append_kv
+    from .cleaner_support import compact_config, make_cleaner
+
+    clock = ManualClock(T0)
+    log = Log(tmp_path / "c-0", compact_config(), clock=clock)
+    append_kv(log, [(b"k", b"before")], T0)
+    first, _ = append_kv(log, [(b"k", b"txn")], T0 + 1, producer_id=9, producer_epoch=0, base_sequence=0,
+                         is_transactional=True)
+    marker_at = log.append_as_leader(build_control_batch(ControlRecordType.ABORT, 9, 0, 1, T0 + 2), 0).first_offset
+    append_kv(log, [(b"k", b"after")], T0 + 3)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    before = log.collect_aborted_transactions(0, log.log_end_offset)
+    assert before == [AbortedTxn(9, first, marker_at, marker_at + 1)]
+    assert make_cleaner(log, clock=clock).clean_once().tp is not None
+    assert log.collect_aborted_transactions(0, log.log_end_offset) == before
+    log.close()
