@@ -161,7 +161,12 @@ class ProducerStateEntry:
 
     def to_snapshot(self) -> SnapshotEntry | None:
         if not self.batches:
-            return None
+            if self.producer_epoch < 0:
+                return None
+            # Only a marker so far (an epoch bumped by a fencing abort): keep
+            # the epoch, so a zombie's older epoch is still refused after a restart.
+            return SnapshotEntry(self.producer_id, self.producer_epoch, -1, -1, 0, self.last_timestamp,
+                                 self.coordinator_epoch, self.current_txn_first_offset)
         last = self.batches[-1]
         return SnapshotEntry(self.producer_id, self.producer_epoch, last.last_seq, last.last_offset,
                              last.last_offset - last.first_offset, self.last_timestamp, self.coordinator_epoch,
@@ -170,6 +175,11 @@ class ProducerStateEntry:
     @classmethod
     def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
         entry = cls(e.producer_id, e.producer_epoch)
+        if e.last_sequence < 0 and e.last_offset < 0:
+            entry.last_timestamp = e.timestamp
+            entry.coordinator_epoch = e.coordinator_epoch
+            entry.current_txn_first_offset = e.current_txn_first_offset
+            return entry
         first_seq = (e.last_sequence - e.offset_delta) % _SEQ_MOD if e.last_sequence >= 0 else -1
         entry.batches.append(BatchMetadata(first_seq, e.last_sequence, e.last_offset - e.offset_delta,
                                            e.last_offset, e.timestamp))

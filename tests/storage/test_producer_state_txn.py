@@ -74,3 +74,14 @@ def test_marker_with_older_epoch_is_refused(tmp_path):
     with pytest.raises(InvalidProducerEpochError, match="older"):
         psm.check_leader_append([marker(1, 1, epoch=2)])
     assert psm.check_leader_append([marker(1, 1, epoch=3)]) is None
+
+
+def test_epoch_bumped_by_a_marker_survives_a_snapshot(tmp_path):
+    psm = ProducerStateManager(tmp_path)
+    psm.update_replicated([marker(4, 0, ControlRecordType.ABORT, epoch=6)])
+    psm.take_snapshot(1, T0)
+    again = ProducerStateManager(tmp_path)
+    again.load([], 1, T0)
+    assert again.last_entry(4).producer_epoch == 6
+    with pytest.raises(InvalidProducerEpochError):
+        again.check_leader_append([txn(4, 0, 1, 1, epoch=5)])
