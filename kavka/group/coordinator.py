@@ -37,7 +37,10 @@ from kavka.group.records import (
     encode_key,
 )
 from kavka.group.state import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata, partition_for
+from kavka.group.txn_offsets import GroupTxnOffsets, PendingTxnOffsets, TxnOffsetReplay
 from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
+from kavka.protocol.records.batch import InvalidRecordBatch
+from kavka.protocol.records.control import ControlRecordType, parse_control_record
 
 log = logging.getLogger("kavka.group")
 
@@ -74,7 +77,7 @@ class GroupConfig:
                    cfg["offsets.retention.check.interval.ms"])
 
 
-class GroupCoordinator(GroupMembership, GroupOffsets):
+class GroupCoordinator(GroupMembership, GroupOffsets, GroupTxnOffsets):
     """See the module docstring. Call ``on_elected`` / ``on_resigned`` from
     the LeaderAndIsr path; the handlers call the request methods."""
 
@@ -85,6 +88,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: set[int] = set()
         self.loading: dict[int, int] = {}  # partition -> the leader epoch being loaded
+        self.pending_txn_offsets: PendingTxnOffsets = {}
         self._expiry_task: asyncio.Task | None = None
 
     # -- time and ownership -------------------------------------------------------------------
@@ -124,6 +128,8 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
         self.owned.discard(partition)
         for g in [g for g in self.groups.values() if self.partition_of(g.group_id) == partition]:
             self._unload(g)
+        for group_id in [gid for gid in self.pending_txn_offsets if self.partition_of(gid) == partition]:
+            del self.pending_txn_offsets[group_id]
         log.info("unloaded the groups of %s-%d", GROUP_METADATA_TOPIC, partition)
 
     def _unload(self, g: GroupMetadata) -> None:
@@ -140,7 +146,7 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
 
     async def _load(self, partition: int, epoch: int) -> None:
         try:
-            offsets, metas = await asyncio.to_thread(self._scan, partition)
+            offsets, metas, pending = await asyncio.to_thread(self._scan, partition)
         except Exception:
             log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC, partition)
             if self.loading.get(partition) == epoch:
@@ -156,26 +162,53 @@ class GroupCoordinator(GroupMembership, GroupOffsets):
             if value is not None:
                 self._restore(g, value, now)
             self.groups[group_id] = g
+        self.pending_txn_offsets.update(pending)
         del self.loading[partition]
         self.owned.add(partition)
         log.info("loaded %d groups of %s-%d", len(set(offsets) | set(metas)), GROUP_METADATA_TOPIC, partition)
 
-    def _scan(self, partition: int) -> tuple[dict, dict]:
+    def _scan(self, partition: int) -> tuple[dict, dict, PendingTxnOffsets]:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metas: dict[str, GroupMetadataValue | None] = {}
+        replay = TxnOffsetReplay()  # transactional commits wait for their marker (KIP-98)
+
+        def apply(key: bytes, value: bytes | None, offset: int) -> None:
+            try:
+                self._apply(key, value, offsets, metas)
+            except InvalidGroupRecord as e:
+                log.warning("skipping record at offset %d of %s-%d: %s", offset, GROUP_METADATA_TOPIC, partition, e)
+
         for chunk in self.group_log.read_all(partition):
             view = memoryview(chunk)
-            for pos, _header in iter_batches(view):
+            for pos, header in iter_batches(view):
                 for record in iter_records(view[pos:]):
-                    if record.key is None:
+                    if header.is_control:
+                        try:
+                            commit = parse_control_record(record).kind is ControlRecordType.COMMIT
+                        except InvalidRecordBatch as e:
+                            log.warning("skipping control record at offset %d: %s", record.offset, e)
+                            continue
+                        for key, value in replay.marker(header.producer_id, commit):
+                            apply(key, value, record.offset)
+                    elif record.key is None:
                         continue
-                    try:
-                        self._apply(bytes(record.key), None if record.value is None else bytes(record.value),
-                                    offsets, metas)
-                    except InvalidGroupRecord as e:
-                        log.warning("skipping record at offset %d of %s-%d: %s", record.offset,
-                                    GROUP_METADATA_TOPIC, partition, e)
-        return offsets, {g: v for g, v in metas.items() if v is not None}
+                    elif header.is_transactional:
+                        replay.hold(header.producer_id, bytes(record.key),
+                                    None if record.value is None else bytes(record.value))
+                    else:
+                        apply(bytes(record.key), None if record.value is None else bytes(record.value),
+                              record.offset)
+        pending: PendingTxnOffsets = {}
+        for pid, held in replay.waiting.items():
+            still: dict[str, dict] = {}
+            for key, value in held:
+                try:
+                    self._apply(key, value, still, {})
+                except InvalidGroupRecord as e:
+                    log.warning("skipping a pending transactional offset of producer %d: %s", pid, e)
+            for group_id, table in still.items():
+                pending.setdefault(group_id, {})[pid] = table
+        return offsets, {g: v for g, v in metas.items() if v is not None}, pending
 
     @staticmethod
     def _apply(key_bytes: bytes, value: bytes | None, offsets: dict, metas: dict) -> None:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
 from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
 from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kavka.replication.requests import (
@@ -128,6 +129,11 @@ class ReplicaDataPath:
             return ProducePartitionResult(
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
                 error_message=f"clients may not write to the internal topic {tp.topic}",
+            )
+        if not internal_topics_allowed and _has_control_batch(records):
+            # Only a transaction coordinator writes markers (WriteTxnMarkers), never a client (KIP-98).
+            return ProducePartitionResult(
+                ErrorCode.INVALID_RECORD, error_message=f"a client may not produce control batches to {tp}"
             )
         partition = self.get_partition(tp)
         if partition is None:
@@ -234,3 +240,12 @@ class ReplicaDataPath:
             except (KafkaError, StorageError) as e:
                 out[tp] = DeleteRecordsResult(error_code_of(e), error_message=error_message_of(e))
         return out
+
+
+def _has_control_batch(records: bytes | memoryview) -> bool:
+    """Whether any batch header marks a control batch; a malformed buffer
+    is left to the log's validation (which names the problem)."""
+    try:
+        return any(h.is_control for _pos, h in iter_batches(records, check_crc=False))
+    except InvalidRecordBatch:
+        return False

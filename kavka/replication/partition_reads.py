@@ -7,8 +7,9 @@ UNKNOWN_LEADER_EPOCH (we have not heard of it yet), -1 skips the check; then
 only the leader serves (NOT_LEADER_OR_FOLLOWER) — except a debugging
 consumer (replica id -2), which reads any replica below its own HW.
 
-Fetch (``read_records``): consumers read below the high watermark, followers
-to the log end. A fetch offset outside [log start, LEO] is
+Fetch (``read_records``): consumers read below the high watermark
+(read_committed ones below the last stable offset, with the aborted
+transactions of the range), followers to the log end. A fetch offset outside [log start, LEO] is
 OFFSET_OUT_OF_RANGE; one between the HW and the LEO returns no records, not
 an error — after a leadership change a consumer may ask the new leader, whose
 HW lags, for an offset the old leader had already exposed (seed 001 #7).
@@ -33,6 +34,7 @@ from kavka.common.errors import (
 )
 from kavka.replication.requests import (
     DEBUGGING_CONSUMER_ID,
+    AbortedTransaction,
     EpochEndOffset,
     FetchIsolation,
     LogReadResult,
@@ -82,9 +84,8 @@ class PartitionReads:
             )
 
     def last_stable_offset(self) -> int:
-        """No transaction is ever open in Kavka (no transaction coordinator),
-        so everything below the HW is stable."""
-        return self.log.high_watermark
+        """min(HW, first offset of the earliest open transaction) (KIP-98)."""
+        return self.log.last_stable_offset
 
     def read_records(
         self,
@@ -131,7 +132,15 @@ class PartitionReads:
                 FetchIsolation.TXN_COMMITTED: lso,
             }[isolation]
             info = log.read(fetch_offset, max_bytes, limit, min_one_message)
-            return LogReadResult(ErrorCode.NONE, bytes(info.records), **snapshot)
+            aborted: tuple[AbortedTransaction, ...] = ()
+            if isolation is FetchIsolation.TXN_COMMITTED and info.records:
+                # The consumer drops these producers' records (KIP-98); the
+                # LSO bounds the range: nothing above it was read.
+                aborted = tuple(
+                    AbortedTransaction(t.producer_id, t.first_offset)
+                    for t in log.collect_aborted_transactions(fetch_offset, lso)
+                )
+            return LogReadResult(ErrorCode.NONE, bytes(info.records), aborted_transactions=aborted, **snapshot)
         except (StorageError, NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError) as e:
             return LogReadResult(error_code_of(e), fetch_offset=fetch_offset, error_message=error_message_of(e))
 

@@ -96,6 +96,16 @@ class EpochEndOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class AbortedTransaction:
+    """A Fetch response's aborted transaction (read_committed, KIP-98): the
+    consumer drops ``producer_id``'s records from ``first_offset`` up to the
+    producer's ABORT marker."""
+
+    producer_id: int
+    first_offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class LogReadResult:
     """One partition's read: the batches (whole, as stored), the leader's
     offsets at read time, the error (NONE when fine), and for followers the
@@ -111,6 +121,7 @@ class LogReadResult:
     leader_end_offset: int = -1
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
     def to_partition_data(self) -> "FetchPartitionData":
         return FetchPartitionData(
@@ -121,6 +132,7 @@ class LogReadResult:
             self.records,
             self.diverging_epoch,
             self.error_message,
+            self.aborted_transactions,
         )
 
 
@@ -135,6 +147,7 @@ class FetchPartitionData:
     records: bytes = b""
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,14 @@ and one line here.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 
 from kavka.server.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
@@ -27,6 +30,7 @@ from kavka.server.handlers import (
     describe_groups,
     describe_log_dirs,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -46,11 +50,21 @@ from kavka.server.handlers import (
     produce,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed, replicas_stopped
 from kavka.server.network import Dispatcher
 from kavka.server.producer_id_manager import ProducerIdManager
+from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.server.txn_wiring import (
+    ReplicaTransactionLog,
+    TransactionStateTopic,
+    txn_leadership_changed,
+    txn_replicas_stopped,
+)
+from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
 if TYPE_CHECKING:
     from kavka.server.admin_manager import AdminManager
@@ -73,7 +87,11 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm))
     delete_records.register(d, delete_records.DeleteRecordsHandler(rm))
     producer_ids = ProducerIdManager(server.broker_id, lambda broker_id: server.zk.claim_producer_id_block(broker_id))
-    init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids))
+    txns = TransactionCoordinator(
+        server.broker_id, TransactionConfig.from_broker(cfg),
+        ReplicaTransactionLog(rm, cfg["transaction.state.log.load.buffer.size"]),
+        BrokerMarkerWriter(cache, cfg.inter_broker_listener_name), producer_ids.generate_producer_id)
+    init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids, txns))
     create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
     delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
     create_partitions.register(d, create_partitions.CreatePartitionsHandler(admin, cache))
@@ -86,12 +104,15 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
         rm, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
     leader_and_isr.register(d, leader_and_isr.LeaderAndIsrHandler(
         rm, server.ensure_topic_config, server.broker_epoch,
-        lambda states, errors: leadership_changed(groups, server.broker_id, states, errors)))
-    _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg))
+        lambda states, errors: _leadership_changed(groups, txns, server.broker_id, states, errors)))
+    _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg), TransactionStateTopic(txns, cache, admin, cfg))
+    _register_transactions(d, txns, groups)
+    write_txn_markers.register(d, write_txn_markers.WriteTxnMarkersHandler(
+        rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
         cache, server.broker_epoch, lambda update: _metadata_updated(rm, groups, update)))
     stop_replica.register(d, stop_replica.StopReplicaHandler(
-        rm, server.broker_epoch, lambda tps: replicas_stopped(groups, tps)))
+        rm, server.broker_epoch, lambda tps: (replicas_stopped(groups, tps), txn_replicas_stopped(txns, tps))))
     controller = lambda: server.controller  # noqa: E731 - created after the handlers
     controlled_shutdown.register(d, controlled_shutdown.ControlledShutdownHandler(controller))
     elect_leaders.register(d, elect_leaders.ElectLeadersHandler(controller, cache))
@@ -99,9 +120,24 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     list_partition_reassignments.register(d, list_partition_reassignments.ListPartitionReassignmentsHandler(controller))
 
 
-def _register_groups(d: Dispatcher, groups: GroupCoordinator, offsets_topic: OffsetsTopic) -> None:
-    """The group coordinator's APIs (kavka.group)."""
-    find_coordinator.register(d, find_coordinator.FindCoordinatorHandler(offsets_topic))
+def _leadership_changed(groups: GroupCoordinator, txns: TransactionCoordinator, broker_id: int, states,
+                        errors) -> None:
+    leadership_changed(groups, broker_id, states, errors)
+    txn_leadership_changed(txns, broker_id, states, errors)
+
+
+def _register_transactions(d: Dispatcher, txns: TransactionCoordinator, groups: GroupCoordinator) -> None:
+    """The transaction coordinator's APIs (kavka.transaction)."""
+    add_partitions_to_txn.register(d, add_partitions_to_txn.AddPartitionsToTxnHandler(txns))
+    add_offsets_to_txn.register(d, add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups))
+    end_txn.register(d, end_txn.EndTxnHandler(txns))
+    txn_offset_commit.register(d, txn_offset_commit.TxnOffsetCommitHandler(groups))
+
+
+def _register_groups(d: Dispatcher, groups: GroupCoordinator, offsets_topic: OffsetsTopic,
+                     transaction_topic: TransactionStateTopic) -> None:
+    """The group coordinator's APIs (kavka.group) and FindCoordinator."""
+    find_coordinator.register(d, find_coordinator.FindCoordinatorHandler(offsets_topic, transaction_topic))
     join_group.register(d, join_group.JoinGroupHandler(groups))
     sync_group.register(d, sync_group.SyncGroupHandler(groups))
     heartbeat.register(d, heartbeat.HeartbeatHandler(groups))

@@ -68,7 +68,7 @@ from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.offset_map import SkimpyOffsetMap
-from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
 from kavka.storage.segment import segment_file_name
 
 logger = logging.getLogger(__name__)
@@ -264,7 +264,7 @@ class Cleaner:
     def _clean_group(self, ctx: "_PassContext", group: list[LogSegment], stats: CleanerStats) -> None:
         log = ctx.log
         base = group[0].base_offset
-        for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):  # a leftover of an aborted pass
+        for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # a leftover of an aborted pass
             (log.dir / segment_file_name(base, kind, CLEANED_SUFFIX)).unlink(missing_ok=True)
         cleaned = LogSegment(log.dir, base, log.config, ctx.log.clock, suffix=CLEANED_SUFFIX)
         try:
@@ -326,6 +326,11 @@ class Cleaner:
                 if not appended:
                     appended = True
                     self._hook("cleaned-partial", ctx.log)
+        for seg in group:
+            # The aborted-transaction index goes along (Kafka copies it too):
+            # read_committed readers of the cleaned range still need it.
+            for txn in seg.txn_index.entries:
+                cleaned.txn_index.append(txn)
         if last_dropped is not None:
             # keep the group's offset range: see the module docstring, (4);
             # a marker is kept whole (a control batch always has its record)

@@ -46,8 +46,10 @@ from kavka.storage.log_offsets import fetch_offset_by_timestamp
 from kavka.storage.log_truncation import LogTruncation
 from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.offset_index import INT32_MAX
+from kavka.storage.log_transactions import collect_aborted, index_aborted
 from kavka.storage.producer_state import ProducerStateManager
 from kavka.storage.producer_state_snapshot import fsync_file
+from kavka.storage.transaction_index import AbortedTxn
 from kavka.storage.segment import LogSegment
 from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
 
@@ -109,7 +111,8 @@ class Log(LogTruncation):
         self._roll_flush_offset: int | None = None
         # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.
         self.producer_state = ProducerStateManager(self.dir)
-        self.producer_state.load(self._segments, self._next_offset, self._clock.milliseconds())
+        completed = self.producer_state.load(self._segments, self._next_offset, self._clock.milliseconds())
+        index_aborted(self.segment_for, completed)  # aborts whose index entry was lost in a crash
         self.leader_epoch_cache.truncate_from_end(self._next_offset)
         if self._log_start_offset > self._next_offset:
             # Every byte on disk is below the checkpointed start: none is live.
@@ -146,6 +149,18 @@ class Log(LogTruncation):
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(high watermark, first offset of the earliest open
+        transaction): read_committed consumers read below it (KIP-98)."""
+        unstable = self.producer_state.first_unstable_offset()
+        return self._high_watermark if unstable is None else min(self._high_watermark, unstable)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions with data in [fetch_offset, upper_bound_offset)."""
+        with self._lock:
+            return collect_aborted(self._segments, fetch_offset, upper_bound_offset)
 
     @property
     def last_flush_ms(self) -> int:
@@ -210,9 +225,11 @@ class Log(LogTruncation):
                     self._log_start_offset, 0, 0, 0, leader_epoch,
                 )
             self._append(batches, now)
-            self.producer_state.update_leader(
+            completed = self.producer_state.update_leader(
                 batches.headers, batches.first_offset, now if self._config.log_append_time else None
             )
+            if completed:
+                index_aborted(self.segment_for, completed)
             if leader_epoch >= 0:
                 self.leader_epoch_cache.assign(leader_epoch, batches.first_offset)
             info = LogAppendInfo(  # positional: this runs on every produce
@@ -241,7 +258,9 @@ class Log(LogTruncation):
                     self._next_offset, self._next_offset - 1, -1, -1, -1, self._log_start_offset, 0, 0, 0
                 )
             self._append_follower(batches, now)
-            self.producer_state.update_replicated(batches.headers)
+            completed = self.producer_state.update_replicated(batches.headers)
+            if completed:
+                index_aborted(self.segment_for, completed)
             for header in batches.headers:
                 if header.partition_leader_epoch >= 0:
                     self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)

@@ -39,6 +39,7 @@ from kavka.storage.segment import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     CorruptIndexError,
     LogSegment,
     segment_file_name,
@@ -46,7 +47,7 @@ from kavka.storage.segment import (
 
 log = logging.getLogger(__name__)
 
-SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)$")
+SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 
 
 @dataclass(slots=True)
@@ -133,7 +134,7 @@ class LogLoader:
             if m is None or not path.is_file():
                 continue
             base, kind = int(m.group(1)), m.group(2)
-            if kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            if kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 if not (self.dir / segment_file_name(base, LOG_SUFFIX)).exists():
                     path.unlink()
                 continue

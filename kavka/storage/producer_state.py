@@ -16,11 +16,22 @@ checked against it using the batch header only (records are never decoded):
   wrap from 2^31-1 to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
 * a newer epoch resets the sequence: it must start at 0, else
   OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a batch with no sequence (-1) is a coordinator's transactional write
+  (TxnOffsetCommit records): only its epoch is checked;
 * a producer id the partition has no state for is accepted with any
   sequence: after KIP-360 (Kafka 2.5+) the broker no longer answers
   UNKNOWN_PRODUCER_ID on produce, because retention or DeleteRecords may
   have removed every batch of a live producer; the state starts from the
   batch.
+
+Transactions (KIP-98): the first transactional batch of a producer opens
+its transaction at that batch's first offset (``current_txn_first_offset``);
+a control batch (a COMMIT or ABORT marker written on the coordinator's
+behalf) closes it and is reported as a ``CompletedTxn`` so that the log can
+index an abort. The earliest open transaction's first offset is the
+partition's first unstable offset: the last stable offset (LSO) is
+min(high watermark, first unstable offset), and read_committed consumers
+read no further.
 
 Followers and recovery apply batches without any check (the leader already
 decided). Producers idle for longer than ``producer.id.expiration.ms``
@@ -92,6 +103,21 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by the control batch at ``marker_offset``; its
+    data lies in [first_offset, marker_offset). Whether it committed or
+    aborted is in the marker's record, which the log reads (this state works
+    on batch headers only). ``last_stable_offset``: the first offset of the
+    earliest transaction still open after this one closed, else the offset
+    after the marker (the LSO an aborted-index entry records)."""
+
+    producer_id: int
+    first_offset: int
+    marker_offset: int
+    last_stable_offset: int
+
+
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     """Whether ``next_seq`` directly follows ``last_seq`` (sequences wrap
     from 2^31-1 to 0)."""
@@ -135,7 +161,12 @@ class ProducerStateEntry:
 
     def to_snapshot(self) -> SnapshotEntry | None:
         if not self.batches:
-            return None
+            if self.producer_epoch < 0:
+                return None
+            # Only a marker so far (an epoch bumped by a fencing abort): keep
+            # the epoch, so a zombie's older epoch is still refused after a restart.
+            return SnapshotEntry(self.producer_id, self.producer_epoch, -1, -1, 0, self.last_timestamp,
+                                 self.coordinator_epoch, self.current_txn_first_offset)
         last = self.batches[-1]
         return SnapshotEntry(self.producer_id, self.producer_epoch, last.last_seq, last.last_offset,
                              last.last_offset - last.first_offset, self.last_timestamp, self.coordinator_epoch,
@@ -144,6 +175,11 @@ class ProducerStateEntry:
     @classmethod
     def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
         entry = cls(e.producer_id, e.producer_epoch)
+        if e.last_sequence < 0 and e.last_offset < 0:
+            entry.last_timestamp = e.timestamp
+            entry.coordinator_epoch = e.coordinator_epoch
+            entry.current_txn_first_offset = e.current_txn_first_offset
+            return entry
         first_seq = (e.last_sequence - e.offset_delta) % _SEQ_MOD if e.last_sequence >= 0 else -1
         entry.batches.append(BatchMetadata(first_seq, e.last_sequence, e.last_offset - e.offset_delta,
                                            e.last_offset, e.timestamp))
@@ -155,6 +191,10 @@ class ProducerStateEntry:
 
 def _tracked(header: RecordBatchHeader) -> bool:
     return header.producer_id >= 0 and not header.is_control
+
+
+def _is_marker(header: RecordBatchHeader) -> bool:
+    return header.producer_id >= 0 and header.is_control
 
 
 class ProducerStateManager:
@@ -175,6 +215,14 @@ class ProducerStateManager:
         or ``OutOfOrderSequenceError``."""
         if len(headers) == 1 and headers[0].producer_id < 0:
             return None  # the common non-idempotent produce
+        for h in headers:
+            entry = self.producers.get(h.producer_id) if _is_marker(h) else None
+            if entry is not None and h.producer_epoch < entry.producer_epoch:
+                # A marker from a coordinator that has not seen the producer's newer epoch.
+                raise InvalidProducerEpochError(
+                    f"transaction marker for producer {h.producer_id} carries epoch {h.producer_epoch}, older "
+                    f"than its current epoch {entry.producer_epoch}"
+                )
         if not any(_tracked(h) for h in headers):
             return None
         if len(headers) != 1:
@@ -194,6 +242,10 @@ class ProducerStateManager:
                 f"producer {h.producer_id} sent epoch {epoch}, older than its current epoch "
                 f"{entry.producer_epoch}: a newer instance fenced it"
             )
+        if first_seq < 0:
+            # No sequence: a coordinator's transactional write (TxnOffsetCommit
+            # into __consumer_offsets), never a client's; only the epoch counts.
+            return None
         duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
         if duplicate is not None:
             return duplicate
@@ -210,33 +262,83 @@ class ProducerStateManager:
             )
         return None
 
-    def update_leader(self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None) -> None:
-        """Record appended leader batches (offsets assigned from ``first_offset``)."""
+    def update_leader(
+        self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None
+    ) -> list[CompletedTxn]:
+        """Record appended leader batches (offsets assigned from
+        ``first_offset``); return the transactions their markers closed."""
         offset = first_offset
+        completed: list[CompletedTxn] = []
         for h in headers:
             last = offset + h.last_offset_delta
-            if _tracked(h):
-                ts = h.max_timestamp if append_time_ms is None else append_time_ms
-                self._add(h, offset, last, ts)
+            ts = h.max_timestamp if append_time_ms is None else append_time_ms
+            self._apply(h, offset, last, ts, completed)
             offset = last + 1
+        return completed
 
-    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> None:
-        """Record batches as written by a leader (follower append, recovery)."""
+    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> list[CompletedTxn]:
+        """Record batches as written by a leader (follower append, recovery);
+        return the transactions their markers closed."""
+        completed: list[CompletedTxn] = []
         for h in headers:
-            if _tracked(h):
-                self._add(h, h.base_offset, h.last_offset, h.max_timestamp)
+            self._apply(h, h.base_offset, h.last_offset, h.max_timestamp, completed)
+        return completed
+
+    def _apply(
+        self, h: RecordBatchHeader, first: int, last: int, timestamp: int, completed: list[CompletedTxn]
+    ) -> None:
+        if _tracked(h):
+            self._add(h, first, last, timestamp)
+        elif _is_marker(h):
+            done = self._complete_txn(h, first, timestamp)
+            if done is not None:
+                completed.append(done)
 
     def _add(self, h: RecordBatchHeader, first_offset: int, last_offset: int, timestamp: int) -> None:
         entry = self.producers.get(h.producer_id)
         if entry is None:
             entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
         entry.add(h.producer_epoch, BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
+        if h.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+
+    def _complete_txn(self, h: RecordBatchHeader, marker_offset: int, timestamp: int) -> CompletedTxn | None:
+        """A marker closes the producer's open transaction, if any. A marker
+        may carry a bumped epoch (an abort on fencing, KIP-360): the entry
+        takes it, and its sequence window restarts with it."""
+        entry = self.producers.get(h.producer_id)
+        if entry is None:
+            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+        if h.producer_epoch > entry.producer_epoch:
+            entry.producer_epoch = h.producer_epoch
+            entry.batches.clear()
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        if first < 0:
+            return None  # a marker for a transaction with no data here (or a retried marker)
+        still_open = self.first_unstable_offset()
+        return CompletedTxn(h.producer_id, first, marker_offset,
+                            marker_offset + 1 if still_open is None else still_open)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction (None: all stable)."""
+        opened = [e.current_txn_first_offset for e in self.producers.values() if e.current_txn_first_offset >= 0]
+        return min(opened) if opened else None
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Open transactions: producer id -> first offset."""
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0}
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
     def remove_expired(self, now_ms: int) -> int:
-        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= self.expiration_ms]
+        # A producer with an open transaction stays: its first offset holds the LSO back.
+        expired = [
+            pid for pid, e in self.producers.items()
+            if now_ms - e.last_timestamp >= self.expiration_ms and e.current_txn_first_offset < 0
+        ]
         for pid in expired:
             del self.producers[pid]
         return len(expired)
@@ -268,11 +370,12 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
 
     # ---- load, truncation -----------------------------------------------------------------------
-    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> int:
+    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
         """Rebuild from the latest good snapshot at or below
         ``log_end_offset`` and the batch headers after it; a corrupt snapshot
         is deleted and the next older one (or the log itself) used. Returns
-        the offset the header scan started from."""
+        the transactions closed by markers in the scanned headers (the log
+        re-indexes the aborted ones its ``.txnindex`` files lack)."""
         self.delete_snapshots_after(log_end_offset)
         self.producers = {}
         start = segments[0].base_offset if segments else log_end_offset
@@ -286,6 +389,7 @@ class ProducerStateManager:
             self.producers = {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
             start = max(off, start)
             break
+        completed: list[CompletedTxn] = []
         for i, segment in enumerate(segments):
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             if next_base is not None and next_base <= start:
@@ -294,14 +398,15 @@ class ProducerStateManager:
             position = found[0] if found is not None else 0
             if segment.base_offset < start and found is None:
                 continue
-            self.update_replicated(
+            completed += self.update_replicated(
                 h for _pos, h in segment.log.headers_from(position) if start <= h.base_offset and h.last_offset < log_end_offset
             )
         self.remove_expired(now_ms)
-        return start
+        return completed
 
     def truncate_and_reload(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> None:
-        """After the log was cut to ``log_end_offset``."""
+        """After the log was cut to ``log_end_offset`` (the segments' own
+        ``.txnindex`` files were cut with them)."""
         self.load(segments, log_end_offset, now_ms)
 
     def truncate_fully(self) -> None:

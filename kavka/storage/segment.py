@@ -1,4 +1,5 @@
-"""One log segment: ``<base>.log`` + ``<base>.index`` + ``<base>.timeindex``.
+"""One log segment: ``<base>.log`` + ``<base>.index`` + ``<base>.timeindex``
+(+ ``<base>.txnindex``, the aborted transactions, once one is indexed).
 
 Files are named by the 20-digit zero-padded base offset (the first offset
 the segment may hold), optionally with a suffix: ``.deleted`` (waiting for
@@ -29,6 +30,7 @@ from kavka.storage.log_config import LogConfig
 from kavka.storage.offset_index import INT32_MAX, OffsetIndex
 from kavka.storage.segment_recovery import SegmentRecovery
 from kavka.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kavka.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -96,6 +98,7 @@ class LogSegment:
                 base_offset,
                 self.max_index_size,
             )
+            self.txn_index = TransactionIndex(directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX, suffix))
         except BaseException:
             self.close_quietly()
             raise
@@ -344,6 +347,9 @@ class LogSegment:
         self.max_timestamp_so_far = result.max_timestamp
         self.bytes_since_last_index_entry = result.bytes_since_last_index_entry
         truncated = self.log.truncate_to(result.valid_bytes) if result.valid_bytes < self.log.size else 0
+        # Aborts whose markers were cut go; the producer-state scan re-adds
+        # any the index lacks (KIP-98 recovery).
+        self.txn_index.truncate_to(self.read_next_offset())
         if self.max_timestamp_so_far.timestamp > self.time_index.last_entry.timestamp:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far.timestamp, self.max_timestamp_so_far.offset, skip_full_check=True
@@ -360,6 +366,7 @@ class LogSegment:
         position, header = found
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self.offset_index.resize(self.max_index_size)
         self.time_index.resize(self.max_index_size)
         removed = self.log.truncate_to(position)
@@ -386,6 +393,7 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Record the final timestamp entry, trim the indexes, close."""
@@ -409,12 +417,14 @@ class LogSegment:
         suffix (the unit recovery reasons about)."""
         for obj, kind in ((self.offset_index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
             obj.rename_to(self.directory / segment_file_name(self.base_offset, kind, new))
+        self.txn_index.rename(self.directory / segment_file_name(self.base_offset, TXN_INDEX_SUFFIX, new))
         self.log.rename_to(self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new))
         self.suffix = new
 
     def delete_files(self) -> None:
         self.offset_index.delete_file()
         self.time_index.delete_file()
+        self.txn_index.delete_file()
         self.log.delete_file()
 
     def __repr__(self) -> str:

@@ -10,6 +10,7 @@ from kavka.protocol.messages import InitProducerIdRequest
 from kavka.server.handlers.init_producer_id import MAX_VERSION, InitProducerIdHandler
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.zk.cluster import ProducerIdBlockZNode
+from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
 
 class FakeZk:
@@ -41,14 +42,25 @@ def test_ids_come_from_claimed_blocks_and_never_repeat():
     assert a.current_block.block_end == 1999
 
 
+class _Ctx:
+    api_version = 5
+
+
 def _call(handler, **fields):
     req = InitProducerIdRequest(transaction_timeout_ms=60_000, **fields)
-    return asyncio.run(handler(None, req))
+    return asyncio.run(handler(_Ctx(), req))
+
+
+def _handler(claim) -> InitProducerIdHandler:
+    ids = ProducerIdManager(0, claim)
+    # a transaction coordinator that leads no __transaction_state partition
+    txns = TransactionCoordinator(0, TransactionConfig(), None, None, ids.generate_producer_id)
+    return InitProducerIdHandler(ids, txns)
 
 
 def test_handler_answers():
     zk = FakeZk()
-    handler = InitProducerIdHandler(ProducerIdManager(0, zk.claim))
+    handler = _handler(zk.claim)
     first = _call(handler, transactional_id=None)
     assert (first.error_code, first.producer_id, first.producer_epoch) == (0, 0, 0)
     # KIP-360 bump request of an idempotent producer: a fresh id, epoch 0
@@ -56,7 +68,7 @@ def test_handler_answers():
     assert (again.error_code, again.producer_id, again.producer_epoch) == (0, 1, 0)
     assert _call(handler, transactional_id="").error_code == ErrorCode.INVALID_REQUEST
     txn = _call(handler, transactional_id="tx-1")
-    assert (txn.error_code, txn.producer_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert (txn.error_code, txn.producer_id) == (ErrorCode.NOT_COORDINATOR, -1)
     assert MAX_VERSION == 5
 
 
@@ -64,5 +76,5 @@ def test_zookeeper_failure_is_retriable():
     async def broken(_broker_id):
         raise ConnectionError("zookeeper unreachable")
 
-    answer = _call(InitProducerIdHandler(ProducerIdManager(0, broken)), transactional_id=None)
+    answer = _call(_handler(broken), transactional_id=None)
     assert answer.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE

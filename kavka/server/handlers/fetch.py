@@ -77,7 +77,10 @@ class FetchHandler:
             part = R.Responses.Partitions(
                 partition_index=tp.partition, error_code=int(d.error), high_watermark=d.high_watermark,
                 last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
-                aborted_transactions=[] if version >= 4 else None, records=d.records)
+                aborted_transactions=[
+                    R.Responses.Partitions.AbortedTransactions(producer_id=t.producer_id, first_offset=t.first_offset)
+                    for t in d.aborted_transactions
+                ] if version >= 4 else None, records=d.records)
             if version >= 12 and d.diverging_epoch is not None:
                 part.diverging_epoch = R.Responses.Partitions.DivergingEpoch(
                     epoch=d.diverging_epoch.epoch, end_offset=d.diverging_epoch.end_offset)

@@ -2,10 +2,10 @@
 
 Versions 0-4: v0 asks for one group; v1 adds the key type (0 group, 1
 transaction); v4 batches keys (KIP-699). A group's coordinator is the
-leader of its ``__consumer_offsets`` partition (created on first use,
-answering COORDINATOR_NOT_AVAILABLE until it has leaders). Transaction
-coordinators do not exist in this broker yet, so key type 1 is answered
-COORDINATOR_NOT_AVAILABLE; other key types INVALID_REQUEST.
+leader of its ``__consumer_offsets`` partition, a transactional id's the
+leader of its ``__transaction_state`` partition (each topic created on
+first use, answering COORDINATOR_NOT_AVAILABLE until it has leaders);
+other key types INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import FindCoordinatorResponse
 from kavka.server.group_wiring import OffsetsTopic
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.txn_wiring import TransactionStateTopic
 
 API_KEY = 10
 MIN_VERSION = 0
@@ -22,12 +23,16 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 class FindCoordinatorHandler:
-    def __init__(self, offsets_topic: OffsetsTopic) -> None:
+    def __init__(self, offsets_topic: OffsetsTopic, transaction_topic: TransactionStateTopic) -> None:
         self.offsets_topic = offsets_topic
+        self.transaction_topic = transaction_topic
 
     async def _find(self, key: str, key_type: int, listener: str):
         if key_type == TRANSACTION_KEY:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, None, "this broker has no transaction coordinator"
+            if not key:
+                return ErrorCode.INVALID_REQUEST, -1, None, "the transactional id is empty"
+            code, node, endpoint = await self.transaction_topic.coordinator_for(key, listener)
+            return code, node, endpoint, None
         if key_type != GROUP_KEY:
             return ErrorCode.INVALID_REQUEST, -1, None, f"key type {key_type} is not 0 (group) or 1 (transaction)"
         if not key:

@@ -7,10 +7,9 @@ With a null ``transactional_id`` every request gets a fresh id and epoch 0
 (as Kafka does, whatever producer id and epoch v3+ requests carry: an
 idempotent producer that must reset its sequences simply asks again,
 KIP-360). An empty transactional id is INVALID_REQUEST (Kafka's answer).
-A non-empty one needs a transaction coordinator, which this broker does not
-run: it answers COORDINATOR_NOT_AVAILABLE — Kafka's answer when the
-transaction state cannot be served, retriable, so a transactional client
-fails its ``init_transactions`` with a timeout instead of a protocol error.
+A non-empty one goes to the transaction coordinator (``kavka.transaction``:
+new id or epoch bump, fencing the previous instance); before v4 its
+PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 A ZooKeeper failure while claiming a block is COORDINATOR_NOT_AVAILABLE as
 well (retriable: the client asks again).
 """
@@ -22,7 +21,9 @@ import logging
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import InitProducerIdResponse
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.producer_id_manager import ProducerIdManager
+from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 22
 MIN_VERSION = 0
@@ -32,15 +33,22 @@ logger = logging.getLogger(__name__)
 
 
 class InitProducerIdHandler:
-    def __init__(self, producer_ids: ProducerIdManager) -> None:
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator) -> None:
         self.producer_ids = producer_ids
+        self.transactions = transactions
 
     async def __call__(self, ctx: RequestContext, request) -> InitProducerIdResponse:
         tid = request.transactional_id
         if tid == "":
             return _answer(ErrorCode.INVALID_REQUEST)
         if tid is not None:
-            return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            version = ctx.api_version
+            code, pid, epoch = await self.transactions.init_producer_id(
+                tid, request.transaction_timeout_ms, request.producer_id if version >= 3 else -1,
+                request.producer_epoch if version >= 3 else -1)
+            if code is not ErrorCode.NONE:
+                return _answer(fenced_as(code, version, 4))
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
         try:
             pid = await self.producer_ids.generate_producer_id()
         except KafkaError as e:

@@ -1,0 +1,51 @@
+"""AddPartitionsToTxn (key 24): a transactional producer names the
+partitions it is about to write in its open transaction; the coordinator
+records them (state Ongoing) so that EndTxn sends each its marker (KIP-98).
+
+Versions 0-3 (the single-transaction client form; v3 flexible). The v4+
+batched broker-to-broker form (KIP-890 verification) is not advertised.
+Every partition gets the coordinator's answer; before v2, PRODUCER_FENCED
+is answered as INVALID_PRODUCER_EPOCH (KIP-588: older clients know only it).
+"""
+
+from __future__ import annotations
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import AddPartitionsToTxnResponse
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.topic_partition import TopicPartition
+from kavka.transaction.coordinator import TransactionCoordinator
+
+API_KEY = 24
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+def fenced_as(code: ErrorCode, version: int, first_version_with_fenced: int) -> ErrorCode:
+    """PRODUCER_FENCED for clients that know it, INVALID_PRODUCER_EPOCH before (KIP-588)."""
+    if code is ErrorCode.PRODUCER_FENCED and version < first_version_with_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+class AddPartitionsToTxnHandler:
+    def __init__(self, coordinator: TransactionCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def __call__(self, ctx: RequestContext, request) -> AddPartitionsToTxnResponse:
+        R = AddPartitionsToTxnResponse
+        topics = request.v3_and_below_topics
+        partitions = frozenset(TopicPartition(t.name, p) for t in topics for p in t.partitions)
+        code = await self.coordinator.add_partitions(request.v3_and_below_transactional_id,
+                                                     request.v3_and_below_producer_id,
+                                                     request.v3_and_below_producer_epoch, partitions)
+        code = fenced_as(code, ctx.api_version, 2)
+        return R(throttle_time_ms=0, results_by_topic_v3_and_below=[
+            R.ResultsByTopicV3AndBelow(name=t.name, results_by_partition=[
+                R.ResultsByTopicV3AndBelow.ResultsByPartition(partition_index=p, partition_error_code=int(code))
+                for p in t.partitions])
+            for t in topics])
+
+
+def register(dispatcher: Dispatcher, handler: AddPartitionsToTxnHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

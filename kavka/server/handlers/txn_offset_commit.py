@@ -1,0 +1,48 @@
+"""TxnOffsetCommit (key 28): a transactional producer commits a group's
+offsets inside its transaction (consume-transform-produce, KIP-98; group
+fencing fields KIP-447 from v3). The group coordinator writes them to the
+group's ``__consumer_offsets`` partition as a transactional batch and holds
+them pending until the transaction's marker arrives (see
+``kavka.group.txn_offsets``).
+
+Versions 0-3 (v3 flexible; v4+, KIP-890, not advertised).
+"""
+
+from __future__ import annotations
+
+from kavka.group.coordinator import GroupCoordinator
+from kavka.protocol.messages import TxnOffsetCommitResponse
+from kavka.server.network import Dispatcher, RequestContext
+
+API_KEY = 28
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+class TxnOffsetCommitHandler:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def __call__(self, ctx: RequestContext, request) -> TxnOffsetCommitResponse:
+        version = ctx.api_version
+        commits = {}
+        order = []
+        for t in request.topics:
+            for p in t.partitions:
+                order.append((t.name, p.partition_index))
+                commits[(t.name, p.partition_index)] = (
+                    p.committed_offset, p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
+        results = await self.coordinator.commit_txn_offsets(
+            request.group_id, request.producer_id, request.producer_epoch,
+            request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",
+            request.group_instance_id if version >= 3 else None, commits)
+        R = TxnOffsetCommitResponse
+        by_topic: dict[str, list] = {}
+        for tp in dict.fromkeys(order):
+            by_topic.setdefault(tp[0], []).append(
+                R.Topics.Partitions(partition_index=tp[1], error_code=int(results[tp])))
+        return R(throttle_time_ms=0, topics=[R.Topics(name=n, partitions=ps) for n, ps in by_topic.items()])
+
+
+def register(dispatcher: Dispatcher, handler: TxnOffsetCommitHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

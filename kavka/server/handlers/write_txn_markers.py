@@ -1,0 +1,83 @@
+"""WriteTxnMarkers (key 27): a transaction coordinator has this broker, as
+leader, append the COMMIT or ABORT marker of a producer's transaction to
+each listed partition (KIP-98).
+
+Each marker becomes one control batch (``build_control_batch``: producer id
+and epoch of the transaction, the coordinator's epoch in the value) appended
+like a produce with acks=-1 — internal topics allowed, since the group
+coordinator's ``__consumer_offsets`` partitions take markers too — and
+answered once the ISR has it, so a completed transaction survives the
+leader's failure. Appending the marker closes the producer's open
+transaction in the partition's producer state, which moves the last stable
+offset; an ABORT is indexed in the segment's ``.txnindex``.
+
+A COMMIT or ABORT reaching a ``__consumer_offsets`` partition is also
+handed to the group coordinator (``on_offsets_marker``): the producer's
+pending transactional offsets there become committed or are dropped.
+
+A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER (the
+coordinator looks the leader up again and retries); a marker from an epoch
+older than the producer's is INVALID_PRODUCER_EPOCH. Versions 0-2 (v1+
+flexible); only brokers send it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.messages import WriteTxnMarkersResponse
+from kavka.protocol.records.control import ControlRecordType, build_control_batch
+from kavka.replication.replica_manager import ReplicaManager
+from kavka.server.network import Dispatcher, RequestContext
+from kavka.storage.topic_partition import TopicPartition
+
+API_KEY = 27
+MIN_VERSION = 0
+MAX_VERSION = 2
+MARKER_APPEND_TIMEOUT_MS = 30_000  # Kafka waits request.timeout.ms for the ISR
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class WriteTxnMarkersHandler:
+    def __init__(self, replica_manager: ReplicaManager, now_ms: Callable[[], int],
+                 on_offsets_marker: Callable[[int, int, bool], None]) -> None:
+        self.replica_manager = replica_manager
+        self.now_ms = now_ms
+        self.on_offsets_marker = on_offsets_marker
+
+    async def __call__(self, ctx: RequestContext, request) -> WriteTxnMarkersResponse:
+        R = WriteTxnMarkersResponse
+        answers = []
+        for marker in request.markers:
+            kind = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
+            entries: dict[TopicPartition, bytes] = {}
+            for t in marker.topics:
+                for p in t.partition_indexes:
+                    entries[TopicPartition(t.name, p)] = build_control_batch(
+                        kind, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, self.now_ms()
+                    )
+            results = (
+                await self.replica_manager.append_records(
+                    MARKER_APPEND_TIMEOUT_MS, -1, entries, internal_topics_allowed=True
+                )
+                if entries else {}
+            )
+            for tp, result in results.items():
+                if tp.topic == OFFSETS_TOPIC and result.error is ErrorCode.NONE:
+                    self.on_offsets_marker(tp.partition, marker.producer_id, bool(marker.transaction_result))
+            topics = [
+                R.Markers.Topics(name=t.name, partitions=[
+                    R.Markers.Topics.Partitions(
+                        partition_index=p, error_code=int(results[TopicPartition(t.name, p)].error)
+                    )
+                    for p in t.partition_indexes
+                ])
+                for t in marker.topics
+            ]
+            answers.append(R.Markers(producer_id=marker.producer_id, topics=topics))
+        return R(markers=answers)
+
+
+def register(dispatcher: Dispatcher, handler: WriteTxnMarkersHandler) -> None:
+    dispatcher.register(API_KEY, handler, MIN_VERSION, MAX_VERSION)

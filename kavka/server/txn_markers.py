@@ -1,0 +1,91 @@
+"""``BrokerMarkerWriter``: the transaction coordinator's ``MarkerWriter``
+— WriteTxnMarkers (key 27) to the leader of each partition of a
+transaction, over ``kavka.client.BrokerConnection`` on the inter-broker
+listener (KIP-98, Kafka's TransactionMarkerChannelManager).
+
+Partitions are grouped by their leader in the metadata cache; each leader
+gets one request. A partition is done when its leader answers NONE, or when
+its topic is gone from the cache (deleted: no reader will ever need the
+marker), or on a non-retriable error (logged: INVALID_PRODUCER_EPOCH means
+a newer epoch already closed the transaction there). Leader changes,
+unreachable brokers and retriable errors are retried every
+``retry_backoff_ms`` until done or until ``still_owner()`` says this broker
+no longer coordinates the transaction (the next coordinator resumes it).
+Event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+from kavka.client.connection import BrokerConnection
+from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.messages import WriteTxnMarkersRequest
+from kavka.server.metadata_cache import MetadataCache
+from kavka.storage.topic_partition import TopicPartition
+
+log = logging.getLogger("kavka.transaction")
+
+
+class BrokerMarkerWriter:
+    def __init__(self, cache: MetadataCache, listener: str, retry_backoff_ms: int = 100,
+                 request_timeout_ms: int = 30_000) -> None:
+        self.cache = cache
+        self.listener = listener
+        self.retry_backoff_ms = retry_backoff_ms
+        self.request_timeout_ms = request_timeout_ms
+
+    async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                            partitions: frozenset[TopicPartition], still_owner: Callable[[], bool]) -> None:
+        remaining = set(partitions)
+        while remaining and still_owner():
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in list(remaining):
+                if not self.cache.contains_topic(tp.topic):
+                    remaining.discard(tp)  # deleted topic
+                    continue
+                meta = self.cache.partition(tp.topic, tp.partition)
+                if meta is not None and meta.leader >= 0:
+                    by_leader.setdefault(meta.leader, []).append(tp)
+            for leader, tps in by_leader.items():
+                done = await self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
+                remaining -= done
+            if remaining:
+                await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+    async def _send(self, leader: int, tps: list[TopicPartition], producer_id: int, producer_epoch: int,
+                    commit: bool, coordinator_epoch: int) -> set[TopicPartition]:
+        broker = self.cache.brokers.get(leader)
+        endpoint = broker.endpoint(self.listener) if broker is not None else None
+        if endpoint is None:
+            return set()
+        topics: dict[str, list[int]] = {}
+        for tp in tps:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        body = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.Markers(
+            producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
+            coordinator_epoch=coordinator_epoch,
+            topics=[WriteTxnMarkersRequest.Markers.Topics(name=t, partition_indexes=ps) for t, ps in topics.items()],
+        )])
+        try:
+            async with BrokerConnection(endpoint.host, endpoint.port, "kavka-txn-markers", node_id=leader,
+                                        request_timeout_ms=self.request_timeout_ms) as conn:
+                response = await conn.request(body, max_version=1)
+        except (KafkaError, OSError) as e:
+            log.info("markers for producer %d to broker %d: %s; retrying", producer_id, leader, e)
+            return set()
+        done: set[TopicPartition] = set()
+        for marker in response.markers:
+            for t in marker.topics:
+                for p in t.partitions:
+                    code = ErrorCode(p.error_code)
+                    tp = TopicPartition(t.name, p.partition_index)
+                    if code is ErrorCode.NONE:
+                        done.add(tp)
+                    elif not code.retriable:
+                        log.warning("marker for producer %d in %s refused: %s; skipping it", producer_id, tp,
+                                    code.name)
+                        done.add(tp)
+        return done

@@ -1,0 +1,14 @@
+"""The transaction coordinator (KIP-98): transactional ids' producer ids and
+epochs, the partitions of their open transactions and their outcome, kept
+as records in the compacted ``__transaction_state`` topic.
+
+* ``state`` — the transaction states and their valid previous states, and
+  ``TransactionMetadata`` (one transactional id's current value).
+* ``records`` — the key and value layout of ``__transaction_state``.
+* ``coordinator`` — ``TransactionCoordinator``: ownership by
+  ``__transaction_state`` partition leadership, load and resume, writes,
+  the end of a transaction (markers through the ``MarkerWriter`` seam),
+  timeouts and id expiry.
+* ``requests`` — its answers to InitProducerId, AddPartitionsToTxn,
+  AddOffsetsToTxn and EndTxn.
+"""

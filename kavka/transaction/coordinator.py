@@ -1,0 +1,316 @@
+"""``TransactionCoordinator``: owns the transactional ids whose
+``__transaction_state`` partition this broker leads (KIP-98), loads them
+when it becomes leader, drops them when it stops, and drives each
+transaction's end: PrepareCommit/PrepareAbort written, then the markers
+written to every partition of the transaction (``MarkerWriter`` seam: the
+server sends WriteTxnMarkers to the partition leaders), then
+CompleteCommit/CompleteAbort written.
+
+Ownership per partition: LOADING (COORDINATOR_LOAD_IN_PROGRESS) -> OWNED,
+with the partition's leader epoch as the coordinator epoch stamped in the
+markers; a partition not owned answers NOT_COORDINATOR. Failover: a newly
+elected coordinator loads the latest value of every id and resumes the
+markers of every transaction found in a Prepare state.
+
+Every change of an id's metadata is written (``TransactionLog`` seam,
+acks=-1) before it takes effect in memory; while the write is in flight the
+id is *pending* and other requests for it get CONCURRENT_TRANSACTIONS
+(retriable). The request handling itself lives in ``requests.py`` (mixed
+in). Everything runs on the broker's event loop; the log scan of a load
+runs in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterator, Protocol
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
+from kavka.storage.topic_partition import TopicPartition
+from kavka.transaction.records import InvalidTransactionRecord, decode_key, decode_value, encode_key, encode_value
+from kavka.transaction.requests import TransactionRequests
+from kavka.transaction.state import TransactionMetadata, TransactionState, partition_for
+
+log = logging.getLogger("kavka.transaction")
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+S = TransactionState
+
+
+class TransactionLog(Protocol):
+    """Where the coordinator's records go: ``append`` writes one batch to a
+    ``__transaction_state`` partition and returns once the ISR has it (or
+    the error); ``read_all`` yields its raw batches (from a worker thread)."""
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode: ...
+
+    def read_all(self, partition: int) -> Iterator[bytes]: ...
+
+
+class MarkerWriter(Protocol):
+    """Writes one transaction's markers to the leaders of ``partitions``;
+    returns when every partition has it or is gone (deleted topic), retrying
+    leader changes meanwhile. ``still_owner`` tells it when to give up
+    (this broker stopped coordinating the transaction)."""
+
+    async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                            partitions: frozenset[TopicPartition], still_owner: Callable[[], bool]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionConfig:
+    num_partitions: int = 50
+    max_timeout_ms: int = 900_000
+    abort_timed_out_interval_ms: int = 10_000  # Kafka's default cleanup interval
+    id_expiration_ms: int = 604_800_000
+
+    @classmethod
+    def from_broker(cls, cfg: Any) -> "TransactionConfig":
+        return cls(cfg["transaction.state.log.num.partitions"], cfg["transaction.max.timeout.ms"],
+                   id_expiration_ms=cfg["transactional.id.expiration.ms"])
+
+
+class TransactionCoordinator(TransactionRequests):
+    """See the module docstring. ``on_elected`` / ``on_resigned`` from the
+    LeaderAndIsr path; the handlers call the request methods."""
+
+    def __init__(self, broker_id: int, config: TransactionConfig, txn_log: TransactionLog,
+                 markers: MarkerWriter, new_producer_id: Callable[[], Awaitable[int]]) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.txn_log = txn_log
+        self.markers = markers
+        self.new_producer_id = new_producer_id
+        self.txns: dict[str, TransactionMetadata] = {}
+        self.pending: set[str] = set()
+        self.owned: dict[int, int] = {}  # partition -> coordinator epoch
+        self.loading: dict[int, int] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._expiry_task: asyncio.Task | None = None
+
+    # -- time and ownership -------------------------------------------------------------------
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def partition_of(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.config.num_partitions)
+
+    def ownership_error(self, transactional_id: str | None) -> ErrorCode:
+        """NONE when this broker coordinates the id now."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        p = self.partition_of(transactional_id)
+        if p in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p not in self.owned:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def _spawn(self, coro, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- leadership ------------------------------------------------------------------------------
+    def on_elected(self, partition: int, leader_epoch: int) -> None:
+        if self.owned.get(partition) == leader_epoch or self.loading.get(partition) == leader_epoch:
+            return
+        self.owned.pop(partition, None)
+        self.loading[partition] = leader_epoch
+        self._spawn(self._load(partition, leader_epoch), f"load-transactions-{partition}")
+        if self._expiry_task is None:
+            self._expiry_task = asyncio.get_running_loop().create_task(self._abort_timed_out_loop(),
+                                                                       name="transaction-timeouts")
+
+    def on_resigned(self, partition: int) -> None:
+        self.loading.pop(partition, None)
+        self.owned.pop(partition, None)
+        for tid in [t for t in self.txns if self.partition_of(t) == partition]:
+            del self.txns[tid]
+            self.pending.discard(tid)
+        log.info("unloaded the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        try:
+            found = await asyncio.to_thread(self._scan, partition)
+        except Exception:
+            log.exception("loading %s-%d failed", TRANSACTION_STATE_TOPIC, partition)
+            if self.loading.get(partition) == epoch:
+                del self.loading[partition]
+            return
+        if self.loading.get(partition) != epoch:
+            return  # resigned (or re-elected) meanwhile
+        for tid, m in found.items():
+            self.txns[tid] = m
+        del self.loading[partition]
+        self.owned[partition] = epoch
+        log.info("loaded %d transactional ids of %s-%d", len(found), TRANSACTION_STATE_TOPIC, partition)
+        for tid, m in found.items():
+            if m.state.is_preparing or m.state is S.PREPARE_EPOCH_FENCE:
+                self._resume(tid, epoch)
+
+    def _scan(self, partition: int) -> dict[str, TransactionMetadata]:
+        latest: dict[str, TransactionMetadata | None] = {}
+        for chunk in self.txn_log.read_all(partition):
+            view = memoryview(chunk)
+            for pos, header in iter_batches(view):
+                if header.is_control:
+                    continue
+                for record in iter_records(view[pos:]):
+                    if record.key is None:
+                        continue
+                    try:
+                        tid = decode_key(bytes(record.key))
+                        latest[tid] = None if record.value is None else decode_value(tid, bytes(record.value))
+                    except InvalidTransactionRecord as e:
+                        log.warning("skipping record at offset %d of %s-%d: %s", record.offset,
+                                    TRANSACTION_STATE_TOPIC, partition, e)
+        return {tid: m for tid, m in latest.items() if m is not None and m.state is not S.DEAD}
+
+    def _resume(self, tid: str, epoch: int) -> None:
+        m = self.txns[tid]
+        self.pending.add(tid)
+        if m.state is S.PREPARE_EPOCH_FENCE:
+            self._spawn(self._abort_fenced(tid, epoch), f"fence-{tid}")
+        else:
+            self._spawn(self._complete(tid, m, epoch), f"complete-{tid}")
+
+    # -- persistence -----------------------------------------------------------------------------
+    async def write(self, m: TransactionMetadata, coordinator_epoch: int | None = None) -> ErrorCode:
+        """Write ``m`` and, on success, make it the id's value; nothing is
+        written unless this broker owns the id's partition (at
+        ``coordinator_epoch`` when given). Kafka's mapping of append errors
+        to what a transactional client retries."""
+        tid = m.transactional_id
+        partition = self.partition_of(tid)
+        epoch = self.owned.get(partition)
+        if epoch is None or (coordinator_epoch is not None and coordinator_epoch != epoch):
+            return ErrorCode.NOT_COORDINATOR
+        record = SimpleRecord(encode_key(tid), encode_value(m), self.now_ms())
+        code = await self.txn_log.append(partition, build_batch([record]))
+        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+            return ErrorCode.NOT_COORDINATOR
+        if code is not ErrorCode.NONE:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+        if self.owned.get(partition) != epoch:
+            return ErrorCode.NOT_COORDINATOR  # resigned while the write was in flight
+        self.txns[tid] = m
+        return ErrorCode.NONE
+
+    # -- ending a transaction ------------------------------------------------------------------------
+    async def _complete(self, tid: str, prepared: TransactionMetadata, epoch: int) -> None:
+        """Markers, then Complete*: the second half of EndTxn (and of an
+        abort by timeout or fencing), by the coordinator of ``epoch`` (which
+        wrote the Prepare*). ``tid`` is pending throughout."""
+        partition = self.partition_of(tid)
+        commit = prepared.state is S.PREPARE_COMMIT
+        try:
+            if self.owned.get(partition) != epoch:
+                return
+            await self.markers.write_markers(
+                prepared.producer_id, prepared.producer_epoch, commit, epoch,
+                prepared.partitions, lambda: self.owned.get(partition) == epoch,
+            )
+            if self.owned.get(partition) != epoch:
+                return
+            done = prepared.transition(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms(),
+                                       partitions=frozenset())
+            code = await self.write(done, epoch)
+            if code is not ErrorCode.NONE:
+                log.warning("could not write the completion of %r: %s; the next coordinator resumes it",
+                            tid, code.name)
+        finally:
+            if self.owned.get(partition) == epoch:
+                self.pending.discard(tid)
+
+    async def _abort_fenced(self, tid: str, epoch: int) -> None:
+        """Abort a transaction whose producer was fenced (new instance or
+        timeout) under its bumped epoch. ``tid`` is already pending."""
+        m = self.txns.get(tid)
+        if m is None:
+            self.pending.discard(tid)
+            return
+        prepared = m.transition(S.PREPARE_ABORT, self.now_ms())
+        code = await self.write(prepared, epoch)
+        if code is not ErrorCode.NONE:
+            self.pending.discard(tid)
+            return
+        await self._complete(tid, prepared, epoch)
+
+    def fence_and_abort(self, tid: str) -> bool:
+        """Start aborting an Ongoing transaction under epoch + 1 (the old
+        producer instance gets PRODUCER_FENCED from then on). The id is
+        pending from now until the abort completed."""
+        m = self.txns.get(tid)
+        if m is None or m.state is not S.ONGOING or tid in self.pending:
+            return False
+        epoch = self.owned.get(self.partition_of(tid))
+        if epoch is None:
+            return False
+        self.pending.add(tid)
+        self._spawn(self._fence(tid, m, epoch), f"fence-{tid}")
+        return True
+
+    async def _fence(self, tid: str, m: TransactionMetadata, epoch: int) -> None:
+        fenced = m.transition(S.PREPARE_EPOCH_FENCE, self.now_ms(), producer_epoch=m.producer_epoch + 1)
+        code = await self.write(fenced, epoch)
+        if code is ErrorCode.NONE:
+            await self._abort_fenced(tid, epoch)
+        else:
+            self.pending.discard(tid)
+
+    async def _abort_timed_out_loop(self) -> None:
+        interval = self.config.abort_timed_out_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            self.abort_timed_out(self.now_ms())
+            try:
+                await self.expire_transactional_ids(self.now_ms())
+            except Exception:
+                log.exception("transactional id expiry failed")
+
+    async def expire_transactional_ids(self, now_ms: int) -> list[str]:
+        """Remove owned ids with no open transaction idle for
+        ``transactional.id.expiration.ms``: a tombstone, then gone (a
+        later InitProducerId starts the id afresh with a new producer id)."""
+        idle = [tid for tid, m in self.txns.items()
+                if self.partition_of(tid) in self.owned and tid not in self.pending and m.state.is_complete
+                and now_ms - m.last_update_ms >= self.config.id_expiration_ms]
+        expired = []
+        for tid in idle:
+            partition = self.partition_of(tid)
+            epoch = self.owned.get(partition)
+            self.pending.add(tid)
+            try:
+                record = SimpleRecord(encode_key(tid), None, now_ms)
+                code = await self.txn_log.append(partition, build_batch([record]))
+            finally:
+                self.pending.discard(tid)
+            if code is ErrorCode.NONE and self.owned.get(partition) == epoch and self.txns.get(tid) is not None:
+                del self.txns[tid]
+                expired.append(tid)
+        return expired
+
+    def abort_timed_out(self, now_ms: int) -> list[str]:
+        """Fence and abort every owned Ongoing transaction past its timeout."""
+        expired = [tid for tid, m in self.txns.items()
+                   if self.partition_of(tid) in self.owned and tid not in self.pending and m.has_expired(now_ms)]
+        for tid in expired:
+            log.info("aborting the transaction of %r: older than its timeout", tid)
+            self.fence_and_abort(tid)
+        return expired
+
+    async def shutdown(self) -> None:
+        tasks = [*self._tasks, *([self._expiry_task] if self._expiry_task else [])]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._expiry_task = None
