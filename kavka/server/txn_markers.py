@@ -7,11 +7,16 @@ Partitions are grouped by their leader in the metadata cache; each leader
 gets one request. A partition is done when its leader answers NONE, or when
 its topic is gone from the cache (deleted: no reader will ever need the
 marker), or on a non-retriable error (logged: INVALID_PRODUCER_EPOCH means
-a newer epoch already closed the transaction there). Leader changes,
-unreachable brokers and retriable errors are retried every
-``retry_backoff_ms`` until done or until ``still_owner()`` says this broker
-no longer coordinates the transaction (the next coordinator resumes it).
-Event loop only.
+a newer epoch already closed the transaction there).
+TRANSACTION_COORDINATOR_FENCED stops the whole transaction's delivery
+(``CoordinatorFencedError``): that leader saw a newer coordinator for the
+producer. Everything else — no leader known, the leader not alive, a
+refused or broken connection, a request timeout, a response that cannot be
+read, NOT_LEADER_OR_FOLLOWER and other retriable errors — is retried
+against the leader the metadata cache names at that moment, after
+``retry_backoff_ms`` (doubling up to ``max_retry_backoff_ms``), until done
+or until ``still_owner()`` says this broker no longer coordinates the
+transaction (the next coordinator resumes it). Event loop only.
 """
 
 from __future__ import annotations
@@ -25,21 +30,24 @@ from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import WriteTxnMarkersRequest
 from kavka.server.metadata_cache import MetadataCache
 from kavka.storage.topic_partition import TopicPartition
+from kavka.transaction.coordinator import CoordinatorFencedError
 
 log = logging.getLogger("kavka.transaction")
 
 
 class BrokerMarkerWriter:
     def __init__(self, cache: MetadataCache, listener: str, retry_backoff_ms: int = 100,
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, max_retry_backoff_ms: int = 1_000) -> None:
         self.cache = cache
         self.listener = listener
         self.retry_backoff_ms = retry_backoff_ms
+        self.max_retry_backoff_ms = max(max_retry_backoff_ms, retry_backoff_ms)
         self.request_timeout_ms = request_timeout_ms
 
     async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                             partitions: frozenset[TopicPartition], still_owner: Callable[[], bool]) -> None:
         remaining = set(partitions)
+        backoff_ms = self.retry_backoff_ms
         while remaining and still_owner():
             by_leader: dict[int, list[TopicPartition]] = {}
             for tp in list(remaining):
@@ -53,7 +61,8 @@ class BrokerMarkerWriter:
                 done = await self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
                 remaining -= done
             if remaining:
-                await asyncio.sleep(self.retry_backoff_ms / 1000)
+                await asyncio.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, self.max_retry_backoff_ms)
 
     async def _send(self, leader: int, tps: list[TopicPartition], producer_id: int, producer_epoch: int,
                     commit: bool, coordinator_epoch: int) -> set[TopicPartition]:
@@ -73,8 +82,11 @@ class BrokerMarkerWriter:
             async with BrokerConnection(endpoint.host, endpoint.port, "kavka-txn-markers", node_id=leader,
                                         request_timeout_ms=self.request_timeout_ms) as conn:
                 response = await conn.request(body, max_version=1)
-        except (KafkaError, OSError) as e:
+        except (KafkaError, OSError, EOFError) as e:
             log.info("markers for producer %d to broker %d: %s; retrying", producer_id, leader, e)
+            return set()
+        except Exception:  # an undecodable answer: retry rather than stall the transaction
+            log.exception("markers for producer %d to broker %d failed; retrying", producer_id, leader)
             return set()
         done: set[TopicPartition] = set()
         for marker in response.markers:
@@ -84,6 +96,10 @@ class BrokerMarkerWriter:
                     tp = TopicPartition(t.name, p.partition_index)
                     if code is ErrorCode.NONE:
                         done.add(tp)
+                    elif code is ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+                        raise CoordinatorFencedError(
+                            f"broker {leader} knows a newer coordinator epoch than {coordinator_epoch} for "
+                            f"producer {producer_id} in {tp}")
                     elif not code.retriable:
                         log.warning("marker for producer %d in %s refused: %s; skipping it", producer_id, tp,
                                     code.name)

@@ -51,11 +51,19 @@ class TransactionLog(Protocol):
     def read_all(self, partition: int) -> Iterator[bytes]: ...
 
 
+class CoordinatorFencedError(Exception):
+    """A partition leader refused a marker with TRANSACTION_COORDINATOR_FENCED:
+    a coordinator with a newer epoch already wrote markers for the producer
+    there, so this one is a zombie for the transaction and stops (Kafka
+    cancels the remaining markers the same way)."""
+
+
 class MarkerWriter(Protocol):
     """Writes one transaction's markers to the leaders of ``partitions``;
     returns when every partition has it or is gone (deleted topic), retrying
     leader changes meanwhile. ``still_owner`` tells it when to give up
-    (this broker stopped coordinating the transaction)."""
+    (this broker stopped coordinating the transaction). Raises
+    ``CoordinatorFencedError`` when a leader knows a newer coordinator epoch."""
 
     async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                             partitions: frozenset[TopicPartition], still_owner: Callable[[], bool]) -> None: ...
@@ -67,6 +75,8 @@ class TransactionConfig:
     max_timeout_ms: int = 900_000
     abort_timed_out_interval_ms: int = 10_000  # Kafka's default cleanup interval
     id_expiration_ms: int = 604_800_000
+    retry_backoff_ms: int = 100  # first pause before retrying a failed marker/state write
+    max_retry_backoff_ms: int = 5_000  # the pause doubles up to this
 
     @classmethod
     def from_broker(cls, cfg: Any) -> "TransactionConfig":
@@ -121,6 +131,9 @@ class TransactionCoordinator(TransactionRequests):
         if self.owned.get(partition) == leader_epoch or self.loading.get(partition) == leader_epoch:
             return
         self.owned.pop(partition, None)
+        # Tasks of the previous epoch stop at their next ownership check;
+        # what they held pending is reloaded (and resumed) under the new one.
+        self._forget(partition)
         self.loading[partition] = leader_epoch
         self._spawn(self._load(partition, leader_epoch), f"load-transactions-{partition}")
         if self._expiry_task is None:
@@ -130,10 +143,13 @@ class TransactionCoordinator(TransactionRequests):
     def on_resigned(self, partition: int) -> None:
         self.loading.pop(partition, None)
         self.owned.pop(partition, None)
+        self._forget(partition)
+        log.info("unloaded the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
+
+    def _forget(self, partition: int) -> None:
         for tid in [t for t in self.txns if self.partition_of(t) == partition]:
             del self.txns[tid]
-            self.pending.discard(tid)
-        log.info("unloaded the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
+        self.pending -= {t for t in self.pending if self.partition_of(t) == partition}
 
     async def _load(self, partition: int, epoch: int) -> None:
         try:
@@ -209,27 +225,64 @@ class TransactionCoordinator(TransactionRequests):
     async def _complete(self, tid: str, prepared: TransactionMetadata, epoch: int) -> None:
         """Markers, then Complete*: the second half of EndTxn (and of an
         abort by timeout or fencing), by the coordinator of ``epoch`` (which
-        wrote the Prepare*). ``tid`` is pending throughout."""
+        wrote the Prepare*). ``tid`` is pending throughout. Nothing may
+        leave the transaction stuck in Prepare* while this broker still
+        coordinates it (KIP-98: the markers must eventually be written):
+        a failing marker writer or state write is retried with a growing
+        pause; only losing the ``__transaction_state`` partition (or a new
+        coordinator epoch) stops it, and the next coordinator resumes."""
         partition = self.partition_of(tid)
         commit = prepared.state is S.PREPARE_COMMIT
+
+        def still_owner() -> bool:
+            return self.owned.get(partition) == epoch
+
         try:
-            if self.owned.get(partition) != epoch:
-                return
-            await self.markers.write_markers(
-                prepared.producer_id, prepared.producer_epoch, commit, epoch,
-                prepared.partitions, lambda: self.owned.get(partition) == epoch,
-            )
-            if self.owned.get(partition) != epoch:
+            backoff = self._backoff()
+            while still_owner():
+                try:
+                    await self.markers.write_markers(prepared.producer_id, prepared.producer_epoch, commit, epoch,
+                                                     prepared.partitions, still_owner)
+                    break
+                except CoordinatorFencedError as e:
+                    log.warning("markers of %r refused: %s; a newer coordinator owns the transaction", tid, e)
+                    return
+                except Exception:
+                    log.exception("writing the markers of %r failed; retrying", tid)
+                    await asyncio.sleep(next(backoff))
+            if not still_owner():
                 return
             done = prepared.transition(S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, self.now_ms(),
                                        partitions=frozenset())
-            code = await self.write(done, epoch)
-            if code is not ErrorCode.NONE:
-                log.warning("could not write the completion of %r: %s; the next coordinator resumes it",
-                            tid, code.name)
+            await self._write_until_done(done, epoch)
         finally:
             if self.owned.get(partition) == epoch:
                 self.pending.discard(tid)
+
+    def _backoff(self) -> Iterator[float]:
+        """Pauses in seconds: retry.backoff doubling up to its maximum."""
+        ms = self.config.retry_backoff_ms
+        while True:
+            yield ms / 1000
+            ms = min(ms * 2, self.config.max_retry_backoff_ms)
+
+    async def _write_until_done(self, m: TransactionMetadata, epoch: int) -> bool:
+        """Write ``m`` as coordinator of ``epoch``, retrying any failure
+        (an ISR below min.insync.replicas, a timeout) while this broker
+        still owns the partition at that epoch; False once it does not."""
+        partition = self.partition_of(m.transactional_id)
+        backoff = self._backoff()
+        while self.owned.get(partition) == epoch:
+            code = await self.write(m, epoch)
+            if code is ErrorCode.NONE:
+                return True
+            if self.owned.get(partition) != epoch:
+                break
+            log.warning("writing state %s of %r failed: %s; retrying", m.state.name, m.transactional_id, code.name)
+            await asyncio.sleep(next(backoff))
+        log.info("no longer coordinator of %r (epoch %d): the next coordinator resumes its transaction",
+                 m.transactional_id, epoch)
+        return False
 
     async def _abort_fenced(self, tid: str, epoch: int) -> None:
         """Abort a transaction whose producer was fenced (new instance or
@@ -239,9 +292,7 @@ class TransactionCoordinator(TransactionRequests):
             self.pending.discard(tid)
             return
         prepared = m.transition(S.PREPARE_ABORT, self.now_ms())
-        code = await self.write(prepared, epoch)
-        if code is not ErrorCode.NONE:
-            self.pending.discard(tid)
+        if not await self._write_until_done(prepared, epoch):
             return
         await self._complete(tid, prepared, epoch)
 
