@@ -29,6 +29,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from kavka.storage.clock import Clock, SystemClock
+from kavka.storage.end_txn_marker import coordinator_epochs
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from kavka.storage.file_records import Buffer
@@ -215,7 +216,8 @@ class Log(LogTruncation):
             batches = validate_leader_batches(
                 records, self._config, next_offset=self._next_offset, leader_epoch=leader_epoch, now_ms=now
             )
-            duplicate = self.producer_state.check_leader_append(batches.headers)
+            markers = coordinator_epochs(records, batches.headers)
+            duplicate = self.producer_state.check_leader_append(batches.headers, markers)
             if duplicate is not None:
                 # A producer's retry of a batch already in the log: answer with
                 # its original offsets and append nothing (KIP-98).
@@ -226,7 +228,7 @@ class Log(LogTruncation):
                 )
             self._append(batches, now)
             completed = self.producer_state.update_leader(
-                batches.headers, batches.first_offset, now if self._config.log_append_time else None
+                batches.headers, batches.first_offset, now if self._config.log_append_time else None, markers
             )
             if completed:
                 index_aborted(self.segment_for, completed)
@@ -258,7 +260,9 @@ class Log(LogTruncation):
                     self._next_offset, self._next_offset - 1, -1, -1, -1, self._log_start_offset, 0, 0, 0
                 )
             self._append_follower(batches, now)
-            completed = self.producer_state.update_replicated(batches.headers)
+            completed = self.producer_state.update_replicated(
+                batches.headers, coordinator_epochs(batches.parts[0], batches.headers)
+            )
             if completed:
                 index_aborted(self.segment_for, completed)
             for header in batches.headers:

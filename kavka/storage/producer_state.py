@@ -29,7 +29,10 @@ its transaction at that batch's first offset (``current_txn_first_offset``);
 a control batch (a COMMIT or ABORT marker written on the coordinator's
 behalf) closes it and is reported as a ``CompletedTxn`` so that the log can
 index an abort. The earliest open transaction's first offset is the
-partition's first unstable offset: the last stable offset (LSO) is
+partition's first unstable offset. A marker also records the epoch of the
+coordinator that sent it (``end_txn_marker``); a leader refuses a marker
+from an older coordinator epoch than the producer's with
+TRANSACTION_COORDINATOR_FENCED (a zombie coordinator). The last stable offset (LSO) is
 min(high watermark, first unstable offset), and read_committed consumers
 read no further.
 
@@ -58,6 +61,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import RecordBatchHeader
+from kavka.storage.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, is_marker as _is_marker
 from kavka.storage.errors import InvalidRecordError, StorageError
 from kavka.storage.producer_state_snapshot import (
     CorruptSnapshotError,
@@ -90,6 +94,13 @@ class InvalidProducerEpochError(StorageError):
     """The batch carries an epoch older than the producer's current one."""
 
     code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """A marker from a coordinator epoch older than the one whose marker
+    this partition last appended for the producer (a zombie coordinator)."""
+
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +204,6 @@ def _tracked(header: RecordBatchHeader) -> bool:
     return header.producer_id >= 0 and not header.is_control
 
 
-def _is_marker(header: RecordBatchHeader) -> bool:
-    return header.producer_id >= 0 and header.is_control
-
 
 class ProducerStateManager:
     """The producer states of one partition and its snapshot files; see the
@@ -208,20 +216,35 @@ class ProducerStateManager:
         self._unsynced: list[Path] = []
 
     # ---- leader checks and updates -----------------------------------------------------------
-    def check_leader_append(self, headers: list[RecordBatchHeader]) -> BatchMetadata | None:
+    def check_leader_append(
+        self, headers: list[RecordBatchHeader], coordinator_epochs: list[int] | None = None
+    ) -> BatchMetadata | None:
         """Validate a producer's batches before they are appended; return the
         original batch when this one is a duplicate (then nothing must be
-        appended). Raises ``InvalidRecordError``, ``InvalidProducerEpochError``
-        or ``OutOfOrderSequenceError``."""
+        appended). ``coordinator_epochs``: per batch, a marker's coordinator
+        epoch (``end_txn_marker.coordinator_epochs``). Raises
+        ``InvalidRecordError``, ``InvalidProducerEpochError``,
+        ``TransactionCoordinatorFencedError`` or ``OutOfOrderSequenceError``."""
         if len(headers) == 1 and headers[0].producer_id < 0:
             return None  # the common non-idempotent produce
-        for h in headers:
+        for i, h in enumerate(headers):
             entry = self.producers.get(h.producer_id) if _is_marker(h) else None
-            if entry is not None and h.producer_epoch < entry.producer_epoch:
+            if entry is None:
+                continue
+            if h.producer_epoch < entry.producer_epoch:
                 # A marker from a coordinator that has not seen the producer's newer epoch.
                 raise InvalidProducerEpochError(
                     f"transaction marker for producer {h.producer_id} carries epoch {h.producer_epoch}, older "
                     f"than its current epoch {entry.producer_epoch}"
+                )
+            epoch = coordinator_epochs[i] if coordinator_epochs is not None else NO_COORDINATOR_EPOCH
+            if epoch < entry.coordinator_epoch:
+                # Kafka's checkCoordinatorEpoch: the transaction coordinator
+                # moved (a new leader epoch of its __transaction_state
+                # partition) and a marker of the old one arrives late.
+                raise TransactionCoordinatorFencedError(
+                    f"transaction marker for producer {h.producer_id} comes from coordinator epoch {epoch}, "
+                    f"older than epoch {entry.coordinator_epoch} whose marker this partition already has"
                 )
         if not any(_tracked(h) for h in headers):
             return None
@@ -263,34 +286,41 @@ class ProducerStateManager:
         return None
 
     def update_leader(
-        self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None
+        self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None,
+        coordinator_epochs: list[int] | None = None,
     ) -> list[CompletedTxn]:
         """Record appended leader batches (offsets assigned from
         ``first_offset``); return the transactions their markers closed."""
         offset = first_offset
         completed: list[CompletedTxn] = []
-        for h in headers:
+        for i, h in enumerate(headers):
             last = offset + h.last_offset_delta
             ts = h.max_timestamp if append_time_ms is None else append_time_ms
-            self._apply(h, offset, last, ts, completed)
+            epoch = coordinator_epochs[i] if coordinator_epochs is not None else NO_COORDINATOR_EPOCH
+            self._apply(h, offset, last, ts, completed, epoch)
             offset = last + 1
         return completed
 
-    def update_replicated(self, headers: Iterable[RecordBatchHeader]) -> list[CompletedTxn]:
+    def update_replicated(
+        self, headers: Iterable[RecordBatchHeader], coordinator_epochs: list[int] | None = None
+    ) -> list[CompletedTxn]:
         """Record batches as written by a leader (follower append, recovery);
-        return the transactions their markers closed."""
+        return the transactions their markers closed. A marker's coordinator
+        epoch is recorded, never checked (the leader decided)."""
         completed: list[CompletedTxn] = []
-        for h in headers:
-            self._apply(h, h.base_offset, h.last_offset, h.max_timestamp, completed)
+        for i, h in enumerate(headers):
+            epoch = coordinator_epochs[i] if coordinator_epochs is not None else NO_COORDINATOR_EPOCH
+            self._apply(h, h.base_offset, h.last_offset, h.max_timestamp, completed, epoch)
         return completed
 
     def _apply(
-        self, h: RecordBatchHeader, first: int, last: int, timestamp: int, completed: list[CompletedTxn]
+        self, h: RecordBatchHeader, first: int, last: int, timestamp: int, completed: list[CompletedTxn],
+        coordinator_epoch: int = NO_COORDINATOR_EPOCH,
     ) -> None:
         if _tracked(h):
             self._add(h, first, last, timestamp)
         elif _is_marker(h):
-            done = self._complete_txn(h, first, timestamp)
+            done = self._complete_txn(h, first, timestamp, coordinator_epoch)
             if done is not None:
                 completed.append(done)
 
@@ -302,13 +332,18 @@ class ProducerStateManager:
         if h.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
-    def _complete_txn(self, h: RecordBatchHeader, marker_offset: int, timestamp: int) -> CompletedTxn | None:
-        """A marker closes the producer's open transaction, if any. A marker
-        may carry a bumped epoch (an abort on fencing, KIP-360): the entry
-        takes it, and its sequence window restarts with it."""
+    def _complete_txn(
+        self, h: RecordBatchHeader, marker_offset: int, timestamp: int, coordinator_epoch: int
+    ) -> CompletedTxn | None:
+        """A marker closes the producer's open transaction, if any, and its
+        coordinator epoch becomes the producer's. A marker may carry a
+        bumped epoch (an abort on fencing, KIP-360): the entry takes it, and
+        its sequence window restarts with it."""
         entry = self.producers.get(h.producer_id)
         if entry is None:
             entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+        if coordinator_epoch != NO_COORDINATOR_EPOCH:
+            entry.coordinator_epoch = coordinator_epoch
         if h.producer_epoch > entry.producer_epoch:
             entry.producer_epoch = h.producer_epoch
             entry.batches.clear()
@@ -398,9 +433,11 @@ class ProducerStateManager:
             position = found[0] if found is not None else 0
             if segment.base_offset < start and found is None:
                 continue
-            completed += self.update_replicated(
-                h for _pos, h in segment.log.headers_from(position) if start <= h.base_offset and h.last_offset < log_end_offset
-            )
+            found_batches = [(pos, h) for pos, h in segment.log.headers_from(position)
+                             if start <= h.base_offset and h.last_offset < log_end_offset]
+            epochs = [coordinator_epoch_of(segment.read_batch(pos, h.size)) if _is_marker(h) else NO_COORDINATOR_EPOCH
+                      for pos, h in found_batches]
+            completed += self.update_replicated([h for _pos, h in found_batches], epochs)
         self.remove_expired(now_ms)
         return completed
 

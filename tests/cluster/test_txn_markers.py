@@ -28,9 +28,9 @@ def _produce(cluster, values: list[bytes], pid: int = -1, seq: int = 0) -> None:
     assert answer.responses[0].partition_responses[0].error_code == 0
 
 
-def _marker(cluster, pid: int, commit: bool) -> int:
+def _marker(cluster, pid: int, commit: bool, coordinator_epoch: int = 0) -> int:
     body = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.Markers(
-        producer_id=pid, producer_epoch=0, transaction_result=commit, coordinator_epoch=0,
+        producer_id=pid, producer_epoch=0, transaction_result=commit, coordinator_epoch=coordinator_epoch,
         topics=[WriteTxnMarkersRequest.Markers.Topics(name=TOPIC, partition_indexes=[0])])])
     answer = request(cluster, 0, body, version=1)
     return answer.markers[0].topics[0].partitions[0].error_code
@@ -74,8 +74,11 @@ def test_abort_invisible_to_read_committed_commit_visible(make_cluster):
     assert _latest(cluster, 1) == 1 and _latest(cluster, 0) == 4
     assert _marker(cluster, 9001, commit=False) == 0  # 4
     _produce(cluster, [b"committed-5"], pid=9002)  # 5
-    assert _marker(cluster, 9002, commit=True) == 0  # 6
+    assert _marker(cluster, 9002, commit=True, coordinator_epoch=3) == 0  # 6
     assert _latest(cluster, 1) == _latest(cluster, 0) == 7
+    # a zombie coordinator (older epoch) is fenced; nothing appended
+    assert _marker(cluster, 9002, commit=False, coordinator_epoch=2) == 52  # TRANSACTION_COORDINATOR_FENCED
+    assert _latest(cluster, 0) == 7
     assert _consume(cluster, "read_committed", 7) == [b"plain-0", b"plain-3", b"committed-5"]
     assert _consume(cluster, "read_uncommitted", 7) == [
         b"plain-0", b"aborted-1", b"aborted-2", b"plain-3", b"committed-5"]

@@ -17,7 +17,10 @@ pending transactional offsets there become committed or are dropped.
 
 A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER (the
 coordinator looks the leader up again and retries); a marker from an epoch
-older than the producer's is INVALID_PRODUCER_EPOCH. Versions 0-2 (v1+
+older than the producer's is INVALID_PRODUCER_EPOCH; one from a coordinator
+epoch older than the one whose marker the partition last appended for the
+producer is TRANSACTION_COORDINATOR_FENCED (a zombie coordinator: the
+producer state remembers the epoch, in its snapshots too). Versions 0-2 (v1+
 flexible); only brokers send it.
 """
 
