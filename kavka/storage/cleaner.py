@@ -28,14 +28,18 @@ steps (2)–(6)).
     the last batch of the group (so the cleaned segment spans exactly the
     group's offsets, which is what seed 002 §5.3 (4) relies on to replace
     the whole group when it finishes a ``.swap`` after a crash).
-    Transactions: with no transaction index the outcome of a transactional
-    batch is not known here, so its records never enter the map (an
-    aborted record must never hide a committed one) and are removed only
-    when superseded by a later non-transactional record. A marker (control
-    batch) stays while any record of its transaction does; once none is
-    left it gets a delete horizon like a tombstone and goes after it, as in
-    Kafka — unless it is its producer's last batch. Kafka additionally
-    drops aborted data at once (it knows the outcome from its index).
+    Transactions (KIP-98, ``cleaner_transactions``): the cleaned range lies
+    below the last stable offset, so every transaction with data there has
+    ended, and the ``.txnindex`` files say which aborted. Aborted batches
+    never enter the map (an aborted record must never hide a committed one)
+    and are removed whole (an emptied one kept only as its producer's last
+    batch); committed transactional records are compacted like any other.
+    A marker (control batch) stays while any record of its transaction
+    does — an ABORT also in the pass that removed its data, with its
+    ``.txnindex`` entry carried into the cleaned segment; once none is left
+    it gets a delete horizon like a tombstone and goes after it, as in
+    Kafka — unless it is its producer's last batch. Entries of markers that
+    go are not carried over.
 (5) The cleaned segment's indexes are trimmed and everything is fsynced;
     its mtime is set to the group's latest.
 (6) Under the log's lock the group is checked to be unchanged (retention,
@@ -53,26 +57,25 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from kavka.protocol.records.batch import HEADER_SIZE, CorruptRecordBatch, RecordBatchHeader, parse_header
+from kavka.protocol.records.batch import HEADER_SIZE, RecordBatchHeader, parse_header
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
 from kavka.storage.cleaner_keys import iter_keys
+from kavka.storage.cleaner_segments import group_segments_by_size, iter_segment_batches
+from kavka.storage.cleaner_transactions import CleanedTransactions, marker_type
 from kavka.storage.cleaner_config import Throttler
 from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
 from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
-from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.offset_map import SkimpyOffsetMap
 from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
 from kavka.storage.segment import segment_file_name
 
 logger = logging.getLogger(__name__)
-_INT32 = struct.Struct(">i")
 _CHECK_EVERY_BATCHES = 64
 
 
@@ -99,67 +102,6 @@ class CleanResult:
     end_offset: int
     delete_horizon_ms: int | None  # earliest horizon of a kept tombstone
     stats: CleanerStats = field(default_factory=CleanerStats)
-
-
-def iter_segment_batches(segment: LogSegment, buffer_size: int) -> Iterator[tuple[int, bytes]]:
-    """``(position, batch bytes)`` of each batch of a segment, read in chunks
-    of ``buffer_size`` (grown for a larger batch). A length that cannot be a
-    batch raises ``CorruptRecordBatch`` with its position."""
-    log = segment.log
-    size = log.size
-    pos = 0
-    want = buffer_size
-    while size - pos >= 12:
-        chunk = log.read(pos, want)
-        p = 0
-        n = len(chunk)
-        while n - p >= 12:
-            batch_size = _INT32.unpack_from(chunk, p + 8)[0] + 12
-            if batch_size < HEADER_SIZE or pos + p + batch_size > size:
-                raise CorruptRecordBatch(f"impossible batch length {batch_size - 12} in {log.path}", pos + p)
-            if p + batch_size > n:
-                break
-            yield pos + p, chunk[p : p + batch_size]
-            p += batch_size
-        if p == 0:
-            want = max(want, _INT32.unpack_from(chunk, 8)[0] + 12)
-            continue
-        pos += p
-        want = buffer_size
-    if pos != size:
-        raise CorruptRecordBatch(f"{size - pos} trailing bytes that are not a batch in {log.path}", pos)
-
-
-def group_segments_by_size(
-    segments: list[LogSegment], end_offset: int, max_size: int, max_index_size: int
-) -> list[list[LogSegment]]:
-    """Kafka's groupSegmentsBySize over the segments to clean (seed 002
-    §5.4.2 (4)); every group holds at least one segment."""
-    groups: list[list[LogSegment]] = []
-    i = 0
-    while i < len(segments):
-        group = [segments[i]]
-        log_size = segments[i].size
-        index_size = segments[i].offset_index.size_in_bytes
-        time_size = segments[i].time_index.size_in_bytes
-        i += 1
-        while i < len(segments):
-            seg = segments[i]
-            upper = segments[i + 1].base_offset if i + 1 < len(segments) else end_offset
-            if (
-                log_size + seg.size > max_size
-                or index_size + seg.offset_index.size_in_bytes > max_index_size
-                or time_size + seg.time_index.size_in_bytes > max_index_size
-                or upper - 1 - group[0].base_offset > INT32_MAX
-            ):
-                break
-            group.append(seg)
-            log_size += seg.size
-            index_size += seg.offset_index.size_in_bytes
-            time_size += seg.time_index.size_in_bytes
-            i += 1
-        groups.append(group)
-    return groups
 
 
 StepHook = Callable[[str, Log], None]
@@ -193,9 +135,10 @@ class Cleaner:
 
     # ---- (2) the offset map ---------------------------------------------------------------
     def build_offset_map(self, log: Log, start: int, end: int, stats: CleanerStats) -> int:
-        """Map the keys of whole non-transactional batches in [start, end);
-        return the offset after the last batch covered."""
+        """Map the keys of whole batches in [start, end), except those of
+        aborted transactions; return the offset after the last batch covered."""
         self.map.clear()
+        txns = CleanedTransactions(log.collect_aborted_transactions(start, end))
         covered = start
         segments = log.segments()[:-1]  # never the active segment
         for i, seg in enumerate(segments):
@@ -213,7 +156,13 @@ class Cleaner:
                 if header.last_offset >= end:
                     return covered
                 stats.bytes_read += header.size
-                if header.is_control or header.is_transactional:
+                if header.is_control:
+                    kind = marker_type(data) if header.producer_id >= 0 else None
+                    if kind is not None:
+                        txns.marker_discardable(header, kind)
+                    covered = header.next_offset
+                    continue
+                if txns.is_aborted(header):
                     covered = header.next_offset
                     continue
                 if not self.map.can_hold(header.record_count):
@@ -306,6 +255,10 @@ class Cleaner:
             log.replace_segments(cleaned, group)
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
+        # The transactions of the group's range (Kafka: per cleaned group):
+        # aborted data goes, markers go once their transaction's data has.
+        ctx.txns = CleanedTransactions(
+            ctx.log.collect_aborted_transactions(group[0].base_offset, ctx.log.log_end_offset))
         last_dropped: tuple[RecordBatchHeader, bytes] | None = None
         n = 0
         appended = False
@@ -326,11 +279,12 @@ class Cleaner:
                 if not appended:
                     appended = True
                     self._hook("cleaned-partial", ctx.log)
-        for seg in group:
-            # The aborted-transaction index goes along (Kafka copies it too):
-            # read_committed readers of the cleaned range still need it.
-            for txn in seg.txn_index.entries:
-                cleaned.txn_index.append(txn)
+        # The aborted-transaction index keeps the entries of the ABORT markers
+        # kept with it (their data was removed only now: a reader that already
+        # fetched it still needs them); with its marker gone an entry could make
+        # a read_committed reader skip a later committed transaction.
+        for txn in ctx.txns.retained_aborts:
+            cleaned.txn_index.append(txn)
         if last_dropped is not None:
             # keep the group's offset range: see the module docstring, (4);
             # a marker is kept whole (a control batch always has its record)
@@ -348,6 +302,13 @@ class Cleaner:
         """The batch to write for ``data`` (itself, rebuilt, empty) or None."""
         if header.is_control:
             return self._filter_marker(ctx, header, data)
+        stats.records_read += header.record_count
+        if ctx.txns.is_aborted(header):
+            # Aborted data goes whole; the producer's last batch stays empty
+            # (its sequence and epoch must survive: KIP-98).
+            if ctx.is_last_batch_of_producer(header):
+                return rebuild_batch(header, [])
+            return None
         horizon = header.delete_horizon_ms
         tombstones_due = horizon is not None and ctx.now >= horizon
         transactional = header.is_transactional
@@ -359,13 +320,12 @@ class Cleaner:
             if key is None or get(key) > offset:
                 changed = True
                 continue
-            if tombstone and not transactional:
+            if tombstone:
                 if tombstones_due:
                     changed = True
                     continue
                 keeps_tombstone = True
             kept_offsets.append(offset)
-        stats.records_read += header.record_count
         if keeps_tombstone:
             if horizon is None and header.next_offset <= ctx.end_offset:
                 horizon = ctx.new_horizon
@@ -374,7 +334,7 @@ class Cleaner:
                 ctx.note_horizon(horizon)
         stats.records_kept += len(kept_offsets)
         if transactional and kept_offsets:
-            ctx.txn_has_data.add(header.producer_id)
+            ctx.txns.kept_committed(header.producer_id)
         if not changed:
             return data
         if kept_offsets:
@@ -388,9 +348,8 @@ class Cleaner:
     def _filter_marker(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes) -> bytes | None:
         """A transaction marker: kept while its transaction keeps records;
         then stamped with a horizon and dropped past it."""
-        pid = header.producer_id
-        if pid in ctx.txn_has_data:
-            ctx.txn_has_data.discard(pid)
+        kind = marker_type(data) if header.producer_id >= 0 else None
+        if kind is None or not ctx.txns.marker_discardable(header, kind):
             return data
         horizon = header.delete_horizon_ms
         if horizon is not None:
@@ -424,7 +383,7 @@ class _PassContext:
         self.now = now
         self.new_horizon = new_horizon
         self.earliest_horizon: int | None = None
-        self.txn_has_data: set[int] = set()  # producers whose open transaction kept a record
+        self.txns = CleanedTransactions([])  # replaced for each group
         self._segments = segments
         self.sizes = sizes  # every non-active segment and its size as the pass began
         self._producer_last: dict[int, int] | None = None

@@ -12,10 +12,12 @@
   than ``max.compaction.lag.ms`` (KIP-354) or whose retained tombstones
   reached their delete horizon (KIP-534) is cleaned regardless of the ratio.
   The chosen log is marked in progress.
-* First uncleanable offset = min(active segment base, high watermark (the
-  cleaner never rewrites what is not yet replicated), a caller bound such as
-  the last stable offset, the base of the first dirty segment younger than
-  ``min.compaction.lag.ms``).
+* First uncleanable offset = min(active segment base, last stable offset
+  (the high watermark — the cleaner never rewrites what is not yet
+  replicated — or, lower, the first offset of the earliest open transaction:
+  KIP-98, an open transaction's outcome is unknown, so neither its records
+  nor anything after them is cleaned), a caller bound, the base of the
+  first dirty segment younger than ``min.compaction.lag.ms``).
 * States (seed: LogCleaningInProgress / LogCleaningPaused / LogCleaningAborted):
   no entry = idle; IN_PROGRESS while a thread cleans; ABORTED asked to stop
   (the thread notices at its next check and the state becomes PAUSED);
@@ -99,7 +101,7 @@ class _Stats:
 def first_uncleanable_offset(log: Log, first_dirty: int, now_ms: int, bound: int | None = None) -> int:
     """See the module docstring."""
     segments = log.segments()
-    candidates = [segments[-1].base_offset, log.high_watermark]
+    candidates = [segments[-1].base_offset, log.last_stable_offset]
     if bound is not None:
         candidates.append(bound)
     lag = log.config.min_compaction_lag_ms

@@ -159,26 +159,6 @@ def test_offsets_timestamps_and_producer_fields_survive(tmp_path):
     log.close()
 
 
-def test_transactional_records_never_hide_others_and_markers_stay(tmp_path):
-    clock = ManualClock(T0)
-    log = _fresh_log(tmp_path, clock)
-    append(log, [(b"k", b"committed-before")], T0)
-    append(log, [(b"k", b"txn")], T0 + 1, producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
-    marker = build_control_batch(ControlRecordType.ABORT, 9, 0, 1, T0 + 2)
-    log.append_as_leader(marker, leader_epoch=0)
-    append(log, [(b"m", b"1")], T0 + 3, producer_id=10, producer_epoch=0, base_sequence=0, is_transactional=True)
-    append(log, [(b"m", b"2")], T0 + 4)  # a later plain write supersedes the transactional one
-    log.roll()
-    log.update_high_watermark(log.log_end_offset)
-    make_cleaner(log, clock=clock).clean_once()
-    seen = [(r.offset, r.key, r.value) for r in read_records(log)]
-    # the aborted txn record did not remove the committed one; the marker stays
-    assert (0, b"k", b"committed-before") in seen and (1, b"k", b"txn") in seen
-    assert [h.base_offset for h in read_headers(log) if h.is_control] == [2] and 2 in [o for o, _k, _v in seen]
-    assert (3, b"m", b"1") not in seen and (4, b"m", b"2") in seen
-    log.close()
-
-
 def test_keyless_records_are_removed(tmp_path):
     clock = ManualClock(T0)
     log = _fresh_log(tmp_path, clock)
