@@ -17,13 +17,18 @@ Layout of a log directory (seed 002 §5.2, byte-compatible with Kafka)::
 Modules, by Kafka concept: ``log_config`` (topic-level settings),
 ``offset_index``/``time_index`` (on ``index_file``), ``file_records`` (the
 ``.log`` file), ``segment`` (+ ``segment_recovery``), ``log`` (+
-``log_append`` validation, ``log_truncation``, ``log_offsets`` for
-ListOffsets, ``log_loader`` for seed 002 §5.3), ``leader_epoch_cache``,
+``log_append`` validation, ``log_roll``, ``log_flush``, ``log_truncation``,
+``log_offsets`` for ListOffsets, ``log_loader`` for seed 002 §5.3,
+``log_transactions`` with ``transaction_index`` for KIP-98's ``.txnindex``),
+the idempotent/transactional producer state (``producer_state`` with
+``producer_state_entry``, ``producer_append_check``, ``end_txn_marker`` and
+``producer_state_snapshot``), ``leader_epoch_cache``,
 ``checkpoint``, ``retention``, ``log_dir`` and ``log_manager`` (+
 ``log_manager_config``, and ``log_manager_cleaning``: truncation, deletion
 and retention coordinated with the cleaner); the log cleaner (compaction,
 seed 002 §5.4.2) is ``cleaner_thread`` (``LogCleaner``, owned and started by
 the log manager), ``cleaner_manager``, ``cleaner``, ``offset_map``,
-``cleaner_keys`` and ``cleaner_config``; typed errors in ``errors`` carry the
+``cleaner_keys``, ``cleaner_segments``, ``cleaner_transactions`` (aborted
+data and markers, KIP-98) and ``cleaner_config``; typed errors in ``errors`` carry the
 Kafka error-code name.
 """

@@ -44,12 +44,12 @@ from kavka.storage.log_append import (
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import fetch_offset_by_timestamp
+from kavka.storage.log_flush import LogFlush
+from kavka.storage.log_roll import LogRoll
 from kavka.storage.log_truncation import LogTruncation
-from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.offset_index import INT32_MAX
 from kavka.storage.log_transactions import collect_aborted, index_aborted
 from kavka.storage.producer_state import ProducerStateManager
-from kavka.storage.producer_state_snapshot import fsync_file
 from kavka.storage.transaction_index import AbortedTxn
 from kavka.storage.segment import LogSegment
 from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
@@ -57,7 +57,7 @@ from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
 logger = logging.getLogger(__name__)
 
 
-class Log(LogTruncation):
+class Log(LogRoll, LogFlush, LogTruncation):
     """See the module docstring. Open with ``Log(dir, config, ...)``: loading
     and recovery (``LogLoader``) happen in the constructor."""
 
@@ -299,60 +299,6 @@ class Log(LogTruncation):
             raise self._failed(e) from None
         self._next_offset = batches.last_offset + 1
 
-    def maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, max_offset: int, now: int) -> LogSegment:
-        """Roll when the active segment is full by size, age (segment.ms minus
-        jitter), either index, or the int32 relative offset of ``max_offset``."""
-        active = self._segments[-1]
-        if active.should_roll(
-            self._config, messages_size=messages_size, max_timestamp=max_timestamp, max_offset=max_offset, now_ms=now
-        ):
-            return self.roll(max(first_offset, self._next_offset))
-        return active
-
-    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
-        """Make a new active segment at max(expected, LEO) and trim the old
-        one. An empty active segment is replaced rather than kept."""
-        with self._lock:
-            self._check_online()
-            new_base = max(expected_next_offset or 0, self._next_offset)
-            active = self._segments[-1]
-            if active.size == 0:
-                if active.base_offset == new_base:
-                    return active
-                self._segments.pop()
-                self._bases.pop()
-                active.delete_files()
-            else:
-                active.on_become_inactive()
-                self._roll_flush_offset = new_base
-            segment = self._new_segment(new_base)
-            self._segments.append(segment)
-            self._bases.append(new_base)
-            self._dir_needs_fsync = True
-            self._take_producer_snapshot()
-            return segment
-
-    def _take_producer_snapshot(self) -> None:
-        """Snapshot producer state at LEO (on roll and clean shutdown)."""
-        try:
-            self.producer_state.take_snapshot(self._next_offset, self._clock.milliseconds())
-        except KafkaStorageError as e:
-            raise self._failed(e) from None
-
-    def _new_segment(self, base_offset: int) -> LogSegment:
-        try:
-            return LogSegment(
-                self.dir,
-                base_offset,
-                self._config,
-                self._clock,
-                roll_jitter_ms=self._config.random_segment_jitter(self._rng),
-                preallocate=self._config.preallocate,
-            )
-        except (OSError, KafkaStorageError) as e:
-            err = e if isinstance(e, KafkaStorageError) else KafkaStorageError("cannot create segment", self.dir, e)
-            raise self._failed(err) from None
-
     # ---- read --------------------------------------------------------------------------
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
@@ -391,66 +337,6 @@ class Log(LogTruncation):
                 if segment is limit_segment:
                     break
             return FetchDataInfo(LogOffsetMetadata(start_offset), b"")
-
-    # ---- flush -------------------------------------------------------------------------
-    def flush(self, up_to_offset: int | None = None) -> bool:
-        """fsync every segment holding offsets in [recovery point, up_to) (LEO
-        by default) and advance the recovery point. Returns whether it did."""
-        with self._lock:
-            self._check_online()
-            target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
-            if target <= self._recovery_point and not self._dir_needs_fsync:
-                return False
-            start = self._recovery_point
-            todo = [
-                s
-                for i, s in enumerate(self._segments)
-                if s.base_offset < target and (i + 1 == len(self._segments) or self._bases[i + 1] > start)
-            ]
-            fsync_directory, self._dir_needs_fsync = self._dir_needs_fsync, False
-            snapshots = self.producer_state.take_unsynced()
-            fsync_directory = fsync_directory or bool(snapshots)
-        try:
-            for snapshot in snapshots:
-                fsync_file(snapshot)
-            for segment in todo:
-                try:
-                    segment.flush()
-                except (KafkaStorageError, OSError):
-                    with self._lock:
-                        if any(s is segment for s in self._segments):
-                            raise
-                    # removed (and maybe closed) meanwhile: nothing to make durable
-            if fsync_directory:
-                fsync_dir(self.dir)
-        except KafkaStorageError as e:
-            with self._lock:
-                raise self._failed(e) from None
-        except OSError as e:
-            with self._lock:
-                raise self._failed(KafkaStorageError("fsync failed", self.dir, e)) from None
-        with self._lock:
-            self._recovery_point = max(self._recovery_point, min(target, self._next_offset))
-            self._last_flush_ms = self._clock.milliseconds()
-            if self._roll_flush_offset is not None and self._roll_flush_offset <= self._recovery_point:
-                self._roll_flush_offset = None
-        return True
-
-    def _maybe_flush_by_messages(self) -> None:
-        if self.unflushed_messages >= self._config.flush_messages:
-            self.flush()
-
-    def maybe_flush(self, now_ms: int) -> bool:
-        """The periodic flusher: ``flush.ms`` since the last flush, or the
-        segment rolled since (Kafka flushes a rolled segment right away)."""
-        with self._lock:
-            due = now_ms - self._last_flush_ms >= self._config.flush_ms and self.unflushed_messages > 0
-            rolled = self._roll_flush_offset
-        if due:
-            return self.flush()
-        if rolled is not None:
-            return self.flush(rolled)
-        return False
 
     # ---- lifecycle ---------------------------------------------------------------------
     def close(self) -> None:

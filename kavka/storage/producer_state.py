@@ -5,24 +5,11 @@ For each producer id the partition remembers its epoch and the metadata of
 its last five batches (first and last sequence, first and last offset,
 timestamp) — five because a producer keeps at most five requests in flight
 per partition. A leader append of an idempotent batch (producer id >= 0) is
-checked against it using the batch header only (records are never decoded):
-
-* an older epoch than the one known: INVALID_PRODUCER_EPOCH (the producer
-  was fenced by a newer one);
-* the same epoch and exactly the sequence range of a remembered batch: a
-  duplicate — the log answers with that batch's original offsets and
-  appends nothing (the client sees NONE, as with Kafka);
-* the same epoch: the first sequence must follow the last one (with the
-  wrap from 2^31-1 to 0), else OUT_OF_ORDER_SEQUENCE_NUMBER;
-* a newer epoch resets the sequence: it must start at 0, else
-  OUT_OF_ORDER_SEQUENCE_NUMBER;
-* a batch with no sequence (-1) is a coordinator's transactional write
-  (TxnOffsetCommit records): only its epoch is checked;
-* a producer id the partition has no state for is accepted with any
-  sequence: after KIP-360 (Kafka 2.5+) the broker no longer answers
-  UNKNOWN_PRODUCER_ID on produce, because retention or DeleteRecords may
-  have removed every batch of a live producer; the state starts from the
-  batch.
+checked against it using the batch header only, records never decoded
+(``producer_append_check``: fencing by producer and coordinator epoch,
+duplicates answered with their original offsets, sequence order, KIP-360's
+acceptance of an unknown producer); the entries themselves are
+``producer_state_entry``.
 
 Transactions (KIP-98): the first transactional batch of a producer opens
 its transaction at that batch's first offset (``current_txn_first_offset``);
@@ -30,9 +17,8 @@ a control batch (a COMMIT or ABORT marker written on the coordinator's
 behalf) closes it and is reported as a ``CompletedTxn`` so that the log can
 index an abort. The earliest open transaction's first offset is the
 partition's first unstable offset. A marker also records the epoch of the
-coordinator that sent it (``end_txn_marker``); a leader refuses a marker
-from an older coordinator epoch than the producer's with
-TRANSACTION_COORDINATOR_FENCED (a zombie coordinator). The last stable offset (LSO) is
+coordinator that sent it (``end_txn_marker``), so that a leader can
+refuse a marker from a zombie coordinator. The last stable offset (LSO) is
 min(high watermark, first unstable offset), and read_committed consumers
 read no further.
 
@@ -41,7 +27,8 @@ decided). Producers idle for longer than ``producer.id.expiration.ms``
 (one day by default) are dropped when a snapshot is taken or state loaded.
 
 Snapshots (``producer_state_snapshot``) are written at each segment roll and
-at clean shutdown (fsynced by the log's next flush, off the event loop), named by the log end offset they describe; loading takes
+at clean shutdown (fsynced by the log's next flush, off the event loop),
+named by the log end offset they describe; loading takes
 the latest readable snapshot at or below the log end offset and re-reads the
 batch headers after it. Truncation deletes the snapshots past the new end
 and reloads; a full truncation clears everything; retention deletes the
@@ -54,18 +41,29 @@ Not thread-safe: the owning ``Log`` calls it under its lock.
 from __future__ import annotations
 
 import logging
-from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import RecordBatchHeader
 from kavka.storage.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, is_marker as _is_marker
-from kavka.storage.errors import InvalidRecordError, StorageError
+from kavka.storage.producer_append_check import (  # noqa: F401 - the errors are part of this module's interface
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+    check_leader_append,
+)
+from kavka.storage.producer_state_entry import (  # noqa: F401 - re-exported values
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NUM_BATCHES_TO_RETAIN,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerStateEntry,
+    in_sequence,
+)
 from kavka.storage.producer_state_snapshot import (
     CorruptSnapshotError,
-    SnapshotEntry,
     delete_snapshot,
     list_snapshots,
     read_snapshot,
@@ -77,132 +75,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NUM_BATCHES_TO_RETAIN = 5
-DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (KIP-854)
-_SEQ_MOD = 1 << 31
-
-
-class OutOfOrderSequenceError(StorageError):
-    """The batch's first sequence does not follow the producer's last one."""
-
-    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpochError(StorageError):
-    """The batch carries an epoch older than the producer's current one."""
-
-    code = ErrorCode.INVALID_PRODUCER_EPOCH
-
-
-class TransactionCoordinatorFencedError(StorageError):
-    """A marker from a coordinator epoch older than the one whose marker
-    this partition last appended for the producer (a zombie coordinator)."""
-
-    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
-
-
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """What is remembered of one appended batch (offsets inclusive)."""
-
-    first_seq: int
-    last_seq: int
-    first_offset: int
-    last_offset: int
-    timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
-    """A transaction closed by the control batch at ``marker_offset``; its
-    data lies in [first_offset, marker_offset). Whether it committed or
-    aborted is in the marker's record, which the log reads (this state works
-    on batch headers only). ``last_stable_offset``: the first offset of the
-    earliest transaction still open after this one closed, else the offset
-    after the marker (the LSO an aborted-index entry records)."""
-
-    producer_id: int
-    first_offset: int
-    marker_offset: int
-    last_stable_offset: int
-
-
-def in_sequence(last_seq: int, next_seq: int) -> bool:
-    """Whether ``next_seq`` directly follows ``last_seq`` (sequences wrap
-    from 2^31-1 to 0)."""
-    return next_seq == last_seq + 1 or (last_seq == _SEQ_MOD - 1 and next_seq == 0)
-
-
-class ProducerStateEntry:
-    """One producer's state in one partition. ``batches`` holds at most
-    ``NUM_BATCHES_TO_RETAIN`` entries, oldest first, all of ``producer_epoch``."""
-
-    __slots__ = ("producer_id", "producer_epoch", "batches", "last_timestamp", "coordinator_epoch",
-                 "current_txn_first_offset")
-
-    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH) -> None:
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)
-        self.last_timestamp = -1
-        self.coordinator_epoch = -1
-        self.current_txn_first_offset = -1
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else -1
-
-    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
-        if epoch != self.producer_epoch:
-            return None
-        for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
-                return b
-        return None
-
-    def add(self, epoch: int, batch: BatchMetadata) -> None:
-        if epoch != self.producer_epoch:
-            # A new epoch restarts the sequence: older batches can no longer match.
-            self.producer_epoch = epoch
-            self.batches.clear()
-        self.batches.append(batch)
-        self.last_timestamp = batch.timestamp
-
-    def to_snapshot(self) -> SnapshotEntry | None:
-        if not self.batches:
-            if self.producer_epoch < 0:
-                return None
-            # Only a marker so far (an epoch bumped by a fencing abort): keep
-            # the epoch, so a zombie's older epoch is still refused after a restart.
-            return SnapshotEntry(self.producer_id, self.producer_epoch, -1, -1, 0, self.last_timestamp,
-                                 self.coordinator_epoch, self.current_txn_first_offset)
-        last = self.batches[-1]
-        return SnapshotEntry(self.producer_id, self.producer_epoch, last.last_seq, last.last_offset,
-                             last.last_offset - last.first_offset, self.last_timestamp, self.coordinator_epoch,
-                             self.current_txn_first_offset)
-
-    @classmethod
-    def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
-        entry = cls(e.producer_id, e.producer_epoch)
-        if e.last_sequence < 0 and e.last_offset < 0:
-            entry.last_timestamp = e.timestamp
-            entry.coordinator_epoch = e.coordinator_epoch
-            entry.current_txn_first_offset = e.current_txn_first_offset
-            return entry
-        first_seq = (e.last_sequence - e.offset_delta) % _SEQ_MOD if e.last_sequence >= 0 else -1
-        entry.batches.append(BatchMetadata(first_seq, e.last_sequence, e.last_offset - e.offset_delta,
-                                           e.last_offset, e.timestamp))
-        entry.last_timestamp = e.timestamp
-        entry.coordinator_epoch = e.coordinator_epoch
-        entry.current_txn_first_offset = e.current_txn_first_offset
-        return entry
-
 
 def _tracked(header: RecordBatchHeader) -> bool:
     return header.producer_id >= 0 and not header.is_control
-
 
 
 class ProducerStateManager:
@@ -219,71 +94,8 @@ class ProducerStateManager:
     def check_leader_append(
         self, headers: list[RecordBatchHeader], coordinator_epochs: list[int] | None = None
     ) -> BatchMetadata | None:
-        """Validate a producer's batches before they are appended; return the
-        original batch when this one is a duplicate (then nothing must be
-        appended). ``coordinator_epochs``: per batch, a marker's coordinator
-        epoch (``end_txn_marker.coordinator_epochs``). Raises
-        ``InvalidRecordError``, ``InvalidProducerEpochError``,
-        ``TransactionCoordinatorFencedError`` or ``OutOfOrderSequenceError``."""
-        if len(headers) == 1 and headers[0].producer_id < 0:
-            return None  # the common non-idempotent produce
-        for i, h in enumerate(headers):
-            entry = self.producers.get(h.producer_id) if _is_marker(h) else None
-            if entry is None:
-                continue
-            if h.producer_epoch < entry.producer_epoch:
-                # A marker from a coordinator that has not seen the producer's newer epoch.
-                raise InvalidProducerEpochError(
-                    f"transaction marker for producer {h.producer_id} carries epoch {h.producer_epoch}, older "
-                    f"than its current epoch {entry.producer_epoch}"
-                )
-            epoch = coordinator_epochs[i] if coordinator_epochs is not None else NO_COORDINATOR_EPOCH
-            if epoch < entry.coordinator_epoch:
-                # Kafka's checkCoordinatorEpoch: the transaction coordinator
-                # moved (a new leader epoch of its __transaction_state
-                # partition) and a marker of the old one arrives late.
-                raise TransactionCoordinatorFencedError(
-                    f"transaction marker for producer {h.producer_id} comes from coordinator epoch {epoch}, "
-                    f"older than epoch {entry.coordinator_epoch} whose marker this partition already has"
-                )
-        if not any(_tracked(h) for h in headers):
-            return None
-        if len(headers) != 1:
-            # Kafka accepts exactly one v2 batch per partition from a client;
-            # with sequences the rule matters: one request, one sequence range.
-            raise InvalidRecordError(
-                f"a produce request holds {len(headers)} batches for one partition; an idempotent producer "
-                "must send exactly one batch per partition"
-            )
-        h = headers[0]
-        entry = self.producers.get(h.producer_id)
-        if entry is None:
-            return None  # KIP-360: no state (new, or expired/removed by retention): any sequence starts it
-        epoch, first_seq, last_seq = h.producer_epoch, h.base_sequence, h.last_sequence
-        if epoch < entry.producer_epoch:
-            raise InvalidProducerEpochError(
-                f"producer {h.producer_id} sent epoch {epoch}, older than its current epoch "
-                f"{entry.producer_epoch}: a newer instance fenced it"
-            )
-        if first_seq < 0:
-            # No sequence: a coordinator's transactional write (TxnOffsetCommit
-            # into __consumer_offsets), never a client's; only the epoch counts.
-            return None
-        duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
-        if duplicate is not None:
-            return duplicate
-        if epoch != entry.producer_epoch:
-            if first_seq != 0:
-                raise OutOfOrderSequenceError(
-                    f"producer {h.producer_id} started epoch {epoch} at sequence {first_seq}; a new epoch "
-                    "must start at sequence 0"
-                )
-        elif entry.batches and not in_sequence(entry.last_seq, first_seq):
-            raise OutOfOrderSequenceError(
-                f"producer {h.producer_id} epoch {epoch} sent sequence {first_seq} after {entry.last_seq}; "
-                f"expected {(entry.last_seq + 1) % _SEQ_MOD}"
-            )
-        return None
+        """See ``producer_append_check.check_leader_append``."""
+        return check_leader_append(self.producers, headers, coordinator_epochs)
 
     def update_leader(
         self, headers: list[RecordBatchHeader], first_offset: int, append_time_ms: int | None,
