@@ -130,6 +130,7 @@ _d("transaction.state.log.segment.bytes", INT, 104857600, "segment.bytes of __tr
 _d("transaction.state.log.load.buffer.size", INT, 5242880, "Read size when loading __transaction_state.", Range(1, None))
 _d("transaction.max.timeout.ms", INT, 900000, "Largest transaction timeout a producer may ask.", Range(1, None))
 _d("transactional.id.expiration.ms", INT, 604800000, "Idle transactional ids expire after this.", Range(1, None))
+_d("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, "How often the coordinator aborts transactions past their timeout.", Range(1, None))
 _d("producer.id.expiration.ms", INT, 86400000, "Idle producer ids' sequence state expires after this.", Range(1, None))
 
 # -- log manager (seed 002) ----------------------------------------------------------------

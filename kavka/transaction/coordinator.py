@@ -81,6 +81,7 @@ class TransactionConfig:
     @classmethod
     def from_broker(cls, cfg: Any) -> "TransactionConfig":
         return cls(cfg["transaction.state.log.num.partitions"], cfg["transaction.max.timeout.ms"],
+                   abort_timed_out_interval_ms=cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                    id_expiration_ms=cfg["transactional.id.expiration.ms"])
 
 
