@@ -55,6 +55,7 @@ from kavka.server.handlers import (
     write_txn_markers,
 )
 from kavka.server.group_wiring import OffsetsTopic, ReplicaGroupLog, leadership_changed, replicas_stopped
+from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.txn_markers import BrokerMarkerWriter
@@ -106,7 +107,7 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
         rm, server.ensure_topic_config, server.broker_epoch,
         lambda states, errors: _leadership_changed(groups, txns, server.broker_id, states, errors)))
     _register_groups(d, groups, OffsetsTopic(groups, cache, admin, cfg), TransactionStateTopic(txns, cache, admin, cfg))
-    _register_transactions(d, txns, groups)
+    _register_transactions(d, txns, groups, cache)
     write_txn_markers.register(d, write_txn_markers.WriteTxnMarkersHandler(
         rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets))
     update_metadata.register(d, update_metadata.UpdateMetadataHandler(
@@ -126,9 +127,10 @@ def _leadership_changed(groups: GroupCoordinator, txns: TransactionCoordinator, 
     txn_leadership_changed(txns, broker_id, states, errors)
 
 
-def _register_transactions(d: Dispatcher, txns: TransactionCoordinator, groups: GroupCoordinator) -> None:
+def _register_transactions(d: Dispatcher, txns: TransactionCoordinator, groups: GroupCoordinator,
+                           cache: MetadataCache) -> None:
     """The transaction coordinator's APIs (kavka.transaction)."""
-    add_partitions_to_txn.register(d, add_partitions_to_txn.AddPartitionsToTxnHandler(txns))
+    add_partitions_to_txn.register(d, add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache))
     add_offsets_to_txn.register(d, add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups))
     end_txn.register(d, end_txn.EndTxnHandler(txns))
     txn_offset_commit.register(d, txn_offset_commit.TxnOffsetCommitHandler(groups))

@@ -5,8 +5,8 @@ listener (KIP-98, Kafka's TransactionMarkerChannelManager).
 
 Partitions are grouped by their leader in the metadata cache; each leader
 gets one request. A partition is done when its leader answers NONE, or when
-its topic is gone from the cache (deleted: no reader will ever need the
-marker), or on a non-retriable error (logged: INVALID_PRODUCER_EPOCH means
+it is gone from the cache (its topic deleted: no reader will ever need the
+marker; AddPartitionsToTxn admits only partitions the cache knows), or on a non-retriable error (logged: INVALID_PRODUCER_EPOCH means
 a newer epoch already closed the transaction there).
 TRANSACTION_COORDINATOR_FENCED stops the whole transaction's delivery
 (``CoordinatorFencedError``): that leader saw a newer coordinator for the
@@ -51,11 +51,13 @@ class BrokerMarkerWriter:
         while remaining and still_owner():
             by_leader: dict[int, list[TopicPartition]] = {}
             for tp in list(remaining):
-                if not self.cache.contains_topic(tp.topic):
-                    remaining.discard(tp)  # deleted topic
-                    continue
                 meta = self.cache.partition(tp.topic, tp.partition)
-                if meta is not None and meta.leader >= 0:
+                if meta is None:
+                    # Unknown to the metadata (AddPartitionsToTxn admitted only
+                    # known ones): the topic was deleted; no reader needs it.
+                    remaining.discard(tp)
+                    continue
+                if meta.leader >= 0:
                     by_leader.setdefault(meta.leader, []).append(tp)
             for leader, tps in by_leader.items():
                 done = await self._send(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)

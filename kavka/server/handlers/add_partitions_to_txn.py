@@ -6,12 +6,18 @@ Versions 0-3 (the single-transaction client form; v3 flexible). The v4+
 batched broker-to-broker form (KIP-890 verification) is not advertised.
 Every partition gets the coordinator's answer; before v2, PRODUCER_FENCED
 is answered as INVALID_PRODUCER_EPOCH (KIP-588: older clients know only it).
+A partition this broker's metadata does not know fails the whole request,
+as in Kafka: UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for
+the others, nothing added — so every partition of a transaction is one the
+marker writer can find a leader for (one that later vanishes from the
+metadata was deleted, and needs no marker).
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AddPartitionsToTxnResponse
+from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.storage.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
@@ -29,20 +35,30 @@ def fenced_as(code: ErrorCode, version: int, first_version_with_fenced: int) -> 
 
 
 class AddPartitionsToTxnHandler:
-    def __init__(self, coordinator: TransactionCoordinator) -> None:
+    def __init__(self, coordinator: TransactionCoordinator, cache: MetadataCache) -> None:
         self.coordinator = coordinator
+        self.cache = cache
 
     async def __call__(self, ctx: RequestContext, request) -> AddPartitionsToTxnResponse:
         R = AddPartitionsToTxnResponse
         topics = request.v3_and_below_topics
         partitions = frozenset(TopicPartition(t.name, p) for t in topics for p in t.partitions)
-        code = await self.coordinator.add_partitions(request.v3_and_below_transactional_id,
-                                                     request.v3_and_below_producer_id,
-                                                     request.v3_and_below_producer_epoch, partitions)
-        code = fenced_as(code, ctx.api_version, 2)
+        unknown = {tp for tp in partitions if self.cache.partition(tp.topic, tp.partition) is None}
+        if unknown:
+            def code_of(tp: TopicPartition) -> ErrorCode:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+        else:
+            code = await self.coordinator.add_partitions(request.v3_and_below_transactional_id,
+                                                         request.v3_and_below_producer_id,
+                                                         request.v3_and_below_producer_epoch, partitions)
+            code = fenced_as(code, ctx.api_version, 2)
+
+            def code_of(tp: TopicPartition) -> ErrorCode:
+                return code
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=[
             R.ResultsByTopicV3AndBelow(name=t.name, results_by_partition=[
-                R.ResultsByTopicV3AndBelow.ResultsByPartition(partition_index=p, partition_error_code=int(code))
+                R.ResultsByTopicV3AndBelow.ResultsByPartition(
+                    partition_index=p, partition_error_code=int(code_of(TopicPartition(t.name, p))))
                 for p in t.partitions])
             for t in topics])
 
