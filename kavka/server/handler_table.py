@@ -91,7 +91,8 @@ def register_all(d: Dispatcher, server: "KafkaServer", admin: "AdminManager", re
     txns = TransactionCoordinator(
         server.broker_id, TransactionConfig.from_broker(cfg),
         ReplicaTransactionLog(rm, cfg["transaction.state.log.load.buffer.size"]),
-        BrokerMarkerWriter(cache, cfg.inter_broker_listener_name), producer_ids.generate_producer_id)
+        BrokerMarkerWriter(cache, cfg.inter_broker_listener_name, request_timeout_ms=max(cfg["request.timeout.ms"], 1)),
+        producer_ids.generate_producer_id)
     init_producer_id.register(d, init_producer_id.InitProducerIdHandler(producer_ids, txns))
     create_topics.register(d, create_topics.CreateTopicsHandler(admin, cache))
     delete_topics.register(d, delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]))
