@@ -14,7 +14,8 @@ to kcat, commits every ``auto.commit.interval.ms``, when partitions are
 revoked and when it closes on SIGTERM (LeaveGroup).
 
 ``stop()`` makes the member leave the group (close) and returns once it
-has; every wait is bounded. Called from the test's thread.
+has (``request_stop()`` only asks, so several can leave together); every
+wait is bounded. Called from the test's thread.
 """
 
 from __future__ import annotations
@@ -33,12 +34,17 @@ from .group_helpers import Ledger
 SESSION_TIMEOUT_MS = 10_000  # generous on a loaded machine; members leave explicitly
 HEARTBEAT_MS = 500  # how soon a member hears of a rebalance
 FETCH_WAIT_MS = 100
+KAFKA_PYTHON_POLL_MS = 5_000  # see KafkaPythonMember
 
 
 class Member(Protocol):
     name: str
 
-    def stop(self) -> None: ...
+    def request_stop(self) -> None:
+        """Ask the member to leave; returns at once."""
+
+    def stop(self) -> None:
+        """Ask the member to leave and wait until it has."""
 
 
 class _ThreadMember(abc.ABC):
@@ -61,6 +67,9 @@ class _ThreadMember(abc.ABC):
     @abc.abstractmethod
     def _run(self) -> None:
         """The client's consume loop; returns once ``self._stop`` is set and it has left."""
+
+    def request_stop(self) -> None:
+        self._stop.set()
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stop.set()
@@ -98,7 +107,16 @@ class ConfluentMember(_ThreadMember):
 
 class KafkaPythonMember(_ThreadMember):
     """kafka-python rejoins inside ``poll``, after the previous records were
-    committed, as a separate process would."""
+    committed, as a separate process would.
+
+    ``poll`` gets a long timeout (it returns as soon as records arrive) so a
+    rebalance completes inside one call. kafka-python 3.0.12 can lose a
+    rejoin that ``poll`` gave up waiting for: when a group leader rejoins
+    because its metadata changed, its assignment snapshot matches the
+    metadata by the next ``poll``, which then never applies the SyncGroup
+    answer that already arrived; the member keeps heartbeats off and the
+    coordinator expires it. (The coordinator's side of that exchange is
+    Kafka's: a leader rejoining a Stable group starts a rebalance.)"""
 
     def _run(self) -> None:
         from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -110,7 +128,7 @@ class KafkaPythonMember(_ThreadMember):
                           fetch_max_wait_ms=FETCH_WAIT_MS)
         try:
             while not self._stop.is_set():
-                for tp, msgs in c.poll(timeout_ms=100, max_records=5).items():
+                for tp, msgs in c.poll(timeout_ms=KAFKA_PYTHON_POLL_MS, max_records=5).items():
                     for m in msgs:
                         self.ledger.consumed(self.name, m.partition, m.offset, m.value)
                         try:
@@ -225,10 +243,14 @@ class KcatMember:
             elif "ERROR" in line:
                 self.ledger.error(self.name, line)
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def request_stop(self) -> None:
         """SIGTERM: kcat leaves its poll loop, and closing the consumer
         commits the stored offsets and sends LeaveGroup."""
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.request_stop()
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -61,7 +61,10 @@ def _produce_phase(cluster, topic: str, phase: str) -> set[bytes]:
 
 
 def _stop_all(members: dict) -> None:
-    """Stop every member even if one fails to; then report the first failure."""
+    """Stop every member (all asked first, so they leave together) even if
+    one fails to; then report the first failure."""
+    for member in members.values():
+        member.request_stop()
     failures = []
     for name in list(members):
         try:
