@@ -84,7 +84,10 @@ class ConfluentMember(_ThreadMember):
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": self.name,
                       "auto.offset.reset": "earliest", "enable.auto.commit": False,
                       "session.timeout.ms": SESSION_TIMEOUT_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
-                      "fetch.wait.max.ms": FETCH_WAIT_MS})
+                      "fetch.wait.max.ms": FETCH_WAIT_MS,
+                      # librdkafka's own errors (a broker closing the connection on a
+                      # response it could not encode, say) reach the ledger too.
+                      "error_cb": lambda err: self.ledger.error(self.name, str(err))})
         c.subscribe([self.topic],
                     on_assign=lambda _, tps: self.ledger.assigned(self.name, {tp.partition for tp in tps}),
                     on_revoke=lambda _, tps: self.ledger.assigned(self.name, set()))
