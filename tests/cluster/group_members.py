@@ -232,8 +232,11 @@ class KcatMember:
 
     def _read_records(self) -> None:
         for raw in self.proc.stdout:
-            partition, offset, value = raw.rstrip(b"\n").split(b" ", 2)
-            self.ledger.consumed(self.name, int(partition), int(offset), value)
+            fields = raw.rstrip(b"\n").split(b" ", 2)
+            if len(fields) != 3 or not fields[0].isdigit() or not fields[1].isdigit():
+                self.ledger.error(self.name, f"unexpected kcat output line {raw!r}")
+                continue
+            self.ledger.consumed(self.name, int(fields[0]), int(fields[1]), fields[2])
 
     def _read_rebalances(self) -> None:
         for raw in self.proc.stderr:
