@@ -1,7 +1,10 @@
-"""One group consume with each of kafka-python, aiokafka and kcat (``-G``)
-against a one-broker Kavka: the group gets every partition, the commit is
-stored, and a second run of the same group reads only what was produced
-after it (nothing twice, nothing skipped)."""
+"""One group member at a time with each of kafka-python, aiokafka and kcat
+(``-G``) against a one-broker Kavka: the group gets every partition, the
+commit is stored, and a second run of the same group reads only what was
+produced after it (nothing twice, nothing skipped); the admin views
+(list, describe, delete), ``kavka consumer-groups``, static membership and
+the removal of a deleted topic's offsets. Three members sharing a topic,
+with every client, are in test_groups_three_members.py."""
 
 from __future__ import annotations
 
@@ -181,137 +184,6 @@ def test_consumer_groups_command(cluster, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["consumer-groups", "--bootstrap-server", b, "--delete", "--group", group]) == 0
     assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
-
-
-SIX = 6
-
-
-def _check_split(parts: dict[str, set[int]]) -> bool:
-    return (all(parts.values()) and set().union(*parts.values()) == set(range(SIX))
-            and sum(map(len, parts.values())) == SIX)
-
-
-def _six_partition_topic(cluster, topic: str, per_partition: int = 20) -> int:
-    create_topic(cluster, topic, partitions=SIX)
-    produce(cluster, topic, {p: [f"{p}-{i}".encode() for i in range(per_partition)] for p in range(SIX)})
-    return SIX * per_partition
-
-
-def test_kafka_python_three_consumers_split_then_rebalance(cluster):
-    """One thread per consumer: a kafka-python poll blocks while its
-    JoinGroup waits for the other members, as separate processes would."""
-    import threading
-    import time
-
-    from kafka import KafkaConsumer, OffsetAndMetadata
-    from kafka import TopicPartition as KTP
-
-    topic = "groups-kp-three"
-    total = _six_partition_topic(cluster, topic)
-    seen: dict[tuple[int, int], int] = {}
-    assigned: dict[str, set[int]] = {}
-    lock = threading.Lock()
-    stops = {n: threading.Event() for n in ("a", "b", "c")}
-    errors: list[BaseException] = []
-
-    def member(name: str) -> None:
-        try:
-            c = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-kp-three", client_id=name,
-                              auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
-                              heartbeat_interval_ms=500)
-            try:
-                while not stops[name].is_set():
-                    for tp, msgs in c.poll(timeout_ms=100, max_records=5).items():
-                        for m in msgs:
-                            c.commit({KTP(topic, m.partition): OffsetAndMetadata(m.offset + 1, None, -1)})
-                            with lock:
-                                seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
-                    with lock:
-                        assigned[name] = {tp.partition for tp in c.assignment()}
-            finally:
-                c.close()
-                with lock:
-                    assigned.pop(name, None)
-        except BaseException as e:  # noqa: BLE001 - reported by the test thread
-            errors.append(e)
-
-    def split(names: set[str]) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with lock:
-                parts = {n: set(assigned.get(n, ())) for n in names}
-            if _check_split(parts):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no complete split: {parts}")
-
-    threads = {n: threading.Thread(target=member, args=(n,), daemon=True) for n in stops}
-    for t in threads.values():
-        t.start()
-    try:
-        split({"a", "b", "c"})
-        stops["a"].set()
-        threads["a"].join(30)
-        split({"b", "c"})
-        deadline = time.monotonic() + 60
-        while len(seen) < total and time.monotonic() < deadline:
-            time.sleep(0.1)
-    finally:
-        for n in stops:
-            stops[n].set()
-        for t in threads.values():
-            t.join(30)
-    assert not errors, errors
-    assert len(seen) == total and max(seen.values()) == 1
-
-
-def test_aiokafka_three_consumers_split_then_rebalance(cluster):
-    from aiokafka import AIOKafkaConsumer
-    from aiokafka.structs import OffsetAndMetadata
-    from aiokafka.structs import TopicPartition as ATP
-
-    topic = "groups-aio-three"
-    total = _six_partition_topic(cluster, topic)
-    seen: dict[tuple[int, int], int] = {}
-
-    async def body():
-        consumers = {n: AIOKafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id="g-aio-three",
-                                         client_id=n, auto_offset_reset="earliest", enable_auto_commit=False,
-                                         session_timeout_ms=10000, heartbeat_interval_ms=500)
-                     for n in ("a", "b", "c")}
-        for c in consumers.values():
-            await c.start()
-
-        async def pump(c) -> None:
-            batch = await c.getmany(timeout_ms=100, max_records=5)
-            for tp, msgs in batch.items():
-                for m in msgs:
-                    seen[(m.partition, m.offset)] = seen.get((m.partition, m.offset), 0) + 1
-                    await c.commit({ATP(topic, m.partition): OffsetAndMetadata(m.offset + 1, "")})
-
-        async def split() -> None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 60
-            while loop.time() < deadline:
-                await asyncio.gather(*(pump(c) for c in consumers.values()))
-                if _check_split({n: {tp.partition for tp in c.assignment()} for n, c in consumers.items()}):
-                    return
-            raise AssertionError("no complete split")
-
-        try:
-            await split()
-            await consumers.pop("a").stop()
-            await split()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 60
-            while len(seen) < total and loop.time() < deadline:
-                await asyncio.gather(*(pump(c) for c in consumers.values()))
-        finally:
-            for c in consumers.values():
-                await c.stop()
-
-    asyncio.run(body())
-    assert len(seen) == total and max(seen.values()) == 1
 
 
 def test_static_member_restart_keeps_its_place(cluster):

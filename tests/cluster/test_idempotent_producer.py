@@ -1,33 +1,165 @@
 """End to end with real broker processes (issue 6, seed 004 leader-failure
 case 2): an idempotent producer keeps producing through a SIGKILL of the
-partition leader (3 brokers, RF=3, min.insync.replicas=2, acks=all).
-Retries of batches the old leader had already replicated reach the new
+partition leader (3 brokers, RF=3, min.insync.replicas=2, acks=all), and
+retries of batches the old leader had already replicated reach the new
 leader, which learnt the producer's sequences as a follower, and are
 answered with their original offsets instead of being written again.
 
-Checked for confluent-kafka (``enable.idempotence=true``) and kafka-python
-(idempotent by default): every acknowledged record is in the log exactly
-once at the offset it was acknowledged at, no record appears twice, and the
-records are in send order."""
+The window is made, not hoped for: the third replica is paused (SIGSTOP,
+still in the ISR, so the high watermark stands still), the producer sends
+more records, and the leader is killed once the next leader's log holds
+some of them while none is acknowledged; the paused replica resumes and
+the producer keeps sending. Checked for confluent-kafka
+(``enable.idempotence=true``) and kafka-python (idempotent by default),
+record by record over 6,000 unique payloads to one partition: each was
+acknowledged, is in the log exactly once at the offset it was
+acknowledged at, in send order; the log holds nothing else; the successor
+wrote the tail."""
 
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
+from pathlib import Path
 
-from .replication_helpers import REPLICATION_CONFIG, consume_all, create_topic, wait_state
+import pytest
+
+from kavka.protocol.records.batch import iter_batches
+
+from .cluster_helpers import wait_until
+from .replication_helpers import REPLICATION_CONFIG, consume_all, create_topic, partition_state, wait_state
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 RECORDS = 6_000
+SENT = [b"record-%06d" % i for i in range(RECORDS)]
+# A paused replica stays in the ISR this long: longer than the window.
+CONFIG = {**REPLICATION_CONFIG, "replica.lag.time.max.ms": "10000"}
 
 
-def _check(cluster, topic: str, acked: dict[bytes, int]) -> None:
+def _assignment(cluster, topic: str) -> list[int]:
+    client = cluster._zk()
+    try:
+        return json.loads(client.get(f"/brokers/topics/{topic}")[0])["partitions"]["0"]
+    finally:
+        client.stop()
+        client.close()
+
+
+def _log_end(cluster, broker_id: int, topic: str) -> int:
+    """The end offset of one replica of partition 0, read from its segment files."""
+    end = 0
+    for segment in sorted((Path(cluster.brokers[broker_id].directory) / "logs" / f"{topic}-0").glob("*.log")):
+        for _, h in iter_batches(segment.read_bytes()):
+            end = max(end, h.base_offset + h.last_offset_delta + 1)
+    return end
+
+
+class _Confluent:
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.topic, self.acked, self.failed = topic, {}, []
+        self.producer = Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2,
+            "batch.num.messages": 100, "message.timeout.ms": 90_000, "retry.backoff.ms": 200,
+            "topic.metadata.refresh.interval.ms": 1000,
+        })
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acked[msg.value()] = msg.offset()
+        else:
+            self.failed.append(str(err))
+
+    def send(self, value: bytes) -> None:  # far below queue.buffering.max.messages: never refused
+        self.producer.produce(self.topic, value, partition=0, on_delivery=self._delivered)
+        self.producer.poll(0)
+
+    def acked_count(self) -> int:
+        self.producer.poll(0.01)
+        return len(self.acked)
+
+    def finish(self) -> None:
+        assert self.producer.flush(90) == 0, "records still unanswered after 90 s"
+
+
+class _KafkaPython:
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka import KafkaProducer
+
+        self.topic, self.acked, self.failed = topic, {}, []
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all", linger_ms=2,
+                                      retry_backoff_ms=200, metadata_max_age_ms=1000, request_timeout_ms=10_000,
+                                      delivery_timeout_ms=90_000)
+        assert self.producer.config["enable_idempotence"], "kafka-python 3 is idempotent by default"
+
+    def send(self, value: bytes) -> None:
+        f = self.producer.send(self.topic, value=value, partition=0)
+        f.add_callback(lambda md: self.acked.__setitem__(value, md.offset))
+        f.add_errback(lambda e: self.failed.append(repr(e)))
+
+    def acked_count(self) -> int:
+        return len(self.acked)
+
+    def finish(self) -> None:
+        self.producer.flush(90)  # raises KafkaTimeoutError if records are still unanswered
+        self.producer.close(10)
+
+
+def _through_leader_kill(make_cluster, topic: str, make_producer) -> None:
+    cluster = make_cluster(brokers=3, config=CONFIG)
+    create_topic(cluster, topic, config={"min.insync.replicas": "2"})
+    leader = wait_state(cluster, topic, lambda s: len(s["isr"]) == 3, "an ISR of 3")["leader"]
+    # The offline election takes the first live in-sync replica in assignment order.
+    successor, laggard = [r for r in _assignment(cluster, topic) if r != leader]
+    producer = make_producer(cluster.bootstrap, topic)
+    half, three_quarters = RECORDS // 2, 3 * RECORDS // 4
+    for value in SENT[:half]:
+        producer.send(value)
+    wait_until(lambda: producer.acked_count() == half, 60, "the first half acknowledged")
+    cluster.pause_broker(laggard)
+    try:
+        for value in SENT[half:three_quarters]:
+            producer.send(value)
+        wait_until(lambda: _log_end(cluster, successor, topic) > half, 30,
+                   "the next leader holding records sent after the pause")
+        assert producer.acked_count() == half, "acknowledged while an in-sync replica lacks them"
+        cluster.kill_broker(leader)  # replicated, never acknowledged: the producer retries them
+    finally:
+        cluster.resume_broker(laggard)
+    for value in SENT[three_quarters:]:  # keeps producing while the leadership moves
+        producer.send(value)
+    producer.finish()
+    assert not producer.failed, producer.failed[:5]
+    _check(cluster, topic, leader, successor, producer.acked)
+
+
+def _check(cluster, topic: str, victim: int, successor: int, acked: dict[bytes, int]) -> None:
     consumed = consume_all(cluster, topic)
-    values = [v for _, v in consumed]
-    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} records written twice"
-    assert values == sorted(values), "records out of send order"
+    counts = Counter(v for _, v in consumed)
+    twice = sorted(v for v, n in counts.items() if n > 1)
+    lost = [v for v in SENT if counts[v] == 0]
+    unknown = sorted(set(counts) - set(SENT))
+    assert not twice, f"{len(twice)} records written twice, e.g. {twice[:3]}"
+    assert not lost, f"{len(lost)} records lost, e.g. {lost[:3]}"
+    assert not unknown, f"records never sent: {unknown[:3]}"
+    assert [v for _, v in consumed] == SENT, "records out of send order"
+    assert sorted(acked) == SENT, f"{RECORDS - len(acked)} records never acknowledged"
     at = dict(consumed)
     wrong = [(v, o, at.get(o)) for v, o in acked.items() if at.get(o) != v]
     assert not wrong, f"{len(wrong)} acknowledged records not at their offset, e.g. {wrong[:3]}"
-    assert len(acked) == RECORDS
+    state = partition_state(cluster, topic)
+    assert state["leader"] == successor != victim and state["leader_epoch"] > 0, state
+
+
+def test_confluent_idempotent_producer_through_leader_kill(make_cluster):
+    _through_leader_kill(make_cluster, "idem-confluent", _Confluent)
+
+
+def test_kafka_python_default_producer_through_leader_kill(make_cluster):
+    _through_leader_kill(make_cluster, "idem-kafka-python", _KafkaPython)
 
 
 def _start(make_cluster, topic: str):
@@ -35,72 +167,6 @@ def _start(make_cluster, topic: str):
     create_topic(cluster, topic, config={"min.insync.replicas": "2"})
     first = wait_state(cluster, topic, lambda s: len(s["isr"]) == 3, "an ISR of 3")
     return cluster, first["leader"]
-
-
-def test_confluent_idempotent_producer_through_leader_kill(make_cluster):
-    from confluent_kafka import Producer
-
-    topic = "idem-confluent"
-    cluster, victim = _start(make_cluster, topic)
-    producer = Producer({
-        "bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2,
-        "batch.num.messages": 100, "message.timeout.ms": 60_000, "retry.backoff.ms": 200,
-        "topic.metadata.refresh.interval.ms": 1000,
-    })
-    acked: dict[bytes, int] = {}
-    failed: list[str] = []
-
-    def delivered(err, msg) -> None:
-        if err is None:
-            acked[msg.value()] = msg.offset()
-        else:
-            failed.append(str(err))
-
-    for i in range(RECORDS):
-        while True:
-            try:
-                producer.produce(topic, b"record-%06d" % i, partition=0, on_delivery=delivered)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        producer.poll(0)
-        if i == RECORDS // 2:
-            deadline = time.monotonic() + 30
-            while len(acked) < RECORDS // 4 and time.monotonic() < deadline:
-                producer.poll(0.01)
-            cluster.kill_broker(victim)  # batches still in flight
-    assert producer.flush(90) == 0, "records still unanswered after 90 s"
-    assert not failed, failed[:5]
-    _check(cluster, topic, acked)
-
-
-def test_kafka_python_default_producer_through_leader_kill(make_cluster):
-    from kafka import KafkaProducer
-
-    topic = "idem-kafka-python"
-    cluster, victim = _start(make_cluster, topic)
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap.split(","), acks="all", linger_ms=2,
-                             retry_backoff_ms=200, metadata_max_age_ms=1000, request_timeout_ms=10_000,
-                             delivery_timeout_ms=90_000)
-    assert producer.config["enable_idempotence"], "kafka-python 3 is idempotent by default"
-    acked: dict[bytes, int] = {}
-    failed: list[str] = []
-    futures = []
-    for i in range(RECORDS):
-        value = b"record-%06d" % i
-        f = producer.send(topic, value=value, partition=0)
-        f.add_callback(lambda md, v=value: acked.__setitem__(v, md.offset))
-        f.add_errback(lambda e: failed.append(repr(e)))
-        futures.append(f)
-        if i == RECORDS // 2:
-            deadline = time.monotonic() + 30
-            while len(acked) < RECORDS // 4 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            cluster.kill_broker(victim)
-    producer.flush(90)
-    producer.close(10)
-    assert not failed, failed[:5]
-    _check(cluster, topic, acked)
 
 
 def test_retry_answered_with_original_offsets_by_the_new_leader(make_cluster):

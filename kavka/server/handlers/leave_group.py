@@ -27,8 +27,12 @@ class LeaveGroupHandler:
             leaving = [(request.member_id, None)]
         code, results = self.coordinator.leave_group(request.group_id, leaving)
         R = LeaveGroupResponse
-        if version < 3 and results and int(code) == 0:
-            code = results[0][2]  # the single member's own answer is the request's
+        if version < 3:
+            # One member and no member list before v3 (it is not ignorable):
+            # the member's own answer is the request's.
+            if results and int(code) == 0:
+                code = results[0][2]
+            return R(throttle_time_ms=0, error_code=int(code))
         return R(throttle_time_ms=0, error_code=int(code),
                  members=[R.Members(member_id=m, group_instance_id=i, error_code=int(e)) for m, i, e in results])
 
