@@ -82,6 +82,7 @@ class RangeReader:
         self.partition_max_bytes = int(client.get("max.partition.fetch.bytes", 8 * 1024 * 1024))
         self.max_wait_ms = int(client.get("fetch.max.wait.ms", 500))
         self.deadline_ms = int(client.get("default.api.timeout.ms", 60_000))
+        self._waiting_since: float | None = None  # loop time the range's end first looked unavailable
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         r = self.range
@@ -143,6 +144,7 @@ class RangeReader:
             aborted = [(a.first_offset, a.producer_id) for a in (p.aborted_transactions or ())]
             builder.add_fetch(bytes(data), self.range.end, aborted, self.options.read_committed)
         if builder.next_offset > position:
+            self._waiting_since = None
             return
         if data:
             raise KafkaError(f"the batch of {self.tp} at offset {position} is larger than "
@@ -153,7 +155,7 @@ class RangeReader:
             # whose HW still lags, or a partition truncated after the plan.
             # Retry until the deadline, then treat it as lost.
             loop = asyncio.get_running_loop()
-            if not hasattr(self, "_waiting_since"):
+            if self._waiting_since is None:
                 self._waiting_since = loop.time()
             if (loop.time() - self._waiting_since) * 1000 < min(self.deadline_ms, 30_000):
                 raise _Retry(f"{self.tp} serves offsets up to {available}, the range ends at {self.range.end}",
