@@ -45,5 +45,8 @@ class KavkaBatchReader(DataSourceReader):
         return [OffsetRangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, OffsetRangePartition), partition
+        if not isinstance(partition, OffsetRangePartition):
+            # partitions() found nothing to read: PySpark then runs one task
+            # with a placeholder InputPartition(None).
+            return iter(())
         return RangeReader(self.options, partition.offset_range).batches()

@@ -163,5 +163,8 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executors ------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, OffsetRangePartition), partition
+        if not isinstance(partition, OffsetRangePartition):
+            # partitions() found nothing to read: PySpark then runs one task
+            # with a placeholder InputPartition(None).
+            return iter(())
         return RangeReader(self.options, partition.offset_range).batches()

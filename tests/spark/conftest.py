@@ -66,8 +66,11 @@ def make_module_cluster(zookeeper: str, tmp_path_factory) -> Iterator:
 
     def make(brokers: int = 1, config: dict | None = None) -> LocalCluster:
         chroot = f"{zookeeper}/kavka-spark-{uuid.uuid4().hex[:12]}"
+        # Small internal topics: creating 50 partitions of __transaction_state
+        # or __consumer_offsets on first use costs a test seconds.
         base = {"num.partitions": "1", "default.replication.factor": str(min(brokers, 3)),
-                "auto.create.topics.enable": "false"}
+                "auto.create.topics.enable": "false", "transaction.state.log.num.partitions": "2",
+                "offsets.topic.num.partitions": "2"}
         cluster = LocalCluster(brokers, tmp_path_factory.mktemp("kavka-spark"), zookeeper=chroot,
                                config={**base, **(config or {})})
         made.append(cluster)
