@@ -3,8 +3,9 @@ session (configured for a 2-core machine as in
 shared/reference/spark-datasource.md, with format "kavka" registered) and
 Kavka clusters of real broker processes on the session's ZooKeeper.
 
-``spark``: the session. ``kavka_cluster``: a 1-broker cluster per test
-module. ``make_module_cluster(brokers=3)``: more clusters, per module.
+``spark``: the session. ``kavka_cluster``: a 1-broker cluster for the
+session (modules use distinct topics). ``make_module_cluster(brokers=3)``:
+clusters of a module's own (e.g. to kill brokers in).
 Helpers: ``create_topic``, ``produce`` (confluent-kafka), ``read_all``
 (confluent-kafka, read_committed or not) and ``checkpoint_dir``.
 
@@ -58,33 +59,48 @@ def spark():
         session.stop()
 
 
-@pytest.fixture(scope="module")
-def make_module_cluster(zookeeper: str, tmp_path_factory) -> Iterator:
-    """A factory of LocalClusters on a fresh ZooKeeper chroot, stopped at
-    the end of the module."""
-    made: list[LocalCluster] = []
+class _Clusters:
+    """Starts LocalClusters on fresh ZooKeeper chroots; ``stop_all`` at the end."""
 
-    def make(brokers: int = 1, config: dict | None = None) -> LocalCluster:
-        chroot = f"{zookeeper}/kavka-spark-{uuid.uuid4().hex[:12]}"
+    def __init__(self, zookeeper: str, tmp_path_factory) -> None:
+        self.zookeeper = zookeeper
+        self.tmp = tmp_path_factory
+        self.made: list[LocalCluster] = []
+
+    def make(self, brokers: int = 1, config: dict | None = None) -> LocalCluster:
+        chroot = f"{self.zookeeper}/kavka-spark-{uuid.uuid4().hex[:12]}"
         # Small internal topics: creating 50 partitions of __transaction_state
         # or __consumer_offsets on first use costs a test seconds.
         base = {"num.partitions": "1", "default.replication.factor": str(min(brokers, 3)),
                 "auto.create.topics.enable": "false", "transaction.state.log.num.partitions": "2",
                 "offsets.topic.num.partitions": "2"}
-        cluster = LocalCluster(brokers, tmp_path_factory.mktemp("kavka-spark"), zookeeper=chroot,
+        cluster = LocalCluster(brokers, self.tmp.mktemp("kavka-spark"), zookeeper=chroot,
                                config={**base, **(config or {})})
-        made.append(cluster)
+        self.made.append(cluster)
         cluster.start()
         return cluster
 
-    yield make
-    for cluster in made:
-        cluster.stop()
+    def stop_all(self) -> None:
+        for cluster in self.made:
+            cluster.stop()
 
 
 @pytest.fixture(scope="module")
-def kavka_cluster(make_module_cluster) -> LocalCluster:
-    return make_module_cluster(1)
+def make_module_cluster(zookeeper: str, tmp_path_factory) -> Iterator:
+    """A factory of LocalClusters (``make(brokers, config)``) on fresh
+    ZooKeeper chroots, stopped at the end of the module."""
+    clusters = _Clusters(zookeeper, tmp_path_factory)
+    yield clusters.make
+    clusters.stop_all()
+
+
+@pytest.fixture(scope="session")
+def kavka_cluster(zookeeper: str, tmp_path_factory) -> Iterator[LocalCluster]:
+    """One 1-broker cluster shared by the modules that do not kill brokers
+    (each uses its own topic names)."""
+    clusters = _Clusters(zookeeper, tmp_path_factory)
+    yield clusters.make(1)
+    clusters.stop_all()
 
 
 @pytest.fixture
