@@ -18,8 +18,9 @@ best of each kept: the machine is shared), after one warm-up query each:
   ``maxOffsetsPerTrigger`` unset, ``Trigger.AvailableNow``, to the noop
   sink, against a parquet file stream over the same file.
 
-A third reference for the batch cases: a "null" Python data source with
-the same schema and partitions that re-yields one pre-built Arrow batch:
+A third reference for every case: a "null" Python data source with the
+same schema and partitions (its stream: one micro-batch of all rows) that
+re-yields one pre-built Arrow batch:
 Spark's Python-data-source path alone (Arrow hand-over to the JVM, rows
 built there), i.e. the ceiling of any Python data source here. PySpark
 4.3 gives a Python source no column pruning, so ``count()`` still moves
@@ -109,30 +110,48 @@ class NullSource:
 
     @staticmethod
     def make(rows: int, partitions: int, size: int):
-        from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+        from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+
+        def batches(partition):
+            import pyarrow as pa
+
+            from kavka.spark.schema import arrow_schema
+
+            step = 65_536
+            mine = rows // partitions + (1 if partition.value < rows % partitions else 0)
+            full = None
+            for start in range(0, mine, step):
+                m = min(step, mine - start)
+                if full is None or m != full.num_rows:
+                    ts = pa.array([0] * m, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+                    full = pa.RecordBatch.from_arrays(
+                        [pa.array([b"k"] * m, pa.binary()), pa.array([b"x" * size] * m, pa.binary()),
+                         pa.array(["bench"] * m, pa.string()), pa.array([partition.value] * m, pa.int32()),
+                         pa.array(range(m), pa.int64()), ts, pa.array([0] * m, pa.int32())],
+                        schema=arrow_schema(False))
+                yield full
 
         class NullReader(DataSourceReader):
             def partitions(self):
                 return [InputPartition(i) for i in range(partitions)]
 
             def read(self, partition):
-                import pyarrow as pa
+                return batches(partition)
 
-                from kavka.spark.schema import arrow_schema
+        class NullStreamReader(DataSourceStreamReader):
+            """One micro-batch holding every row."""
 
-                step = 65_536
-                mine = rows // partitions + (1 if partition.value < rows % partitions else 0)
-                full = None
-                for start in range(0, mine, step):
-                    m = min(step, mine - start)
-                    if full is None or m != full.num_rows:
-                        ts = pa.array([0] * m, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-                        full = pa.RecordBatch.from_arrays(
-                            [pa.array([b"k"] * m, pa.binary()), pa.array([b"x" * size] * m, pa.binary()),
-                             pa.array(["bench"] * m, pa.string()), pa.array([partition.value] * m, pa.int32()),
-                             pa.array(range(m), pa.int64()), ts, pa.array([0] * m, pa.int32())],
-                            schema=arrow_schema(False))
-                    yield full
+            def initialOffset(self):
+                return {"done": 0}
+
+            def latestOffset(self, start=None, limit=None):
+                return {"done": 1}
+
+            def partitions(self, start, end):
+                return [InputPartition(i) for i in range(partitions)] if start["done"] < end["done"] else []
+
+            def read(self, partition):
+                return batches(partition)
 
         class NullSource(DataSource):
             @classmethod
@@ -146,6 +165,9 @@ class NullSource:
 
             def reader(self, schema):
                 return NullReader()
+
+            def streamReader(self, schema):
+                return NullStreamReader()
 
         return NullSource
 
@@ -186,6 +208,8 @@ def main() -> None:
             if fmt == "kavka":
                 src = (spark.readStream.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
                        .option("subscribe", "bench").option("startingOffsets", "earliest").load())
+            elif fmt == "null":
+                src = spark.readStream.format("kavka-bench-null").load()
             else:
                 src = spark.readStream.schema(spark.read.parquet(parquet_path).schema).parquet(parquet_path)
             cp = tempfile.mkdtemp(prefix="cp-", dir=work)
@@ -207,24 +231,22 @@ def main() -> None:
                       lambda: null_df().count()),
             "scan value": (lambda: scan(kavka_df()), lambda: scan(spark.read.parquet(parquet_path)),
                            lambda: scan(null_df())),
-            "stream": (lambda: stream("kavka"), lambda: stream("parquet"), None),
+            "stream": (lambda: stream("kavka"), lambda: stream("parquet"), lambda: stream("null")),
         }
         for fns in cases.values():  # warm-up: Python workers, JIT, page cache
             for fn in fns:
-                if fn is not None:
-                    fn()
+                fn()
         best: dict[str, list[float]] = {}
         for _ in range(args.repeat):
             for name, fns in cases.items():
-                times = [timed(fn) if fn is not None else float("nan") for fn in fns]
-                prev = best.get(name, [float("inf")] * 3)
-                best[name] = [min(a, b) if b == b else b for a, b in zip(prev, times)]
+                times = [timed(fn) for fn in fns]
+                best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times)]
         print(f"\nkavka.spark vs parquet, {n:,} rows of {args.size} B, {args.partitions} partitions, local[2], "
               f"best of {args.repeat}\n")
         print(f"{'case':<12}{'kavka rows/s':>15}{'parquet rows/s':>17}{'kavka/parquet':>15}"
               f"{'null py-source rows/s':>24}{'kavka/null':>12}")
         for name, (tk, tp, tn) in best.items():
-            null = f"{n / tn:>24,.0f}{tn / tk:>11.2f}x" if tn == tn else f"{'-':>24}{'-':>12}"
+            null = f"{n / tn:>24,.0f}{tn / tk:>11.2f}x"
             print(f"{name:<12}{n / tk:>15,.0f}{n / tp:>17,.0f}{tp / tk:>14.2f}x{null}")
         for name in ("count", "scan value"):
             tk, tp, tn = best[name]
