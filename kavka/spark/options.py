@@ -15,8 +15,12 @@ batch); for batch the ending position likewise (``endingTimestamp`` >
 ``startingOffsetsByTimestampStrategy`` (``error`` | ``latest``) for
 partitions with no record at or after the timestamp; ``failOnDataLoss``
 (default true); ``maxOffsetsPerTrigger``; ``minPartitions``;
-``includeHeaders``; ``kafka.*`` client settings (``kafka.isolation.level``
-defaults to ``read_committed``: only committed data is read).
+``includeHeaders``; ``kafka.*`` client settings: ``isolation.level``
+(default ``read_committed``: only committed data is read),
+``max.partition.fetch.bytes``, ``fetch.max.wait.ms``, ``request.timeout.ms``,
+``retry.backoff.ms``, ``default.api.timeout.ms``, ``client.id`` are used;
+security settings are refused (PLAINTEXT only); others are ignored, as
+Kafka's consumer ignores settings it does not know.
 
 Writing: ``kafka.bootstrap.servers``, optional ``topic`` (overrides the
 column), ``kafka.*`` handed to librdkafka.
@@ -299,6 +303,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise KavkaOptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
                                f"got {opts['startingoffsetsbytimestampstrategy']!r}")
     client = _client_settings(opts, _SOURCE_MANAGED)
+    for key, _ in client:
+        if key.startswith(("security.", "sasl.", "ssl.")):
+            raise KavkaOptionError(f"option 'kafka.{key}' is not supported by the kavka source: its client speaks "
+                                   "PLAINTEXT only (Kavka's listeners are PLAINTEXT)")
     isolation = dict(client).get("isolation.level", "read_committed")
     if isolation not in ("read_committed", "read_uncommitted"):
         raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "

@@ -116,6 +116,7 @@ def test_subscriptions():
     ({"subscribe": "a", "kafka.isolation.level": "dirty"}, "kafka.isolation.level"),
     ({"subscribe": "a", "kafka.max.partition.fetch.bytes": "-1"}, "kafka.max.partition.fetch.bytes"),
     ({"subscribe": "a", "startingOffsetsByTimestampStrategy": "guess"}, "'error' or 'latest'"),
+    ({"subscribe": "a", "kafka.security.protocol": "SSL"}, "PLAINTEXT only"),
 ])
 def test_bad_batch_options_fail_clearly(opts, words):
     with pytest.raises(KavkaOptionError, match=words.replace("(", r"\(").replace(".", r"\.").replace("*", r"\*")):
