@@ -14,15 +14,17 @@ from tests.spark.conftest import create_topic, produce, read_all
 pytestmark = pytest.mark.spark
 
 
-def start_copy(spark, cluster, source: str, sink: str, checkpoint: str, transform=None):
+def start_copy(spark, cluster, source: str, sink: str, checkpoint: str, transform=None, **sink_options):
     df = (spark.readStream.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
           .option("subscribe", source).option("startingOffsets", "earliest").load()
           .select("key", "value"))
     if transform is not None:
         df = transform(df)
-    return (df.writeStream.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
-            .option("topic", sink).option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True).start())
+    w = (df.writeStream.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
+         .option("topic", sink).option("checkpointLocation", checkpoint))
+    for k, v in sink_options.items():
+        w = w.option(k, v)
+    return w.trigger(availableNow=True).start()
 
 
 def finish(query) -> None:
@@ -66,22 +68,26 @@ def test_replayed_micro_batch_writes_nothing_twice(spark, kavka_cluster, tmp_pat
 
 def test_failed_task_output_is_aborted_and_the_retry_writes_once(spark, kavka_cluster, tmp_path):
     create_topic(kavka_cluster, "fail-in", partitions=1)
-    create_topic(kavka_cluster, "fail-out", partitions=1)
+    create_topic(kavka_cluster, "fail-out", partitions=1, config={"max.message.bytes": "2000"})
     produce(kavka_cluster, "fail-in", [(None, f"r{i}".encode()) for i in range(200)] + [(None, b"boom")])
     cp = str(tmp_path / "cp")
 
-    def to_missing_partition(df):
-        # "boom" goes to partition 7, which fail-out does not have: its delivery fails after the
-        # 200 rows before it were sent in the same transaction, so the task fails and aborts them.
-        return df.withColumn("partition", F.when(F.col("value") == F.lit(b"boom"), F.lit(7)).otherwise(F.lit(0)))
+    def oversize_boom(df):
+        # "boom" becomes 4000 bytes, more than fail-out accepts: the broker refuses the batch
+        # holding it, while the earlier batches (10 records each) of the same transaction were
+        # written; the task then fails and aborts them.
+        return df.withColumn("value", F.when(F.col("value") == F.lit(b"boom"), F.expr("repeat(value, 1000)"))
+                             .otherwise(F.col("value")))
 
-    q = start_copy(spark, kavka_cluster, "fail-in", "fail-out", cp, transform=to_missing_partition)
-    with pytest.raises(Exception, match="could not be written to Kavka|Unknown partition"):
+    q = start_copy(spark, kavka_cluster, "fail-in", "fail-out", cp, transform=oversize_boom,
+                   **{"kafka.batch.num.messages": "10"})
+    with pytest.raises(Exception, match="could not be written to Kavka"):
         q.awaitTermination(120)
     written = read_all(kavka_cluster, "fail-out", committed=False)
-    assert written, "the failing task wrote nothing before failing: the test did not exercise an abort"
+    assert len(written) >= 10, "the failing task wrote nothing before failing: the test did not exercise an abort"
     assert read_all(kavka_cluster, "fail-out") == []
 
-    finish(start_copy(spark, kavka_cluster, "fail-in", "fail-out", cp))
+    # The same query without the oversize value: the replayed batch writes every row once.
+    finish(start_copy(spark, kavka_cluster, "fail-in", "fail-out", cp, **{"kafka.batch.num.messages": "10"}))
     committed = sorted(m.value() for m in read_all(kavka_cluster, "fail-out"))
     assert committed == sorted([f"r{i}".encode() for i in range(200)] + [b"boom"])
