@@ -1,0 +1,262 @@
+"""Spark benchmark: format "kavka" (kavka.spark) against Spark's own
+parquet reader over the same rows, in one run on this machine.
+
+Set-up: a one-broker ``LocalCluster`` (its own ZooKeeper), a topic of
+``--partitions`` partitions (RF=1), ``--records`` records of ``--size``
+bytes produced with confluent-kafka; a SparkSession configured for a
+2-core machine (``local[2]``, as in the tests); the same rows (all seven
+columns of the Kafka-source schema) copied once to a parquet file.
+
+Measured, each case ``--repeat`` times, kavka and parquet alternating (the
+best of each kept: the machine is shared), after one warm-up query each:
+
+* ``count``: ``spark.read.format("kavka")...load().count()`` against
+  ``spark.read.parquet(path).count()``;
+* ``scan value``: a full ``select("value")`` scan, forced through the
+  ``noop`` sink, against the same on parquet;
+* ``stream``: a streaming query, ``startingOffsets=earliest``,
+  ``maxOffsetsPerTrigger`` unset, ``Trigger.AvailableNow``, to the noop
+  sink, against a parquet file stream over the same file.
+
+A third reference for every case: a "null" Python data source with the
+same schema and partitions (its stream: one micro-batch of all rows) that
+re-yields one pre-built Arrow batch:
+Spark's Python-data-source path alone (Arrow hand-over to the JVM, rows
+built there), i.e. the ceiling of any Python data source here. PySpark
+4.3 gives a Python source no column pruning, so ``count()`` still moves
+every column, while parquet's ``count()`` reads row-group metadata.
+
+Printed: rows/s of each, kavka/parquet and kavka/null ratios. Goal:
+>= 0.5x parquet for the batch reads.
+
+JVM flags: as the tests' session but without ``-XX:TieredStopAtLevel=1``
+(fast start-up, slow steady state: it cost both sides 2-3x here).
+
+Run: ``.venv/bin/python bench/spark.py [--records 1000000] [--size 100]
+[--partitions 4] [--repeat 3]`` (needs the ``spark`` extra and Java).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from kavka.tools.cluster import LocalCluster
+
+
+def produce(bootstrap: str, topic: str, records: int, size: int) -> float:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
+                  "enable.idempotence": True, "queue.buffering.max.messages": 1_000_000})
+    value = os.urandom(size)
+    failed = []
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, value, b"%d" % i, on_delivery=lambda e, m: failed.append(e) if e else None)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(300) or failed:
+        raise SystemExit(f"producing the bench records failed: {failed[:1]}")
+    return time.perf_counter() - start
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        t = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if t is not None and t.error is None and all(p.leader >= 0 for p in t.partitions.values()):
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"topic {topic} got no leaders")
+
+
+def session():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import kavka.spark
+
+    spark = (SparkSession.builder.master("local[2]").appName("kavka-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.default.parallelism", "2")
+             .config("spark.driver.memory", "1g").config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.streaming.stopTimeout", "10s")
+             .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    kavka.spark.register(spark)
+    return spark
+
+
+class NullSource:
+    """Built lazily (pyspark imported only when the bench runs): a Python
+    data source with the Kafka-source schema that re-yields one pre-built
+    Arrow batch, so it measures Spark's Python-data-source path alone: the
+    ceiling any Python source can reach here."""
+
+    @staticmethod
+    def make(rows: int, partitions: int, size: int):
+        from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+
+        def batches(partition):
+            import pyarrow as pa
+
+            from kavka.spark.schema import arrow_schema
+
+            step = 65_536
+            mine = rows // partitions + (1 if partition.value < rows % partitions else 0)
+            full = None
+            for start in range(0, mine, step):
+                m = min(step, mine - start)
+                if full is None or m != full.num_rows:
+                    ts = pa.array([0] * m, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+                    full = pa.RecordBatch.from_arrays(
+                        [pa.array([b"k"] * m, pa.binary()), pa.array([b"x" * size] * m, pa.binary()),
+                         pa.array(["bench"] * m, pa.string()), pa.array([partition.value] * m, pa.int32()),
+                         pa.array(range(m), pa.int64()), ts, pa.array([0] * m, pa.int32())],
+                        schema=arrow_schema(False))
+                yield full
+
+        class NullReader(DataSourceReader):
+            def partitions(self):
+                return [InputPartition(i) for i in range(partitions)]
+
+            def read(self, partition):
+                return batches(partition)
+
+        class NullStreamReader(DataSourceStreamReader):
+            """One micro-batch holding every row."""
+
+            def initialOffset(self):
+                return {"done": 0}
+
+            def latestOffset(self, start=None, limit=None):
+                return {"done": 1}
+
+            def partitions(self, start, end):
+                return [InputPartition(i) for i in range(partitions)] if start["done"] < end["done"] else []
+
+            def read(self, partition):
+                return batches(partition)
+
+        class NullSource(DataSource):
+            @classmethod
+            def name(cls):
+                return "kavka-bench-null"
+
+            def schema(self):
+                from kavka.spark.schema import read_schema
+
+                return read_schema(False)
+
+            def reader(self, schema):
+                return NullReader()
+
+            def streamReader(self, schema):
+                return NullStreamReader()
+
+        return NullSource
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    n = args.records
+    work = tempfile.mkdtemp(prefix="kavka-bench-spark-")
+    cluster = LocalCluster(1, os.path.join(work, "cluster"), config={"num.partitions": "1"})
+    try:
+        cluster.start()
+        create_topic(cluster.bootstrap, "bench", args.partitions)
+        secs = produce(cluster.bootstrap, "bench", n, args.size)
+        print(f"produced {n:,} records of {args.size} B to {args.partitions} partitions in {secs:.1f} s")
+        spark = session()
+
+        def kavka_df():
+            return (spark.read.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
+                    .option("subscribe", "bench").load())
+
+        spark.dataSource.register(NullSource.make(n, args.partitions, args.size))
+        parquet_path = os.path.join(work, "bench.parquet")
+        kavka_df().write.parquet(parquet_path)
+        assert spark.read.parquet(parquet_path).count() == n, "the parquet copy lost rows"
+
+        def stream(fmt: str) -> None:
+            if fmt == "kavka":
+                src = (spark.readStream.format("kavka").option("kafka.bootstrap.servers", cluster.bootstrap)
+                       .option("subscribe", "bench").option("startingOffsets", "earliest").load())
+            elif fmt == "null":
+                src = spark.readStream.format("kavka-bench-null").load()
+            else:
+                src = spark.readStream.schema(spark.read.parquet(parquet_path).schema).parquet(parquet_path)
+            cp = tempfile.mkdtemp(prefix="cp-", dir=work)
+            q = (src.writeStream.format("noop").option("checkpointLocation", cp)
+                 .trigger(availableNow=True).start())
+            q.awaitTermination(600)
+            rows = sum(p["numInputRows"] for p in q.recentProgress)
+            if rows != n:
+                raise SystemExit(f"the {fmt} stream read {rows} rows, expected {n}")
+
+        def scan(df) -> None:
+            df.select("value").write.format("noop").mode("overwrite").save()
+
+        def null_df():
+            return spark.read.format("kavka-bench-null").load()
+
+        cases = {
+            "count": (lambda: kavka_df().count(), lambda: spark.read.parquet(parquet_path).count(),
+                      lambda: null_df().count()),
+            "scan value": (lambda: scan(kavka_df()), lambda: scan(spark.read.parquet(parquet_path)),
+                           lambda: scan(null_df())),
+            "stream": (lambda: stream("kavka"), lambda: stream("parquet"), lambda: stream("null")),
+        }
+        for fns in cases.values():  # warm-up: Python workers, JIT, page cache
+            for fn in fns:
+                fn()
+        best: dict[str, list[float]] = {}
+        for _ in range(args.repeat):
+            for name, fns in cases.items():
+                times = [timed(fn) for fn in fns]
+                best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times)]
+        print(f"\nkavka.spark vs parquet, {n:,} rows of {args.size} B, {args.partitions} partitions, local[2], "
+              f"best of {args.repeat}\n")
+        print(f"{'case':<12}{'kavka rows/s':>15}{'parquet rows/s':>17}{'kavka/parquet':>15}"
+              f"{'null py-source rows/s':>24}{'kavka/null':>12}")
+        for name, (tk, tp, tn) in best.items():
+            null = f"{n / tn:>24,.0f}{tn / tk:>11.2f}x"
+            print(f"{name:<12}{n / tk:>15,.0f}{n / tp:>17,.0f}{tp / tk:>14.2f}x{null}")
+        for name in ("count", "scan value"):
+            tk, tp, tn = best[name]
+            print(f"  goal {name} >= 0.5x parquet: {tp / tk:.2f}x {'met' if tp / tk >= 0.5 else 'NOT met'} "
+                  f"(a Python data source that does no work reaches {tp / tn:.2f}x)")
+        spark.stop()
+    finally:
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
