@@ -172,3 +172,34 @@ def load(bootstrap: str, days: int | None = None, replication_factor: int = 3,
         counts[topic] = produce(bootstrap, topic, recs, bar.update)
         bar.close()
     return LoadReport(counts[FLIGHTS], counts[WEATHER], counts[AIRLINES], time.monotonic() - start)
+
+
+def topic_size(bootstrap: str, topic: str) -> int:
+    """Records in ``topic``: the sum of its partitions' high watermarks
+    minus their log start offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kavka-flights-size",
+                         "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        if not partitions:
+            raise LoadFailed(f"topic '{topic}' does not exist at {bootstrap}")
+        total = 0
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+def partition_leader(bootstrap: str, topic: str, partition: int) -> int:
+    """The broker id leading ``topic``-``partition`` per the cluster's metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None or partition not in t.partitions or t.partitions[partition].leader < 0:
+        raise LoadFailed(f"{topic}-{partition} has no leader at {bootstrap}")
+    return t.partitions[partition].leader
