@@ -91,14 +91,15 @@ class FlightsDemo:
         self.cluster = LocalCluster(self.brokers, self.work / "cluster")
         self.say(f"starting a local cluster of {self.brokers} brokers with ZooKeeper in {self.cluster.data_dir}")
         self.cluster.start(progress=self.say)
-        self.report.steps.append(("cluster", "", f"{self.brokers} brokers, {self.cluster.bootstrap}",
+        self.report.steps.append(("cluster", "", f"{self.brokers} brokers and ZooKeeper started",
                                   time.monotonic() - t))
         bootstrap = self.cluster.bootstrap
 
         t = time.monotonic()
         loaded = flights_load.load(bootstrap, self.days, min(3, self.brokers), say=self.say)
         self.report.steps.append(("load", f"{loaded.flights:,}",
-                                  f"flights; {loaded.weather:,} weather, {loaded.airlines} airlines", loaded.seconds))
+                                  f"flights in; {loaded.weather:,} weather, {loaded.airlines} airlines",
+                                  loaded.seconds))
         self.say(f"loaded {loaded.flights:,} flights, {loaded.weather:,} weather hours, {loaded.airlines} airlines "
                  f"in {loaded.seconds:.1f} s")
 
@@ -195,13 +196,13 @@ class FlightsDemo:
     def summary(self) -> None:
         r = self.report
         print("\n== Kavka flights pipeline ==")
-        print(f"{'step':<15} {'rows':>9}  {'':<48} {'time':>8}")
+        print(f"{'step':<14} {'rows':>8}  {'':<44} {'time':>7}")
         for step, rows, detail, seconds in r.steps:
-            print(f"{step:<15} {rows:>9}  {detail:<48} {seconds:7.1f}s")
-        print(f"{'failover':<15} {'':>9}  {r.kill}")
-        print(f"{'equal':<15} {'':>9}  streaming vs batch: {'yes' if r.equal_stream else 'NO'}; "
-              f"topic carrier-delays vs batch: {'yes' if r.equal_topic else 'NO'}")
-        print(f"{'total':<15} {'':>9}  {'':<48} {time.monotonic() - self.t0:7.1f}s")
+            print(f"{step:<14} {rows:>8}  {detail:<44} {seconds:6.1f}s")
+        print(f"{'total':<14} {'':>8}  {'':<44} {time.monotonic() - self.t0:6.1f}s")
+        print(f"failover: {r.kill}")
+        print(f"equal: streaming vs batch {'yes' if r.equal_stream else 'NO'}; "
+              f"topic carrier-delays vs batch {'yes' if r.equal_topic else 'NO'}")
 
     def print_logs(self) -> None:
         if self.cluster is None:

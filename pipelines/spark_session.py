@@ -14,6 +14,7 @@ Create from the driver's main thread; one session per process.
 from __future__ import annotations
 
 import os
+import sys
 
 SETTINGS = {
     "spark.ui.enabled": "false",
@@ -33,6 +34,10 @@ SETTINGS = {
 def build_session(app_name: str = "kavka-flights", master: str = "local[2]"):
     """Get or create the session and register format "kavka" in it."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Spark's Python workers (the data source's readers and writers) must
+    # run this interpreter, the one with kavka, pyarrow and confluent-kafka;
+    # Spark's default is whatever `python3` is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)
