@@ -1,0 +1,150 @@
+"""Planning-side look-ups: which topic-partitions a subscription covers and
+which offsets a ``Position`` (earliest, latest, JSON, timestamps) names.
+
+Runs in Spark's planning Python processes (the batch planner, the
+long-lived stream-reader process), never on executors' hot path. It uses
+Kavka's own client (``kavka.client``: Metadata and ListOffsets with the
+isolation level, so "latest" under read_committed is the last stable
+offset, KIP-98). ``OffsetLookup`` is a context manager owning a private
+event loop and one ``Cluster`` for its lifetime; it is synchronous and not
+thread-safe; it never pickles (readers create one per call).
+
+Unknown partitions named in ``assign`` or in offsets JSON raise
+``KavkaOptionError``; a subscribed topic that does not exist contributes no
+partitions (Spark's Kafka source reads nothing from it until it appears).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Mapping
+
+from kavka.client.admin import KafkaAdmin
+from kavka.client.admin_types import OffsetSpec
+from kavka.client.cluster import Cluster
+from kavka.client.metadata import TopicPartition
+from kavka.common.errors import ErrorCode
+from kavka.spark.offsets import EARLIEST, LATEST
+from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, Subscribe, spelled
+
+
+def cluster_for(options_servers: str, client: Mapping[str, str]) -> Cluster:
+    """A (not yet started) Kavka client ``Cluster`` with the ``kafka.*``
+    settings it understands."""
+    return Cluster(options_servers, client_id=client.get("client.id", "kavka-spark"),
+                   request_timeout_ms=int(client.get("request.timeout.ms", 30_000)),
+                   retry_backoff_ms=int(client.get("retry.backoff.ms", 100)),
+                   default_deadline_ms=int(client.get("default.api.timeout.ms", 60_000)))
+
+
+class OffsetLookup:
+    """See the module docstring."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._loop = asyncio.new_event_loop()
+        self._cluster = cluster_for(options.bootstrap_servers, dict(options.client))
+        self._admin = KafkaAdmin(self._cluster, timeout_ms=int(options.client_setting("default.api.timeout.ms",
+                                                                                          "60000")))
+        self._started = False
+
+    def __enter__(self) -> "OffsetLookup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            if self._started:
+                self._loop.run_until_complete(self._cluster.close())
+        finally:
+            self._loop.close()
+
+    def _run(self, coro):
+        if not self._started:
+            self._loop.run_until_complete(self._cluster.start())
+            self._started = True
+        return self._loop.run_until_complete(coro)
+
+    # -- partitions ---------------------------------------------------------------------
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """The subscription's partitions now, sorted."""
+        sub = self.options.subscription
+        if isinstance(sub, Assign):
+            md = self._run(self._cluster.refresh_metadata(sorted({tp.topic for tp in sub.partitions})))
+            for tp in sub.partitions:
+                if md.partition(tp) is None:
+                    known = md.partitions_of(tp.topic)
+                    have = f"it has partitions 0..{len(known) - 1}" if known else "the topic does not exist"
+                    raise KavkaOptionError(f"option 'assign' names {tp}, which is not in the cluster ({have})")
+            return list(sub.partitions)
+        if isinstance(sub, Subscribe):
+            md = self._run(self._cluster.refresh_metadata(list(sub.topics)))
+            topics = [t for t in sub.topics if t in md.topics and md.topics[t].error == ErrorCode.NONE]
+        else:
+            md = self._run(self._cluster.refresh_metadata(None))
+            pattern = re.compile(sub.pattern)
+            topics = [t for t, meta in md.topics.items()
+                      if not meta.is_internal and not t.startswith("__") and pattern.fullmatch(t)]
+        return sorted(TopicPartition(t, p.partition) for t in topics for p in md.partitions_of(t))
+
+    # -- offsets ----------------------------------------------------------------------
+
+    def _list(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        if not specs:
+            return {}
+        isolation = 1 if self.options.read_committed else 0
+        found = self._run(self._admin.list_offsets(specs, isolation_level=isolation))
+        return {tp: listed.offset for tp, listed in found.items()}
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list({tp: OffsetSpec.EARLIEST for tp in tps})
+
+    def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The high watermark, or the last stable offset under read_committed."""
+        return self._list({tp: OffsetSpec.LATEST for tp in tps})
+
+    def resolve(self, position: Position, tps: list[TopicPartition], *, option: str,
+                ending: bool) -> dict[TopicPartition, int]:
+        """Concrete offsets of ``position`` for ``tps``. ``option`` is the
+        lower-cased option prefix (``starting``/``ending``) for messages."""
+        if position.kind == "earliest":
+            return self.earliest(tps)
+        if position.kind == "latest":
+            return self.latest(tps)
+        if position.kind == "offsets":
+            self._check_known(position.offsets, tps, f"{option}offsets")
+            out = {tp: position.offsets.get(tp, LATEST if ending else EARLIEST) for tp in tps}
+            special = {tp: v for tp, v in out.items() if v < 0}
+            listed = self._list({tp: OffsetSpec.EARLIEST if v == EARLIEST else OffsetSpec.LATEST
+                                 for tp, v in special.items()})
+            return {**out, **listed}
+        if position.kind == "timestamps":
+            self._check_known(position.offsets, tps, f"{option}offsetsbytimestamp")
+            stamps = {tp: position.offsets[tp] for tp in tps if tp in position.offsets}
+            rest = [tp for tp in tps if tp not in position.offsets]
+            fallback = self.latest(rest) if ending else self.earliest(rest)
+            return {**fallback, **self._by_timestamp(stamps, option, ending)}
+        return self._by_timestamp({tp: position.timestamp for tp in tps}, option, ending)
+
+    def _by_timestamp(self, stamps: Mapping[TopicPartition, int], option: str,
+                      ending: bool) -> dict[TopicPartition, int]:
+        found = self._list(stamps)
+        missing = [tp for tp, off in found.items() if off < 0]
+        if missing and not ending and not self.options.timestamp_strategy_latest:
+            names = ", ".join(f"{tp} (timestamp {stamps[tp]})" for tp in missing)
+            raise KavkaOptionError(f"no record at or after the {option} timestamp in {names}; set "
+                                   "'startingOffsetsByTimestampStrategy' to 'latest' to start those at the end")
+        latest = self.latest(missing)
+        return {tp: (latest[tp] if off < 0 else off) for tp, off in found.items()}
+
+    @staticmethod
+    def _check_known(given: Mapping[TopicPartition, int], tps: list[TopicPartition], key: str) -> None:
+        unknown = sorted(set(given) - set(tps))
+        if unknown:
+            raise KavkaOptionError(f"option '{spelled(key)}' names {', '.join(map(str, unknown))}, which the "
+                                   f"subscription does not cover or the cluster does not have "
+                                   f"(covered: {', '.join(map(str, tps)) or 'none'})")

@@ -1,0 +1,328 @@
+"""The options of format ``"kavka"``, parsed and checked once, into frozen
+values the readers and writers carry to the executors.
+
+Names and meanings are those of Spark's Kafka source and sink. Spark hands
+a Python data source its options with lower-cased keys and string values,
+so every key here is matched lower-cased (``startingoffsets``) while error
+messages use the documented spelling (``startingOffsets``).
+
+Reading: ``kafka.bootstrap.servers`` (required); exactly one of
+``assign`` / ``subscribe`` / ``subscribePattern``; starting position by
+priority ``startingTimestamp`` > ``startingOffsetsByTimestamp`` >
+``startingOffsets`` (default ``latest`` for streams, ``earliest`` for
+batch); for batch the ending position likewise (``endingTimestamp`` >
+``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``);
+``startingOffsetsByTimestampStrategy`` (``error`` | ``latest``) for
+partitions with no record at or after the timestamp; ``failOnDataLoss``
+(default true); ``maxOffsetsPerTrigger``; ``minPartitions``;
+``includeHeaders``; ``kafka.*`` client settings (``kafka.isolation.level``
+defaults to ``read_committed``: only committed data is read).
+
+Writing: ``kafka.bootstrap.servers``, optional ``topic`` (overrides the
+column), ``kafka.*`` handed to librdkafka.
+
+Pure; any process. Errors are ``KavkaOptionError`` (``ValueError``) with
+Spark-like wording: which option, what is wrong, what to do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kavka.client.metadata import TopicPartition
+from kavka.spark.offsets import EARLIEST, LATEST, OffsetJsonError, parse_assign, parse_partition_offsets
+
+
+class KavkaOptionError(ValueError):
+    """An option of format "kavka" is missing, malformed or conflicting."""
+
+
+# Lower-cased key -> the documented spelling, for messages.
+_SPELLING = {k.lower(): k for k in (
+    "kafka.bootstrap.servers", "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets",
+    "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minPartitions",
+    "includeHeaders", "topic")}
+_STRATEGIES = ("assign", "subscribe", "subscribepattern")
+# kafka.* settings Spark's Kafka source refuses because the source manages them itself.
+_SOURCE_MANAGED = {
+    "kafka.group.id": "the source does not join a consumer group; offsets live in Spark's checkpoint",
+    "kafka.auto.offset.reset": "set startingOffsets instead",
+    "kafka.key.deserializer": "keys are always read as bytes; cast or decode in the query",
+    "kafka.value.deserializer": "values are always read as bytes; cast or decode in the query",
+    "kafka.enable.auto.commit": "the source never commits offsets to Kafka",
+    "kafka.interceptor.classes": "interceptors are not supported",
+}
+_SINK_MANAGED = {
+    "kafka.key.serializer": "keys are written as bytes: cast the column to binary or string",
+    "kafka.value.serializer": "values are written as bytes: cast the column to binary or string",
+    "kafka.transactional.id": "the streaming sink derives transactional ids from the query and task",
+}
+
+
+def spelled(key: str) -> str:
+    return _SPELLING.get(key, key)
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+
+
+def _bool(opts: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise KavkaOptionError(f"option '{spelled(key)}' must be 'true' or 'false', got {raw!r}")
+    return value == "true"
+
+
+def _positive(opts: Mapping[str, str], key: str) -> int | None:
+    raw = opts.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise KavkaOptionError(f"option '{spelled(key)}' must be a positive integer, got {raw!r}") from None
+    if value <= 0:
+        raise KavkaOptionError(f"option '{spelled(key)}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _timestamp(opts: Mapping[str, str], key: str) -> int | None:
+    raw = opts.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise KavkaOptionError(f"option '{spelled(key)}' must be milliseconds since the epoch, got {raw!r}") from None
+    if value < 0:
+        raise KavkaOptionError(f"option '{spelled(key)}' must be >= 0 (milliseconds since the epoch), got {raw!r}")
+    return value
+
+
+def _bootstrap(opts: Mapping[str, str]) -> str:
+    servers = opts.get("kafka.bootstrap.servers", "").strip()
+    if not servers:
+        raise KavkaOptionError("option 'kafka.bootstrap.servers' must be specified "
+                               "(e.g. .option(\"kafka.bootstrap.servers\", \"127.0.0.1:9092\"))")
+    return servers
+
+
+def _client_settings(opts: Mapping[str, str], refused: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for key, value in sorted(opts.items()):
+        if not key.startswith("kafka.") or key == "kafka.bootstrap.servers":
+            continue
+        if key in refused:
+            raise KavkaOptionError(f"option '{key}' is not supported: {refused[key]}")
+        out.append((key[len("kafka."):], value))
+    return tuple(out)
+
+
+# -- subscriptions ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """A fixed list of topic-partitions (option ``assign``)."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Every partition of the named topics (option ``subscribe``)."""
+
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribePattern:
+    """Every partition of every topic matching the regex (``subscribePattern``),
+    internal topics excluded."""
+
+    pattern: str
+
+
+Subscription = Assign | Subscribe | SubscribePattern
+
+
+def parse_subscription(opts: Mapping[str, str]) -> Subscription:
+    given = [k for k in _STRATEGIES if k in opts]
+    if not given:
+        raise KavkaOptionError("one of the options 'assign', 'subscribe', 'subscribePattern' must be specified "
+                               "for a kavka source")
+    if len(given) > 1:
+        raise KavkaOptionError("only one of the options 'assign', 'subscribe', 'subscribePattern' may be specified "
+                               f"for a kavka source; got {', '.join(spelled(k) for k in given)}")
+    key = given[0]
+    raw = opts[key]
+    if key == "assign":
+        try:
+            return Assign(parse_assign("assign", raw))
+        except OffsetJsonError as e:
+            raise KavkaOptionError(str(e)) from None
+    if key == "subscribe":
+        topics = tuple(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
+        if not topics:
+            raise KavkaOptionError(f"option 'subscribe' must list topics separated by commas, got {raw!r}")
+        return Subscribe(topics)
+    if not raw.strip():
+        raise KavkaOptionError("option 'subscribePattern' must be a non-empty regular expression")
+    try:
+        re.compile(raw)
+    except re.error as e:
+        raise KavkaOptionError(f"option 'subscribePattern' is not a valid regular expression: {raw!r} ({e})") from None
+    return SubscribePattern(raw)
+
+
+# -- positions ------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a read starts or ends. ``kind``: ``earliest``, ``latest``,
+    ``offsets`` (``offsets``: per partition, -2 earliest / -1 latest
+    allowed), ``timestamp`` (``timestamp`` for all partitions) or
+    ``timestamps`` (``offsets`` holds per-partition timestamps)."""
+
+    kind: str
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    timestamp: int | None = None
+
+
+EARLIEST_POSITION = Position("earliest")
+LATEST_POSITION = Position("latest")
+
+
+def _position(opts: Mapping[str, str], prefix: str, default: Position, *, ending: bool,
+              streaming: bool) -> Position:
+    ts_key, by_ts_key, offsets_key = f"{prefix}timestamp", f"{prefix}offsetsbytimestamp", f"{prefix}offsets"
+    ts = _timestamp(opts, ts_key)
+    if ts is not None:
+        return Position("timestamp", timestamp=ts)
+    if by_ts_key in opts:
+        try:
+            stamps = parse_partition_offsets(spelled(by_ts_key), opts[by_ts_key], allowed_negative=frozenset())
+        except OffsetJsonError as e:
+            raise KavkaOptionError(str(e)) from None
+        return Position("timestamps", offsets=stamps)
+    raw = opts.get(offsets_key)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    name = spelled(offsets_key)
+    if word == "earliest":
+        if ending:
+            raise KavkaOptionError(f"option '{name}' cannot be 'earliest': a batch query would read nothing; "
+                                   "use 'latest' or per-partition offsets")
+        return EARLIEST_POSITION
+    if word == "latest":
+        if not ending and not streaming:
+            raise KavkaOptionError(f"option '{name}' cannot be 'latest' for a batch query: it would read nothing; "
+                                   "use 'earliest' or per-partition offsets")
+        return LATEST_POSITION
+    # A batch may neither start at latest (-1) nor end at earliest (-2).
+    allowed = frozenset({LATEST}) if ending else (frozenset({EARLIEST, LATEST}) if streaming else frozenset({EARLIEST}))
+    try:
+        return Position("offsets", offsets=parse_partition_offsets(name, raw, allowed_negative=allowed))
+    except OffsetJsonError as e:
+        raise KavkaOptionError(f"{e} (or use 'earliest' / 'latest')") from None
+
+
+# -- the option sets ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """Everything a batch or streaming read needs; pickled to executors."""
+
+    bootstrap_servers: str
+    subscription: Subscription
+    starting: Position
+    ending: Position
+    fail_on_data_loss: bool
+    max_offsets_per_trigger: int | None
+    min_partitions: int | None
+    include_headers: bool
+    timestamp_strategy_latest: bool
+    client: tuple[tuple[str, str], ...]
+
+    @property
+    def read_committed(self) -> bool:
+        return dict(self.client).get("isolation.level", "read_committed") == "read_committed"
+
+    def client_setting(self, key: str, default: str | None = None) -> str | None:
+        return dict(self.client).get(key, default)
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    opts = _lower(options)
+    servers = _bootstrap(opts)
+    subscription = parse_subscription(opts)
+    starting = _position(opts, "starting", LATEST_POSITION if streaming else EARLIEST_POSITION,
+                         ending=False, streaming=streaming)
+    if streaming:
+        for key in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"):
+            if key in opts:
+                raise KavkaOptionError(f"option '{spelled(key)}' is for batch queries only; "
+                                       "a stream reads until it is stopped")
+        ending = LATEST_POSITION
+    else:
+        ending = _position(opts, "ending", LATEST_POSITION, ending=True, streaming=False)
+        if "maxoffsetspertrigger" in opts:
+            raise KavkaOptionError("option 'maxOffsetsPerTrigger' is for streaming queries only")
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise KavkaOptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
+                               f"got {opts['startingoffsetsbytimestampstrategy']!r}")
+    client = _client_settings(opts, _SOURCE_MANAGED)
+    isolation = dict(client).get("isolation.level", "read_committed")
+    if isolation not in ("read_committed", "read_uncommitted"):
+        raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
+                               f"got {isolation!r}")
+    for key in ("max.partition.fetch.bytes", "fetch.max.bytes", "request.timeout.ms", "fetch.max.wait.ms",
+                "retry.backoff.ms", "default.api.timeout.ms"):
+        _positive({f"kafka.{key}": v for k, v in client if k == key}, f"kafka.{key}")
+    return SourceOptions(
+        bootstrap_servers=servers, subscription=subscription, starting=starting, ending=ending,
+        fail_on_data_loss=_bool(opts, "failondataloss", True),
+        max_offsets_per_trigger=_positive(opts, "maxoffsetspertrigger"),
+        min_partitions=_positive(opts, "minpartitions"),
+        include_headers=_bool(opts, "includeheaders", False),
+        timestamp_strategy_latest=strategy == "latest",
+        client=client)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """What a batch or streaming write needs; pickled to executors.
+    ``producer`` holds the ``kafka.*`` settings for librdkafka."""
+
+    bootstrap_servers: str
+    topic: str | None
+    producer: tuple[tuple[str, str], ...]
+    commit_topic: str
+
+
+DEFAULT_COMMIT_TOPIC = "_kavka_spark_sink_commits"
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    opts = _lower(options)
+    servers = _bootstrap(opts)
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise KavkaOptionError("option 'topic' must be a non-empty topic name when given")
+    for key in _STRATEGIES:
+        if key in opts:
+            raise KavkaOptionError(f"option '{spelled(key)}' is for reading; to write, set option 'topic' "
+                                   "or a 'topic' column")
+    commit_topic = opts.get("committopic", DEFAULT_COMMIT_TOPIC).strip()
+    if not commit_topic:
+        raise KavkaOptionError("option 'commitTopic' must be a non-empty topic name when given")
+    return SinkOptions(servers, topic.strip() if topic else None, _client_settings(opts, _SINK_MANAGED),
+                       commit_topic)

@@ -1,0 +1,147 @@
+"""Streaming read (``spark.readStream.format("kavka")``): micro-batches of
+offset ranges, offsets checkpointed by Spark as ``{"topic": {"0": n}}``.
+
+Offsets: ``initialOffset`` resolves ``startingOffsets`` (default latest)
+for the partitions subscribed now. ``latestOffset(start, limit)`` looks the
+partitions up again (new partitions of subscribed topics, new topics
+matching a pattern, start at their earliest offset, as in Spark's Kafka
+source) and returns each one's latest offset (the last stable offset
+under read_committed), capped by the read limit:
+``ReadMaxRows`` (``maxOffsetsPerTrigger``) spreads the budget over the
+partitions in proportion to their backlog; ``ReadAllAvailable`` takes all.
+With ``Trigger.AvailableNow`` (``prepareForTriggerAvailableNow``) the
+latest offsets are frozen once and never exceeded. Offsets are emitted in
+a stable order (``kavka.spark.offsets.to_json_dict``): Spark compares them
+as JSON text.
+
+A partition that disappeared is data loss: an error under
+``failOnDataLoss``, else skipped. A latest offset below the query's
+position is taken as "nothing new yet" (a new leader's HW can lag for a
+moment), not as loss. Offsets removed by retention or DeleteRecords are
+found by the executors (``range_reader``).
+
+``commit(end)`` does nothing: Spark's checkpoint is the truth (the source
+never commits to a consumer group). Lives in Spark's long-lived
+stream-reader Python process; ``read()`` runs on executors; pickles.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+
+from kavka.client.metadata import TopicPartition
+from kavka.spark.offset_lookup import OffsetLookup
+from kavka.spark.offsets import from_json_dict, to_json_dict
+from kavka.spark.options import SourceOptions
+from kavka.spark.range_reader import DataLossError, RangeReader, data_loss_message
+from kavka.spark.ranges import OffsetRange, OffsetRangePartition, split_ranges
+
+log = logging.getLogger(__name__)
+
+
+def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+               max_rows: int) -> dict[TopicPartition, int]:
+    """Cap ``latest`` so at most ``max_rows`` offsets are taken in total,
+    each partition in proportion to its backlog (at least one offset from a
+    partition with a backlog while the budget lasts). Pure."""
+    backlog = {tp: max(0, latest[tp] - start.get(tp, latest[tp])) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_rows:
+        return dict(latest)
+    out = {}
+    budget = max_rows
+    for tp in sorted(latest):
+        share = min(backlog[tp], budget, max(1, backlog[tp] * max_rows // total)) if backlog[tp] else 0
+        budget -= share
+        out[tp] = start.get(tp, latest[tp]) + share
+    return out
+
+
+class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """See the module docstring."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._frozen: dict[TopicPartition, int] | None = None
+
+    # -- planning process ----------------------------------------------------------------
+
+    def initialOffset(self) -> dict:
+        with OffsetLookup(self.options) as lookup:
+            tps = lookup.topic_partitions()
+            return to_json_dict(lookup.resolve(self.options.starting, tps, option="starting", ending=False))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._frozen = self._available()
+
+    def _available(self) -> dict[TopicPartition, int]:
+        """Latest offsets of every partition subscribed now."""
+        with OffsetLookup(self.options) as lookup:
+            tps = lookup.topic_partitions()
+            return lookup.latest(tps)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = from_json_dict(start)
+        if self._frozen is not None:
+            latest = dict(self._frozen)
+        else:
+            latest = self._available()
+        # A partition never goes below where the query already is: right
+        # after a leader change the new leader's high watermark may lag the
+        # old one's for a moment (seed 001: the HW reaches followers with
+        # their next fetch), which is not data loss.
+        latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
+        for tp, off in begin.items():
+            latest.setdefault(tp, off)  # a partition gone from metadata keeps its place
+        if isinstance(limit, ReadMaxRows):
+            new = [tp for tp in latest if tp not in begin]
+            if new:
+                with OffsetLookup(self.options) as lookup:
+                    begin = {**lookup.earliest(new), **begin}
+            latest = rate_limit(begin, latest, limit.max_rows)
+        return to_json_dict(latest)
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def partitions(self, start: dict, end: dict) -> list[OffsetRangePartition]:
+        begin, finish = from_json_dict(start), from_json_dict(end)
+        new = [tp for tp in finish if tp not in begin]
+        if new:
+            with OffsetLookup(self.options) as lookup:
+                begin = {**lookup.earliest(new), **begin}
+        ranges = []
+        for tp in sorted(finish):
+            lo, hi = begin[tp], finish[tp]
+            if hi < lo:
+                self._lost(tp, f"its offset went back from {lo} to {hi} (partition deleted, recreated or truncated)")
+                continue
+            ranges.append(OffsetRange(tp.topic, tp.partition, lo, hi))
+        for tp in sorted(set(begin) - set(finish)):
+            self._lost(tp, "the partition is gone")
+        return [OffsetRangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
+
+    def _lost(self, tp: TopicPartition, detail: str) -> None:
+        message = data_loss_message(tp, detail)
+        if self.options.fail_on_data_loss:
+            raise DataLossError(message)
+        log.warning("%s (failOnDataLoss=false: skipped)", message)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: progress lives in Spark's checkpoint."""
+
+    # -- executors ------------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRangePartition), partition
+        return RangeReader(self.options, partition.offset_range).batches()
