@@ -129,6 +129,7 @@ class FlightsDemo:
 
         streamed = jobs.follow(query, on_batch)
         self.maybe_restart()
+        self.wait_in_sync(bootstrap)
         rows_out = jobs.result_rows(self.spark.read.parquet(output))
         self.report.steps.append(("streaming job", f"{streamed.rows_in:,}",
                                   f"in, {len(rows_out)} rows out, {streamed.batches} micro-batches",
@@ -172,6 +173,21 @@ class FlightsDemo:
         self.say(f"broker {self.killed} is back")
         self.report.kill = (f"broker {self.killed} (leader of {FLIGHTS}-0) killed after batch {self.killed_at_batch}, "
                             f"restarted")
+
+    def wait_in_sync(self, bootstrap: str, timeout: float = 60.0) -> None:
+        """The restarted broker has caught up: back in the ISR of every
+        ``flights`` partition (it truncated to its leader epoch's end and
+        fetched what was appended while it was down)."""
+        if self.killed is None:
+            return
+        start = time.monotonic()
+        while lagging := flights_load.out_of_sync(bootstrap, FLIGHTS, self.killed):  # bounded by the timeout
+            if time.monotonic() - start > timeout:
+                raise DemoFailed(f"broker {self.killed} is still out of the ISR of {FLIGHTS} partitions {lagging} "
+                                 f"{timeout:.0f} s after the stream ended")
+            time.sleep(0.2)
+        self.say(f"broker {self.killed} is back in the ISR of every {FLIGHTS} partition")
+        self.report.kill += f", back in the ISR of all {FLIGHTS} partitions"
 
     def teardown(self, clean: bool) -> None:
         if self.spark is not None:

@@ -207,3 +207,15 @@ def partition_leader(bootstrap: str, topic: str, partition: int) -> int:
     if t is None or partition not in t.partitions or t.partitions[partition].leader < 0:
         raise LoadFailed(f"{topic}-{partition} has no leader at {bootstrap}")
     return t.partitions[partition].leader
+
+
+def out_of_sync(bootstrap: str, topic: str, broker_id: int) -> list[int]:
+    """Partitions of ``topic`` that ``broker_id`` replicates but is not in
+    the ISR of, per the cluster's metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    if t is None:
+        raise LoadFailed(f"topic '{topic}' does not exist at {bootstrap}")
+    return sorted(p.id for p in t.partitions.values() if broker_id in p.replicas and broker_id not in p.isrs)
