@@ -47,18 +47,27 @@ class DemoFailed(RuntimeError):
 class DemoReport:
     steps: list[tuple[str, str, str, float]] = field(default_factory=list)  # (step, rows, detail, seconds)
     kill: str = "no broker was killed"
+    killed_after_batch: int | None = None
+    batches: int = 0
+    loaded: int = 0
+    rows_in: int = 0
+    batch_rows: dict = field(default_factory=dict)  # the batch job's result, KEY_COLUMNS -> row
     equal_stream: bool = False
     equal_topic: bool = False
 
 
 class FlightsDemo:
+    """See the module docstring. ``spark``: a SparkSession to use (and
+    leave running) instead of starting one; tests pass theirs."""
+
     def __init__(self, brokers: int = 3, days: int | None = None, max_offsets_per_trigger: int = 50_000,
-                 keep: bool = False) -> None:
+                 keep: bool = False, spark=None) -> None:
         self.brokers, self.days, self.max_offsets, self.keep = brokers, days, max_offsets_per_trigger, keep
         self.t0 = time.monotonic()
         self.report = DemoReport()
         self.cluster = None
-        self.spark = None
+        self.spark = spark
+        self.own_spark = spark is None
         self.work = Path(tempfile.mkdtemp(prefix="kavka-flights-"))
         self.killed: int | None = None
         self.killed_at_batch: int | None = None
@@ -108,7 +117,8 @@ class FlightsDemo:
         from pipelines import flights_jobs as jobs
         from pipelines.spark_session import build_session
 
-        self.spark = build_session()
+        if self.spark is None:
+            self.spark = build_session()
         self.report.steps.append(("spark start", "", "local[2], format kavka registered", time.monotonic() - t))
 
         t = time.monotonic()
@@ -134,12 +144,15 @@ class FlightsDemo:
         self.report.steps.append(("streaming job", f"{streamed.rows_in:,}",
                                   f"in, {len(rows_out)} rows out, {streamed.batches} micro-batches",
                                   time.monotonic() - t))
+        self.report.loaded, self.report.rows_in, self.report.batches = loaded.flights, streamed.rows_in, streamed.batches
+        self.report.killed_after_batch = self.killed_at_batch
         if streamed.rows_in != loaded.flights:
             raise DemoFailed(f"the streaming job read {streamed.rows_in:,} flights; {loaded.flights:,} were loaded")
 
         t = time.monotonic()
         self.say("batch job over the same topics")
         batch = jobs.result_rows(jobs.batch_result(self.spark, bootstrap))
+        self.report.batch_rows = batch
         batch_in = sum(r[4] for r in batch.values())
         self.report.steps.append(("batch job", f"{batch_in:,}", f"in, {len(batch)} rows out", time.monotonic() - t))
 
@@ -190,9 +203,9 @@ class FlightsDemo:
         self.report.kill += f", back in the ISR of all {FLIGHTS} partitions"
 
     def teardown(self, clean: bool) -> None:
-        if self.spark is not None:
+        if self.spark is not None and self.own_spark:
             self.spark.stop()
-            self.spark = None
+        self.spark = None
         if self.cluster is not None:
             self.say("stopping the brokers (SIGTERM, clean shutdown) and ZooKeeper")
             running = [b for b in self.cluster.brokers.values() if b.running()]

@@ -5,13 +5,15 @@
    in plain Python (count, cancelled, mean as sum/count, p90 as the
    nearest-rank percentile): the exactness the streaming-vs-batch
    comparison relies on, checked without Kafka.
-2. The real pipeline on a 3-broker cluster: load two days, stream them
-   through format "kavka" in several micro-batches, run the batch job;
-   the streaming job's parquet, the compacted carrier-delays topic and the
-   batch result are equal row for row, and every loaded flight was read.
+2. The demo (pipelines/flights_demo.py) on two days: a 3-broker cluster,
+   the stream through format "kavka" in several micro-batches with the
+   leader of a flights partition killed and restarted, the batch job; the
+   streaming job's parquet, the compacted carrier-delays topic and the
+   batch result are equal row for row, every loaded flight was read, and
+   the result matches the plain-Python definitions.
 
-Uses the session-scoped ``spark`` and module-scoped ``make_module_cluster``
-fixtures of tests/spark/conftest.py.
+Uses the session-scoped ``spark`` fixture of tests/spark/conftest.py (the
+demo starts its own cluster and ZooKeeper, as ``make demo`` does).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.spark
 
 pytest.importorskip("pyspark", reason="needs the spark extra: make venv EXTRAS=dev,spark")
 
-from pipelines import flights_data, flights_jobs, flights_load  # noqa: E402
+from pipelines import flights_data, flights_jobs  # noqa: E402
 
 DAYS = 2
 
@@ -109,25 +111,23 @@ def test_compare_names_what_differs():
     assert flights_jobs.compare(a, dict(a)).equal
 
 
-def test_pipeline_streaming_equals_batch_on_a_cluster(spark, make_module_cluster, flights, tmp_path):
-    cluster = make_module_cluster(3)
-    loaded = flights_load.load(cluster.bootstrap, DAYS, 3, say=lambda msg: None)
-    assert loaded.flights == len(flights) and loaded.airlines == 16 and loaded.weather == len(flights_data.read_weather(DAYS))
-    assert flights_load.topic_size(cluster.bootstrap, flights_load.FLIGHTS) == len(flights)
+def test_demo_on_two_days_with_a_leader_killed_mid_stream(spark, flights):
+    """What ``make demo`` runs, on two days: 3 brokers, load, stream in
+    micro-batches with the leader of flights-0 killed (-9) after the first
+    and restarted after the next, batch job, exact comparisons."""
+    from pipelines.flights_demo import FlightsDemo
 
-    output = str(tmp_path / "carrier-delays.parquet")
     per_batch = math.ceil(len(flights) / 3 / 6) * 6  # about three micro-batches over the six partitions
-    query = flights_jobs.start_stream(spark, cluster.bootstrap, str(tmp_path / "checkpoint"), output, per_batch)
-    report = flights_jobs.follow(query, timeout_s=240)
-    assert report.rows_in == len(flights)
-    assert report.batches >= 3
-
-    streamed = flights_jobs.result_rows(spark.read.parquet(output))
-    batch = flights_jobs.result_rows(flights_jobs.batch_result(spark, cluster.bootstrap))
-    topic = flights_jobs.result_rows(flights_jobs.parse_delay_records(
-        flights_jobs.read_topic(spark, cluster.bootstrap, flights_load.CARRIER_DELAYS)))
-    assert flights_jobs.compare(streamed, batch).equal, flights_jobs.compare(streamed, batch).describe()
-    assert flights_jobs.compare(topic, batch).equal, flights_jobs.compare(topic, batch).describe("topic", "batch")
-    assert sum(r[4] for r in batch.values()) == len(flights)
+    demo = FlightsDemo(brokers=3, days=DAYS, max_offsets_per_trigger=per_batch, spark=spark)
+    assert demo.run() == 0
+    r = demo.report
+    assert r.loaded == r.rows_in == len(flights)
+    assert r.batches >= 3
+    assert r.killed_after_batch == 0 and "restarted, back in the ISR" in r.kill
+    assert r.equal_stream and r.equal_topic
+    assert sum(row[4] for row in r.batch_rows.values()) == len(flights)
     names = {a["carrier"]: a["name"] for a in flights_data.read_airlines()}
-    assert flights_jobs.compare(batch, python_result(flights, names)).equal
+    expected = python_result(flights, names)
+    assert flights_jobs.compare(r.batch_rows, expected).equal, \
+        flights_jobs.compare(r.batch_rows, expected).describe("spark", "python")
+    assert spark.range(3).count() == 3  # the demo leaves a session it was given running
