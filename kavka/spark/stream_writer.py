@@ -102,8 +102,9 @@ class KavkaStreamWriter(DataSourceStreamArrowWriter):
             producer.produce(self.options.commit_topic, commit_log.commit_value(query_id, task, batch_id, rows),
                              commit_log.commit_key(query_id, task), partition=commit_log.COMMIT_PARTITION,
                              on_delivery=errors)
+            producer.flush(timeout_s)
+            errors.raise_first()  # a failed delivery names its record's error; then the transaction aborts
             producer.commit_transaction(timeout_s)
-            errors.raise_first()
         except BaseException:
             try:
                 producer.abort_transaction(timeout_s)
