@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipelines.flights", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--traceback", action="store_true", help="on failure, print the whole Python/Java trace")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
@@ -78,8 +79,26 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
+def brief(error: BaseException) -> str:
+    """The line of an error that says what went wrong: PySpark's errors
+    carry the whole worker traceback, whose last line is the cause."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("SQLSTATE")]
+    return f"{type(error).__name__}: {lines[-1] if lines else ''}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return run(args)
+    except Exception as e:  # a job or the cluster failed: say what in one line, unless --traceback
+        if args.traceback:
+            raise
+        print(f"{args.command} failed: {brief(e)} (--traceback for the whole trace)", file=sys.stderr)
+        return 1
+
+
+def run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from pipelines.flights_demo import FlightsDemo
 

@@ -131,3 +131,17 @@ def test_demo_on_two_days_with_a_leader_killed_mid_stream(spark, flights):
     assert flights_jobs.compare(r.batch_rows, expected).equal, \
         flights_jobs.compare(r.batch_rows, expected).describe("spark", "python")
     assert spark.range(3).count() == 3  # the demo leaves a session it was given running
+
+
+def test_cli_refuses_bad_arguments_and_errors_are_one_line(capsys):
+    from pipelines import flights
+
+    with pytest.raises(SystemExit) as e:
+        flights.main(["load", "--bootstrap-server", "127.0.0.1:1", "--days", "0"])
+    assert e.value.code == 2 and "--days: must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        flights.main(["stream", "--checkpoint", "c", "--output", "o"])
+    assert e.value.code == 2 and "--bootstrap-server" in capsys.readouterr().err
+    trace = RuntimeError("Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad offset\n"
+                         " SQLSTATE: 38000")
+    assert flights.brief(trace) == "RuntimeError: ValueError: bad offset"
