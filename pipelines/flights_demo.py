@@ -165,6 +165,11 @@ class FlightsDemo:
         self.say(by_stream.describe("streaming (parquet)", "batch"))
         self.say(by_topic.describe("topic carrier-delays", "batch"))
         self.report.steps.append(("compare", f"{len(batch)}", "rows compared exactly", time.monotonic() - t))
+        weather_keys = jobs.latest_values(jobs.read_topic(self.spark, bootstrap, flights_load.WEATHER)).count()
+        self.say(f"topic weather read as a table (last value per key): {weather_keys:,} hours "
+                 f"({loaded.weather:,} loaded, every key distinct)")
+        if weather_keys != loaded.weather:
+            raise DemoFailed(f"the compacted topic weather holds {weather_keys:,} keys; {loaded.weather:,} were loaded")
         self.teardown(clean=True)
 
     def maybe_fail_leader(self, batch_id: int, bootstrap: str) -> None:
