@@ -48,6 +48,7 @@ class DemoReport:
     steps: list[tuple[str, str, str, float]] = field(default_factory=list)  # (step, rows, detail, seconds)
     kill: str = "no broker was killed"
     killed_after_batch: int | None = None
+    batches_after_kill: int = 0  # micro-batches that ended after the kill: they ran without that broker at first
     batches: int = 0
     loaded: int = 0
     rows_in: int = 0
@@ -71,6 +72,7 @@ class FlightsDemo:
         self.work = Path(tempfile.mkdtemp(prefix="kavka-flights-"))
         self.killed: int | None = None
         self.killed_at_batch: int | None = None
+        self.killed_at: float = 0.0  # epoch seconds, comparable with Spark's progress timestamps
         self.restarted = False
 
     def say(self, msg: str) -> None:
@@ -146,6 +148,8 @@ class FlightsDemo:
                                   time.monotonic() - t))
         self.report.loaded, self.report.rows_in, self.report.batches = loaded.flights, streamed.rows_in, streamed.batches
         self.report.killed_after_batch = self.killed_at_batch
+        self.report.batches_after_kill = sum(1 for p in streamed.progress
+                                             if self.killed is not None and jobs.batch_end(p) > self.killed_at)
         if streamed.rows_in != loaded.flights:
             raise DemoFailed(f"the streaming job read {streamed.rows_in:,} flights; {loaded.flights:,} were loaded")
 
@@ -177,7 +181,7 @@ class FlightsDemo:
             leader = flights_load.partition_leader(bootstrap, FLIGHTS, 0)
             self.say(f"kill -9 broker {leader}, the leader of {FLIGHTS}-0, with the stream in flight")
             self.cluster.kill_broker(leader)
-            self.killed, self.killed_at_batch = leader, batch_id
+            self.killed, self.killed_at_batch, self.killed_at = leader, batch_id, time.time()
         elif not self.restarted and batch_id > self.killed_at_batch:
             self.maybe_restart()
 
@@ -234,7 +238,7 @@ class FlightsDemo:
         for step, rows, detail, seconds in r.steps:
             print(f"{step:<14} {rows:>8}  {detail:<44} {seconds:6.1f}s")
         print(f"{'total':<14} {'':>8}  {'':<44} {time.monotonic() - self.t0:6.1f}s")
-        print(f"failover: {r.kill}")
+        print(f"failover: {r.kill}; {r.batches_after_kill} of {r.batches} micro-batches ended after the kill")
         print(f"equal: streaming vs batch {'yes' if r.equal_stream else 'NO'}; "
               f"topic carrier-delays vs batch {'yes' if r.equal_topic else 'NO'}")
 

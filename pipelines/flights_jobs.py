@@ -56,6 +56,7 @@ data source itself.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -178,9 +179,11 @@ def start_stream(spark: SparkSession, bootstrap: str, checkpoint: str, output: s
             .queryName("carrier-delays").start())
 
 
-def follow(query, on_batch: Callable[[dict], None] | None = None, timeout_s: float = 1800.0) -> StreamReport:
-    """Wait for the query to end, handing each new progress to
-    ``on_batch``; raises the query's exception if it failed."""
+def follow(query, on_batch: Callable[[dict], None] | None = None, timeout_s: float = 1800.0,
+           poll_s: float = 0.25) -> StreamReport:
+    """Wait for the query to end, handing each new progress (a micro-batch
+    that read rows) to ``on_batch`` within ``poll_s`` of its end; raises
+    the query's exception if it failed."""
     report = StreamReport()
     start = time.monotonic()
     seen: set[int] = set()
@@ -194,7 +197,7 @@ def follow(query, on_batch: Callable[[dict], None] | None = None, timeout_s: flo
                 if on_batch is not None:
                     on_batch(p)
 
-    while not query.awaitTermination(1):  # bounded by timeout_s
+    while not query.awaitTermination(poll_s):  # bounded by timeout_s
         drain()
         if time.monotonic() - start > timeout_s:
             query.stop()
@@ -203,6 +206,12 @@ def follow(query, on_batch: Callable[[dict], None] | None = None, timeout_s: flo
     report.batches = len(seen)
     report.seconds = time.monotonic() - start
     return report
+
+
+def batch_end(progress: dict) -> float:
+    """When a micro-batch ended (epoch seconds), from its progress."""
+    start = dt.datetime.fromisoformat(progress["timestamp"]).timestamp()
+    return start + progress.get("durationMs", {}).get("triggerExecution", 0) / 1000
 
 
 def batch_result(spark: SparkSession, bootstrap: str) -> DataFrame:

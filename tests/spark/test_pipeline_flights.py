@@ -124,6 +124,7 @@ def test_demo_on_two_days_with_a_leader_killed_mid_stream(spark, flights):
     assert r.loaded == r.rows_in == len(flights)
     assert r.batches >= 3
     assert r.killed_after_batch == 0 and "restarted, back in the ISR" in r.kill
+    assert r.batches_after_kill >= 1  # the kill happened with the stream in flight
     assert r.equal_stream and r.equal_topic
     assert sum(row[4] for row in r.batch_rows.values()) == len(flights)
     names = {a["carrier"]: a["name"] for a in flights_data.read_airlines()}
