@@ -43,7 +43,8 @@ class KavkaOptionError(ValueError):
 _SPELLING = {k.lower(): k for k in (
     "kafka.bootstrap.servers", "assign", "subscribe", "subscribePattern", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minPartitions",
+    "startingOffsetsByTimestampStrategy", "failOnDataLoss", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+    "maxTriggerDelay", "minPartitions",
     "includeHeaders", "topic")}
 _STRATEGIES = ("assign", "subscribe", "subscribepattern")
 # kafka.* settings Spark's Kafka source refuses because the source manages them itself.
@@ -104,6 +105,21 @@ def _timestamp(opts: Mapping[str, str], key: str) -> int | None:
     if value < 0:
         raise KavkaOptionError(f"option '{spelled(key)}' must be >= 0 (milliseconds since the epoch), got {raw!r}")
     return value
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h)?\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, None: 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def _duration_ms(opts: Mapping[str, str], key: str, default: int) -> int:
+    """A duration like Spark's: ``15m``, ``30s``, ``500ms`` (bare number: seconds)."""
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    match = _DURATION.match(raw.lower())
+    if not match:
+        raise KavkaOptionError(f"option '{spelled(key)}' must be a duration like '15m', '30s' or '500ms', got {raw!r}")
+    return int(match.group(1)) * _UNIT_MS[match.group(2)]
 
 
 def _bootstrap(opts: Mapping[str, str]) -> str:
@@ -246,6 +262,8 @@ class SourceOptions:
     ending: Position
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
     min_partitions: int | None
     include_headers: bool
     timestamp_strategy_latest: bool
@@ -273,8 +291,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         ending = LATEST_POSITION
     else:
         ending = _position(opts, "ending", LATEST_POSITION, ending=True, streaming=False)
-        if "maxoffsetspertrigger" in opts:
-            raise KavkaOptionError("option 'maxOffsetsPerTrigger' is for streaming queries only")
+        for key in ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"):
+            if key in opts:
+                raise KavkaOptionError(f"option '{spelled(key)}' is for streaming queries only")
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise KavkaOptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
@@ -291,6 +310,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         bootstrap_servers=servers, subscription=subscription, starting=starting, ending=ending,
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         max_offsets_per_trigger=_positive(opts, "maxoffsetspertrigger"),
+        min_offsets_per_trigger=_positive(opts, "minoffsetspertrigger"),
+        max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", 15 * 60 * 1000),
         min_partitions=_positive(opts, "minpartitions"),
         include_headers=_bool(opts, "includeheaders", False),
         timestamp_strategy_latest=strategy == "latest",

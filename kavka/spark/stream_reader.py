@@ -9,6 +9,8 @@ source) and returns each one's latest offset (the last stable offset
 under read_committed), capped by the read limit:
 ``ReadMaxRows`` (``maxOffsetsPerTrigger``) spreads the budget over the
 partitions in proportion to their backlog; ``ReadAllAvailable`` takes all.
+``minOffsetsPerTrigger`` holds a batch back (returns ``start``) until that
+many offsets are new or ``maxTriggerDelay`` passed since the last batch.
 With ``Trigger.AvailableNow`` (``prepareForTriggerAvailableNow``) the
 latest offsets are frozen once and never exceeded. Offsets are emitted in
 a stable order (``kavka.spark.offsets.to_json_dict``): Spark compares them
@@ -28,11 +30,13 @@ stream-reader Python process; ``read()`` runs on executors; pickles.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
 
 from kavka.client.metadata import TopicPartition
 from kavka.spark.offset_lookup import OffsetLookup
@@ -68,6 +72,7 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._frozen: dict[TopicPartition, int] | None = None
+        self._last_batch_at = time.monotonic()  # for minOffsetsPerTrigger / maxTriggerDelay
 
     # -- planning process ----------------------------------------------------------------
 
@@ -77,8 +82,12 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return to_json_dict(lookup.resolve(self.options.starting, tps, option="starting", ending=False))
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        # PySpark offers no composite limit: with both options the max is
+        # the limit and the min is applied in latestOffset regardless.
         if self.options.max_offsets_per_trigger:
             return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -103,12 +112,23 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
         for tp, off in begin.items():
             latest.setdefault(tp, off)  # a partition gone from metadata keeps its place
-        if isinstance(limit, ReadMaxRows):
+        minimum = self.options.min_offsets_per_trigger
+        if isinstance(limit, (ReadMaxRows, ReadMinRows)):
             new = [tp for tp in latest if tp not in begin]
             if new:
                 with OffsetLookup(self.options) as lookup:
                     begin = {**lookup.earliest(new), **begin}
+        if minimum and self._frozen is None and isinstance(limit, (ReadMaxRows, ReadMinRows)):
+            # Spark's Kafka source: wait for minOffsetsPerTrigger new offsets,
+            # or until maxTriggerDelay has passed since the last batch.
+            backlog = sum(max(0, off - begin.get(tp, off)) for tp, off in latest.items())
+            waited_ms = (time.monotonic() - self._last_batch_at) * 1000
+            if backlog < minimum and waited_ms < self.options.max_trigger_delay_ms:
+                return start
+        if isinstance(limit, ReadMaxRows):
             latest = rate_limit(begin, latest, limit.max_rows)
+        if latest != {tp: begin.get(tp, -1) for tp in latest}:
+            self._last_batch_at = time.monotonic()
         return to_json_dict(latest)
 
     def reportLatestOffset(self) -> dict | None:

@@ -90,8 +90,9 @@ class KavkaStreamWriter(DataSourceStreamArrowWriter):
             "transactional.id": f"kavka-spark-{query_id}-{task}",
             "transaction.timeout.ms": str(int(timeout_s * 1000))}))
         producer.init_transactions(timeout_s)
+        # Another task's commit record may sit in an open transaction for up to its timeout.
         last = commit_log.last_committed_batch(self.options.bootstrap_servers, self.options.commit_topic,
-                                               query_id, task)
+                                               query_id, task, timeout_ms=int(timeout_s * 1000) + 30_000)
         if last is not None and last >= batch_id:
             drain(iterator)
             return TaskCommit(batch_id, task, 0, True)

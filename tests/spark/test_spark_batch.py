@@ -93,6 +93,30 @@ def test_starting_timestamp_reads_from_the_first_record_at_or_after_it(spark, ka
     assert got and all(int(r.timestamp.timestamp() * 1000) >= ms - 1 for r in got)
 
 
+def test_offsets_by_timestamp_and_ending_timestamp(spark, kavka_cluster):
+    import time
+
+    create_topic(kavka_cluster, "timed", partitions=2)
+    base = int(time.time() * 1000) - 100_000
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": kavka_cluster.bootstrap})
+    for i in range(20):  # record i of each partition has timestamp base + i * 1000
+        for part in (0, 1):
+            p.produce("timed", f"{part}-{i}".encode(), partition=part, timestamp=base + i * 1000)
+    assert p.flush(30) == 0
+    df = _read(spark, kavka_cluster, subscribe="timed",
+               startingOffsetsByTimestamp=f'{{"timed":{{"0":{base + 5000},"1":{base + 15500}}}}}',
+               endingTimestamp=str(base + 18000))
+    got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(5, 18)] + [(1, o) for o in range(16, 18)]
+    with pytest.raises(Exception, match="no record at or after the starting timestamp"):
+        _read(spark, kavka_cluster, subscribe="timed", startingTimestamp=str(base + 10**9)).count()
+    late = _read(spark, kavka_cluster, subscribe="timed", startingTimestamp=str(base + 10**9),
+                 startingOffsetsByTimestampStrategy="latest")
+    assert late.count() == 0
+
+
 def test_only_committed_data_is_read(spark, kavka_cluster):
     from confluent_kafka import Producer
 

@@ -187,3 +187,14 @@ def test_rate_limit_takes_at_most_the_budget(spans, max_rows):
     taken = sum(capped[tp] - start[tp] for tp in latest)
     backlog = sum(latest[tp] - start[tp] for tp in latest)
     assert taken == backlog if backlog <= max_rows else 0 < taken <= max_rows
+
+
+def test_min_offsets_per_trigger_and_max_trigger_delay():
+    o = src(True, subscribe="a", minOffsetsPerTrigger="5", maxTriggerDelay="30s")
+    assert (o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (5, 30_000)
+    assert src(True, subscribe="a").max_trigger_delay_ms == 15 * 60_000
+    assert src(True, subscribe="a", maxTriggerDelay="250ms").max_trigger_delay_ms == 250
+    with pytest.raises(KavkaOptionError, match="'maxTriggerDelay' must be a duration"):
+        src(True, subscribe="a", maxTriggerDelay="soon")
+    with pytest.raises(KavkaOptionError, match="'minOffsetsPerTrigger' is for streaming queries only"):
+        src(subscribe="a", minOffsetsPerTrigger="5")
