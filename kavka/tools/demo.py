@@ -1,5 +1,6 @@
-"""``make demo`` (``python -m kavka.tools.demo``): Kavka end to end with a
-real Kafka client, in well under a minute.
+"""``python -m kavka.tools.demo``: Kavka end to end with a real Kafka
+client, in well under a minute (``make demo`` runs the bigger flights
+pipeline on Spark: ``pipelines/flights_demo.py``).
 
 Steps, each announced on stdout as it starts:
 1. start a local cluster (``LocalCluster``: a standalone ZooKeeper and
@@ -88,7 +89,7 @@ class Demo:
             try:
                 import confluent_kafka  # noqa: F401 - checked first: the demo's real client
             except ImportError:
-                raise DemoFailed("confluent-kafka is not installed; run `make demo` (it installs .[dev])") from None
+                raise DemoFailed("confluent-kafka is not installed; run `make venv` (it installs .[dev])") from None
             self.cluster = LocalCluster(self.args.brokers)
             self.say(f"starting a local cluster of {self.args.brokers} brokers in {self.cluster.data_dir}")
             self.cluster.start(progress=self.say)
