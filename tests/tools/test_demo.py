@@ -1,4 +1,5 @@
-"""``python -m kavka.tools.demo`` (what ``make demo`` runs) as a subprocess:
+"""``python -m kavka.tools.demo`` (the quick produce/consume demo; ``make demo``
+runs the flights pipeline, tested in tests/spark/test_pipeline_flights.py) as a subprocess:
 exit 0, progress lines, a summary whose figures agree with what was asked,
 and nothing left running or on disk. Its failure path: a demo that cannot
 succeed exits 1 with the brokers' log tails."""
