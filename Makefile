@@ -47,7 +47,7 @@ lint: venv
 # tests/spark runs in its own process (PySpark's JVM does not mix with xdist).
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests >/dev/null
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 2 --ignore=tests/spark $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark $(PYTEST_ARGS)
 
 bench: venv deps
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
