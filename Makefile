@@ -39,8 +39,15 @@ lint: venv
 	$(BIN)/ruff check kavka tests bench tools
 	$(BIN)/lint-imports
 
+# Bytecode is compiled once up front, and pytest may cache its rewritten
+# test modules: with PYTHONDONTWRITEBYTECODE set (as in some sandboxes and CI
+# images) every broker, CLI and xdist process would otherwise compile all of
+# kavka again (~0.5 s CPU each, hundreds of times) and every xdist worker
+# would rewrite every test module (~5 s CPU each).
+# tests/spark runs in its own process (PySpark's JVM does not mix with xdist).
 test: venv deps lint
-	$(BIN)/python -m pytest -q -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m compileall -q kavka tests >/dev/null
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark $(PYTEST_ARGS)
 
 bench: venv deps
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

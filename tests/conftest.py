@@ -17,6 +17,40 @@ import pytest
 from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer
 
 
+# -- xdist: how make test spreads the suite over its workers ------------------------
+#
+# xdist's default ("load") hands each worker a first chunk of a quarter of
+# its share in collection order, so one worker got every tests/cluster test
+# and ran them one after another while the others ran out of work. Here
+# each test module is one unit of work, handed out whole in collection
+# order (tests/cluster comes second, so the long cluster modules start at
+# once and the short modules fill in around them): a module's tests run one
+# after another on one worker, so a module-scoped cluster starts once. The
+# fault matrix is two units (idempotence off and on), each with its own
+# cluster on its own worker. (xdist's own "loadgroup" does not group under
+# pytest 9.2: pytest-xdist issue 1386.)
+
+def _work_unit(nodeid: str) -> str:
+    path, _, rest = nodeid.partition("::")
+    if path.endswith("tests/cluster/test_fault_matrix.py"):
+        return f"{path}::idempotence-{'on' if rest.endswith('-on]') else 'off'}"
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":
+        return None  # an explicit --dist keeps xdist's own scheduler
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # collection order, not the largest module first
+    return ModuleScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def zk_server() -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer(fsync=False)

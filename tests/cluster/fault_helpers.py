@@ -175,6 +175,19 @@ class Workload:
         finally:
             self._consumer.close()
 
+    def acked_per_partition(self) -> dict[int, int]:
+        return dict(Counter(r.partition for r in list(self.acked)))
+
+    def _consumer_caught_up(self) -> bool:
+        """The live consumer has read up to the highest acknowledged offset of every partition."""
+        top: dict[int, int] = {}
+        for r in list(self.acked):
+            top[r.partition] = max(top.get(r.partition, -1), r.offset)
+        read: dict[int, int] = {}
+        for r in list(self.live_reads):
+            read[r.partition] = max(read.get(r.partition, -1), r.offset)
+        return all(read.get(p, -1) >= o for p, o in top.items())
+
     def start(self) -> "Workload":
         for t in self._threads:
             t.start()
@@ -182,11 +195,13 @@ class Workload:
 
     def stop(self) -> None:
         """Stop producing, wait for every outstanding delivery report
-        (bounded by the flush), give the consumer a moment to catch up,
-        then stop it."""
+        (bounded by the flush), give the consumer a moment (at most 2 s)
+        to catch up with what was acknowledged, then stop it."""
         self._stop_producing.set()
         self._threads[0].join(60)
-        time.sleep(1.0)
+        deadline = time.monotonic() + 2.0
+        while not self._consumer_caught_up() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self._stop_consuming.set()
         self._threads[1].join(30)
         assert not any(t.is_alive() for t in self._threads), "a workload thread did not stop"

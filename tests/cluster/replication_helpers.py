@@ -16,7 +16,8 @@ REPLICATION_CONFIG = {
     "replica.lag.time.max.ms": "3000",
     "replica.fetch.wait.max.ms": "200",
     "replica.fetch.backoff.ms": "200",
-    "zookeeper.session.timeout.ms": "6000",
+    # A killed broker is noticed once its session expires: keep that short.
+    "zookeeper.session.timeout.ms": "3000",
     "unclean.leader.election.enable": "false",
     "controlled.shutdown.enable": "false",
 }

@@ -47,7 +47,9 @@ from .fault_helpers import Workload, check_history, compare_replicas, create_top
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-SESSION_TIMEOUT_MS = 3000
+# Short sessions: a killed or paused broker is noticed once its session
+# expires, and a hard bounce waits that out five times.
+SESSION_TIMEOUT_MS = 2000
 CONFIG = {
     "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "replica.lag.time.max.ms": "3000",
@@ -56,10 +58,18 @@ CONFIG = {
     "unclean.leader.election.enable": "false",
     "min.insync.replicas": "2",
     "auto.leader.rebalance.enable": "false",
+    # The live consumer's group.id makes the brokers create __consumer_offsets
+    # (it never commits): with Kafka's 50 partitions every restart of a
+    # broker loads, and every failover moves, 50 more partitions than the
+    # case's own two.
+    "offsets.topic.num.partitions": "3",
 }
 BOUNCES = 5
-WARM_UP_S = 2.0
-COOL_DOWN_S = 2.0
+WARM_UP_S = 1.0
+# Writes that must be acknowledged while a victim is down, and on every
+# partition once the cluster is whole again (before the workload stops).
+WRITES_DURING = 50
+WRITES_AFTER = 100
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +118,23 @@ class Case:
         self.topic = topic
         self.assignment = assignment
         self.reactions = 0  # faults the controller was seen to react to (wait_acted)
+        self.workload: Workload | None = None
+
+    def writes_go_on(self, what: str) -> None:
+        """The surviving brokers take writes: ``WRITES_DURING`` more
+        acknowledged (on whichever partitions are led) while ``what``."""
+        if self.workload is None:
+            return
+        mark = len(self.workload.acked)
+        wait_until(lambda: len(self.workload.acked) >= mark + WRITES_DURING, 30,
+                   f"{self.topic}: {WRITES_DURING} more writes acknowledged while {what}")
+
+    def writes_on_every_partition(self, what: str) -> None:
+        """Every partition takes ``WRITES_AFTER`` more writes ``what``."""
+        counts = self.workload.acked_per_partition()
+        wait_until(lambda: all(self.workload.acked_per_partition().get(p, 0) >= counts.get(p, 0) + WRITES_AFTER
+                               for p in self.assignment), 60,
+                   f"{self.topic}: {WRITES_AFTER} more writes acknowledged on every partition {what}")
 
     def whole(self) -> bool:
         """Every broker running and registered, every partition led with a full ISR."""
@@ -192,7 +219,7 @@ def clean_shutdown(case: Case, target: Callable[[], int]) -> None:
     before = case.before(victim)
     case.cluster.stop_broker(victim, signal.SIGTERM)
     case.wait_gone(victim)
-    time.sleep(1.0)  # traffic with the two others
+    case.writes_go_on(f"broker {victim} is shut down")  # traffic with the two others
     case.restart(victim, f"after broker {victim}'s clean shutdown", before)
 
 
@@ -201,7 +228,7 @@ def kill_9(case: Case, target: Callable[[], int]) -> None:
     before = case.before(victim)
     case.cluster.kill_broker(victim)
     case.wait_gone(victim)
-    time.sleep(1.0)
+    case.writes_go_on(f"broker {victim} is killed")
     case.restart(victim, f"after broker {victim} was killed", before)
 
 
@@ -241,7 +268,7 @@ def pause_past_session(case: Case, target: Callable[[], int]) -> None:
     try:
         case.wait_expired(victim)
         case.wait_gone(victim)
-        time.sleep(1.0)
+        case.writes_go_on(f"broker {victim} is paused")
     finally:
         case.cluster.resume_broker(victim)
     case.wait_registered_anew(victim, before[0])
@@ -274,11 +301,12 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
                 return zk.controller()[0]
 
         workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=idempotence == "on").start()
+        case.workload = workload
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")
             time.sleep(WARM_UP_S)
             FAULTS[fault](case, aim)
-            time.sleep(COOL_DOWN_S)
+            case.writes_on_every_partition(f"after {fault}")
         finally:
             workload.stop()
         # The cluster reacted to every fault (a new controller, or a new leader epoch).
@@ -329,6 +357,7 @@ def test_a_seeded_random_sequence_of_faults_on_three_partitions(cluster):
                   "pause": lambda v, r: pause_past_session(case, lambda: v)}
         # Idempotent: random faults must not cost a duplicate either.
         workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=True).start()
+        case.workload = workload
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")
             for _ in range(NEMESIS_STEPS):

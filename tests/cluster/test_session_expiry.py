@@ -175,6 +175,13 @@ def test_a_broker_restarted_at_once_waits_out_its_previous_session(make_cluster)
         _serves_its_partition(cluster, "t", victim, before)
 
 
+def _leaders_known_by(address: str, topic: str) -> dict[int, int]:
+    """partition -> leader in this broker's own Metadata answer."""
+    md = metadata_from(address, [topic])
+    return {p.partition_index: p.leader_id for t in md.topics if t.name == topic and t.error_code == 0
+            for p in t.partitions if p.error_code == 0}
+
+
 def test_a_short_zookeeper_hang_keeps_sessions_and_the_data_path(make_cluster, zk_server):
     """Seed 003 §2 "Zookeeper Hang", shorter than the session timeout:
     produce and fetch on existing leaders do not need ZooKeeper and go on;
@@ -184,6 +191,14 @@ def test_a_short_zookeeper_hang_keeps_sessions_and_the_data_path(make_cluster, z
     with ZkView(cluster) as zk:
         create_topic(cluster, "t", assignment=[[0], [1]])
         wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
+        # "Existing leaders" as every broker's own metadata cache knows them:
+        # the admin client above may have asked a broker the controller's
+        # UpdateMetadata reached first, and a broker that does not know t
+        # yet would take the producer's Metadata request for an
+        # auto-creation, which needs ZooKeeper.
+        for b in cluster.brokers.values():
+            wait_until(lambda: _leaders_known_by(b.address, "t") == {0: 0, 1: 1}, 20,
+                       f"broker {b.broker_id} to know the leaders of t")
         registrations = {b: zk.broker_registration(b) for b in (0, 1)}
         controller = zk.controller()
         zk_server.pause()
