@@ -55,7 +55,7 @@ lint: venv
 # tests/spark runs in its own process (PySpark's JVM does not mix with xdist).
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests pipelines >/dev/null
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
 
 bench: venv deps
