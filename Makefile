@@ -19,13 +19,11 @@ help:
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 
-$(STAMP): pyproject.toml
+# setup.py builds the C extension kavka.spark._recordcols: a changed source reinstalls.
+$(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# compat: a .pth with the project directory, so PySpark's discovery of
-	# top-level pyspark_* modules finds pyspark_kavka (format "kavka"
-	# without kavka.spark.register); the strict editable mode hides it.
-	$(BIN)/pip install -q -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -69,4 +67,4 @@ demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info spark-warehouse
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info spark-warehouse kavka/spark/*.so

@@ -26,7 +26,12 @@ TID = "failover-app"
 CONFIG = {**REPLICATION_CONFIG, "transaction.state.log.replication.factor": "3",
           "transaction.state.log.min.isr": "2", "transaction.state.log.num.partitions": "3",
           "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
-          "request.timeout.ms": "3000"}
+          "request.timeout.ms": "3000",
+          # The failed leader must still be the one the metadata names when the
+          # coordinator sends its first markers (right after EndTxn), so that the
+          # retry path is what this test exercises: a 3 s session could expire,
+          # and a survivor be elected, before a loaded machine got there.
+          "zookeeper.session.timeout.ms": "8000"}
 
 
 def _end_offsets(cluster, broker: int) -> tuple[int, int]:

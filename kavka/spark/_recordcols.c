@@ -1,0 +1,468 @@
+/* kavka.spark._recordcols: decode the records section of a Kafka v2 record
+ * batch straight into Arrow column buffers (see kavka/spark/arrow_records.py,
+ * which owns the batch framing, CRC32C, decompression and transaction
+ * filtering, and builds pyarrow arrays from what take() returns).
+ *
+ * Record layout (protocol guide, "Record"; zigzag varints, varint <= 5 bytes
+ * and uint32, varlong <= 10 bytes and uint64 before zigzag):
+ *   length varint | attributes int8 | timestampDelta varlong |
+ *   offsetDelta varint | keyLength varint (-1 null) | key |
+ *   valueLength varint (-1 null) | value | headerCount varint |
+ *   headers: [keyLength varint, key utf8, valueLength varint (-1 null), value]
+ *
+ * Checks, the same as kavka.protocol.records (reader.py, record.py): no
+ * length is trusted before it is compared with the bytes left; a record's
+ * declared length must equal what its fields take; offset deltas rise
+ * strictly and stay <= lastOffsetDelta; exactly `count` records fill the
+ * section; header keys are non-null UTF-8. Any failure raises ValueError
+ * naming the field and byte, and rolls the columns back to where the call
+ * started, so a failed add() leaves nothing half-appended.
+ *
+ * Growth is bounded by the input: every byte appended to a data buffer was
+ * read from the section, and the fixed-size columns grow by one entry per
+ * record, each record taking >= 7 section bytes.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *p = PyMem_Realloc(b->p, cap);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    if (n) memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+/* A binary/string column: int32 offsets (n + 1), data, validity bitmap. */
+typedef struct {
+    Buf offsets, data, validity;
+    Py_ssize_t n, nulls;
+} VarCol;
+
+typedef struct {
+    Py_ssize_t n, nulls;
+    size_t offsets_len, data_len;
+} VarMark;
+
+static int varcol_init(VarCol *c) {
+    int32_t zero = 0;
+    return buf_put(&c->offsets, &zero, 4);
+}
+
+static int varcol_add(VarCol *c, const uint8_t *src, int64_t len /* -1: null */) {
+    Py_ssize_t i = c->n;
+    if ((size_t)(i / 8) >= c->validity.len) {
+        if (buf_reserve(&c->validity, 1) < 0) return -1;
+        c->validity.p[c->validity.len++] = 0;
+    }
+    uint8_t *v = (uint8_t *)c->validity.p + i / 8;
+    if (len < 0) {
+        *v &= (uint8_t)~(1u << (i % 8));
+        c->nulls++;
+        len = 0;
+    } else {
+        *v |= (uint8_t)(1u << (i % 8));
+    }
+    if (c->data.len + (size_t)len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError,
+                        "a binary column would exceed 2 GiB (Arrow int32 offsets); build record batches more often");
+        return -1;
+    }
+    if (buf_put(&c->data, src, (size_t)len) < 0) return -1;
+    int32_t end = (int32_t)c->data.len;
+    if (buf_put(&c->offsets, &end, 4) < 0) return -1;
+    c->n++;
+    return 0;
+}
+
+static VarMark varcol_mark(const VarCol *c) {
+    VarMark m = {c->n, c->nulls, c->offsets.len, c->data.len};
+    return m;
+}
+
+static void varcol_rollback(VarCol *c, VarMark m) {
+    c->n = m.n;
+    c->nulls = m.nulls;
+    c->offsets.len = m.offsets_len;
+    c->data.len = m.data_len;
+    c->validity.len = (size_t)((m.n + 7) / 8);
+}
+
+static void varcol_reset(VarCol *c) {
+    c->n = c->nulls = 0;
+    c->data.len = c->validity.len = 0;
+    c->offsets.len = 4; /* the leading 0 offset, written by varcol_init, stays */
+}
+
+static void varcol_free(VarCol *c) {
+    PyMem_Free(c->offsets.p);
+    PyMem_Free(c->data.p);
+    PyMem_Free(c->validity.p);
+}
+
+typedef struct {
+    PyObject_HEAD
+    int with_headers;
+    Py_ssize_t n;
+    Buf offsets, timestamps, ts_types, header_lists;
+    VarCol keys, values, header_keys, header_values;
+} Columns;
+
+/* ---- decoding helpers: each returns 0, or -1 with a ValueError set ---- */
+
+static int corrupt(Py_ssize_t pos, const char *fmt, ...) {
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    PyOS_vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    PyErr_Format(PyExc_ValueError, "%s (at byte %zd of the records section)", msg, pos);
+    return -1;
+}
+
+/* Unsigned base-128 run of at most max_bytes, value <= limit. */
+static int read_raw(const uint8_t *s, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, uint64_t limit,
+                    const char *what, uint64_t *out) {
+    Py_ssize_t start = *pos, p = *pos;
+    uint64_t result = 0;
+    int shift = 0;
+    for (;;) {
+        if (p - start >= max_bytes) return corrupt(start, "%s longer than %d bytes", what, max_bytes);
+        if (p >= end) return corrupt(start, "%s runs past the end of the record", what);
+        uint8_t b = s[p++];
+        uint64_t bits = (uint64_t)(b & 0x7F);
+        if (shift == 63 && bits > 1) return corrupt(start, "%s does not fit %d bits", what, max_bytes == 5 ? 32 : 64);
+        result |= bits << shift;
+        if (b < 0x80) break;
+        shift += 7;
+    }
+    if (result > limit) return corrupt(start, "%s does not fit %d bits", what, max_bytes == 5 ? 32 : 64);
+    *pos = p;
+    *out = result;
+    return 0;
+}
+
+static inline int read_varint(const uint8_t *s, Py_ssize_t end, Py_ssize_t *pos, const char *what, int32_t *out) {
+    if (*pos < end && s[*pos] < 0x80) {
+        uint8_t b = s[(*pos)++];
+        *out = (int32_t)(b >> 1) ^ -(int32_t)(b & 1);
+        return 0;
+    }
+    uint64_t raw;
+    if (read_raw(s, end, pos, 5, UINT32_MAX, what, &raw) < 0) return -1;
+    uint32_t z = (uint32_t)raw;
+    *out = (int32_t)((z >> 1) ^ (uint32_t)-(int32_t)(z & 1));
+    return 0;
+}
+
+static inline int read_varlong(const uint8_t *s, Py_ssize_t end, Py_ssize_t *pos, const char *what, int64_t *out) {
+    uint64_t z;
+    if (read_raw(s, end, pos, 10, UINT64_MAX, what, &z) < 0) return -1;
+    *out = (int64_t)((z >> 1) ^ (uint64_t)-(int64_t)(z & 1));
+    return 0;
+}
+
+/* A length-prefixed byte string inside [pos, end): *len = -1 for null. */
+static int read_bytes(const uint8_t *s, Py_ssize_t end, Py_ssize_t *pos, const char *what,
+                      const uint8_t **data, int64_t *len) {
+    int32_t n;
+    Py_ssize_t at = *pos;
+    if (read_varint(s, end, pos, what, &n) < 0) return -1;
+    if (n < -1) return corrupt(at, "%s %d is negative", what, n);
+    if (n == -1) { *len = -1; *data = NULL; return 0; }
+    if ((Py_ssize_t)n > end - *pos)
+        return corrupt(at, "%s %d exceeds the %zd bytes left in the record", what, n, end - *pos);
+    *data = s + *pos;
+    *len = n;
+    *pos += n;
+    return 0;
+}
+
+/* Strict UTF-8 as Python decodes it: no overlongs, no surrogates, <= U+10FFFF. */
+static int valid_utf8(const uint8_t *s, int64_t n) {
+    int64_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) { i++; continue; }
+        int need;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c == 0xE0) { need = 2; lo = 0xA0; }
+        else if (c >= 0xE1 && c <= 0xEC) need = 2;
+        else if (c == 0xED) { need = 2; hi = 0x9F; }
+        else if (c >= 0xEE && c <= 0xEF) need = 2;
+        else if (c == 0xF0) { need = 3; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) need = 3;
+        else if (c == 0xF4) { need = 3; hi = 0x8F; }
+        else return 0;
+        if (n - i - 1 < need) return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (int k = 2; k <= need; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+/* ---- Columns ---- */
+
+static int columns_init_bufs(Columns *self) {
+    if (varcol_init(&self->keys) < 0 || varcol_init(&self->values) < 0 || varcol_init(&self->header_keys) < 0 ||
+        varcol_init(&self->header_values) < 0)
+        return -1;
+    int32_t zero = 0;
+    return buf_put(&self->header_lists, &zero, 4);
+}
+
+static int Columns_init(Columns *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"with_headers", NULL};
+    int with_headers = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p", kwlist, &with_headers)) return -1;
+    if (self->keys.offsets.p) {
+        PyErr_SetString(PyExc_RuntimeError, "Columns is already initialised");
+        return -1;
+    }
+    self->with_headers = with_headers;
+    return columns_init_bufs(self);
+}
+
+static void Columns_dealloc(Columns *self) {
+    PyMem_Free(self->offsets.p);
+    PyMem_Free(self->timestamps.p);
+    PyMem_Free(self->ts_types.p);
+    PyMem_Free(self->header_lists.p);
+    varcol_free(&self->keys);
+    varcol_free(&self->values);
+    varcol_free(&self->header_keys);
+    varcol_free(&self->header_values);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t Columns_len(Columns *self) { return self->n; }
+
+static PySequenceMethods Columns_as_sequence = {.sq_length = (lenfunc)Columns_len};
+
+static PyObject *Columns_add(Columns *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp, max_timestamp, start, stop;
+    int last_offset_delta, log_append_time;
+    if (!self->keys.offsets.p) {
+        PyErr_SetString(PyExc_RuntimeError, "Columns.__init__ was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*nLLpLiLL:add", &view, &count, &base_offset, &base_timestamp, &log_append_time,
+                          &max_timestamp, &last_offset_delta, &start, &stop))
+        return NULL;
+    const uint8_t *s = view.buf;
+    const Py_ssize_t end = view.len;
+    /* Where to roll back to on failure. */
+    Py_ssize_t n0 = self->n;
+    size_t off0 = self->offsets.len, ts0 = self->timestamps.len, tt0 = self->ts_types.len,
+           hl0 = self->header_lists.len;
+    VarMark km = varcol_mark(&self->keys), vm = varcol_mark(&self->values), hkm = varcol_mark(&self->header_keys),
+            hvm = varcol_mark(&self->header_values);
+    Py_ssize_t pos = 0;
+    int32_t previous = -1;
+    int32_t ts_type = log_append_time ? 1 : 0;
+
+    if (count < 0 || count > end / 7) {
+        corrupt(0, "batch declares %zd records but its %zd-byte records section cannot hold them", count, end);
+        goto fail;
+    }
+    for (Py_ssize_t r = 0; r < count; r++) {
+        Py_ssize_t rec_start = pos;
+        int32_t length;
+        if (read_varint(s, end, &pos, "record length", &length) < 0) goto fail;
+        if (length < 1) { corrupt(rec_start, "record length %d is too small", length); goto fail; }
+        if ((Py_ssize_t)length > end - pos) {
+            corrupt(rec_start, "record declares %d bytes but only %zd remain", length, end - pos);
+            goto fail;
+        }
+        const Py_ssize_t rend = pos + length;
+        pos++; /* attributes: unused by Kafka */
+        int64_t ts_delta;
+        int32_t off_delta;
+        if (read_varlong(s, rend, &pos, "record timestamp delta", &ts_delta) < 0) goto fail;
+        if (read_varint(s, rend, &pos, "record offset delta", &off_delta) < 0) goto fail;
+        if (!(previous < off_delta && off_delta <= last_offset_delta)) {
+            corrupt(rec_start, "record offset delta %d is not between the previous one (%d) and the batch's "
+                    "last offset delta %d", off_delta, previous, last_offset_delta);
+            goto fail;
+        }
+        previous = off_delta;
+        const uint8_t *key, *value;
+        int64_t key_len, value_len;
+        if (read_bytes(s, rend, &pos, "record key length", &key, &key_len) < 0) goto fail;
+        if (read_bytes(s, rend, &pos, "record value length", &value, &value_len) < 0) goto fail;
+        int32_t hcount;
+        Py_ssize_t hpos = pos;
+        if (read_varint(s, rend, &pos, "record header count", &hcount) < 0) goto fail;
+        if (hcount < 0) { corrupt(hpos, "record header count %d is negative", hcount); goto fail; }
+        if ((int64_t)hcount * 2 > (int64_t)(rend - pos)) {
+            corrupt(hpos, "record header count %d cannot fit in the %zd bytes left", hcount, rend - pos);
+            goto fail;
+        }
+        int64_t offset;
+        if (__builtin_add_overflow((int64_t)base_offset, (int64_t)off_delta, &offset)) {
+            corrupt(rec_start, "record offset overflows int64");
+            goto fail;
+        }
+        const int keep = start <= offset && offset < stop;
+        const int want_headers = keep && self->with_headers;
+        for (int32_t h = 0; h < hcount; h++) {
+            const uint8_t *hk, *hv;
+            int64_t hk_len, hv_len;
+            Py_ssize_t at = pos;
+            if (read_bytes(s, rend, &pos, "record header key length", &hk, &hk_len) < 0) goto fail;
+            if (hk_len < 0) { corrupt(at, "record header key is null"); goto fail; }
+            if (!valid_utf8(hk, hk_len)) { corrupt(at, "record header key is not UTF-8"); goto fail; }
+            if (read_bytes(s, rend, &pos, "record header value length", &hv, &hv_len) < 0) goto fail;
+            if (want_headers && (varcol_add(&self->header_keys, hk, hk_len) < 0 ||
+                                 varcol_add(&self->header_values, hv, hv_len) < 0))
+                goto fail;
+        }
+        if (pos != rend) {
+            corrupt(rec_start, "record declares %d bytes but its fields take %zd", length,
+                    pos - (rend - length));
+            goto fail;
+        }
+        if (!keep) continue;
+        int64_t ts;
+        if (log_append_time) {
+            ts = (int64_t)max_timestamp;
+        } else if (__builtin_add_overflow((int64_t)base_timestamp, ts_delta, &ts)) {
+            corrupt(rec_start, "record timestamp overflows int64");
+            goto fail;
+        }
+        if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &ts, 8) < 0 ||
+            buf_put(&self->ts_types, &ts_type, 4) < 0 || varcol_add(&self->keys, key, key_len) < 0 ||
+            varcol_add(&self->values, value, value_len) < 0)
+            goto fail;
+        if (self->with_headers) {
+            if (self->header_keys.n > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "more than 2**31 headers in one column; build batches more often");
+                goto fail;
+            }
+            int32_t hl = (int32_t)self->header_keys.n;
+            if (buf_put(&self->header_lists, &hl, 4) < 0) goto fail;
+        }
+        self->n++;
+    }
+    if (pos != end) {
+        corrupt(pos, "%zd bytes follow the batch's %zd declared records", end - pos, count);
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(self->n - n0);
+
+fail:
+    self->n = n0;
+    self->offsets.len = off0;
+    self->timestamps.len = ts0;
+    self->ts_types.len = tt0;
+    self->header_lists.len = hl0;
+    varcol_rollback(&self->keys, km);
+    varcol_rollback(&self->values, vm);
+    varcol_rollback(&self->header_keys, hkm);
+    varcol_rollback(&self->header_values, hvm);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyObject *bytes_of(const Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+
+/* (offsets, data, validity or None, null_count, length) of one column. */
+static PyObject *varcol_take(const VarCol *c) {
+    PyObject *validity = c->nulls ? bytes_of(&c->validity) : Py_NewRef(Py_None);
+    if (!validity) return NULL;
+    return Py_BuildValue("(NNNnn)", bytes_of(&c->offsets), bytes_of(&c->data), validity, c->nulls, c->n);
+}
+
+static PyObject *Columns_take(Columns *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *headers;
+    if (self->with_headers) {
+        headers = Py_BuildValue("(NNN)", bytes_of(&self->header_lists), varcol_take(&self->header_keys),
+                                varcol_take(&self->header_values));
+    } else {
+        headers = Py_NewRef(Py_None);
+    }
+    if (!headers) return NULL;
+    PyObject *out = Py_BuildValue("(nNNNNNN)", self->n, bytes_of(&self->offsets), bytes_of(&self->timestamps),
+                                  bytes_of(&self->ts_types), varcol_take(&self->keys), varcol_take(&self->values),
+                                  headers);
+    if (!out) return NULL;
+    self->n = 0;
+    self->offsets.len = self->timestamps.len = self->ts_types.len = 0;
+    self->header_lists.len = 4; /* the leading 0 stays */
+    varcol_reset(&self->keys);
+    varcol_reset(&self->values);
+    varcol_reset(&self->header_keys);
+    varcol_reset(&self->header_values);
+    return out;
+}
+
+static PyMethodDef Columns_methods[] = {
+    {"add", (PyCFunction)Columns_add, METH_VARARGS,
+     "add(section, count, base_offset, base_timestamp, log_append_time, max_timestamp, last_offset_delta, "
+     "start, end) -> records kept\n\nDecode the `count` records of an uncompressed records section and append "
+     "those with start <= offset < end. ValueError (columns unchanged) if the bytes do not hold exactly "
+     "`count` well-formed records."},
+    {"take", (PyCFunction)Columns_take, METH_NOARGS,
+     "take() -> (n, offsets, timestamps_ms, ts_types, keys, values, headers) and start over; keys/values are "
+     "(int32 offsets, data, validity bitmap or None, null_count, length); headers None or "
+     "(int32 list offsets, header keys, header values)."},
+    {NULL}};
+
+static PyTypeObject ColumnsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kavka.spark._recordcols.Columns",
+    .tp_basicsize = sizeof(Columns),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Arrow column buffers (little-endian int64 offsets and millisecond timestamps, int32 timestamp "
+              "types, binary keys/values, optional headers) filled from v2 records sections.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Columns_init,
+    .tp_dealloc = (destructor)Columns_dealloc,
+    .tp_methods = Columns_methods,
+    .tp_as_sequence = &Columns_as_sequence,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kavka.spark._recordcols",
+    .m_doc = "Kafka v2 records sections decoded into Arrow column buffers.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__recordcols(void) {
+#if PY_BIG_ENDIAN
+    /* Arrow buffers are little-endian; the module copies native integers. */
+    PyErr_SetString(PyExc_ImportError, "kavka.spark._recordcols needs a little-endian machine");
+    return NULL;
+#endif
+    if (PyType_Ready(&ColumnsType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
