@@ -177,18 +177,20 @@ class PartitionStateMachine:
                 return elect_for_offline_partition(self.context.partition_replicas(tp), lai.isr, live, tp.topic in unclean_topics)
 
         chosen: dict[TopicPartition, ElectionResult] = {}
+        isr_before: dict[TopicPartition, tuple[int, ...]] = {}  # the ISR an unclean leader was not in
 
         def decide(tp: TopicPartition, lai: LeaderAndIsr) -> LeaderAndIsr | str:
             result = election(tp, lai, live)
             if result is None:
                 return f"no live replica in the isr {list(lai.isr)} of replicas {list(self.context.partition_replicas(tp))}"
             chosen[tp] = result
+            isr_before[tp] = tuple(lai.isr)
             return lai.new_leader_and_isr(result.leader, result.isr)
 
         outcome = await update_leader_and_isr(self.zk, self.claim, self.context, tps, decide)
         for tp, lai in outcome.written.items():
             if chosen[tp].unclean:
-                self.state_log.unclean_election(tp, lai.leader, self.context.partition_replicas(tp))
+                self.state_log.unclean_election(tp, lai.leader, isr_before[tp])
             self.state_log.leader_and_isr_written(tp, lai, "leader election")
             self.batch.add_leader_and_isr(self.context.partition_replicas(tp), tp)
             self._to_online(tp, lai)

@@ -6,7 +6,12 @@ last saw. The new version on success; None on a version conflict, which
 means the controller has moved the partition on and this broker is no
 longer its leader (seed 001 #3). Any other failure raises (e.g. ZooKeeper
 unreachable: the change is retried by the next check).
-``ZkIsrWriter`` is the implementation over ``KavkaZkClient``.
+``ZkIsrWriter`` is the implementation over ``KavkaZkClient``. On a version
+conflict it reads the znode back: if it already holds exactly the proposed
+state, an earlier attempt of this same write landed (its answer was lost,
+or it was retried after giving up on it) and that version is adopted, as
+Kafka's leader does (``checkLeaderAndIsrZkData``); a retry never fences
+its own leader.
 
 ``IsrChangeListener`` (seam): the controller and every broker learn of ISR
 changes through sequential ``/isr_change_notification/isr_change_<seq>``
@@ -55,7 +60,16 @@ class ZkIsrWriter:
             leader_and_isr.isr,
             max(leader_and_isr.controller_epoch, 0),
         )
-        return await self._zk.maybe_update_leader_and_isr(node, zk_version)
+        version = await self._zk.maybe_update_leader_and_isr(node, zk_version)
+        if version is not None:
+            return version
+        current = (await self._zk.get_partition_states([(tp.topic, tp.partition)])).get((tp.topic, tp.partition))
+        if current is not None:
+            held, held_version = current
+            if (held.leader, held.leader_epoch, tuple(held.isr), held.controller_epoch) == (
+                    node.leader, node.leader_epoch, tuple(node.isr), node.controller_epoch):
+                return held_version
+        return None
 
 
 class ZkIsrChangeNotifier:

@@ -12,7 +12,15 @@
   publish batched changes through the ``IsrChangeListener``.
 
 Event loop only. At most one write per partition is in flight (the
-partition refuses to propose while one is pending).
+partition refuses to propose while one is pending), so a write that never
+answers would stop the partition's ISR maintenance for good, silently:
+kazoo can drop a request queued at the very moment it resets an expired
+session (it fails the queue, then replaces it) — the moment a leader
+resumed from a long pause proposes its shrink. Each write is therefore
+given up after ``write_timeout_ms`` (the ZooKeeper session timeout: by
+then ZooKeeper has answered, or kazoo has failed the request, unless it
+was lost) and retried by the next check; the writer's read-back makes
+that retry safe if the first attempt did land.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ class IsrUpdates:
         clock: Clock,
         replica_lag_time_max_ms: int,
         on_change: Callable[[Partition], None],
+        write_timeout_ms: int = 18_000,
     ) -> None:
         self._writer = writer
         self._listener = listener
@@ -47,6 +56,7 @@ class IsrUpdates:
         self._clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self._on_change = on_change
+        self.write_timeout_ms = write_timeout_ms
         self._writes: set[asyncio.Task[None]] = set()
         self.shrinks = 0  # ISR changes written, for the IsrShrinksPerSec/IsrExpandsPerSec metrics
         self.expands = 0
@@ -65,7 +75,13 @@ class IsrUpdates:
         if partition.pending_isr is not proposal:
             return  # a LeaderAndIsr superseded the proposal before it was sent
         try:
-            version = await self._writer.write_isr(tp, proposal, expected_version)
+            version = await asyncio.wait_for(self._writer.write_isr(tp, proposal, expected_version),
+                                             self.write_timeout_ms / 1000.0)
+        except asyncio.TimeoutError:
+            logger.warning("%s: writing isr %s got no answer within %d ms; the next check retries",
+                           tp, list(proposal.isr), self.write_timeout_ms)
+            partition.fail_isr_update(proposal, conflict=False)
+            return
         except Exception as e:
             logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.isr), e)
             partition.fail_isr_update(proposal, conflict=False)

@@ -61,6 +61,7 @@ class ReplicaManagerConfig:
     truncation_mode: str = "leader-epoch"
     num_replica_fetchers: int = 1
     isr_propagation: IsrPropagationConfig = field(default_factory=IsrPropagationConfig)
+    isr_write_timeout_ms: int = 18_000  # zookeeper.session.timeout.ms (see isr_updates)
 
     def __post_init__(self) -> None:
         if self.truncation_mode not in TRUNCATION_MODES:
@@ -69,6 +70,8 @@ class ReplicaManagerConfig:
             )
         if self.replica_lag_time_max_ms < 1 or self.num_replica_fetchers < 1:
             raise ValueError("replica.lag.time.max.ms and num.replica.fetchers must be >= 1")
+        if self.isr_write_timeout_ms < 1:
+            raise ValueError("the isr write timeout (zookeeper.session.timeout.ms) must be >= 1 ms")
 
     @classmethod
     def from_broker(cls, config: Any) -> "ReplicaManagerConfig":
@@ -77,6 +80,7 @@ class ReplicaManagerConfig:
             replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),
             truncation_mode=str(config["replica.truncation.mode"]),
             num_replica_fetchers=int(config["num.replica.fetchers"]),
+            isr_write_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
         )
 
 
@@ -114,6 +118,7 @@ class ReplicaManager(ReplicaDataPath):
             self.clock,
             config.replica_lag_time_max_ms,
             on_change=lambda p: self.complete_delayed_requests(p.topic_partition),
+            write_timeout_ms=config.isr_write_timeout_ms,
         )
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -11,11 +11,20 @@ against the live brokers, explicit assignments, topic configs through
 ``LogConfig``) and reports a Kafka error code and a message per topic; with
 ``validate_only`` nothing is written.
 
+Metadata's auto-creation (``auto_create``) waits for ZooKeeper at most
+``auto_create_timeout_s``: a hung or unreachable ZooKeeper must cost the
+client a retriable per-topic error, not its connection and the requests
+queued behind the Metadata (seed 003 §Zookeeper Hang). It answers
+LEADER_NOT_AVAILABLE then, as Kafka's ZooKeeper-mode brokers answer every
+auto-created topic whatever the creation's outcome: the client asks again,
+and the next Metadata finds the topic or tries the creation again.
+
 Runs on the broker's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -36,9 +45,12 @@ from kavka.controller.assignment import (
 from kavka.storage.log_config import LogConfig
 from kavka.zk.brokers import TopicZNode
 from kavka.zk.client import KavkaZkClient
-from kavka.zk.store_types import NodeExistsError
+from kavka.zk.store_types import NodeExistsError, ZkError
 
 log = logging.getLogger("kavka.admin")
+# Well under clients' request timeouts (30 s in the Java client, 60 s
+# librdkafka's socket.timeout.ms), long enough for a healthy ZooKeeper.
+AUTO_CREATE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +87,13 @@ class AdminManager:
 
     def __init__(self, zk: KavkaZkClient, log_defaults: Callable[[], Mapping[str, object]],
                  live_brokers: Callable[[], Sequence[int]], num_partitions: int,
-                 default_replication_factor: int) -> None:
+                 default_replication_factor: int, auto_create_timeout_s: float = AUTO_CREATE_TIMEOUT_S) -> None:
         self.zk = zk
         self.log_defaults = log_defaults
         self.live_brokers = live_brokers
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
+        self.auto_create_timeout_s = auto_create_timeout_s
 
     def _validate(self, t: NewTopic) -> tuple[dict[int, tuple[int, ...]], LogConfig]:
         problem = validate_topic_name(t.name)
@@ -129,16 +142,29 @@ class AdminManager:
                 results.append(TopicResult(t.name, f.code, f.message))
         return results
 
-    async def auto_create(self, names: list[str]) -> set[str]:
-        """Metadata's auto-creation with the broker defaults; returns the
-        names whose creation was written (or that already existed)."""
-        started: set[str] = set()
-        for r in await self.create_topics([NewTopic(n) for n in names]):
+    async def auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
+        """Metadata's auto-creation with the broker defaults: the error to
+        answer per name. LEADER_NOT_AVAILABLE where the creation was written
+        (or the topic already existed), and for every name when ZooKeeper
+        failed or did not answer within ``auto_create_timeout_s`` (see the
+        module docstring); UNKNOWN_TOPIC_OR_PARTITION where the topic cannot
+        be created (e.g. fewer live brokers than the replication factor)."""
+        try:
+            results = await asyncio.wait_for(self.create_topics([NewTopic(n) for n in names]),
+                                             self.auto_create_timeout_s)
+        except (ZkError, asyncio.TimeoutError) as e:
+            why = str(e) or f"no answer within {self.auto_create_timeout_s:g} s"
+            log.warning("auto-creating topics %s failed: ZooKeeper %s (%s); answered LEADER_NOT_AVAILABLE, "
+                        "the client retries", names, "timed out" if isinstance(e, asyncio.TimeoutError) else "error", why)
+            return {n: ErrorCode.LEADER_NOT_AVAILABLE for n in names}
+        answers: dict[str, ErrorCode] = {}
+        for r in results:
             if r.error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                started.add(r.name)
+                answers[r.name] = ErrorCode.LEADER_NOT_AVAILABLE
             else:
                 log.warning("auto-creating topic %s failed: %s %s", r.name, r.error.name, r.message)
-        return started
+                answers[r.name] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return answers
 
     async def create_partitions(self, topic: str, new_total: int,
                                 assignment: Sequence[Sequence[int]] | None,

@@ -294,11 +294,21 @@ class ProducerThread:
     ends (at most ``limit`` records), then flushing. ``acked`` holds
     (partition, value) acknowledged, in acknowledgement order; ``errors``
     the failures (under faults a failed write is indeterminate: it may or
-    may not be in the log). One request in flight per connection, so
-    retries cannot reorder a partition."""
+    may not be in the log). One request in flight per connection.
+
+    Send order is a guarantee only with ``idempotent`` (librdkafka's
+    ``enable.idempotence``: per-partition sequence numbers the broker
+    checks; librdkafka's INTRODUCTION.md promises strict ordering for the
+    idempotent producer). Without it, one request in flight keeps the order
+    only as far as librdkafka re-queues retried messages ahead of newer
+    ones, which has had corner cases when a partition's leader goes away
+    during the retry (confluentinc/librdkafka#1092): a broker writes the
+    batches of one connection in the order it receives them, and a killed
+    broker's connection delivers nothing to its successor, so a retried
+    batch written after newer records was sent after them."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: tuple[int, ...] = (0,), limit: int = 20000,
-                 pace_s: float = 0.002, message_timeout_ms: int = 30000) -> None:
+                 pace_s: float = 0.002, message_timeout_ms: int = 30000, idempotent: bool = False) -> None:
         import threading
 
         from confluent_kafka import Producer
@@ -314,7 +324,8 @@ class ProducerThread:
         self._stop = threading.Event()
         self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2,
                                    "max.in.flight.requests.per.connection": 1,
-                                   "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100})
+                                   "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100,
+                                   "enable.idempotence": idempotent})
         self._thread = threading.Thread(target=self._run, name=f"producer-{topic}", daemon=True)
 
     def _on_delivery(self, err, msg) -> None:

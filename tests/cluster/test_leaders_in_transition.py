@@ -2,7 +2,8 @@
 
 Broker A leads a partition with ISR {A, B, D}; A stands still (SIGSTOP, a
 long GC pause) until ZooKeeper expires its session; the controller makes B
-leader with ISR {B, D} and a new version of the state znode. A wakes up
+leader with ISR {B, D} and a new version of the state znode, and B and D act
+on it (B leads, D follows B). A wakes up
 before it has heard of the change — the test holds the controller (SIGSTOP)
 for that window, which is exactly the seed's "A wakes up from GC but hasn't
 acted on the leadership change command". A still believes it leads with ISR
@@ -66,6 +67,11 @@ def produce_raw(address: str, value: bytes, outcome: list) -> None:
         outcome.append(e)
 
 
+def acted_on(cluster, broker_id: int, line: str) -> bool:
+    """Whether ``broker_id`` logged a state change starting with ``line``."""
+    return any(line in ln for ln in grep_logs(cluster, TOPIC).get(broker_id, []))
+
+
 def test_a_deposed_leader_cannot_commit_and_steps_down(make_cluster):
     cluster = make_cluster(brokers=4, config=CONFIG)
     with ZkView(cluster) as zk:
@@ -87,6 +93,13 @@ def test_a_deposed_leader_cannot_commit_and_steps_down(make_cluster):
                 moved = wait_until(lambda: (s := zk.partition_state(TOPIC, 0)) and s.leader != a and s, 30,
                                    "the controller to elect a new leader")
                 assert moved.leader == b and a not in moved.isr and moved.leader_epoch > before.leader_epoch
+                # The controller writes the znode first and sends LeaderAndIsr
+                # after: held in between, B and D never hear of the change,
+                # keep following A, and A — rightly — has no ISR to shrink.
+                # The seed's case is A alone behind: wait for B and D to act.
+                wait_until(lambda: acted_on(cluster, b, f"broker {b} leads {TOPIC}-0: epoch {moved.leader_epoch},")
+                           and acted_on(cluster, d, f"broker {d} follows {b} for {TOPIC}-0: epoch {moved.leader_epoch},"),
+                           30, f"broker {b} to lead and broker {d} to follow it in epoch {moved.leader_epoch}")
                 # A wakes up before the controller can tell it anything.
                 cluster.pause_broker(controller)
                 sender.start()  # queued in A's socket; A reads it as soon as it runs

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from kavka.zk.brokers import PartitionStateZNode
@@ -94,8 +96,9 @@ def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memory_clu
         (True, "false", PartitionStateZNode("t", 0, -1, 1, (2,), 1)),
     ],
 )
-def test_unclean_leader_election_flag(memory_cluster, broker_setting, topic_override, expected) -> None:
+def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setting, topic_override, expected) -> None:
     c = memory_cluster
+    caplog.set_level(logging.WARNING, logger="kavka.state.change")
 
     async def body() -> None:
         for b in (1, 2, 3):
@@ -117,6 +120,12 @@ def test_unclean_leader_election_flag(memory_cluster, broker_setting, topic_over
         assert await c.state("t", 0) == expected
 
     c.run(body)
+    unclean = [r.getMessage() for r in caplog.records if "UNCLEAN leader election" in r.getMessage()]
+    if expected.leader == 3:
+        # The warning names the ISR the new leader was missing from, not the replica list.
+        assert len(unclean) == 1 and "chose broker 3, which was not in the isr [2];" in unclean[0], unclean
+    else:
+        assert unclean == []
 
 
 def test_conflicting_isr_write_is_reread_and_retried(memory_cluster) -> None:

@@ -44,6 +44,29 @@ def test_zk_isr_writer_is_conditional_on_the_version():
     asyncio.run(body())
 
 
+def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
+    """A retry of a write that already landed (its answer lost, or given up
+    on) finds the znode holding exactly the proposal: that is success at
+    the znode's version, not a fence; anything else still conflicts."""
+    async def body():
+        store = InMemoryZkStore(InMemoryZooKeeper())
+        await store.start()
+        zk = KavkaZkClient(store)
+        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+        await store.create(initial.znode_path, initial.encode(), make_parents=True)
+        writer = ZkIsrWriter(zk)
+        shrink = LeaderAndIsr(1, 4, (1, 2), 7)
+        assert await writer.write_isr(TP, shrink, 0) == 1
+        assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
+        assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None
+        moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
+        await store.set(initial.znode_path, moved.encode(), 1)
+        assert await writer.write_isr(TP, shrink, 1) is None
+        await store.close()
+
+    asyncio.run(body())
+
+
 def test_propagation_waits_for_quiet_or_max_delay():
     prop = IsrChangePropagation(IsrPropagationConfig(interval_ms=10, blackout_ms=100, max_delay_ms=1000), now_ms=0)
     assert prop.due(50) is None
@@ -119,3 +142,4 @@ def test_config_from_broker_properties():
     )
     rm_cfg = ReplicaManagerConfig.from_broker(cfg)
     assert (rm_cfg.replica_lag_time_max_ms, rm_cfg.truncation_mode, rm_cfg.num_replica_fetchers) == (5000, "hw", 3)
+    assert rm_cfg.isr_write_timeout_ms == 18000  # zookeeper.session.timeout.ms, its default

@@ -254,6 +254,39 @@ def test_isr_write_failure_is_retried(log_manager, clock):
     asyncio.run(body())
 
 
+class SilentThenAnsweringWriter(MemoryIsrZnodes):
+    """The first write never answers (a request kazoo lost), later ones do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    async def write_isr(self, tp, leader_and_isr, zk_version):
+        self.attempts += 1
+        if self.attempts == 1:
+            await asyncio.Event().wait()
+        return await super().write_isr(tp, leader_and_isr, zk_version)
+
+
+def test_an_isr_write_without_an_answer_is_given_up_and_retried(log_manager, clock, caplog):
+    async def body():
+        rm = ReplicaManager(1, log_manager, ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, isr_write_timeout_ms=50),
+                            isr_writer=SilentThenAnsweringWriter(), isr_change_listener=RecordingIsrListener(),
+                            clock=clock)
+        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+        clock.advance(LAG_MS + 1)
+        assert rm.maybe_shrink_isrs() == 1
+        await asyncio.wait_for(settle(rm), 5)  # bounded by the write timeout, not for ever
+        p = rm.get_partition(TP)
+        assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
+        assert any("got no answer within 50 ms" in r.getMessage() for r in caplog.records)
+        assert rm.maybe_shrink_isrs() == 1  # the next check proposes again
+        await settle(rm)
+        assert p.isr == (1,) and p.zk_version == 1 and rm.isr_updates.shrinks == 1
+
+    asyncio.run(body())
+
+
 # ---- fetch --------------------------------------------------------------------------------------------
 def test_delayed_fetch_completes_on_append_and_on_timeout(log_manager, clock):
     async def body():

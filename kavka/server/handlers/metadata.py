@@ -4,7 +4,8 @@ Answered from the metadata cache (fed by UpdateMetadata). A requested topic
 that does not exist is created when ``auto.create.topics.enable`` is true
 and the client allows it (v4+ ``allow_auto_topic_creation``; always before
 v4), and reported with LEADER_NOT_AVAILABLE until its leaders are elected,
-as Kafka does. Per partition, as Kafka's ZooKeeper-mode cache:
+as Kafka does — also when ZooKeeper fails or hangs during the creation (the
+wait is bounded: a retriable per-topic error, never a closed connection). Per partition, as Kafka's ZooKeeper-mode cache:
 LEADER_NOT_AVAILABLE when the leader is not alive; at v0 only, replicas and
 ISR are filtered to live brokers and REPLICA_NOT_AVAILABLE flags the
 difference (later versions list every replica, v5+ with offline_replicas).
@@ -40,8 +41,10 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # + CLUSTER_ACTION 9, IDEMPOTENT_WRITE 12
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
-# (topic names) -> names whose creation was started; errors are logged by it.
-AutoCreate = Callable[[list[str]], Awaitable[set[str]]]
+# (topic names) -> the error to answer per name (LEADER_NOT_AVAILABLE while
+# the creation is under way). Bounded in time, never raises for ZooKeeper
+# trouble (AdminManager.auto_create); errors are logged by it.
+AutoCreate = Callable[[list[str]], Awaitable[dict[str, ErrorCode]]]
 
 
 class MetadataHandler:
@@ -84,7 +87,6 @@ class MetadataHandler:
 
         if missing:
             allow = request.allow_auto_topic_creation if version >= 4 else True
-            started: set[str] = set()
             creatable = []
             for name in missing:
                 problem = validate_topic_name(name)
@@ -96,10 +98,9 @@ class MetadataHandler:
                 else:
                     topics.append(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
                                            topic_authorized_operations=INT32_MIN))
-            if creatable:
-                started = await self.auto_create(creatable)
+            answers = await self.auto_create(creatable) if creatable else {}
             for name in creatable:
-                code = ErrorCode.LEADER_NOT_AVAILABLE if name in started else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                code = answers.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 topics.append(R.Topics(error_code=int(code), name=name, topic_authorized_operations=INT32_MIN))
 
         brokers = []

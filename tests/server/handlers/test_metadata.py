@@ -1,0 +1,67 @@
+"""The Metadata handler's topic auto-creation when ZooKeeper hangs: the
+answer comes within the admin manager's bounded wait, encodes at the
+request's version, and carries a retriable LEADER_NOT_AVAILABLE for the
+topic (before, the exception closed the client's connection and stalled
+the requests queued behind it)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kavka.common.errors import ErrorCode
+from kavka.protocol.headers import RequestHeader, decode_response, encode_response
+from kavka.protocol.messages import MetadataRequest
+from kavka.server.admin_manager import AdminManager
+from kavka.server.handlers.metadata import API_KEY, MetadataHandler
+from kavka.server.metadata_cache import MetadataCache
+from kavka.server.network import RequestContext
+from kavka.zk.client import KavkaZkClient
+from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
+
+
+class HungZkStore(InMemoryZkStore):
+    """Every read and write waits for ever (a hung ZooKeeper)."""
+
+    calls = 0
+
+    async def _hang(self) -> None:
+        self.calls += 1
+        await asyncio.Event().wait()
+
+    async def get(self, path, watch=None):
+        await self._hang()
+
+    async def create(self, path, data=b"", **kwargs):
+        await self._hang()
+
+
+def _context(version: int) -> RequestContext:
+    return RequestContext(RequestHeader(API_KEY, version, 7, "client"), "conn-1", "127.0.0.1", 40000, "PLAINTEXT", 0)
+
+
+def _request(version: int, topic: str) -> MetadataRequest:
+    request = MetadataRequest(topics=[MetadataRequest.Topics(name=topic)])
+    if version >= 4:
+        request.allow_auto_topic_creation = True
+    return request
+
+
+@pytest.mark.parametrize("version", [1, 4, 9, 12])
+def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(version):
+    async def body():
+        store = HungZkStore(InMemoryZooKeeper())
+        await store.start()
+        admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
+                             default_replication_factor=1, auto_create_timeout_s=0.2)
+        cache = MetadataCache(1)
+        cache.controller_id = 1  # as after the first UpdateMetadata
+        handler = MetadataHandler(cache, lambda: "cluster", admin.auto_create)
+        # The outer bound only stops this test from hanging if the fix regresses.
+        response = await asyncio.wait_for(handler(_context(version), _request(version, "fresh")), 6.0)
+        _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
+        assert [(t.name, t.error_code) for t in decoded.topics] == [("fresh", int(ErrorCode.LEADER_NOT_AVAILABLE))]
+        assert store.calls >= 1
+
+    asyncio.run(body())
