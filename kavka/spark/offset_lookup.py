@@ -10,8 +10,11 @@ event loop and one ``Cluster`` for its lifetime; it is synchronous and not
 thread-safe; it never pickles (readers create one per call).
 
 Unknown partitions named in ``assign`` or in offsets JSON raise
-``KavkaOptionError``; a subscribed topic that does not exist contributes no
-partitions (Spark's Kafka source reads nothing from it until it appears).
+``KavkaOptionError`` when a query starts; a subscribed topic that does not
+exist contributes no partitions (Spark's Kafka source reads nothing from it
+until it appears). ``listing`` is a running stream's view: it never raises
+for missing partitions and says which absences the answer can vouch for
+(``kavka.spark.lost_partitions``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.client.metadata import TopicPartition
 from kavka.common.errors import ErrorCode
+from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
-from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, Subscribe, spelled
+from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, SubscribePattern, spelled
 
 
 def cluster_for(options_servers: str, client: Mapping[str, str]) -> Cluster:
@@ -81,15 +85,32 @@ class OffsetLookup:
                     have = f"it has partitions 0..{len(known) - 1}" if known else "the topic does not exist"
                     raise KavkaOptionError(f"option 'assign' names {tp}, which is not in the cluster ({have})")
             return list(sub.partitions)
-        if isinstance(sub, Subscribe):
-            md = self._run(self._cluster.refresh_metadata(list(sub.topics)))
-            topics = [t for t in sub.topics if t in md.topics and md.topics[t].error == ErrorCode.NONE]
-        else:
+        return sorted(self.listing().partitions)
+
+    def listing(self) -> PartitionListing:
+        """The subscription's partitions by one Metadata answer, with what
+        that answer cannot vouch for (``lost_partitions``): a running
+        stream's view, so an assigned partition that is no longer in the
+        cluster is simply not listed (no error). Raises when the request
+        fails: a failed answer proves nothing."""
+        sub = self.options.subscription
+        if isinstance(sub, SubscribePattern):
             md = self._run(self._cluster.refresh_metadata(None))
             pattern = re.compile(sub.pattern)
-            topics = [t for t, meta in md.topics.items()
-                      if not meta.is_internal and not t.startswith("__") and pattern.fullmatch(t)]
-        return sorted(TopicPartition(t, p.partition) for t in topics for p in md.partitions_of(t))
+            names = [t for t, meta in md.topics.items()
+                     if not meta.is_internal and not t.startswith("__") and pattern.fullmatch(t)]
+        else:
+            names = sorted({tp.topic for tp in sub.partitions}) if isinstance(sub, Assign) else list(sub.topics)
+            md = self._run(self._cluster.refresh_metadata(names))
+        certain = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        unsure = frozenset(t for t in names if t not in md.topics or md.topics[t].error not in certain)
+        listed = {TopicPartition(t, p.partition) for t in names
+                  if t in md.topics and md.topics[t].error == ErrorCode.NONE for p in md.partitions_of(t)}
+        if isinstance(sub, Assign):
+            listed &= set(sub.partitions)
+        # A broker before its first UpdateMetadata answers controller -1 and
+        # no topics: that says nothing about what exists.
+        return PartitionListing(frozenset(listed), unsure, complete=md.controller_id >= 0)
 
     # -- offsets ----------------------------------------------------------------------
 

@@ -16,11 +16,17 @@ latest offsets are frozen once and never exceeded. Offsets are emitted in
 a stable order (``kavka.spark.offsets.to_json_dict``): Spark compares them
 as JSON text.
 
-A partition that disappeared is data loss: an error under
-``failOnDataLoss``, else skipped. A latest offset below the query's
-position is taken as "nothing new yet" (a new leader's HW can lag for a
-moment), not as loss. Offsets removed by retention or DeleteRecords are
-found by the executors (``range_reader``).
+Data loss, as in Spark's Kafka source (``kavka.spark.lost_partitions``
+decides): a partition the query was reading that a complete Metadata
+answer no longer lists (topic deleted, or no longer subscribed), or whose
+latest offset went below the query's position (topic recreated). Under
+``failOnDataLoss`` ``latestOffset`` raises ``DataLossError`` naming them;
+otherwise they are dropped from the offsets with a warning (a recreated
+partition then comes back as a new one, read from its earliest offset).
+A partition only missing from a failed or incomplete answer, or leaderless
+during a broker failover (still listed, LEADER_NOT_AVAILABLE), keeps its
+place. Offsets removed by retention or DeleteRecords are found by the
+executors (``range_reader``).
 
 ``commit(end)`` does nothing: Spark's checkpoint is the truth (the source
 never commits to a consumer group). Lives in Spark's long-lived
@@ -39,6 +45,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 
 from kavka.client.metadata import TopicPartition
+from kavka.spark.lost_partitions import OffsetCheck, check_offsets
 from kavka.spark.offset_lookup import OffsetLookup
 from kavka.spark.offsets import from_json_dict, to_json_dict
 from kavka.spark.options import SourceOptions
@@ -96,22 +103,39 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _available(self) -> dict[TopicPartition, int]:
         """Latest offsets of every partition subscribed now."""
         with OffsetLookup(self.options) as lookup:
-            tps = lookup.topic_partitions()
-            return lookup.latest(tps)
+            return lookup.latest(sorted(lookup.listing().partitions))
+
+    def _check(self, begin: dict[TopicPartition, int]) -> OffsetCheck:
+        """The batch's end offsets with gone and rewound partitions found
+        (``lost_partitions``). A rewind is believed only when a second
+        look-up, after a back-off and with fresh metadata, shows it again
+        (an answer from a deposed leader must not pass for a recreated
+        topic)."""
+        with OffsetLookup(self.options) as lookup:
+            listing = lookup.listing()
+            latest = dict(self._frozen) if self._frozen is not None else lookup.latest(sorted(listing.partitions))
+        check = check_offsets(begin, latest, listing)
+        if check.rewound:
+            time.sleep(int(self.options.client_setting("retry.backoff.ms", "100")) / 1000)
+            with OffsetLookup(self.options) as lookup:
+                again = lookup.latest([r.topic_partition for r in check.rewound])
+            latest.update(again)
+            if self._frozen is not None:
+                self._frozen.update(again)
+            check = check_offsets(begin, latest, listing)
+        return check
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = from_json_dict(start)
-        if self._frozen is not None:
-            latest = dict(self._frozen)
-        else:
-            latest = self._available()
-        # A partition never goes below where the query already is: right
-        # after a leader change the new leader's high watermark may lag the
-        # old one's for a moment (seed 001: the HW reaches followers with
-        # their next fetch), which is not data loss.
-        latest = {tp: max(off, begin.get(tp, off)) for tp, off in latest.items()}
-        for tp, off in begin.items():
-            latest.setdefault(tp, off)  # a partition gone from metadata keeps its place
+        check = self._check(begin)
+        if check.lost:
+            # Spark's Kafka source: partitions gone or rewound fail the query
+            # under failOnDataLoss, else they are dropped from the offsets (a
+            # recreated one comes back as a new partition, from its earliest).
+            if self.options.fail_on_data_loss:
+                raise DataLossError(check.message())
+            log.warning("%s (failOnDataLoss=false: dropped)", check.message())
+        latest = check.offsets
         minimum = self.options.min_offsets_per_trigger
         if isinstance(limit, (ReadMaxRows, ReadMinRows)):
             new = [tp for tp in latest if tp not in begin]

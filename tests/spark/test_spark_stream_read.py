@@ -94,3 +94,102 @@ def test_fail_on_data_loss_and_skipping_when_allowed(spark, kavka_cluster, tmp_p
                       failOnDataLoss="false")
     rows = sink_rows(spark, out)
     assert [r[2] for r in rows] == list(range(30)) + list(range(45, 60))
+
+
+def _delete_topic(cluster, topic: str, timeout: float = 30.0) -> None:
+    """Delete ``topic`` and wait until metadata no longer lists it."""
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
+    deadline = time.monotonic() + timeout
+    while topic in admin.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {topic} is still listed {timeout} s after its deletion")
+        time.sleep(0.1)
+
+
+def _recreate_topic(cluster, topic: str, timeout: float = 60.0) -> None:
+    """Create ``topic`` again once its deletion has finished in ZooKeeper."""
+    import time
+
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            create_topic(cluster, topic)
+            return
+        except KafkaException as e:
+            if "exist" not in str(e).lower() and "marked for deletion" not in str(e).lower() \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _last_checkpointed_offsets(cp: str) -> dict:
+    import os
+    latest = max((f for f in os.listdir(os.path.join(cp, "offsets")) if f.isdigit()), key=int)
+    return json.loads(open(os.path.join(cp, "offsets", latest)).read().splitlines()[-1])
+
+
+def test_deleted_topic_fails_the_query_or_is_dropped(spark, kavka_cluster, tmp_path):
+    create_topic(kavka_cluster, "doomed", partitions=2)
+    create_topic(kavka_cluster, "keeper", partitions=1)
+    produce(kavka_cluster, "doomed", [(f"k{i}".encode(), f"d{i}".encode()) for i in range(20)])
+    produce(kavka_cluster, "keeper", [(None, f"a{i}".encode()) for i in range(10)])
+    cp, out = str(tmp_path / "cp"), str(tmp_path / "out")
+    opts = {"subscribe": "doomed,keeper", "startingOffsets": "earliest"}
+    run_available_now(spark, kavka_cluster, cp, out, **opts)
+    assert len(sink_rows(spark, out)) == 30
+    _delete_topic(kavka_cluster, "doomed")
+    produce(kavka_cluster, "keeper", [(None, f"b{i}".encode()) for i in range(5)])
+    with pytest.raises(Exception, match=r"doomed-0, doomed-1 are gone(.|\n)*'failOnDataLoss' to 'false'"):
+        run_available_now(spark, kavka_cluster, cp, out, **opts)
+    assert len(sink_rows(spark, out)) == 30  # the failed run wrote nothing
+    run_available_now(spark, kavka_cluster, cp, out, failOnDataLoss="false", **opts)
+    rows = sink_rows(spark, out)
+    assert sorted(r[3] for r in rows if r[0] == "keeper") == sorted(
+        [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(5)])
+    assert sorted(r[3] for r in rows if r[0] == "doomed") == sorted(f"d{i}" for i in range(20))
+    assert _last_checkpointed_offsets(cp) == {"keeper": {"0": 15}}
+    # The dropped partitions stay dropped: a further run goes on with keeper alone.
+    produce(kavka_cluster, "keeper", [(None, f"c{i}".encode()) for i in range(3)])
+    run_available_now(spark, kavka_cluster, cp, out, **opts)
+    assert len(sink_rows(spark, out)) == 38
+
+
+def test_topic_deleted_from_a_pattern_is_dropped_when_allowed(spark, kavka_cluster, tmp_path):
+    for name in ("patgone-a", "patgone-b"):
+        create_topic(kavka_cluster, name, partitions=1)
+        produce(kavka_cluster, name, [(None, f"{name}-{i}".encode()) for i in range(4)])
+    cp, out = str(tmp_path / "cp"), str(tmp_path / "out")
+    opts = {"subscribePattern": "patgone-.*", "startingOffsets": "earliest"}
+    run_available_now(spark, kavka_cluster, cp, out, **opts)
+    _delete_topic(kavka_cluster, "patgone-a")
+    produce(kavka_cluster, "patgone-b", [(None, b"later")])
+    with pytest.raises(Exception, match="patgone-a-0 are gone"):
+        run_available_now(spark, kavka_cluster, cp, out, **opts)
+    run_available_now(spark, kavka_cluster, cp, out, failOnDataLoss="false", **opts)
+    assert _last_checkpointed_offsets(cp) == {"patgone-b": {"0": 5}}
+    assert sorted(r[3] for r in sink_rows(spark, out) if r[0] == "patgone-b") == sorted(
+        [f"patgone-b-{i}" for i in range(4)] + ["later"])
+
+
+def test_recreated_topic_is_data_loss_then_read_from_its_start(spark, kavka_cluster, tmp_path):
+    create_topic(kavka_cluster, "phoenix", partitions=1)
+    produce(kavka_cluster, "phoenix", [(None, f"old{i}".encode()) for i in range(30)])
+    cp, out = str(tmp_path / "cp"), str(tmp_path / "out")
+    opts = {"subscribe": "phoenix", "startingOffsets": "earliest"}
+    run_available_now(spark, kavka_cluster, cp, out, **opts)
+    _delete_topic(kavka_cluster, "phoenix")
+    _recreate_topic(kavka_cluster, "phoenix")
+    produce(kavka_cluster, "phoenix", [(None, f"new{i}".encode()) for i in range(5)])
+    with pytest.raises(Exception, match=r"phoenix-0 \(offset went back from 30 to 5\)(.|\n)*failOnDataLoss"):
+        run_available_now(spark, kavka_cluster, cp, out, **opts)
+    run_available_now(spark, kavka_cluster, cp, out, failOnDataLoss="false", **opts)
+    rows = sink_rows(spark, out)
+    assert sorted(r[3] for r in rows) == sorted([f"old{i}" for i in range(30)] + [f"new{i}" for i in range(5)])
+    assert _last_checkpointed_offsets(cp) == {"phoenix": {"0": 5}}
