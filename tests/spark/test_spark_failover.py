@@ -75,3 +75,35 @@ def test_stream_read_across_a_broker_kill(spark, make_module_cluster, tmp_path):
     rows = sink_rows(spark, out)
     assert len({r[1:3] for r in rows}) == len(rows) == 500
     assert sorted(r[3] for r in rows) == sorted([f"a{i}" for i in range(400)] + [f"b{i}" for i in range(100)])
+
+
+def test_a_leaderless_partition_is_not_taken_for_gone(make_module_cluster):
+    """Kavka still lists a partition whose only replica is dead
+    (LEADER_NOT_AVAILABLE, leader -1): the stream reader's listing keeps it,
+    so the data-loss check does not drop it while its broker is down."""
+    import time
+
+    from confluent_kafka.admin import AdminClient
+
+    from kavka.client.metadata import TopicPartition
+    from kavka.spark.lost_partitions import check_offsets
+    from kavka.spark.offset_lookup import OffsetLookup
+    from kavka.spark.options import parse_source_options
+
+    cluster = make_module_cluster(2)
+    create_topic(cluster, "orphan", partitions=2, replication_factor=1)
+    victim = _leader(cluster, "orphan", 0)
+    cluster.kill_broker(victim)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    deadline = time.monotonic() + 60
+    while admin.list_topics("orphan", timeout=10).topics["orphan"].partitions[0].leader != -1:
+        assert time.monotonic() < deadline, "partition 0 still has a leader 60 s after its broker was killed"
+        time.sleep(0.2)
+    options = parse_source_options({"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": "orphan"},
+                                   streaming=True)
+    with OffsetLookup(options) as lookup:
+        listing = lookup.listing()
+    both = {TopicPartition("orphan", 0), TopicPartition("orphan", 1)}
+    assert listing.complete and listing.partitions == both
+    check = check_offsets(dict.fromkeys(both, 3), {TopicPartition("orphan", 1): 5}, listing)
+    assert not check.lost and check.offsets == {TopicPartition("orphan", 0): 3, TopicPartition("orphan", 1): 5}
