@@ -17,7 +17,7 @@ Layout of a log directory (seed 002 §5.2, byte-compatible with Kafka)::
 Modules, by Kafka concept: ``log_config`` (topic-level settings),
 ``offset_index``/``time_index`` (on ``index_file``), ``file_records`` (the
 ``.log`` file), ``segment`` (+ ``segment_recovery``), ``log`` (+
-``log_append`` validation, ``log_roll``, ``log_flush``, ``log_truncation``,
+``log_append`` validation, ``log_roll``, ``log_flush``, ``log_truncation`` over ``log_state``,
 ``log_offsets`` for ListOffsets, ``log_loader`` for seed 002 §5.3,
 ``log_transactions`` with ``transaction_index`` for KIP-98's ``.txnindex``),
 the idempotent/transactional producer state (``producer_state`` with

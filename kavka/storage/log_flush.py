@@ -14,42 +14,15 @@ log offline (``KafkaStorageError``).
 
 from __future__ import annotations
 
-import random
-import threading
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from kavka.storage.checkpoint import fsync_dir
-from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
-from kavka.storage.log_config import LogConfig
+from kavka.storage.log_state import LogState
 from kavka.storage.producer_state_snapshot import fsync_file
-from kavka.storage.segment import LogSegment
-
-if TYPE_CHECKING:
-    from kavka.storage.producer_state import ProducerStateManager
-    from kavka.storage.topic_partition import TopicPartition
 
 
-class LogFlush:
-    """The flushing part of ``Log``. Uses this state of the log (declared for
-    readers and type checkers), and ``Log``'s ``_check_online``/``_failed``
-    and ``unflushed_messages``:"""
-
-    dir: Path
-    topic_partition: "TopicPartition"
-    producer_state: "ProducerStateManager"
-    _lock: threading.RLock
-    _config: LogConfig
-    _clock: Clock
-    _rng: random.Random
-    _segments: list[LogSegment]
-    _bases: list[int]
-    _next_offset: int
-    _recovery_point: int
-    _dir_needs_fsync: bool
-    _roll_flush_offset: int | None
-    _last_flush_ms: int
+class LogFlush(LogState):
+    """The flushing part of ``Log``. It works on the
+    log's state declared in ``LogState``."""
 
     def flush(self, up_to_offset: int | None = None) -> bool:
         """fsync every segment holding offsets in [recovery point, up_to) (LEO

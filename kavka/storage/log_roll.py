@@ -12,39 +12,14 @@ under the log's lock (``roll`` takes it; ``maybe_roll`` is called with it).
 
 from __future__ import annotations
 
-import random
-import threading
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
-from kavka.storage.log_config import LogConfig
+from kavka.storage.log_state import LogState
 from kavka.storage.segment import LogSegment
 
-if TYPE_CHECKING:
-    from kavka.storage.producer_state import ProducerStateManager
-    from kavka.storage.topic_partition import TopicPartition
 
-
-class LogRoll:
-    """The rolling part of ``Log``. Uses this state of the log (declared for
-    readers and type checkers), and ``Log``'s ``_check_online``/``_failed``:"""
-
-    dir: Path
-    topic_partition: "TopicPartition"
-    producer_state: "ProducerStateManager"
-    _lock: threading.RLock
-    _config: LogConfig
-    _clock: Clock
-    _rng: random.Random
-    _segments: list[LogSegment]
-    _bases: list[int]
-    _next_offset: int
-    _recovery_point: int
-    _dir_needs_fsync: bool
-    _roll_flush_offset: int | None
-    _last_flush_ms: int
+class LogRoll(LogState):
+    """The rolling part of ``Log``. It works on the
+    log's state declared in ``LogState``."""
 
     def maybe_roll(self, messages_size: int, max_timestamp: int, first_offset: int, max_offset: int, now: int) -> LogSegment:
         """Roll when the active segment is full by size, age (segment.ms minus

@@ -12,44 +12,15 @@ Every method takes the log's lock; see ``Log`` for the invariants.
 
 from __future__ import annotations
 
-import random
-import threading
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from kavka.storage.checkpoint import fsync_dir
-from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError, OffsetOutOfRangeError
-from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
-from kavka.storage.log_config import LogConfig
+from kavka.storage.log_state import LogState
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
-if TYPE_CHECKING:
-    from kavka.storage.producer_state import ProducerStateManager
-    from kavka.storage.topic_partition import TopicPartition
 
-
-class LogTruncation:
-    """The truncation and deletion half of ``Log``. Uses this state of the
-    log (declared for readers and type checkers):"""
-
-    dir: Path
-    topic_partition: "TopicPartition"
-    leader_epoch_cache: LeaderEpochFileCache
-    producer_state: "ProducerStateManager"
-    _lock: threading.RLock
-    _config: LogConfig
-    _clock: Clock
-    _rng: random.Random
-    _segments: list[LogSegment]
-    _bases: list[int]
-    _next_offset: int
-    _log_start_offset: int
-    _recovery_point: int
-    _high_watermark: int
-    _dir_needs_fsync: bool
-    _pending_deletes: list[tuple[int, LogSegment]]
-    # and the methods ``_check_online``, ``_failed`` and ``_new_segment`` of ``Log``.
+class LogTruncation(LogState):
+    """The truncation and deletion half of ``Log``. It works on the
+    log's state declared in ``LogState``."""
 
     # ---- truncation and log start ----------------------------------------------------------
     def truncate_to(self, target_offset: int) -> bool:
