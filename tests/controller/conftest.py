@@ -6,14 +6,15 @@ and answers like a healthy broker (or refuses connections for brokers in
 
 ``memory_cluster`` runs on the in-memory ZooKeeper double; ``real_cluster``
 on the real ZooKeeper of tests/conftest.py, one chroot per test. Both give a
-``Cluster``; test bodies are coroutines passed to ``cluster.run``.
+``Cluster`` that the coroutine-test hook of tests/conftest.py starts on the
+test's event loop and stops (controllers, then sessions) after the test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -87,6 +88,8 @@ def partitions_of(request: Message) -> dict[tuple[str, int], Message]:
 
 class Cluster:
     """Brokers, controllers and an admin session on one ZooKeeper (see module doc)."""
+
+    on_test_loop = True  # entered and exited around the test by tests/conftest.py
 
     def __init__(self, kind: str, connect: str | None = None, zk_connect: str | None = None) -> None:
         self.kind = kind
@@ -208,18 +211,15 @@ class Cluster:
             if loop.time() > deadline:
                 raise AssertionError("controllers did not settle")
 
-    def run(self, body: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
-        async def main() -> None:
-            await self.start()
-            try:
-                await asyncio.wait_for(body(), timeout)
-            finally:
-                for ctl in list(self.controllers.values()):
-                    await ctl.stop()
-                for store in self._all_stores:
-                    await store.close()
+    async def __aenter__(self) -> Cluster:
+        await self.start()
+        return self
 
-        asyncio.run(main())
+    async def __aexit__(self, *exc: object) -> None:
+        for ctl in list(self.controllers.values()):
+            await ctl.stop()
+        for store in self._all_stores:
+            await store.close()
 
 
 @pytest.fixture

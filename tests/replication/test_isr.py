@@ -3,12 +3,11 @@ the propagation schedule, the fetcher assignment table and Replica's rules."""
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
 from kavka.common.broker_config import KafkaConfig
-from kavka.replication.fetcher_manager import FetcherAssignments, InitialFetchState
+from kavka.replication.fetcher.assignments import FetcherAssignments, InitialFetchState
 from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica import Replica
 from kavka.replication.replica_manager import ReplicaManagerConfig
@@ -21,50 +20,44 @@ from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 from .conftest import TP
 
 
-def test_zk_isr_writer_is_conditional_on_the_version():
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        zk = KavkaZkClient(store)
-        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
-        await store.create(initial.znode_path, initial.encode(), make_parents=True)
-        writer = ZkIsrWriter(zk)
-        version = await writer.write_isr(TP, LeaderAndIsr(1, 4, (1, 2), 7), 0)
-        assert version == 1
-        data, _ = await store.get(initial.znode_path)
-        written = PartitionStateZNode.decode(data, initial.znode_path)
-        assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
-        assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None  # stale version
-        notifier = ZkIsrChangeNotifier(zk)
-        await notifier.isr_changed([TP])
-        pending = await zk.get_isr_change_notifications()
-        assert [n.partitions for _, n in pending] == [(("orders", 0),)]
-        await store.close()
-
-    asyncio.run(body())
+async def test_zk_isr_writer_is_conditional_on_the_version():
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    zk = KavkaZkClient(store)
+    initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+    await store.create(initial.znode_path, initial.encode(), make_parents=True)
+    writer = ZkIsrWriter(zk)
+    version = await writer.write_isr(TP, LeaderAndIsr(1, 4, (1, 2), 7), 0)
+    assert version == 1
+    data, _ = await store.get(initial.znode_path)
+    written = PartitionStateZNode.decode(data, initial.znode_path)
+    assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
+    assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None  # stale version
+    notifier = ZkIsrChangeNotifier(zk)
+    await notifier.isr_changed([TP])
+    pending = await zk.get_isr_change_notifications()
+    assert [n.partitions for _, n in pending] == [(("orders", 0),)]
+    await store.close()
 
 
-def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
+async def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
     """A retry of a write that already landed (its answer lost, or given up
     on) finds the znode holding exactly the proposal: that is success at
     the znode's version, not a fence; anything else still conflicts."""
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        zk = KavkaZkClient(store)
-        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
-        await store.create(initial.znode_path, initial.encode(), make_parents=True)
-        writer = ZkIsrWriter(zk)
-        shrink = LeaderAndIsr(1, 4, (1, 2), 7)
-        assert await writer.write_isr(TP, shrink, 0) == 1
-        assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
-        assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None
-        moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
-        await store.set(initial.znode_path, moved.encode(), 1)
-        assert await writer.write_isr(TP, shrink, 1) is None
-        await store.close()
-
-    asyncio.run(body())
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    zk = KavkaZkClient(store)
+    initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+    await store.create(initial.znode_path, initial.encode(), make_parents=True)
+    writer = ZkIsrWriter(zk)
+    shrink = LeaderAndIsr(1, 4, (1, 2), 7)
+    assert await writer.write_isr(TP, shrink, 0) == 1
+    assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
+    assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None
+    moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
+    await store.set(initial.znode_path, moved.encode(), 1)
+    assert await writer.write_isr(TP, shrink, 1) is None
+    await store.close()
 
 
 def test_propagation_waits_for_quiet_or_max_delay():
