@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from kavka.common.errors import ErrorCode
-from kavka.replication.fetcher_config import UNLIMITED_RATE
-from kavka.replication.fetcher_manager import FetcherKey
-from kavka.replication.fetcher_state import FetchPhase
+from kavka.replication.fetcher.assignments import FetcherKey
+from kavka.replication.fetcher.state import FetchPhase
+from kavka.replication.quota import UNLIMITED_RATE
 from kavka.storage.topic_partition import TopicPartition
 
 from .conftest import TP, batch, state

@@ -10,7 +10,7 @@ import asyncio
 import time
 
 from kavka.common.errors import ErrorCode
-from kavka.replication.fetcher_state import FetchPhase, PartitionFetchState
+from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 from kavka.storage.topic_partition import TopicPartition
 
 from .conftest import TP, batch, state

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.replication.fetcher_config import UNLIMITED_RATE, ReplicaFetcherConfig
-from kavka.replication.fetcher_quota import ReplicationQuota, ThrottledReplicas
-from kavka.replication.fetcher_state import TruncationDecision, truncation_offset
+from kavka.common.throttled_replicas import ThrottledReplicas
+from kavka.replication.fetcher.config import ReplicaFetcherConfig
+from kavka.replication.fetcher.state import TruncationDecision, truncation_offset
+from kavka.replication.quota import UNLIMITED_RATE, ReplicationQuota
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
 
 from .conftest import REPLICATION_SETTINGS

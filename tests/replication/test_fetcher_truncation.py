@@ -13,8 +13,8 @@ import pytest
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import iter_batches
 from kavka.protocol.records.reader import iter_records
-from kavka.replication.fetcher_endpoint import LeaderConnectionError
-from kavka.replication.fetcher_state import FetchPhase, PartitionFetchState
+from kavka.replication.fetcher.leader_endpoint import LeaderConnectionError
+from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 
 from .conftest import TP, batch, state
 from .fetcher_harness import Cluster

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kavka.common.broker_config import KafkaConfig
-from kavka.replication.fetcher_manager import FetcherAssignments, InitialFetchState
+from kavka.replication.fetcher.assignments import FetcherAssignments, InitialFetchState
 from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica import Replica
 from kavka.replication.replica_manager import ReplicaManagerConfig

@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from kavka.common.config import ConfigError
 from kavka.common.errors import ErrorCode
 from kavka.common.throttled_replicas import ThrottledReplicas
-from kavka.replication.fetcher_config import UNLIMITED_RATE
-from kavka.replication.leader_quota import LeaderReplicationQuota, follower_throttled
+from kavka.replication.quota import UNLIMITED_RATE, LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint

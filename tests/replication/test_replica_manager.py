@@ -8,7 +8,7 @@ import asyncio
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import iter_batches
-from kavka.replication.fetcher_manager import FetcherAssignments
+from kavka.replication.fetcher.assignments import FetcherAssignments
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
