@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import pytest
 
@@ -127,6 +127,23 @@ class Cluster:
         self.controllers[broker_id] = ctl
         await ctl.start()
         return ctl
+
+    async def start_brokers(self, broker_ids: Iterable[int]) -> None:
+        for broker_id in broker_ids:
+            await self.start_broker(broker_id)
+
+    async def start_active_controller(self, broker_id: int, **config: Any) -> KafkaController:
+        """A controller on an already started broker, once it has won the
+        election (seed 000: the first to create ``/controller``)."""
+        ctl = await self.start_controller(broker_id, **config)
+        await self.until(lambda: ctl.is_active, f"broker {broker_id} to become controller")
+        return ctl
+
+    async def boot(self, broker_ids: Iterable[int], controller: int = 1, **config: Any) -> KafkaController:
+        """The prelude of most controller tests: start the brokers, then a
+        controller on ``controller`` and wait until it is active."""
+        await self.start_brokers(broker_ids)
+        return await self.start_active_controller(controller, **config)
 
     async def kill_broker(self, broker_id: int) -> None:
         """The broker's session ends (its /brokers/ids node vanishes at once)."""

@@ -13,10 +13,7 @@ from kavka.controller.events import ControlledShutdown
 
 async def test_controlled_shutdown_moves_leadership_and_shrinks_isrs(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(3, auto_leader_rebalance_enable=False)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3), controller=3, auto_leader_rebalance_enable=False)
     # 0: led by 1 with ISR {1,2}; 1: followed by 1; 2: only on 1 (cannot move).
     await c.create_topic("t", {0: (1, 2), 1: (2, 1), 2: (1,), 3: (3, 2)})
     await c.until(lambda: c.state("t", 3), "partition states")
@@ -46,8 +43,7 @@ async def test_controlled_shutdown_moves_leadership_and_shrinks_isrs(memory_clus
 
 async def test_remaining_partitions_stale_epoch_unknown_broker_and_not_controller(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
+    await c.start_brokers((1, 2))
     ctl = await c.start_controller(2, auto_leader_rebalance_enable=False)
     other = await c.start_controller(1)
     await c.until(lambda: ctl.is_active, "controller")

@@ -12,10 +12,7 @@ from kavka.zk.brokers import PartitionStateZNode
 
 async def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.create_topic("t", {0: (1,), 1: (2,)})
     await c.until(lambda: c.state("t", 1), "partition states")
     await c.settle()
@@ -54,10 +51,7 @@ async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
 
 async def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.boot((1, 2, 3))
     # Broker 2 leads p0 and p1; it follows in p2.
     await c.create_topic("t", {0: (2, 3, 1), 1: (2, 1, 3), 2: (3, 2, 1)})
     await c.until(lambda: c.state("t", 2), "partition states")
@@ -92,10 +86,7 @@ async def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setti
     c = memory_cluster
     caplog.set_level(logging.WARNING, logger="kavka.state.change")
 
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1, unclean_leader_election_enable=broker_setting)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3), unclean_leader_election_enable=broker_setting)
     config = {"unclean.leader.election.enable": topic_override} if topic_override else {}
     await c.create_topic("t", {0: (2, 3)}, config)
     await c.until(lambda: c.state("t", 0), "partition state")
@@ -119,10 +110,7 @@ async def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setti
 
 async def test_conflicting_isr_write_is_reread_and_retried(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.boot((1, 2, 3))
     await c.create_topic("t", {0: (2, 3, 1)})
     await c.until(lambda: c.state("t", 0), "partition state")
     await c.settle()

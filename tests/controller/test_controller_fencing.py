@@ -11,10 +11,7 @@ from kavka.zk.controller_nodes import ControllerEpochZNode
 
 async def test_controller_crash_hands_over_with_a_higher_epoch_and_full_state(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    a = await c.start_controller(1)
-    await c.until(lambda: a.is_active, "broker 1 controller")
+    a = await c.boot((1, 2, 3))
     b = await c.start_controller(2)
     await c.create_topic("t", {0: (3, 2), 1: (1, 3)})
     await c.until(lambda: c.state("t", 1), "partition states")
@@ -40,10 +37,7 @@ async def test_controller_crash_hands_over_with_a_higher_epoch_and_full_state(me
 
 async def test_session_expiry_of_the_controller_leads_to_one_controller_with_a_new_epoch(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    a = await c.start_controller(1)
-    await c.until(lambda: a.is_active, "broker 1 controller")
+    a = await c.boot((1, 2))
     b = await c.start_controller(2)
     await c.settle()
     await c.expire(1)  # a new session follows at once: either broker may win
@@ -56,10 +50,7 @@ async def test_session_expiry_of_the_controller_leads_to_one_controller_with_a_n
 
 async def test_a_fenced_write_makes_the_controller_resign_and_reelect(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.settle()
     # Another controller bumped the epoch (its znode version moves).
     data, stat = await c.admin.store.get("/controller_epoch")
@@ -79,10 +70,7 @@ async def test_a_fenced_write_makes_the_controller_resign_and_reelect(memory_clu
 
 async def test_a_state_written_by_a_newer_controller_fences_this_one(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3))
     await c.create_topic("t", {0: (2, 3)})
     await c.until(lambda: c.state("t", 0), "partition state")
     await c.settle()

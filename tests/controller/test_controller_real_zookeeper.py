@@ -16,10 +16,7 @@ async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
 
 async def test_topic_creation_and_broker_failure_on_real_zookeeper(real_cluster) -> None:
     c = real_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3))
     await c.create_topic("t", {p: (2, 3, 1) if p % 2 else (3, 2, 1) for p in range(40)})
     await c.until(lambda: ctl.active is not None and len(ctl.active.context.leadership) == 40, "40 partitions online")
     await c.settle()
@@ -38,10 +35,7 @@ async def test_topic_creation_and_broker_failure_on_real_zookeeper(real_cluster)
 
 async def test_two_candidates_expiring_the_active_one_fails_over(real_cluster) -> None:
     c = real_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    a = await c.start_controller(1)
-    await c.until(lambda: a.is_active, "broker 1 controller")
+    a = await c.boot((1, 2, 3))
     b = await c.start_controller(2)
     await c.create_topic("t", {0: (1, 3), 1: (3, 2)})
     await c.until(lambda: c.state("t", 1), "partition states")

@@ -11,10 +11,7 @@ from kavka.zk.brokers import PartitionStateZNode
 
 async def test_reconnection_rearms_watches(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.settle()
     store = c.stores[1]
     store.disconnect()  # every watch of this session is dropped
@@ -33,10 +30,7 @@ async def test_reconnection_rearms_watches(memory_cluster) -> None:
 
 async def test_connection_lost_mid_event_reelects_into_a_new_epoch(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.settle()
     store = c.stores[1]
     store.disconnect()

@@ -12,12 +12,10 @@ from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH
 
 async def test_failover_initialises_from_zookeeper_and_sends_full_state(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
+    await c.start_brokers((1, 2, 3))
     # A topic created before any controller: no partition states yet.
     await c.create_topic("t", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "broker 1 to become controller")
+    ctl = await c.start_active_controller(1)
     await c.settle()
     assert ctl.epoch == 1
     for p, (leader, isr) in {0: (1, (1, 2)), 1: (2, (2, 3)), 2: (3, (3, 1))}.items():
@@ -42,10 +40,7 @@ async def test_failover_initialises_from_zookeeper_and_sends_full_state(memory_c
 
 async def test_failover_resends_existing_state_without_rewriting_it(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.create_topic("t", {0: (2, 1)})
     await c.until(lambda: c.state("t", 0), "partition state")
     await c.settle()
@@ -53,8 +48,7 @@ async def test_failover_resends_existing_state_without_rewriting_it(memory_clust
     await ctl.stop()
     c.controllers.pop(1)
     c.transport.clear()
-    ctl2 = await c.start_controller(2)
-    await c.until(lambda: ctl2.is_active, "broker 2 to take over")
+    ctl2 = await c.start_active_controller(2)
     await c.settle()
     assert ctl2.epoch == 2
     assert await c.state("t", 0) == before  # nothing to elect: leader 2 is alive
@@ -67,10 +61,7 @@ async def test_failover_resends_existing_state_without_rewriting_it(memory_clust
 
 async def test_topic_creation_batches_leader_and_isr_per_broker(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3))
     await c.settle()
     c.transport.clear()
     await c.kill_broker(3)
@@ -95,10 +86,7 @@ async def test_topic_creation_batches_leader_and_isr_per_broker(memory_cluster) 
 
 async def test_adding_partitions_elects_leaders_for_the_new_ones(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.boot((1, 2))
     await c.create_topic("t", {0: (1,)})
     await c.until(lambda: c.state("t", 0), "partition 0")
     await c.settle()
@@ -116,10 +104,7 @@ async def test_adding_partitions_elects_leaders_for_the_new_ones(memory_cluster)
 
 async def test_isr_change_notification_updates_metadata_and_is_deleted(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.boot((1, 2))
     await c.create_topic("t", {0: (1, 2)})
     await c.until(lambda: c.state("t", 0), "partition state")
     await c.settle()
@@ -140,9 +125,7 @@ async def test_isr_change_notification_updates_metadata_and_is_deleted(memory_cl
 
 async def test_partition_without_live_replicas_comes_online_when_a_replica_starts(memory_cluster) -> None:
     c = memory_cluster
-    await c.start_broker(1)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.boot((1,))
     await c.create_topic("t", {0: (1,), 1: (2, 3)})  # brokers 2 and 3 are not up
     await c.until(lambda: c.state("t", 0), "partition 0")
     await c.settle()
@@ -157,14 +140,12 @@ async def test_partition_without_live_replicas_comes_online_when_a_replica_start
 
 async def test_malformed_znodes_are_skipped_not_fatal(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
+    await c.start_brokers((1, 2))
     await c.create_topic("good", {0: (1,)})
     await c.admin.store.create("/brokers/topics/bad", b"{not json", make_parents=True)
     await c.admin.store.create("/brokers/topics/good2/partitions/0/state", b'{"version":1,"leader":"x"}', make_parents=True)
     await c.admin.store.set("/brokers/topics/good2", TopicZNode("good2", {0: (2,), 1: (2,)}).encode())
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.start_active_controller(1)
     await c.until(lambda: c.state("good2", 1), "good2-1 created")
     await c.settle()
     assert ctl.failovers == 1 and ctl.is_active
@@ -188,8 +169,7 @@ async def test_topics_without_an_id_get_one_and_requests_carry_it(memory_cluster
     await c.create_topic("old", {0: (1,)})  # no topic id, as older tools wrote it
     known = uuid.uuid4()
     await c.admin.create_topic(TopicZNode("new", {0: (1,)}, known), {})
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.start_active_controller(1)
     await c.until(lambda: c.state("new", 0), "partitions")
     await c.settle()
     old = (await c.admin.get_topic("old"))[0]

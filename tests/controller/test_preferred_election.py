@@ -13,10 +13,7 @@ async def _cluster_with_moved_leaders(c, **config):
     """Brokers 1-3, topic t with preferred replicas 1, 2, 3; broker 1
     bounces, so partition 0 is led by 2 although 1 is back (and, once it
     rejoins the ISR, could lead again)."""
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(3, **config)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3), controller=3, **config)
     await c.create_topic("t", {0: (1, 2), 1: (2, 3), 2: (3, 1)})
     await c.until(lambda: c.state("t", 2), "partition states")
     await c.settle()

@@ -66,10 +66,7 @@ async def _catch_up(c, topic: str, partition: int, isr: tuple[int, ...], notify:
 
 
 async def _start(c, controller: int = 1):
-    for b in range(1, 7):
-        await c.start_broker(b)
-    ctl = await c.start_controller(controller)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot(range(1, 7), controller=controller)
     await c.create_topic("t", {0: (1, 2, 3)})
     await c.until(lambda: c.state("t", 0), "partition state")
     await c.settle()
@@ -131,8 +128,7 @@ async def test_a_new_controller_finishes_a_reassignment_left_half_done(memory_cl
     await c.settle()
     await ctl.stop()  # dies between steps 4 and 5
     c.controllers.pop(1)
-    ctl2 = await c.start_controller(2)
-    await c.until(lambda: ctl2.is_active, "broker 2 to take over")
+    ctl2 = await c.start_active_controller(2)
     await c.settle()
     assert ctl2.active.reassigner.in_progress() == [ctl2.active.context.all_partitions()[0]]
     await _catch_up(c, "t", 0, (1, 2, 3, 4, 5, 6))

@@ -19,10 +19,7 @@ async def _topic_gone(c, topic: str) -> bool:
 
 async def test_deletion_waits_for_a_dead_broker_then_completes(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3))
     await c.create_topic("d", {0: (2, 3), 1: (3, 2)}, {"retention.ms": "1000"})
     await c.create_topic("keep", {0: (2,)})
     await c.until(lambda: c.state("keep", 0), "partitions")
@@ -56,10 +53,7 @@ async def test_deletion_waits_for_a_dead_broker_then_completes(memory_cluster) -
 
 async def test_deletion_retries_a_replica_the_broker_failed_to_delete(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2))
     await c.create_topic("d", {0: (1, 2)})
     await c.until(lambda: c.state("d", 0), "partition")
     await c.settle()
@@ -78,10 +72,7 @@ async def test_deletion_retries_a_replica_the_broker_failed_to_delete(memory_clu
 
 async def test_a_new_controller_finishes_a_queued_deletion(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2, 3):
-        await c.start_broker(b)
-    ctl = await c.start_controller(1)
-    await c.until(lambda: ctl.is_active, "controller")
+    ctl = await c.boot((1, 2, 3))
     await c.create_topic("d", {0: (2, 3)})
     await c.until(lambda: c.state("d", 0), "partition")
     await c.settle()
@@ -89,8 +80,7 @@ async def test_a_new_controller_finishes_a_queued_deletion(memory_cluster) -> No
     await c.admin.request_topic_deletion("d")
     await c.until(lambda: _replica_state(ctl, "d", 0, 3) is ReplicaState.DELETION_INELIGIBLE, "waiting for broker 3")
     await c.kill_broker(1)  # the controller dies mid-deletion (failover step 12)
-    ctl2 = await c.start_controller(2)
-    await c.until(lambda: ctl2.is_active, "broker 2 controller")
+    ctl2 = await c.start_active_controller(2)
     await c.start_broker(3)
     await c.until(lambda: _topic_gone(c, "d"), "topic deleted by the new controller")
     assert ctl2.epoch == 2
@@ -98,12 +88,10 @@ async def test_a_new_controller_finishes_a_queued_deletion(memory_cluster) -> No
 
 async def test_deletion_disabled_ignores_and_clears_requests(memory_cluster) -> None:
     c = memory_cluster
-    for b in (1, 2):
-        await c.start_broker(b)
+    await c.start_brokers((1, 2))
     await c.create_topic("d", {0: (1,)})
     await c.admin.request_topic_deletion("d")
-    ctl = await c.start_controller(1, delete_topic_enable=False)
-    await c.until(lambda: ctl.is_active, "controller")
+    await c.start_active_controller(1, delete_topic_enable=False)
     await c.settle()
     assert not await c.exists("/admin/delete_topics/d")  # stale request removed at failover
     await c.admin.request_topic_deletion("d")

@@ -1,6 +1,6 @@
-"""The leader side of replication throttling (seed 002 §8, KIP-73):
-``leader.replication.throttled.replicas`` parsed and validated as a topic
-config, ``LeaderReplicationQuota``'s rule (throttled partition, quota
+"""Replication throttling (seed 002 §8, KIP-73), ``kavka.replication.quota``:
+the ``ReplicationQuota`` token bucket both sides use, the throttled-replicas
+settings parsed and validated as topic configs, ``LeaderReplicationQuota``'s rule (throttled partition, quota
 exceeded, follower out of the ISR), and the replica manager's fetch path
 honouring it — immediate answers, delayed fetches, in-sync followers,
 consumers and dynamic rate changes."""
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kavka.common.config import ConfigError
 from kavka.common.errors import ErrorCode
 from kavka.common.throttled_replicas import ThrottledReplicas
-from kavka.replication.quota import UNLIMITED_RATE, LeaderReplicationQuota, follower_throttled
+from kavka.replication.quota import UNLIMITED_RATE, LeaderReplicationQuota, ReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
@@ -69,6 +69,50 @@ def test_bad_values_are_refused_naming_the_key_and_entry(bad):
     assert LEADER in message and ("partition:broker" in message or "stand alone" in message)
     with pytest.raises(ValueError):
         ThrottledReplicas.parse(bad)
+
+
+# ---- the token bucket ----------------------------------------------------------------------------------
+def test_throttled_replicas_parse():
+    assert ThrottledReplicas.parse("*").throttles(3, 9)
+    t = ThrottledReplicas.parse(" 0:1, 2:3 ")
+    assert t.throttles(0, 1) and t.throttles(2, 3) and not t.throttles(0, 3)
+    assert not ThrottledReplicas.parse(None).throttles(0, 1)
+    assert not ThrottledReplicas.parse("").throttles(0, 1)
+    with pytest.raises(ValueError, match="partition:broker"):
+        ThrottledReplicas.parse("0-1")
+
+
+def test_quota_unlimited_never_exceeds():
+    q = ReplicationQuota(UNLIMITED_RATE)
+    q.record(1 << 40, 0.0)
+    assert not q.exceeded(0.0) and q.seconds_until_available(0.0) == 0.0
+
+
+@REPLICATION_SETTINGS
+@given(rate=st.integers(1, 10_000), events=st.lists(st.tuples(st.floats(0, 3), st.integers(0, 50_000)), max_size=30))
+def test_quota_admits_at_most_rate_per_second_plus_one_burst(rate, events):
+    """Bytes recorded while not exceeded never outrun rate * elapsed + burst
+    + the last admitted fetch (a fetch is admitted whole, as in Kafka)."""
+    q = ReplicationQuota(rate, 0.0)
+    now, admitted, biggest = 0.0, 0, 0
+    for dt, size in events:
+        now += dt
+        if not q.exceeded(now):
+            q.record(size, now)
+            admitted += size
+            biggest = max(biggest, size)
+        assert admitted <= rate * now + rate + biggest
+    wait = q.seconds_until_available(now)
+    assert not q.exceeded(now + wait + 1e-6)
+
+
+def test_quota_rate_change_applies_at_once():
+    q = ReplicationQuota(1000, 0.0)
+    q.record(3000, 0.0)
+    assert q.exceeded(1.0) and not q.exceeded(2.01)
+    q.set_rate(UNLIMITED_RATE, 2.5)
+    q.record(10**9, 2.5)
+    assert not q.exceeded(2.5)
 
 
 # ---- the quota's rule, on its own --------------------------------------------------------------------

@@ -32,7 +32,7 @@ from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager, LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition
 
-from .conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
+from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 
 
 class LocalLeaderEndPoint:

@@ -1,4 +1,4 @@
-"""The replica fetcher against in-process leaders (``fetcher_harness``):
+"""The replica fetcher against in-process leaders (``harness``):
 catching up and acks=-1 through running fetch tasks, fetcher bookkeeping
 (num.replica.fetchers, idle fetchers, moves between leaders), errors and
 back-off, OFFSET_OUT_OF_RANGE both ways, and the follower throttle."""
@@ -17,8 +17,8 @@ from kavka.replication.fetcher.state import FetchPhase
 from kavka.replication.quota import UNLIMITED_RATE
 from kavka.storage.topic_partition import TopicPartition
 
-from .conftest import TP, batch, state
-from .fetcher_harness import Cluster
+from ..conftest import TP, batch, state
+from .harness import Cluster
 
 
 async def eventually(predicate, timeout: float = 10.0) -> None:

@@ -16,8 +16,8 @@ from kavka.protocol.records.reader import iter_records
 from kavka.replication.fetcher.leader_endpoint import LeaderConnectionError
 from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 
-from .conftest import TP, batch, state
-from .fetcher_harness import Cluster
+from ..conftest import TP, batch, state
+from .harness import Cluster
 
 A, B, C = 1, 2, 3
 

@@ -1,6 +1,6 @@
 """The replica fetcher over real loopback sockets: ``RemoteLeaderEndPoint``
 speaking Fetch v12, OffsetForLeaderEpoch and ListOffsets to the broker's own
-handlers (``fetcher_harness`` with ``wire=True``). Covers what the wire adds:
+handlers (``harness`` with ``wire=True``). Covers what the wire adds:
 version negotiation, the diverging epoch and records decoded from the
 response, the leader's address changing, a refused connection."""
 
@@ -13,9 +13,9 @@ from kavka.common.errors import ErrorCode
 from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 from kavka.storage.topic_partition import TopicPartition
 
-from .conftest import TP, batch, state
-from .fetcher_harness import Cluster
-from .test_fetcher import eventually
+from ..conftest import TP, batch, state
+from .harness import Cluster
+from .test_manager import eventually
 
 A, B = 1, 2
 
