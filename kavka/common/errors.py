@@ -175,7 +175,8 @@ class ErrorCode(IntEnum):
         """The member for ``code``; UNKNOWN_SERVER_ERROR for a code this table
         does not know (a newer broker's), as Kafka clients do."""
         try:
-            return cls(code)
+            # a lookup by value (EnumMeta.__call__); mypy checks it against __new__'s signature
+            return cls(code)  # type: ignore[call-arg]
         except ValueError:
             return cls.UNKNOWN_SERVER_ERROR
 

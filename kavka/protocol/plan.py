@@ -28,13 +28,23 @@ Plans are built on first use and cached by the codec; read-only after.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any, TypeAlias, cast
 
 from kavka.protocol import fieldio as fio
 from kavka.protocol import primitives as p
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.fieldio import field_kind as kind
-from kavka.protocol.message_base import FRESH, camel, default_of
+from kavka.protocol.buffers import Buffer
+from kavka.protocol.message_base import FRESH, Message, camel, default_of
 from kavka.protocol.schema.dsl import Field
+
+# The compiled functions of one (API, side, version); see the module docstring.
+DecodeFn: TypeAlias = Callable[[Buffer, int], tuple[Message, int]]
+EncodeFn: TypeAlias = Callable[[Message, list[Buffer]], None]
+Plan: TypeAlias = tuple[DecodeFn, EncodeFn, str]
+# Field name -> the generated function (by its global name) of that field's struct
+Children: TypeAlias = dict[str, str]
 
 SLICE = {  # the value of a string/bytes/records of {n} bytes at pos
     "string": "str(buf[pos:pos + {n}], 'utf-8')",
@@ -54,7 +64,8 @@ class Compiler:
     def __init__(self, version: int, flexible: bool) -> None:
         self.v = version
         self.flex = flexible
-        self.ns: dict[str, object] = {
+        # globals of the generated module: helpers, then everything name() binds
+        self.ns: dict[str, Any] = {
             "_new": object.__new__, "_locate": fio.locate, "_elocate": fio.elocate,
             "_read_tags": fio.read_tags, "_write_tags": fio.write_tags,
             "_not_null": fio.not_null, "DecodeError": DecodeError, "EncodeError": EncodeError,
@@ -64,7 +75,7 @@ class Compiler:
             "_P32": p.INT32.pack, "_wuvarint": p.write_uvarint,
         }
         self.src: list[str] = []
-        self.late: list[tuple[str, object]] = []
+        self.late: list[tuple[str, Callable[[dict[str, Any]], object]]] = []
         self.n = 0
         self.min_sizes: dict[str, int] = {}
         self.source = ""
@@ -76,15 +87,16 @@ class Compiler:
         self.ns[name] = value
         return name
 
-    def late_name(self, prefix: str, factory) -> str:
+    def late_name(self, prefix: str, factory: Callable[[dict[str, Any]], object]) -> str:
         """A global whose value needs the generated functions (children):
         ``factory(ns)`` runs right after the source is executed."""
         name = self.name(prefix, None)
         self.late.append((name, factory))
         return name
 
-    def present(self, cls: type, fields: tuple[Field, ...]) -> list[Field]:
-        out, seen = [], set()
+    def present(self, cls: type[Message], fields: tuple[Field, ...]) -> list[Field]:
+        out: list[Field] = []
+        seen: set[str] = set()
         for f in fields:
             if self.v in f.versions:
                 if f.name in seen:
@@ -96,7 +108,7 @@ class Compiler:
     def tagged(self, f: Field) -> bool:
         return self.flex and f.tag is not None and self.v in f.tagged
 
-    def split(self, cls: type, fields: tuple[Field, ...]) -> tuple[list[Field], list[Field]]:
+    def split(self, cls: type[Message], fields: tuple[Field, ...]) -> tuple[list[Field], list[Field]]:
         """(body fields, tagged fields) present in this version."""
         present = self.present(cls, fields)
         return [f for f in present if not self.tagged(f)], [f for f in present if self.tagged(f)]
@@ -109,8 +121,9 @@ class Compiler:
         present = [g for g in f.struct_fields if self.v in g.versions]
         return all(kind(g) in ("fixed", "scalar", "prims") and not self.tagged(g) for g in present)
 
-    def child_class(self, cls: type, f: Field) -> type:
-        return getattr(cls, camel(f.name))
+    def child_class(self, cls: type[Message], f: Field) -> type[Message]:
+        child: type[Message] = getattr(cls, camel(f.name))
+        return child
 
     def build(self, label: str) -> None:
         code = "\n\n".join(self.src) + "\n"
@@ -143,11 +156,11 @@ class Compiler:
         L.append(f"{ind}if {need} > len(buf) - pos: raise _length_error({what!r}, {nv}, len(buf) - pos)")
         return L
 
-    def dec_tags(self, ind: str, obj: str, fv: str, tagged: list[Field], children: dict) -> list[str]:
+    def dec_tags(self, ind: str, obj: str, fv: str, tagged: list[Field], children: Children) -> list[str]:
         specs = []
         for f in tagged:
             cn = children.get(f.name)
-            mn = max(1, self.min_sizes[cn]) if f.is_struct_array else 1
+            mn = max(1, self.min_sizes[cn]) if cn is not None and f.is_struct_array else 1
             specs.append((f, cn, mn))
         v = self.v
         kn = self.late_name("T", lambda ns: {
@@ -157,7 +170,7 @@ class Compiler:
                 f"{ind}if buf[pos] == 0: pos += 1",
                 f"{ind}else: pos = _read_tags({obj}, buf, pos, {kn})"]
 
-    def dec_fields(self, cls: type, body: list[Field], children: dict, obj: str, ind: str,
+    def dec_fields(self, cls: type[Message], body: list[Field], children: Children, obj: str, ind: str,
                fv: str, nv: str) -> tuple[list[str], int]:
         """Code decoding ``body`` into ``obj``; returns (lines, min size)."""
         L: list[str] = []
@@ -172,35 +185,39 @@ class Compiler:
                 while i + 1 < len(body) and kind(body[i + 1]) == "fixed":
                     i += 1
                     run.append(body[i])
-                s = struct.Struct(">" + "".join(p.STRUCT_CODE[x.type] for x in run))
+                s = struct.Struct(">" + "".join(p.STRUCT_CODE[x.type_name] for x in run))
                 un = self.name("U", s.unpack_from)
                 L.append(f"{ind}{', '.join(f'{obj}.{x.name}' for x in run)}, = {un}(buf, pos); pos += {s.size}")
                 size += s.size
             elif k == "structs":
                 L += self.dec_array(cls, f, children, obj, ind, nv)
                 size += 1 if self.flex else 4
-            elif k == "scalar" and f.type in SLICE:
-                L += self.length_lines(ind, nv, f"{'string ' if f.type == 'string' else ''}length",
-                                       2 if f.type == "string" else 4, 1)
+            elif k == "scalar" and f.type_name in SLICE:
+                t = f.type_name
+                L += self.length_lines(ind, nv, f"{'string ' if t == 'string' else ''}length",
+                                       2 if t == "string" else 4, 1)
                 L += [f"{ind}if {nv} < 0:",
                       f"{ind}    {obj}.{f.name} = None" if self.v in f.nullable else
-                      f"{ind}    raise _not_null({f.type!r})",
+                      f"{ind}    raise _not_null({t!r})",
                       f"{ind}else:",
-                      f"{ind}    {obj}.{f.name} = {SLICE[f.type].format(n=nv)}; pos += {nv}"]
-                size += fio.elem_size(f.type, self.flex)
+                      f"{ind}    {obj}.{f.name} = {SLICE[t].format(n=nv)}; pos += {nv}"]
+                size += fio.elem_size(t, self.flex)
             else:
                 if k == "struct":
                     cn, nl = children[f.name], self.v in f.nullable
-                    r = self.late_name("R", lambda ns, cn=cn, nl=nl: fio.struct_reader(ns[cn], nl))
+
+                    def struct_reader(ns: dict[str, Any], cn: str = cn, nl: bool = nl) -> fio.ReadFn:
+                        return fio.struct_reader(ns[cn], nl)
+                    r = self.late_name("R", struct_reader)
                     size += 1 if nl else self.min_sizes[cn]
                 else:
                     r = self.name("R", fio.reader_for(f, self.v, self.flex))
-                    size += fio.elem_size(f.type, self.flex) if k == "scalar" else (1 if self.flex else 4)
+                    size += fio.elem_size(f.type_name, self.flex) if k == "scalar" else (1 if self.flex else 4)
                 L.append(f"{ind}{obj}.{f.name}, pos = {r}(buf, pos)")
             i += 1
         return L, size
 
-    def dec_array(self, cls: type, f: Field, children: dict, obj: str, ind: str, nv: str) -> list[str]:
+    def dec_array(self, cls: type[Message], f: Field, children: Children, obj: str, ind: str, nv: str) -> list[str]:
         """An array of structs: the element decoder called in a loop, or for
         a leaf element its code inlined in the loop."""
         inner = ind + "        "
@@ -228,7 +245,7 @@ class Compiler:
                 f"{ind}    _i = -1; _g = ''",
                 f"{ind}    {obj}.{f.name} = lst"]
 
-    def decoder(self, cls: type, fields: tuple[Field, ...]) -> str:
+    def decoder(self, cls: type[Message], fields: tuple[Field, ...]) -> str:
         body, tagged = self.split(cls, fields)
         fname = self.name("d", None)
         children = {}
@@ -254,13 +271,13 @@ class Compiler:
     # hold its default unless the schema marks it ignorable (then it is
     # dropped).
 
-    def default_value(self, cls: type, f: Field):
+    def default_value(self, cls: type[Message], f: Field) -> object:
         d = default_of(f)
         if d is FRESH:
             return [] if f.is_array else self.child_class(cls, f)()
         return d
 
-    def absent_lines(self, cls: type, present: set[str], obj: str, ind: str, fv: str) -> list[str]:
+    def absent_lines(self, cls: type[Message], present: set[str], obj: str, ind: str, fv: str) -> list[str]:
         L = []
         for name in cls.FIELDS:
             defs = cls.SCHEMA[name]
@@ -277,7 +294,7 @@ class Compiler:
         v, flex = self.v, self.flex
         return self.late_name("W", lambda ns: fio.writer_for(f, v, flex, ns[child]))
 
-    def enc_fields(self, cls: type, body: list[Field], children: dict, obj: str, ind: str,
+    def enc_fields(self, cls: type[Message], body: list[Field], children: Children, obj: str, ind: str,
                fv: str, nv: str = "") -> list[str]:
         L: list[str] = []
         i = 0
@@ -290,7 +307,7 @@ class Compiler:
                 while i + 1 < len(body) and kind(body[i + 1]) == "fixed":
                     i += 1
                     run.append(body[i])
-                s = struct.Struct(">" + "".join(p.STRUCT_CODE[x.type] for x in run))
+                s = struct.Struct(">" + "".join(p.STRUCT_CODE[x.type_name] for x in run))
                 L.append(f"{ind}a({self.name('P', s.pack)}({', '.join(f'{obj}.{x.name}' for x in run)}))")
             elif k == "structs":
                 L += self.enc_array(cls, f, children, obj, ind)
@@ -308,7 +325,7 @@ class Compiler:
             i += 1
         return L
 
-    def enc_array(self, cls: type, f: Field, children: dict, obj: str, ind: str) -> list[str]:
+    def enc_array(self, cls: type[Message], f: Field, children: Children, obj: str, ind: str) -> list[str]:
         inner = ind + "        "
         if f.name in children:
             loop = [f"{inner}{children[f.name]}(el, out)"]
@@ -328,7 +345,7 @@ class Compiler:
                 f"{ind}    for _i, el in enumerate(v):", *loop,
                 f"{ind}    _i = -1; _g = ''"]
 
-    def enc_tags(self, cls: type, tagged: list[Field], children: dict) -> list[str]:
+    def enc_tags(self, cls: type[Message], tagged: list[Field], children: Children) -> list[str]:
         ind = "        "
         if not tagged:
             return [f"{ind}_f = '_tagged_fields'",
@@ -347,7 +364,7 @@ class Compiler:
         return L + [f"{ind}if t is None and o._unknown_tags is None: a(b'\\x00')",
                     f"{ind}else: _write_tags(out, t, o._unknown_tags)"]
 
-    def encoder(self, cls: type, fields: tuple[Field, ...]) -> str:
+    def encoder(self, cls: type[Message], fields: tuple[Field, ...]) -> str:
         body, tagged = self.split(cls, fields)
         fname = self.name("e", None)
         children = {}
@@ -364,10 +381,10 @@ class Compiler:
         return fname
 
 
-def compile_plan(cls: type, fields: tuple[Field, ...], version: int, flexible: bool, label: str):
+def compile_plan(cls: type[Message], fields: tuple[Field, ...], version: int, flexible: bool, label: str) -> Plan:
     """``(decode, encode, source)`` for a top-level message class at ``version``."""
     c = Compiler(version, flexible)
     d = c.decoder(cls, fields)
     e = c.encoder(cls, fields)
     c.build(label)
-    return c.ns[d], c.ns[e], c.source
+    return cast(DecodeFn, c.ns[d]), cast(EncodeFn, c.ns[e]), c.source
