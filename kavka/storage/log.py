@@ -29,7 +29,7 @@ from bisect import bisect_right
 from pathlib import Path
 
 from kavka.storage.clock import Clock, SystemClock
-from kavka.storage.end_txn_marker import coordinator_epochs
+from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from kavka.storage.file_records import Buffer
@@ -47,10 +47,10 @@ from kavka.storage.log_offsets import fetch_offset_by_timestamp
 from kavka.storage.log_flush import LogFlush
 from kavka.storage.log_roll import LogRoll
 from kavka.storage.log_truncation import LogTruncation
-from kavka.storage.offset_index import INT32_MAX
+from kavka.storage.index.offset_index import INT32_MAX
 from kavka.storage.log_transactions import collect_aborted, index_aborted
-from kavka.storage.producer_state import ProducerStateManager
-from kavka.storage.transaction_index import AbortedTxn
+from kavka.storage.producer_state.manager import ProducerStateManager
+from kavka.storage.index.transaction_index import AbortedTxn
 from kavka.storage.segment import LogSegment
 from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log_state import LogState
-from kavka.storage.producer_state_snapshot import fsync_file
+from kavka.storage.producer_state.snapshot import fsync_file
 
 
 class LogFlush(LogState):

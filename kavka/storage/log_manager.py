@@ -58,7 +58,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
-from kavka.storage.cleaner_thread import LogCleaner
+from kavka.storage.cleaner.thread import LogCleaner
 from kavka.storage.clock import Clock, SystemClock
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log

@@ -27,7 +27,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kavka.storage.cleaner_thread import CleanOutcome, LogCleaner
+from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.retention import delete_old_segments

@@ -17,7 +17,7 @@ from kavka.storage.log_config import LogConfig
 from kavka.storage.segment import LogSegment
 
 if TYPE_CHECKING:
-    from kavka.storage.producer_state import ProducerStateManager
+    from kavka.storage.producer_state.manager import ProducerStateManager
     from kavka.storage.topic_partition import TopicPartition
 
 

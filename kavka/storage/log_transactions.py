@@ -20,9 +20,9 @@ from typing import Callable, Iterable
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 from kavka.protocol.records.reader import iter_records
 from kavka.storage.errors import StorageError
-from kavka.storage.producer_state import CompletedTxn
+from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.segment import LogSegment
-from kavka.storage.transaction_index import AbortedTxn
+from kavka.storage.index.transaction_index import AbortedTxn
 
 
 class MissingMarkerError(StorageError):

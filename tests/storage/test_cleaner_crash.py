@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kavka.storage.file_records import FileRecords
-from kavka.storage.index_file import IndexFile
+from kavka.storage.index.index_file import IndexFile
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 from kavka.storage.clock import ManualClock

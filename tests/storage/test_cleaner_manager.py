@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from kavka.common.config import ConfigError
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
-from kavka.storage.cleaner_config import LogCleanerConfig, Throttler
-from kavka.storage.cleaner_manager import LogCleaningState
+from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
+from kavka.storage.cleaner.manager import LogCleaningState
 from kavka.storage.clock import ManualClock
 from kavka.storage.log import Log
-from kavka.storage.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
+from kavka.storage.cleaner.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
 
 from .cleaner_support import StaticSource, append, compact_config, make_cleaner, read_records
 from .conftest import T0
@@ -314,7 +314,7 @@ def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
 
 
 def test_a_truncation_during_the_map_pass_aborts_the_swap(tmp_path, monkeypatch):
-    from kavka.storage import cleaner as cleaner_module
+    from kavka.storage.cleaner import cleaner as cleaner_module
 
     clock = ManualClock(T0)
     log = _dirty_log(tmp_path, clock, "t-0", 30, keys=3, **{"segment.bytes": 400})

@@ -63,15 +63,15 @@ from typing import Callable, Iterator
 from kavka.protocol.records.batch import HEADER_SIZE, RecordBatchHeader, parse_header
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
-from kavka.storage.cleaner_keys import iter_keys
-from kavka.storage.cleaner_segments import group_segments_by_size, iter_segment_batches
-from kavka.storage.cleaner_transactions import CleanedTransactions, marker_type
-from kavka.storage.cleaner_config import Throttler
-from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
+from kavka.storage.cleaner.keys import iter_keys
+from kavka.storage.cleaner.segments import group_segments_by_size, iter_segment_batches
+from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
+from kavka.storage.cleaner.config import Throttler
+from kavka.storage.cleaner.manager import LogCleaningAbortedError, LogToClean
 from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
-from kavka.storage.offset_map import SkimpyOffsetMap
+from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
 from kavka.storage.segment import segment_file_name
 

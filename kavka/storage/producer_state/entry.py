@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from kavka.storage.producer_state_snapshot import SnapshotEntry
+from kavka.storage.producer_state.snapshot import SnapshotEntry
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

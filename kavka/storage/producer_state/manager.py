@@ -45,24 +45,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from kavka.protocol.records.batch import RecordBatchHeader
-from kavka.storage.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, is_marker as _is_marker
-from kavka.storage.producer_append_check import (  # noqa: F401 - the errors are part of this module's interface
-    InvalidProducerEpochError,
-    OutOfOrderSequenceError,
-    TransactionCoordinatorFencedError,
-    check_leader_append,
-)
-from kavka.storage.producer_state_entry import (  # noqa: F401 - re-exported values
+from kavka.storage.producer_state.append_check import check_leader_append
+from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of
+from kavka.storage.producer_state.end_txn_marker import is_marker as _is_marker
+from kavka.storage.producer_state.entry import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    NUM_BATCHES_TO_RETAIN,
     BatchMetadata,
     CompletedTxn,
     ProducerStateEntry,
-    in_sequence,
 )
-from kavka.storage.producer_state_snapshot import (
+from kavka.storage.producer_state.snapshot import (
     CorruptSnapshotError,
     delete_snapshot,
     list_snapshots,
