@@ -239,8 +239,10 @@ class Cleaner:
 
     def _swap(self, ctx: "_PassContext", cleaned: LogSegment, group: list[LogSegment]) -> None:
         log = ctx.log
-        with log._lock:  # the Log's own lock: no append/truncate/retention meanwhile
-            # The group and every later segment the offset map was built from
+
+        def unchanged() -> None:
+            # Under the log's lock (no append/truncate/retention meanwhile):
+            # the group and every later segment the offset map was built from
             # must be as they were when the pass began; otherwise (retention,
             # truncation, deletion raced with us) the result is dropped.
             current = {id(s) for s in log.segments()[:-1]}
@@ -250,9 +252,10 @@ class Cleaner:
                         f"segment {seg.base_offset} of {log.topic_partition} changed while it was cleaned"
                     )
             self._check_aborted()
-            # .cleaned -> .swap (durable) -> old segments .deleted -> suffix
-            # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
-            log.replace_segments(cleaned, group)
+
+        # .cleaned -> .swap (durable) -> old segments .deleted -> suffix
+        # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
+        log.replace_segments(cleaned, group, precondition=unchanged)
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
         # The transactions of the group's range (Kafka: per cleaned group):
