@@ -48,7 +48,8 @@ from kavka.server.dynamic_config import DynamicConfigManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.registration import BrokerRegistrar

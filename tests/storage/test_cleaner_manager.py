@@ -252,7 +252,8 @@ def test_source_without_logs_is_quiet(tmp_path):
 
 
 def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
-    from kavka.storage.log_manager import LogManager, LogManagerConfig
+    from kavka.storage.log_manager import LogManager
+    from kavka.storage.log_manager_config import LogManagerConfig
 
     clock = ManualClock(T0)
     dirs = (str(tmp_path / "d1"), str(tmp_path / "d2"))
@@ -282,7 +283,8 @@ def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
 
 
 def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
-    from kavka.storage.log_manager import LogManager, LogManagerConfig
+    from kavka.storage.log_manager import LogManager
+    from kavka.storage.log_manager_config import LogManagerConfig
 
     clock = ManualClock(T0)
     config = LogManagerConfig(log_dirs=(str(tmp_path / "d"),))
