@@ -28,7 +28,7 @@ steps (2)–(6)).
     the last batch of the group (so the cleaned segment spans exactly the
     group's offsets, which is what seed 002 §5.3 (4) relies on to replace
     the whole group when it finishes a ``.swap`` after a crash).
-    Transactions (KIP-98, ``cleaner_transactions``): the cleaned range lies
+    Transactions (KIP-98, ``cleaner.transactions``): the cleaned range lies
     below the last stable offset, so every transaction with data there has
     ended, and the ``.txnindex`` files say which aborted. Aborted batches
     never enter the map (an aborted record must never hide a committed one)

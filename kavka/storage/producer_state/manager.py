@@ -6,10 +6,10 @@ its last five batches (first and last sequence, first and last offset,
 timestamp) — five because a producer keeps at most five requests in flight
 per partition. A leader append of an idempotent batch (producer id >= 0) is
 checked against it using the batch header only, records never decoded
-(``producer_append_check``: fencing by producer and coordinator epoch,
+(``append_check``: fencing by producer and coordinator epoch,
 duplicates answered with their original offsets, sequence order, KIP-360's
 acceptance of an unknown producer); the entries themselves are
-``producer_state_entry``.
+``entry``.
 
 Transactions (KIP-98): the first transactional batch of a producer opens
 its transaction at that batch's first offset (``current_txn_first_offset``);
@@ -26,7 +26,7 @@ Followers and recovery apply batches without any check (the leader already
 decided). Producers idle for longer than ``producer.id.expiration.ms``
 (one day by default) are dropped when a snapshot is taken or state loaded.
 
-Snapshots (``producer_state_snapshot``) are written at each segment roll and
+Snapshots (``snapshot``) are written at each segment roll and
 at clean shutdown (fsynced by the log's next flush, off the event loop),
 named by the log end offset they describe; loading takes
 the latest readable snapshot at or below the log end offset and re-reads the
@@ -86,7 +86,7 @@ class ProducerStateManager:
     def check_leader_append(
         self, headers: list[RecordBatchHeader], coordinator_epochs: list[int] | None = None
     ) -> BatchMetadata | None:
-        """See ``producer_append_check.check_leader_append``."""
+        """See ``append_check.check_leader_append``."""
         return check_leader_append(self.producers, headers, coordinator_epochs)
 
     def update_leader(
