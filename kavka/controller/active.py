@@ -17,7 +17,8 @@ import asyncio
 import logging
 from typing import Callable, Iterable
 
-from kavka.controller.context import ControllerContext, PartitionReplica, TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.events import ControllerEvent, LeaderAndIsrResponseReceived, StopReplicaResponseReceived
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine

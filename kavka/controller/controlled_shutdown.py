@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import LeaderAndIsr, PartitionReplica, TopicPartition
+from kavka.controller.context import PartitionReplica
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_controlled_shutdown
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.replica_state import ReplicaState

@@ -33,7 +33,7 @@ from typing import Any, Awaitable, Callable
 
 from kavka.controller import controlled_shutdown, preferred_election, reassignment_requests, zk_events
 from kavka.controller.active import ActiveController
-from kavka.controller.context import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
 from kavka.controller.elector import ControllerElector
 from kavka.controller.event_manager import ControllerEventManager

@@ -32,7 +32,8 @@ import logging
 from typing import TYPE_CHECKING, Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import LeaderAndIsr, TopicPartition
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_offline_partition, elect_preferred_replica
 from kavka.controller.events import AutoPreferredReplicaLeaderElection, PreferredReplicaElection
 from kavka.controller.partition_state import PartitionState

@@ -54,7 +54,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Iterable
 
-from kavka.controller.context import NO_LEADER, LeaderAndIsr, PartitionReplica, ReplicaAssignment, TopicPartition
+from kavka.controller.context import PartitionReplica, ReplicaAssignment
+from kavka.common.ids import NO_LEADER
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
 from kavka.controller.events import PartitionReassignmentIsrChange
 from kavka.controller.leader_isr_update import reload_leadership, update_leader_and_isr

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ReplicaAssignment, TopicPartition
+from kavka.controller.context import ReplicaAssignment
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.events import ReassignPartitions
 from kavka.zk.admin import REASSIGN_PARTITIONS_PATH, ReassignPartitionsZNode
 from kavka.zk.codec import ZnodeDataError

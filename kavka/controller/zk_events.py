@@ -30,7 +30,8 @@ import uuid
 
 from kavka.controller import preferred_election, reassignment_requests
 from kavka.controller.active import ActiveController
-from kavka.controller.context import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ReplicaAssignment
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.events import BrokerChange, IsrChangeNotification, PartitionModifications, TopicChange, TopicDeletion
 from kavka.controller.leader_isr_update import read_partition_states, reload_leadership
 from kavka.zk.admin import DeleteTopicZNode
@@ -126,7 +127,7 @@ async def on_controller_failover(active: ActiveController) -> None:
         _set_assignment(active, topic)
     states = await read_partition_states(zk, [(tp.topic, tp.partition) for tp in ctx.all_partitions()])
     for (t, p), (znode, version) in states.items():
-        ctx.leadership[TopicPartition(t, p)] = LeaderIsrAndControllerEpoch.from_znode(znode, version)
+        ctx.leadership[TopicPartition(t, p)] = znode.leader_isr_and_controller_epoch(version)
     # Notifications predate this controller, which has just read every state.
     await _delete_paths(active, [path for path, _ in notifications])
     # Step 12's input: queued deletions of existing topics; stale requests are removed.

@@ -5,8 +5,9 @@ replica manager, and the delayed-operation purgatory (seed 002 §6, seed 000
 Modules, by Kafka concept:
 
 * ``state`` — values from and to the controller: ``PartitionState`` (one
-  LeaderAndIsr entry), ``LeaderAndIsr`` (a proposed ISR write),
-  ``BrokerEndPoint``, the request results.
+  LeaderAndIsr entry), ``isr_proposal`` (a proposed ISR write, as
+  ``kavka.common``'s ``LeaderIsrAndControllerEpoch``), ``BrokerEndPoint``,
+  the request results.
 * ``replica`` — a follower's LEO and caught-up time as its leader sees them.
 * ``partition`` (+ ``partition_reads``) — one hosted partition: make
   leader/follower, HW = min LEO over the ISR, ISR shrink/expand proposals,

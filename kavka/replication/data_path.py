@@ -49,14 +49,14 @@ from kavka.replication.requests import (
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.isr_updates import IsrUpdates
     from kavka.replication.leader_quota import LeaderReplicationQuota
     from kavka.replication.partition import Partition
     from kavka.replication.purgatory import DelayedOperationPurgatory
-    from kavka.storage.clock import Clock
+    from kavka.common.clock import Clock
 
 logger = logging.getLogger(__name__)
 

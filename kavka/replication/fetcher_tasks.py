@@ -41,7 +41,7 @@ from kavka.replication.fetcher_thread import ReplicaFetcher
 from kavka.replication.partition import Partition
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_manager import LogManager
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
 

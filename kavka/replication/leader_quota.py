@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from kavka.replication.fetcher_config import UNLIMITED_RATE
 from kavka.replication.fetcher_quota import ReplicationQuota
 from kavka.replication.requests import FetchPartitionData
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition

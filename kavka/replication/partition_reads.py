@@ -49,7 +49,7 @@ EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405)
 if TYPE_CHECKING:
     from kavka.replication.replica import Replica
     from kavka.storage.log import Log
-    from kavka.storage.topic_partition import TopicPartition
+    from kavka.common.topic_partition import TopicPartition
 
 
 class PartitionReads:

@@ -39,10 +39,10 @@ from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
 from kavka.replication.requests import error_code_of
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import StorageError
 from kavka.storage.log_manager import LogManager
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")

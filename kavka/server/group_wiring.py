@@ -20,7 +20,7 @@ from kavka.server import internal_topic
 from kavka.server.admin_manager import AdminManager
 from kavka.server.internal_topic import InternalTopic, InternalTopicLog
 from kavka.server.metadata_cache import MetadataCache
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 class ReplicaGroupLog(InternalTopicLog):

@@ -160,6 +160,6 @@ def _metadata_updated(rm, groups: GroupCoordinator, update) -> None:
 
 
 def _tps(update):
-    from kavka.storage.topic_partition import TopicPartition
+    from kavka.common.topic_partition import TopicPartition
 
     return [TopicPartition(t, p) for t, p in (*update.updated, *update.deleted)]

@@ -29,7 +29,7 @@ from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import PartitionState
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.metadata_cache import BrokerEndpoint, MetadataCache
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 log = logging.getLogger("kavka.server")
 

@@ -23,7 +23,7 @@ from kavka.server import internal_topic
 from kavka.server.admin_manager import AdminManager
 from kavka.server.internal_topic import InternalTopic, InternalTopicLog
 from kavka.server.metadata_cache import MetadataCache
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 
 APPEND_TIMEOUT_MS = 30_000

@@ -23,7 +23,8 @@ Modules, by Kafka concept: ``log_config`` (topic-level settings),
 the idempotent/transactional producer state (``producer_state`` with
 ``producer_state_entry``, ``producer_append_check``, ``end_txn_marker`` and
 ``producer_state_snapshot``), ``leader_epoch_cache``,
-``checkpoint``, ``retention``, ``log_dir`` and ``log_manager`` (+
+``checkpoint``, ``retention``, ``log_dir`` (+ ``log_dir_names``: the
+partition directory names) and ``log_manager`` (+
 ``log_manager_config``, and ``log_manager_cleaning``: truncation, deletion
 and retention coordinated with the cleaner); the log cleaner (compaction,
 seed 002 §5.4.2) is ``cleaner_thread`` (``LogCleaner``, owned and started by

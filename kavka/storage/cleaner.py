@@ -68,7 +68,7 @@ from kavka.storage.cleaner_segments import group_segments_by_size, iter_segment_
 from kavka.storage.cleaner_transactions import CleanedTransactions, marker_type
 from kavka.storage.cleaner_config import Throttler
 from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.offset_map import SkimpyOffsetMap

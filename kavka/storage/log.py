@@ -28,7 +28,7 @@ import threading
 from bisect import bisect_right
 from pathlib import Path
 
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.end_txn_marker import coordinator_epochs
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogOfflineError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
@@ -52,7 +52,8 @@ from kavka.storage.log_transactions import collect_aborted, index_aborted
 from kavka.storage.producer_state import ProducerStateManager
 from kavka.storage.transaction_index import AbortedTxn
 from kavka.storage.segment import LogSegment
-from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.log_dir_names import parse_topic_partition
 
 logger = logging.getLogger(__name__)
 

@@ -31,10 +31,11 @@ from kavka.storage.cleaner_thread import CleanOutcome, LogCleaner
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.retention import delete_old_segments
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.log_dir_names import delete_dir_name
 
 if TYPE_CHECKING:
-    from kavka.storage.clock import Clock
+    from kavka.common.clock import Clock
     from kavka.storage.log_dir import LogDir
     from kavka.storage.log_manager_config import LogManagerConfig
 
@@ -141,7 +142,7 @@ class LogManagerCleaning:
             if cleaner is not None:
                 cleaner.update_checkpoint(tp, None, d.path)
             log.close()
-            renamed = d.path / tp.delete_dir_name()
+            renamed = d.path / delete_dir_name(tp)
             try:
                 log.dir.rename(renamed)
             except OSError as e:

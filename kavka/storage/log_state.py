@@ -11,14 +11,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
 from kavka.storage.log_config import LogConfig
 from kavka.storage.segment import LogSegment
 
 if TYPE_CHECKING:
     from kavka.storage.producer_state import ProducerStateManager
-    from kavka.storage.topic_partition import TopicPartition
+    from kavka.common.topic_partition import TopicPartition
 
 
 class LogState:

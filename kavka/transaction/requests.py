@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.state import MAX_PRODUCER_EPOCH, TransactionMetadata, TransactionState
 
 if TYPE_CHECKING:

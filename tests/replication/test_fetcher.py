@@ -15,7 +15,7 @@ from kavka.common.errors import ErrorCode
 from kavka.replication.fetcher_config import UNLIMITED_RATE
 from kavka.replication.fetcher_manager import FetcherKey
 from kavka.replication.fetcher_state import FetchPhase
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 from .conftest import TP, batch, state
 from .fetcher_harness import Cluster

@@ -23,7 +23,7 @@ from kavka.storage.file_records import FileRecords
 from kavka.storage.index_file import IndexFile
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 
 from .cleaner_support import append, compact_config, make_cleaner, read_records, verify_indexes
 from .conftest import T0
