@@ -1,6 +1,16 @@
-"""Fixtures shared by every test package that needs a real ZooKeeper
-(tests/zk, tests/controller): one server per test session (per xdist
-worker) and a fresh chroot per test.
+"""What every test package shares: the hook that runs ``async def test_*``
+functions, xdist's work units, and the fixtures for tests that need a real
+ZooKeeper (tests/zk, tests/controller): one server per test session (per
+xdist worker) and a fresh chroot per test.
+
+A coroutine test runs on a fresh event loop (``asyncio.run``, as a broker
+process runs its one loop), bounded by ``asyncio.timeout`` so that a hung
+test fails with its stack rather than being killed by pytest-timeout: 60 s
+unless marked ``@pytest.mark.async_timeout(seconds)`` (a module may set
+``pytestmark``). A fixture value whose class sets ``on_test_loop = True``
+(the controller and ZooKeeper harnesses) is an async context manager that is
+entered on that loop before the test and exited after it, so the harness
+starts and stops its sessions and tasks on the loop the test runs on.
 
 ``zk_server`` gives the ``ZooKeeperServer`` itself (pause/resume);
 ``zookeeper`` yields ``"127.0.0.1:PORT"``; ``zk_chroot`` yields
@@ -9,12 +19,44 @@ worker) and a fresh chroot per test.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
 import uuid
 from typing import Iterator
 
 import pytest
 
 from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer
+
+
+ASYNC_TIMEOUT = 60.0  # a bound on a hung coroutine test, not a speed requirement
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "async_timeout(seconds): asyncio.timeout bound of a coroutine test (default 60)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run ``async def test_*`` on a fresh event loop (see module doc)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    marker = pyfuncitem.get_closest_marker("async_timeout")
+    timeout = marker.args[0] if marker else ASYNC_TIMEOUT
+
+    async def main() -> None:
+        async with contextlib.AsyncExitStack() as harnesses:
+            for value in kwargs.values():
+                if getattr(type(value), "on_test_loop", False):
+                    await harnesses.enter_async_context(value)
+            async with asyncio.timeout(timeout):
+                await pyfuncitem.obj(**kwargs)
+
+    asyncio.run(main())
+    return True
 
 
 # -- xdist: how make test spreads the suite over its workers ------------------------

@@ -1,31 +1,45 @@
 """Replication: partitions with a leader, an ISR and a high watermark, the
-replica manager, and the delayed-operation purgatory (seed 002 §6, seed 000
-§Data Replication, seed 001 #3/#7, KIP-101/279/320).
+replica manager, the follower's fetchers, and the delayed-operation
+purgatory (seed 002 §6, seed 000 §Data Replication, seed 001 #3/#7,
+KIP-101/279/320).
 
 Modules, by Kafka concept:
 
 * ``state`` — values from and to the controller: ``PartitionState`` (one
   LeaderAndIsr entry), ``isr_proposal`` (a proposed ISR write, as
   ``kavka.common``'s ``LeaderIsrAndControllerEpoch``), ``BrokerEndPoint``,
-  the request results.
-* ``replica`` — a follower's LEO and caught-up time as its leader sees them.
-* ``partition`` (+ ``partition_reads``) — one hosted partition: make
+  the LeaderAndIsr and StopReplica results.
+* ``requests`` — produce/fetch/offset request and result values
+  (``FetchIsolation``, ``FetchParams``, ``LogReadResult``...), error mapping.
+* ``replica`` — ``Replica``: a follower's LEO and caught-up time as its
+  leader sees them.
+* ``partition`` — ``Partition``: one hosted partition: make
   leader/follower, HW = min LEO over the ISR, ISR shrink/expand proposals,
-  appends with acks and min.insync.replicas, reads bounded by the HW,
-  ListOffsets, OffsetsForLeaderEpoch, KIP-320 epoch checks.
-* ``purgatory``, ``delayed_produce``, ``delayed_fetch`` — requests that
-  wait (acks=-1 for the ISR, fetches for min_bytes) on the event loop.
+  appends with acks and min.insync.replicas, reads bounded by the HW or
+  LSO, ListOffsets, OffsetsForLeaderEpoch, KIP-320 epoch checks.
 * ``isr`` — seams ``IsrWriter`` (conditional state-znode write; a conflict
   fences the leader) and ``IsrChangeListener``
   (``/isr_change_notification``), their ZooKeeper implementations, and the
-  propagation schedule; ``isr_updates`` runs them as tasks.
-* ``fetcher_manager`` — the ``FetcherManager`` seam and the table of
-  followed partitions (``FetcherAssignments``) that the follower fetcher
-  builds on.
-* ``replica_manager`` (+ ``data_path``) — the broker's entry point:
-  LeaderAndIsr, StopReplica, produce, fetch, offsets, DeleteRecords, and
-  the isr-expiration / isr-change-propagation tasks.
-* ``requests`` — produce/fetch request and result values, error mapping.
+  propagation schedule ``IsrChangePropagation``.
+* ``isr_updates`` — ``IsrUpdates``: runs the writes and the
+  "isr-expiration" / "isr-change-propagation" tasks on the event loop.
+* ``purgatory`` — ``DelayedOperation`` and ``DelayedOperationPurgatory``.
+* ``delayed_produce`` — ``DelayedProduce``: acks=-1 waiting for the HW.
+* ``delayed_fetch`` — ``DelayedFetch`` (waiting for ``min_bytes``) and
+  ``read_from_local_log``, the read across a Fetch's partitions.
+* ``quota`` — replication throttling (seed 002 §8, KIP-73): the
+  ``ReplicationQuota`` token bucket, ``LeaderReplicationQuota``, which
+  partitions each side throttles.
+* ``replica_manager`` — ``ReplicaManager``, the broker's entry point:
+  LeaderAndIsr, StopReplica, produce, fetch, offsets, DeleteRecords, the
+  ISR tasks; its class docstring walks the produce and fetch routes.
+* ``fetcher/`` — the follower side (seed 002 §6.7): ``assignments`` (the
+  ``FetcherManager`` seam and the table of followed partitions),
+  ``manager`` (``ReplicaFetcherManager``), ``task`` (``ReplicaFetcher``,
+  one fetch task per leader), ``state`` (a partition's fetch state and
+  KIP-279's truncation point), ``config`` (``ReplicaFetcherConfig``),
+  ``leader_endpoint`` (the ``LeaderEndPoint`` seam) and
+  ``remote_leader_endpoint`` (it over the Kafka wire).
 
 Everything runs on the broker's asyncio event loop; the only blocking work
 is the log's page-cache appends and reads.

@@ -6,7 +6,7 @@ within the request's ``max_bytes``: each partition gets at most its own
 ``max_bytes`` and what the request has left; the first partition that
 returns data may exceed the limits by one whole batch (KIP-74) unless the
 request asked for a hard limit. A partition the leader's replication
-quota holds back (``throttled``, seed 002 §8 / KIP-73: ``leader_quota``)
+quota holds back (``throttled``, seed 002 §8 / KIP-73: ``quota.LeaderReplicationQuota``)
 answers with its offsets but no records and takes none of the budget.
 
 ``DelayedFetch`` is a fetch that found fewer than ``min_bytes`` and may

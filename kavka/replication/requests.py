@@ -5,8 +5,9 @@ and back; the replica manager and the delayed operations never see the wire.
 
 * ``FetchIsolation``: how far a read may go — the log end (a follower), the
   high watermark (a consumer, READ_UNCOMMITTED) or the last stable offset
-  (READ_COMMITTED). Kavka has no transaction coordinator, so no transaction
-  is ever open and the last stable offset is the high watermark.
+  (READ_COMMITTED: the log's first offset of its earliest open transaction,
+  capped by the high watermark, KIP-98); a READ_COMMITTED answer lists the
+  ``AbortedTransaction``s of the range read.
 * ``FetchParams`` (request level) and ``FetchPartition`` (per partition),
   ``LogReadResult`` (what one partition's read found) and
   ``FetchPartitionData`` (what goes back in the response).

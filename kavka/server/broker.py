@@ -36,9 +36,9 @@ from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
-from kavka.replication.fetcher_tasks import ReplicaFetcherManager
+from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
-from kavka.replication.leader_quota import LeaderReplicationQuota, follower_throttled
+from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.server import handler_table
 from kavka.server.admin_manager import AdminManager

@@ -15,10 +15,7 @@ from kavka.protocol import messages as m
 from kavka.protocol.records import SimpleRecord, build_batch
 
 LIMIT = 20.0  # bound on every test body; nothing here should come near it
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, LIMIT))
+pytestmark = pytest.mark.async_timeout(LIMIT)
 
 
 def metadata_handler(broker, header, req):
@@ -33,216 +30,190 @@ async def started(**versions) -> FakeBroker:
     return await b.start()
 
 
-def test_handshake_records_broker_ranges_and_picks_highest_common_version():
-    async def body():
-        b = await started()
-        b.versions[3] = (0, 5)
-        async with BrokerConnection(b.host, b.port, "t") as conn:
-            assert conn.api_versions[3].max_version == 5
-            assert conn.version_for(3) == 5
-            assert conn.version_for(3, max_version=2) == 2
-            await conn.request(m.MetadataRequest(topics=[]))
-            await conn.request(m.MetadataRequest(topics=[]), max_version=1)
-        await b.stop()
-        assert [(h.api_key, h.api_version) for h in b.received] == [(18, 3), (3, 5), (3, 1)]
-        assert b.received[0].client_id == "t"
-    run(body())
+async def test_handshake_records_broker_ranges_and_picks_highest_common_version():
+    b = await started()
+    b.versions[3] = (0, 5)
+    async with BrokerConnection(b.host, b.port, "t") as conn:
+        assert conn.api_versions[3].max_version == 5
+        assert conn.version_for(3) == 5
+        assert conn.version_for(3, max_version=2) == 2
+        await conn.request(m.MetadataRequest(topics=[]))
+        await conn.request(m.MetadataRequest(topics=[]), max_version=1)
+    await b.stop()
+    assert [(h.api_key, h.api_version) for h in b.received] == [(18, 3), (3, 5), (3, 1)]
+    assert b.received[0].client_id == "t"
 
 
 @pytest.mark.parametrize("advertised, fallback", [((0, 2), 2), ((0, 0), 0)])
-def test_kip511_fallback_after_unsupported_version(advertised, fallback):
-    async def body():
-        b = await started()
-        b.versions[18] = advertised
-        async with BrokerConnection(b.host, b.port) as conn:
-            assert conn.api_versions[18].max_version == advertised[1]
-        await b.stop()
-        return [h.api_version for h in b.received if h.api_key == 18]
-    assert run(body()) == [3, fallback]
+async def test_kip511_fallback_after_unsupported_version(advertised, fallback):
+    b = await started()
+    b.versions[18] = advertised
+    async with BrokerConnection(b.host, b.port) as conn:
+        assert conn.api_versions[18].max_version == advertised[1]
+    await b.stop()
+    assert [h.api_version for h in b.received if h.api_key == 18] == [3, fallback]
 
 
-def test_fallback_when_broker_lists_no_api_versions_entry():
-    async def body():
-        b = await started()
-        b.versions = {3: (0, 4), 18: (0, 0)}
-        async with BrokerConnection(b.host, b.port) as conn:
-            assert conn.version_for(3) == 4
-        await b.stop()
-    run(body())
+async def test_fallback_when_broker_lists_no_api_versions_entry():
+    b = await started()
+    b.versions = {3: (0, 4), 18: (0, 0)}
+    async with BrokerConnection(b.host, b.port) as conn:
+        assert conn.version_for(3) == 4
+    await b.stop()
 
 
-def test_no_common_version_is_a_typed_error():
-    async def body():
-        b = await started()
-        del b.versions[60]
-        b.versions[3] = (20, 21)
-        async with BrokerConnection(b.host, b.port) as conn:
-            with pytest.raises(UnsupportedVersion, match="Metadata"):
-                await conn.request(m.MetadataRequest())
-            with pytest.raises(UnsupportedVersion, match="DescribeCluster"):
-                conn.version_for(60)
-        await b.stop()
-    run(body())
+async def test_no_common_version_is_a_typed_error():
+    b = await started()
+    del b.versions[60]
+    b.versions[3] = (20, 21)
+    async with BrokerConnection(b.host, b.port) as conn:
+        with pytest.raises(UnsupportedVersion, match="Metadata"):
+            await conn.request(m.MetadataRequest())
+        with pytest.raises(UnsupportedVersion, match="DescribeCluster"):
+            conn.version_for(60)
+    await b.stop()
 
 
-def test_pipelined_requests_are_matched_by_correlation_id():
-    async def body():
-        b = await started()
-        R = m.DescribeClusterResponse
-        fast_answered = asyncio.Event()
-        answered = 0
+async def test_pipelined_requests_are_matched_by_correlation_id():
+    b = await started()
+    R = m.DescribeClusterResponse
+    fast_answered = asyncio.Event()
+    answered = 0
 
-        def describe(br, h, req):
-            nonlocal answered
-            answered += 1
-            if answered == 20:
-                fast_answered.set()
-            return R(cluster_id=f"c{h.correlation_id}")
+    def describe(br, h, req):
+        nonlocal answered
+        answered += 1
+        if answered == 20:
+            fast_answered.set()
+        return R(cluster_id=f"c{h.correlation_id}")
 
-        async def slow_metadata(br, h, req):
-            await fast_answered.wait()  # answered after every later request
-            return metadata_handler(br, h, req)
+    async def slow_metadata(br, h, req):
+        await fast_answered.wait()  # answered after every later request
+        return metadata_handler(br, h, req)
 
-        b.handlers[60] = describe
-        b.handlers[3] = slow_metadata
-        done: list[str] = []
-        async with BrokerConnection(b.host, b.port) as conn:
-            async def call(req):
-                resp = await conn.request(req)
-                done.append(type(resp).__name__)
-                return resp
-            slow = asyncio.ensure_future(call(m.MetadataRequest(topics=[])))
-            fast = [asyncio.ensure_future(call(m.DescribeClusterRequest())) for _ in range(20)]
-            results = await asyncio.gather(slow, *fast)
-            assert conn.in_flight == 0
-        await b.stop()
-        assert done[-1] == "MetadataResponse"
-        assert results[0].brokers[0].node_id == 7
-        ids = [r.cluster_id for r in results[1:]]
-        assert len(set(ids)) == 20  # each caller got the answer to its own request
-        sent = {f"c{h.correlation_id}" for h in b.received if h.api_key == 60}
-        assert set(ids) == sent
-    run(body())
+    b.handlers[60] = describe
+    b.handlers[3] = slow_metadata
+    done: list[str] = []
+    async with BrokerConnection(b.host, b.port) as conn:
+        async def call(req):
+            resp = await conn.request(req)
+            done.append(type(resp).__name__)
+            return resp
+        slow = asyncio.ensure_future(call(m.MetadataRequest(topics=[])))
+        fast = [asyncio.ensure_future(call(m.DescribeClusterRequest())) for _ in range(20)]
+        results = await asyncio.gather(slow, *fast)
+        assert conn.in_flight == 0
+    await b.stop()
+    assert done[-1] == "MetadataResponse"
+    assert results[0].brokers[0].node_id == 7
+    ids = [r.cluster_id for r in results[1:]]
+    assert len(set(ids)) == 20  # each caller got the answer to its own request
+    sent = {f"c{h.correlation_id}" for h in b.received if h.api_key == 60}
+    assert set(ids) == sent
 
 
-def test_request_timeout_is_typed_and_closes_the_connection():
-    async def body():
-        b = await started()
-        b.silent.add(3)
-        b.delay[60] = 5
-        b.handlers[60] = lambda br, h, req: m.DescribeClusterResponse()
-        async with BrokerConnection(b.host, b.port, request_timeout_ms=10_000) as conn:
-            other = asyncio.ensure_future(conn.request(m.DescribeClusterRequest()))
-            await asyncio.sleep(0)
-            with pytest.raises(RequestTimedOut, match="Metadata"):
-                await conn.request(m.MetadataRequest(topics=[]), timeout_ms=100)
-            with pytest.raises(ConnectionClosed, match="timed out"):
-                await other
-            assert not conn.connected
-            with pytest.raises(ConnectionClosed):
-                await conn.request(m.MetadataRequest(topics=[]))
-        await b.stop()
-    run(body())
+async def test_request_timeout_is_typed_and_closes_the_connection():
+    b = await started()
+    b.silent.add(3)
+    b.delay[60] = 5
+    b.handlers[60] = lambda br, h, req: m.DescribeClusterResponse()
+    async with BrokerConnection(b.host, b.port, request_timeout_ms=10_000) as conn:
+        other = asyncio.ensure_future(conn.request(m.DescribeClusterRequest()))
+        await asyncio.sleep(0)
+        with pytest.raises(RequestTimedOut, match="Metadata"):
+            await conn.request(m.MetadataRequest(topics=[]), timeout_ms=100)
+        with pytest.raises(ConnectionClosed, match="timed out"):
+            await other
+        assert not conn.connected
+        with pytest.raises(ConnectionClosed):
+            await conn.request(m.MetadataRequest(topics=[]))
+    await b.stop()
 
 
-def test_server_closing_mid_request_fails_pending_promptly():
-    async def body():
-        b = await started()
-        b.close_on.add(3)
-        async with BrokerConnection(b.host, b.port, request_timeout_ms=60_000) as conn:
-            with pytest.raises(ConnectionClosed, match="lost|closed"):
-                await conn.request(m.MetadataRequest(topics=[]))
-            assert not conn.connected
-        await b.stop()
-    run(body())
+async def test_server_closing_mid_request_fails_pending_promptly():
+    b = await started()
+    b.close_on.add(3)
+    async with BrokerConnection(b.host, b.port, request_timeout_ms=60_000) as conn:
+        with pytest.raises(ConnectionClosed, match="lost|closed"):
+            await conn.request(m.MetadataRequest(topics=[]))
+        assert not conn.connected
+    await b.stop()
 
 
-def test_dead_socket_fails_every_pending_request():
-    async def body():
-        b = await started()
-        b.silent.add(3)
-        async with BrokerConnection(b.host, b.port, request_timeout_ms=60_000) as conn:
-            pending = [asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[]))) for _ in range(5)]
-            while sum(h.api_key == 3 for h in b.received) < 5:
-                await asyncio.sleep(0.01)
-            b.kill_connections()
-            results = await asyncio.gather(*pending, return_exceptions=True)
-        await b.stop()
-        assert all(isinstance(r, ConnectionClosed) for r in results)
-    run(body())
+async def test_dead_socket_fails_every_pending_request():
+    b = await started()
+    b.silent.add(3)
+    async with BrokerConnection(b.host, b.port, request_timeout_ms=60_000) as conn:
+        pending = [asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[]))) for _ in range(5)]
+        while sum(h.api_key == 3 for h in b.received) < 5:
+            await asyncio.sleep(0.01)
+        b.kill_connections()
+        results = await asyncio.gather(*pending, return_exceptions=True)
+    await b.stop()
+    assert all(isinstance(r, ConnectionClosed) for r in results)
 
 
-def test_client_close_fails_pending_with_connection_closed():
-    async def body():
-        b = await started()
-        b.silent.add(3)
-        conn = await BrokerConnection(b.host, b.port).connect()
-        pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
+async def test_client_close_fails_pending_with_connection_closed():
+    b = await started()
+    b.silent.add(3)
+    conn = await BrokerConnection(b.host, b.port).connect()
+    pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
+    await asyncio.sleep(0.05)
+    conn.close()
+    with pytest.raises(ConnectionClosed, match="closed by the client"):
+        await pending
+    await b.stop()
+
+
+async def test_produce_with_acks_zero_returns_none_without_waiting():
+    b = await started()
+    b.handlers[0] = lambda br, h, req: None
+    batch = build_batch([SimpleRecord(b"k", b"v", 1)])
+    req = m.ProduceRequest(acks=0, timeout_ms=1000, topic_data=[m.ProduceRequest.TopicData(
+        name="t", partition_data=[m.ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
+    async with BrokerConnection(b.host, b.port) as conn:
+        assert await conn.request(req) is None
+        assert conn.in_flight == 0
+        await conn.request(m.MetadataRequest(topics=[]))  # still usable; the produce arrived first
+    await b.stop()
+    assert [h.api_key for h in b.received] == [18, 0, 3]
+
+
+async def test_cancelled_caller_leaves_connection_usable():
+    b = await started()
+    b.delay[3] = 0.2
+    async with BrokerConnection(b.host, b.port) as conn:
+        t = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
         await asyncio.sleep(0.05)
-        conn.close()
-        with pytest.raises(ConnectionClosed, match="closed by the client"):
-            await pending
-        await b.stop()
-    run(body())
+        t.cancel()
+        resp = await conn.request(m.MetadataRequest(topics=[]))
+        assert resp.brokers[0].node_id == 7
+        assert conn.connected
+    await b.stop()
 
 
-def test_produce_with_acks_zero_returns_none_without_waiting():
-    async def body():
-        b = await started()
-        b.handlers[0] = lambda br, h, req: None
-        batch = build_batch([SimpleRecord(b"k", b"v", 1)])
-        req = m.ProduceRequest(acks=0, timeout_ms=1000, topic_data=[m.ProduceRequest.TopicData(
-            name="t", partition_data=[m.ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
-        async with BrokerConnection(b.host, b.port) as conn:
-            assert await conn.request(req) is None
-            assert conn.in_flight == 0
-            await conn.request(m.MetadataRequest(topics=[]))  # still usable; the produce arrived first
-        await b.stop()
-        assert [h.api_key for h in b.received] == [18, 0, 3]
-    run(body())
-
-
-def test_cancelled_caller_leaves_connection_usable():
-    async def body():
-        b = await started()
-        b.delay[3] = 0.2
-        async with BrokerConnection(b.host, b.port) as conn:
-            t = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
-            await asyncio.sleep(0.05)
-            t.cancel()
-            resp = await conn.request(m.MetadataRequest(topics=[]))
-            assert resp.brokers[0].node_id == 7
-            assert conn.connected
-        await b.stop()
-    run(body())
-
-
-def test_connect_refused_is_connect_failed():
+async def test_connect_refused_is_connect_failed():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(ConnectFailed, match=str(port)):
-        run(BrokerConnection("127.0.0.1", port).connect())
+        await BrokerConnection("127.0.0.1", port).connect()
 
 
-def test_oversized_response_frame_closes_the_connection():
-    async def body():
-        b = await started()
-        with pytest.raises(ConnectFailed, match="larger than the maximum 64"):
-            await BrokerConnection(b.host, b.port, max_frame_size=64).connect()
-        await b.stop()
-    run(body())
+async def test_oversized_response_frame_closes_the_connection():
+    b = await started()
+    with pytest.raises(ConnectFailed, match="larger than the maximum 64"):
+        await BrokerConnection(b.host, b.port, max_frame_size=64).connect()
+    await b.stop()
 
 
-def test_a_response_with_an_unknown_correlation_id_closes_the_connection():
-    async def body():
-        b = await started()
-        b.silent.add(3)
-        async with BrokerConnection(b.host, b.port) as conn:
-            pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
-            await asyncio.sleep(0)
-            conn._on_data(b"\x00\x00\x00\x04\x00\x00\x03\xe7")  # a frame answering id 999
-            with pytest.raises(ConnectionClosed, match="unknown correlation id 999"):
-                await pending
-        await b.stop()
-    run(body())
+async def test_a_response_with_an_unknown_correlation_id_closes_the_connection():
+    b = await started()
+    b.silent.add(3)
+    async with BrokerConnection(b.host, b.port) as conn:
+        pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
+        await asyncio.sleep(0)
+        conn._on_data(b"\x00\x00\x00\x04\x00\x00\x03\xe7")  # a frame answering id 999
+        with pytest.raises(ConnectionClosed, match="unknown correlation id 999"):
+            await pending
+    await b.stop()

@@ -71,32 +71,30 @@ def tansu():
             proc.wait()
 
 
-def test_produce_and_consume_1000_records_against_tansu(tansu):
-    async def body():
-        async with Cluster(tansu, retry_backoff_ms=50) as c:
-            admin = KafkaAdmin(c, timeout_ms=20_000)
-            await admin.create_topics([NewTopic("smoke", PARTITIONS, 1)])
-            assert "smoke" in await admin.list_topics()
-            async with Producer(c, acks=-1, linger_ms=5, batch_size=16_384) as p:
-                futs = [await p.send("smoke", b"v%04d" % i, b"k%d" % (i % 50)) for i in range(N)]
-                metas = await asyncio.gather(*futs)
-            for i, md in enumerate(metas):
-                assert md.partition == partition_for_key(b"k%d" % (i % 50), PARTITIONS)
-            tps = [TopicPartition("smoke", i) for i in range(PARTITIONS)]
-            earliest = await admin.list_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
-            assert [o.offset for o in earliest.values()] == [0] * PARTITIONS
-            # Not asserted: ListOffsets LATEST, which this Tansu build answers
-            # with 1 after a single batch (not the high watermark); the Fetch
-            # high watermarks are checked instead.
-            consumer = Consumer(c, max_wait_ms=100)
-            consumer.assign(tps)
-            await consumer.seek_to_beginning()
-            got = [r async for r in consumer.records(stop_at_end=True)]
-            assert sum(consumer.high_watermarks.values()) == N
-            conn = await c.any_connection()
-            return metas, got, conn.version_for(0), conn.version_for(1)
-
-    metas, got, produce_v, fetch_v = asyncio.run(asyncio.wait_for(body(), 120))
+@pytest.mark.async_timeout(120)
+async def test_produce_and_consume_1000_records_against_tansu(tansu):
+    async with Cluster(tansu, retry_backoff_ms=50) as c:
+        admin = KafkaAdmin(c, timeout_ms=20_000)
+        await admin.create_topics([NewTopic("smoke", PARTITIONS, 1)])
+        assert "smoke" in await admin.list_topics()
+        async with Producer(c, acks=-1, linger_ms=5, batch_size=16_384) as p:
+            futs = [await p.send("smoke", b"v%04d" % i, b"k%d" % (i % 50)) for i in range(N)]
+            metas = await asyncio.gather(*futs)
+        for i, md in enumerate(metas):
+            assert md.partition == partition_for_key(b"k%d" % (i % 50), PARTITIONS)
+        tps = [TopicPartition("smoke", i) for i in range(PARTITIONS)]
+        earliest = await admin.list_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
+        assert [o.offset for o in earliest.values()] == [0] * PARTITIONS
+        # Not asserted: ListOffsets LATEST, which this Tansu build answers
+        # with 1 after a single batch (not the high watermark); the Fetch
+        # high watermarks are checked instead.
+        consumer = Consumer(c, max_wait_ms=100)
+        consumer.assign(tps)
+        await consumer.seek_to_beginning()
+        got = [r async for r in consumer.records(stop_at_end=True)]
+        assert sum(consumer.high_watermarks.values()) == N
+        conn = await c.any_connection()
+        produce_v, fetch_v = conn.version_for(0), conn.version_for(1)
     assert len(got) == N
     expected = {(md.partition, md.offset): b"v%04d" % i for i, md in enumerate(metas)}
     assert {(r.partition, r.offset): r.value for r in got} == expected

@@ -23,10 +23,7 @@ TXN_CONFIG = {"transaction.state.log.replication.factor": "1", "transaction.stat
               "offsets.topic.num.partitions": "4",
               "transaction.abort.timed.out.transaction.cleanup.interval.ms": "300"}
 LIMIT = 120.0
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, LIMIT))
+pytestmark = pytest.mark.async_timeout(LIMIT)
 
 
 async def _producer(cluster, tid: str, **kw):
@@ -66,110 +63,101 @@ def cluster(make_cluster):
     return c
 
 
-def test_consume_transform_produce_exactly_once(cluster):
+async def test_consume_transform_produce_exactly_once(cluster):
     inputs = [b"in-%03d" % i for i in range(30)]
     produce(cluster, IN, {0: inputs})
 
-    async def body():
-        from aiokafka import AIOKafkaConsumer, TopicPartition
-        from aiokafka.structs import OffsetAndMetadata
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
 
-        tp = TopicPartition(IN, 0)
-        consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="aio-ctp",
-                                    enable_auto_commit=False, auto_offset_reset="earliest",
-                                    isolation_level="read_committed")
-        await consumer.start()
-        producer = await _producer(cluster, "aio-app")
-        rounds = 0
+    tp = TopicPartition(IN, 0)
+    consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="aio-ctp",
+                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                isolation_level="read_committed")
+    await consumer.start()
+    producer = await _producer(cluster, "aio-app")
+    rounds = 0
+    try:
+        consumer.assign([tp])
+        for _ in range(40):  # bounded: three committed rounds and one aborted
+            batch = (await consumer.getmany(tp, timeout_ms=2000, max_records=10)).get(tp, [])
+            if not batch:
+                break
+            async with producer.transaction():
+                for m in batch:
+                    await producer.send(OUT, m.value.replace(b"in", b"out"), partition=0)
+                await producer.send_offsets_to_transaction(
+                    {tp: OffsetAndMetadata(batch[-1].offset + 1, "")}, "aio-ctp")
+            rounds += 1
+            if rounds == 1:  # one aborted round: written, then thrown away
+                await producer.begin_transaction()
+                await producer.send_and_wait(OUT, b"aborted", partition=0)
+                await producer.abort_transaction()
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    assert rounds == 3
+    assert await _read_all(cluster, OUT, "read_committed") == [i.replace(b"in", b"out") for i in inputs]
+    raw = await _read_all(cluster, OUT, "read_uncommitted")
+    assert raw.count(b"aborted") == 1 and len(raw) == len(inputs) + 1
+    committed = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="aio-ctp")
+    await committed.start()
+    try:
+        assert await committed.committed(tp) == len(inputs)  # offsets committed with the transactions
+    finally:
+        await committed.stop()
+
+
+async def test_zombie_is_fenced(cluster):
+    from aiokafka.errors import ProducerFenced
+
+    old = await _producer(cluster, "aio-zombie")
+    try:
+        async with old.transaction():
+            await old.send_and_wait(OUT, b"old-committed", partition=0)
+        new = await _producer(cluster, "aio-zombie")  # bumps the epoch
         try:
-            consumer.assign([tp])
-            for _ in range(40):  # bounded: three committed rounds and one aborted
-                batch = (await consumer.getmany(tp, timeout_ms=2000, max_records=10)).get(tp, [])
-                if not batch:
-                    break
-                async with producer.transaction():
-                    for m in batch:
-                        await producer.send(OUT, m.value.replace(b"in", b"out"), partition=0)
-                    await producer.send_offsets_to_transaction(
-                        {tp: OffsetAndMetadata(batch[-1].offset + 1, "")}, "aio-ctp")
-                rounds += 1
-                if rounds == 1:  # one aborted round: written, then thrown away
-                    await producer.begin_transaction()
-                    await producer.send_and_wait(OUT, b"aborted", partition=0)
-                    await producer.abort_transaction()
+            with pytest.raises(ProducerFenced):
+                async with old.transaction():
+                    await old.send_and_wait(OUT, b"zombie", partition=0)
+            async with new.transaction():
+                await new.send_and_wait(OUT, b"new-committed", partition=0)
         finally:
-            await producer.stop()
-            await consumer.stop()
-        assert rounds == 3
-        assert await _read_all(cluster, OUT, "read_committed") == [i.replace(b"in", b"out") for i in inputs]
-        raw = await _read_all(cluster, OUT, "read_uncommitted")
-        assert raw.count(b"aborted") == 1 and len(raw) == len(inputs) + 1
-        committed = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id="aio-ctp")
-        await committed.start()
-        try:
-            assert await committed.committed(tp) == len(inputs)  # offsets committed with the transactions
-        finally:
-            await committed.stop()
-
-    run(body())
+            await new.stop()
+    finally:
+        await old.stop()
+    assert await _read_all(cluster, OUT, "read_committed") == [b"old-committed", b"new-committed"]
 
 
-def test_zombie_is_fenced(cluster):
-    async def body():
-        from aiokafka.errors import ProducerFenced
+async def test_transaction_past_its_timeout_is_aborted(cluster):
+    from aiokafka.errors import KafkaError
 
-        old = await _producer(cluster, "aio-zombie")
-        try:
-            async with old.transaction():
-                await old.send_and_wait(OUT, b"old-committed", partition=0)
-            new = await _producer(cluster, "aio-zombie")  # bumps the epoch
-            try:
-                with pytest.raises(ProducerFenced):
-                    async with old.transaction():
-                        await old.send_and_wait(OUT, b"zombie", partition=0)
-                async with new.transaction():
-                    await new.send_and_wait(OUT, b"new-committed", partition=0)
-            finally:
-                await new.stop()
-        finally:
-            await old.stop()
-        assert await _read_all(cluster, OUT, "read_committed") == [b"old-committed", b"new-committed"]
-
-    run(body())
-
-
-def test_transaction_past_its_timeout_is_aborted(cluster):
-    async def body():
-        from aiokafka.errors import KafkaError
-
-        slow = await _producer(cluster, "aio-slow", transaction_timeout_ms=1500)
-        try:
-            await slow.begin_transaction()
-            await slow.send_and_wait(OUT, b"timed-out-0", partition=0)
-            await slow.send_and_wait(OUT, b"timed-out-1", partition=0)
-            # the coordinator aborts it (and bumps the epoch) once 1.5 s have passed
-            for _ in range(100):  # bounded wait for the abort marker: the LSO reaches the log end
-                raw = await _read_all(cluster, OUT, "read_uncommitted")
-                committed = await _read_all(cluster, OUT, "read_committed")
-                if raw and committed == [] and await _lso_at_end(cluster):
-                    break
-                await asyncio.sleep(0.2)
-            else:
-                raise AssertionError("the timed-out transaction was never aborted")
-            with pytest.raises(KafkaError):
-                await slow.commit_transaction()  # fenced: its epoch is gone
-        finally:
-            await slow.stop()
-        fresh = await _producer(cluster, "aio-slow")
-        try:
-            async with fresh.transaction():
-                await fresh.send_and_wait(OUT, b"after", partition=0)
-        finally:
-            await fresh.stop()
-        assert await _read_all(cluster, OUT, "read_committed") == [b"after"]
-        assert (await _read_all(cluster, OUT, "read_uncommitted"))[:2] == [b"timed-out-0", b"timed-out-1"]
-
-    run(body())
+    slow = await _producer(cluster, "aio-slow", transaction_timeout_ms=1500)
+    try:
+        await slow.begin_transaction()
+        await slow.send_and_wait(OUT, b"timed-out-0", partition=0)
+        await slow.send_and_wait(OUT, b"timed-out-1", partition=0)
+        # the coordinator aborts it (and bumps the epoch) once 1.5 s have passed
+        for _ in range(100):  # bounded wait for the abort marker: the LSO reaches the log end
+            raw = await _read_all(cluster, OUT, "read_uncommitted")
+            committed = await _read_all(cluster, OUT, "read_committed")
+            if raw and committed == [] and await _lso_at_end(cluster):
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the timed-out transaction was never aborted")
+        with pytest.raises(KafkaError):
+            await slow.commit_transaction()  # fenced: its epoch is gone
+    finally:
+        await slow.stop()
+    fresh = await _producer(cluster, "aio-slow")
+    try:
+        async with fresh.transaction():
+            await fresh.send_and_wait(OUT, b"after", partition=0)
+    finally:
+        await fresh.stop()
+    assert await _read_all(cluster, OUT, "read_committed") == [b"after"]
+    assert (await _read_all(cluster, OUT, "read_uncommitted"))[:2] == [b"timed-out-0", b"timed-out-1"]
 
 
 async def _lso_at_end(cluster) -> bool:

@@ -6,14 +6,15 @@ and answers like a healthy broker (or refuses connections for brokers in
 
 ``memory_cluster`` runs on the in-memory ZooKeeper double; ``real_cluster``
 on the real ZooKeeper of tests/conftest.py, one chroot per test. Both give a
-``Cluster``; test bodies are coroutines passed to ``cluster.run``.
+``Cluster`` that the coroutine-test hook of tests/conftest.py starts on the
+test's event loop and stops (controllers, then sessions) after the test.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Iterable
 
 import pytest
 
@@ -88,6 +89,8 @@ def partitions_of(request: Message) -> dict[tuple[str, int], Message]:
 class Cluster:
     """Brokers, controllers and an admin session on one ZooKeeper (see module doc)."""
 
+    on_test_loop = True  # entered and exited around the test by tests/conftest.py
+
     def __init__(self, kind: str, connect: str | None = None, zk_connect: str | None = None) -> None:
         self.kind = kind
         self.connect = connect  # with chroot (real)
@@ -124,6 +127,23 @@ class Cluster:
         self.controllers[broker_id] = ctl
         await ctl.start()
         return ctl
+
+    async def start_brokers(self, broker_ids: Iterable[int]) -> None:
+        for broker_id in broker_ids:
+            await self.start_broker(broker_id)
+
+    async def start_active_controller(self, broker_id: int, **config: Any) -> KafkaController:
+        """A controller on an already started broker, once it has won the
+        election (seed 000: the first to create ``/controller``)."""
+        ctl = await self.start_controller(broker_id, **config)
+        await self.until(lambda: ctl.is_active, f"broker {broker_id} to become controller")
+        return ctl
+
+    async def boot(self, broker_ids: Iterable[int], controller: int = 1, **config: Any) -> KafkaController:
+        """The prelude of most controller tests: start the brokers, then a
+        controller on ``controller`` and wait until it is active."""
+        await self.start_brokers(broker_ids)
+        return await self.start_active_controller(controller, **config)
 
     async def kill_broker(self, broker_id: int) -> None:
         """The broker's session ends (its /brokers/ids node vanishes at once)."""
@@ -208,18 +228,15 @@ class Cluster:
             if loop.time() > deadline:
                 raise AssertionError("controllers did not settle")
 
-    def run(self, body: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
-        async def main() -> None:
-            await self.start()
-            try:
-                await asyncio.wait_for(body(), timeout)
-            finally:
-                for ctl in list(self.controllers.values()):
-                    await ctl.stop()
-                for store in self._all_stores:
-                    await store.close()
+    async def __aenter__(self) -> Cluster:
+        await self.start()
+        return self
 
-        asyncio.run(main())
+    async def __aexit__(self, *exc: object) -> None:
+        for ctl in list(self.controllers.values()):
+            await ctl.stop()
+        for store in self._all_stores:
+            await store.close()
 
 
 @pytest.fixture

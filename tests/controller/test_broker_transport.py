@@ -73,69 +73,60 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_highest_common_version_capped_at_what_the_controller_builds() -> None:
-    async def body() -> None:
-        broker = await MiniBroker(_all_versions()).start()  # offers LeaderAndIsr v0-7, UpdateMetadata v0-8, StopReplica v0-4
-        t = KavkaBrokerTransport(1)
-        t.set_endpoint(5, EndPoint("PLAINTEXT", "127.0.0.1", broker.port, "PLAINTEXT"))
-        for req in (m.LeaderAndIsrRequest(controller_id=1, controller_epoch=3), m.UpdateMetadataRequest(controller_id=1), m.StopReplicaRequest(controller_id=1)):
-            resp = await t.send(5, req)
-            assert resp.error_code == 0
-        assert [s for s in broker.seen if s[0] != "ApiVersions"] == [("LeaderAndIsr", 5), ("UpdateMetadata", 7), ("StopReplica", 3)]
-        await t.close()
-        await broker.stop()
-
-    asyncio.run(body())
+async def test_highest_common_version_capped_at_what_the_controller_builds() -> None:
+    broker = await MiniBroker(_all_versions()).start()  # offers LeaderAndIsr v0-7, UpdateMetadata v0-8, StopReplica v0-4
+    t = KavkaBrokerTransport(1)
+    t.set_endpoint(5, EndPoint("PLAINTEXT", "127.0.0.1", broker.port, "PLAINTEXT"))
+    for req in (m.LeaderAndIsrRequest(controller_id=1, controller_epoch=3), m.UpdateMetadataRequest(controller_id=1), m.StopReplicaRequest(controller_id=1)):
+        resp = await t.send(5, req)
+        assert resp.error_code == 0
+    assert [s for s in broker.seen if s[0] != "ApiVersions"] == [("LeaderAndIsr", 5), ("UpdateMetadata", 7), ("StopReplica", 3)]
+    await t.close()
+    await broker.stop()
 
 
-def test_an_older_broker_gets_its_highest_version_and_a_too_old_one_is_refused() -> None:
-    async def body() -> None:
-        broker = await MiniBroker({4: (0, 4), 5: (0, 3), 6: (0, 6)}).start()
-        t = KavkaBrokerTransport(1)
-        t.set_endpoint(5, EndPoint("PLAINTEXT", "127.0.0.1", broker.port, "PLAINTEXT"))
-        await t.send(5, m.LeaderAndIsrRequest(controller_id=1))
-        await t.send(5, m.UpdateMetadataRequest(controller_id=1))
-        assert [s for s in broker.seen if s[0] != "ApiVersions"] == [("LeaderAndIsr", 4), ("UpdateMetadata", 6)]
-        old = await MiniBroker({4: (0, 1), 5: (0, 3), 6: (0, 7)}).start()
-        t.set_endpoint(6, EndPoint("PLAINTEXT", "127.0.0.1", old.port, "PLAINTEXT"))
-        with pytest.raises(UnsupportedControllerRequestVersion, match="LeaderAndIsr only up to v1"):
-            await t.send(6, m.LeaderAndIsrRequest(controller_id=1))
-        await t.close()
-        await broker.stop()
-        await old.stop()
-
-    asyncio.run(body())
+async def test_an_older_broker_gets_its_highest_version_and_a_too_old_one_is_refused() -> None:
+    broker = await MiniBroker({4: (0, 4), 5: (0, 3), 6: (0, 6)}).start()
+    t = KavkaBrokerTransport(1)
+    t.set_endpoint(5, EndPoint("PLAINTEXT", "127.0.0.1", broker.port, "PLAINTEXT"))
+    await t.send(5, m.LeaderAndIsrRequest(controller_id=1))
+    await t.send(5, m.UpdateMetadataRequest(controller_id=1))
+    assert [s for s in broker.seen if s[0] != "ApiVersions"] == [("LeaderAndIsr", 4), ("UpdateMetadata", 6)]
+    old = await MiniBroker({4: (0, 1), 5: (0, 3), 6: (0, 7)}).start()
+    t.set_endpoint(6, EndPoint("PLAINTEXT", "127.0.0.1", old.port, "PLAINTEXT"))
+    with pytest.raises(UnsupportedControllerRequestVersion, match="LeaderAndIsr only up to v1"):
+        await t.send(6, m.LeaderAndIsrRequest(controller_id=1))
+    await t.close()
+    await broker.stop()
+    await old.stop()
 
 
-def test_channel_retries_until_the_broker_listens_then_delivers_in_order() -> None:
-    async def body() -> None:
-        port = _free_port()
-        t = KavkaBrokerTransport(1, request_timeout_ms=2000)
-        ch = ControllerChannelManager(t, retry_backoff_ms=10, max_backoff_ms=50)
-        ch.add_broker(5, EndPoint("PLAINTEXT", "127.0.0.1", port, "PLAINTEXT"))
-        answered: list[int] = []
-        done = asyncio.Event()
+async def test_channel_retries_until_the_broker_listens_then_delivers_in_order() -> None:
+    port = _free_port()
+    t = KavkaBrokerTransport(1, request_timeout_ms=2000)
+    ch = ControllerChannelManager(t, retry_backoff_ms=10, max_backoff_ms=50)
+    ch.add_broker(5, EndPoint("PLAINTEXT", "127.0.0.1", port, "PLAINTEXT"))
+    answered: list[int] = []
+    done = asyncio.Event()
 
-        def cb(b: int, req: m.Message, resp: m.Message | None) -> None:
-            answered.append(req.controller_epoch)
-            if len(answered) == 3:
-                done.set()
+    def cb(b: int, req: m.Message, resp: m.Message | None) -> None:
+        answered.append(req.controller_epoch)
+        if len(answered) == 3:
+            done.set()
 
-        for epoch in (1, 2, 3):
-            ch.send(5, m.UpdateMetadataRequest(controller_id=1, controller_epoch=epoch), cb)
-        await asyncio.sleep(0.1)  # connection refused meanwhile: retried with backoff
-        assert answered == []
-        broker = await MiniBroker(_all_versions()).start(port)
-        await asyncio.wait_for(done.wait(), 10)
-        assert answered == [1, 2, 3]
-        # The broker restarts: the next request reconnects.
-        await broker.stop()
-        broker = await MiniBroker(_all_versions()).start(port)
-        again = asyncio.Event()
-        ch.send(5, m.UpdateMetadataRequest(controller_id=1, controller_epoch=4), lambda b, q, r: again.set())
-        await asyncio.wait_for(again.wait(), 10)
-        assert ("UpdateMetadata", 7) in broker.seen
-        await ch.close()
-        await broker.stop()
-
-    asyncio.run(body())
+    for epoch in (1, 2, 3):
+        ch.send(5, m.UpdateMetadataRequest(controller_id=1, controller_epoch=epoch), cb)
+    await asyncio.sleep(0.1)  # connection refused meanwhile: retried with backoff
+    assert answered == []
+    broker = await MiniBroker(_all_versions()).start(port)
+    await asyncio.wait_for(done.wait(), 10)
+    assert answered == [1, 2, 3]
+    # The broker restarts: the next request reconnects.
+    await broker.stop()
+    broker = await MiniBroker(_all_versions()).start(port)
+    again = asyncio.Event()
+    ch.send(5, m.UpdateMetadataRequest(controller_id=1, controller_epoch=4), lambda b, q, r: again.set())
+    await asyncio.wait_for(again.wait(), 10)
+    assert ("UpdateMetadata", 7) in broker.seen
+    await ch.close()
+    await broker.stop()

@@ -10,45 +10,38 @@ import pytest
 from kavka.zk.brokers import PartitionStateZNode
 
 
-def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_cluster) -> None:
+async def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_cluster) -> None:
     c = memory_cluster
-
-    async def body() -> None:
-        for b in (1, 2):
-            await c.start_broker(b)
-        ctl = await c.start_controller(1)
-        await c.until(lambda: ctl.is_active, "controller")
-        await c.create_topic("t", {0: (1,), 1: (2,)})
-        await c.until(lambda: c.state("t", 1), "partition states")
-        await c.settle()
-        c.transport.clear()
-        await c.kill_broker(2)
-        await c.until(lambda: ctl.active is not None and 2 not in ctl.active.context.live_brokers, "broker 2 seen dead")
-        await c.settle()
-        # No live replica: leader -1, the ISR keeps its last member, epoch bumped.
-        assert await c.state("t", 1) == PartitionStateZNode("t", 1, -1, 1, (2,), 1)
-        assert await c.state("t", 0) == PartitionStateZNode("t", 0, 1, 0, (1,), 1)
-        assert c.transport.brokers_sent("LeaderAndIsr") == []  # nobody left to tell
-        (um,) = c.transport.requests("UpdateMetadata", 1)
-        ps = c.partitions_of(um)[("t", 1)]
-        assert (ps.leader, list(ps.offline_replicas)) == (-1, [2])
-        assert [b.id for b in um.live_brokers] == [1]
-        c.transport.clear()
-        await c.start_broker(2)
-        await c.until(lambda: c.state("t", 1), "state readable")
-        await c.until(lambda: _leader_is(c, "t", 1, 2), "broker 2 leads again")
-        await c.settle()
-        assert await c.state("t", 1) == PartitionStateZNode("t", 1, 2, 2, (2,), 1)
-        # The returning broker first learns the whole cluster, then its leadership.
-        kinds = [r.API_NAME for b, r in c.transport.sent if b == 2]
-        assert kinds[0] == "UpdateMetadata" and "LeaderAndIsr" in kinds
-        assert {k for r in c.transport.requests("UpdateMetadata", 2)[:1] for k in c.partitions_of(r)} == {("t", 0), ("t", 1)}
-        last = c.transport.requests("LeaderAndIsr", 2)[-1]
-        assert (c.partitions_of(last)[("t", 1)].leader, c.partitions_of(last)[("t", 1)].leader_epoch) == (2, 2)
-        stat = await c.admin.store.exists("/brokers/ids/2")
-        assert last.broker_epoch == stat.czxid  # the new registration's epoch
-
-    c.run(body)
+    ctl = await c.boot((1, 2))
+    await c.create_topic("t", {0: (1,), 1: (2,)})
+    await c.until(lambda: c.state("t", 1), "partition states")
+    await c.settle()
+    c.transport.clear()
+    await c.kill_broker(2)
+    await c.until(lambda: ctl.active is not None and 2 not in ctl.active.context.live_brokers, "broker 2 seen dead")
+    await c.settle()
+    # No live replica: leader -1, the ISR keeps its last member, epoch bumped.
+    assert await c.state("t", 1) == PartitionStateZNode("t", 1, -1, 1, (2,), 1)
+    assert await c.state("t", 0) == PartitionStateZNode("t", 0, 1, 0, (1,), 1)
+    assert c.transport.brokers_sent("LeaderAndIsr") == []  # nobody left to tell
+    (um,) = c.transport.requests("UpdateMetadata", 1)
+    ps = c.partitions_of(um)[("t", 1)]
+    assert (ps.leader, list(ps.offline_replicas)) == (-1, [2])
+    assert [b.id for b in um.live_brokers] == [1]
+    c.transport.clear()
+    await c.start_broker(2)
+    await c.until(lambda: c.state("t", 1), "state readable")
+    await c.until(lambda: _leader_is(c, "t", 1, 2), "broker 2 leads again")
+    await c.settle()
+    assert await c.state("t", 1) == PartitionStateZNode("t", 1, 2, 2, (2,), 1)
+    # The returning broker first learns the whole cluster, then its leadership.
+    kinds = [r.API_NAME for b, r in c.transport.sent if b == 2]
+    assert kinds[0] == "UpdateMetadata" and "LeaderAndIsr" in kinds
+    assert {k for r in c.transport.requests("UpdateMetadata", 2)[:1] for k in c.partitions_of(r)} == {("t", 0), ("t", 1)}
+    last = c.transport.requests("LeaderAndIsr", 2)[-1]
+    assert (c.partitions_of(last)[("t", 1)].leader, c.partitions_of(last)[("t", 1)].leader_epoch) == (2, 2)
+    stat = await c.admin.store.exists("/brokers/ids/2")
+    assert last.broker_epoch == stat.czxid  # the new registration's epoch
 
 
 async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
@@ -56,35 +49,28 @@ async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
     return s is not None and s.leader == leader
 
 
-def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memory_cluster) -> None:
+async def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memory_cluster) -> None:
     c = memory_cluster
-
-    async def body() -> None:
-        for b in (1, 2, 3):
-            await c.start_broker(b)
-        ctl = await c.start_controller(1)
-        await c.until(lambda: ctl.is_active, "controller")
-        # Broker 2 leads p0 and p1; it follows in p2.
-        await c.create_topic("t", {0: (2, 3, 1), 1: (2, 1, 3), 2: (3, 2, 1)})
-        await c.until(lambda: c.state("t", 2), "partition states")
-        await c.settle()
-        c.transport.clear()
-        await c.kill_broker(2)
-        await c.until(lambda: _leader_is(c, "t", 0, 3), "p0 re-elected")
-        await c.settle()
-        assert await c.state("t", 0) == PartitionStateZNode("t", 0, 3, 1, (3, 1), 1)
-        assert await c.state("t", 1) == PartitionStateZNode("t", 1, 1, 1, (1, 3), 1)
-        # A dead follower only leaves the ISR (one epoch bump, same leader).
-        assert await c.state("t", 2) == PartitionStateZNode("t", 2, 3, 1, (3, 1), 1)
-        assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 3]  # batched: one each
-        for b in (1, 3):
-            (req,) = c.transport.requests("LeaderAndIsr", b)
-            got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(req).items()}
-            assert got == {("t", 0): (3, 1, [3, 1]), ("t", 1): (1, 1, [1, 3]), ("t", 2): (3, 1, [3, 1])}
-            assert not any(ps.is_new for ps in c.partitions_of(req).values())
-        assert 2 not in c.transport.brokers_sent("UpdateMetadata")
-
-    c.run(body)
+    await c.boot((1, 2, 3))
+    # Broker 2 leads p0 and p1; it follows in p2.
+    await c.create_topic("t", {0: (2, 3, 1), 1: (2, 1, 3), 2: (3, 2, 1)})
+    await c.until(lambda: c.state("t", 2), "partition states")
+    await c.settle()
+    c.transport.clear()
+    await c.kill_broker(2)
+    await c.until(lambda: _leader_is(c, "t", 0, 3), "p0 re-elected")
+    await c.settle()
+    assert await c.state("t", 0) == PartitionStateZNode("t", 0, 3, 1, (3, 1), 1)
+    assert await c.state("t", 1) == PartitionStateZNode("t", 1, 1, 1, (1, 3), 1)
+    # A dead follower only leaves the ISR (one epoch bump, same leader).
+    assert await c.state("t", 2) == PartitionStateZNode("t", 2, 3, 1, (3, 1), 1)
+    assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 3]  # batched: one each
+    for b in (1, 3):
+        (req,) = c.transport.requests("LeaderAndIsr", b)
+        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(req).items()}
+        assert got == {("t", 0): (3, 1, [3, 1]), ("t", 1): (1, 1, [1, 3]), ("t", 2): (3, 1, [3, 1])}
+        assert not any(ps.is_new for ps in c.partitions_of(req).values())
+    assert 2 not in c.transport.brokers_sent("UpdateMetadata")
 
 
 @pytest.mark.parametrize(
@@ -96,30 +82,24 @@ def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memory_clu
         (True, "false", PartitionStateZNode("t", 0, -1, 1, (2,), 1)),
     ],
 )
-def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setting, topic_override, expected) -> None:
+async def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setting, topic_override, expected) -> None:
     c = memory_cluster
     caplog.set_level(logging.WARNING, logger="kavka.state.change")
 
-    async def body() -> None:
-        for b in (1, 2, 3):
-            await c.start_broker(b)
-        ctl = await c.start_controller(1, unclean_leader_election_enable=broker_setting)
-        await c.until(lambda: ctl.is_active, "controller")
-        config = {"unclean.leader.election.enable": topic_override} if topic_override else {}
-        await c.create_topic("t", {0: (2, 3)}, config)
-        await c.until(lambda: c.state("t", 0), "partition state")
-        await c.settle()
-        # Broker 3 fell behind: the leader took it out of the ISR.
-        state, version = (await c.admin.get_partition_states([("t", 0)]))[("t", 0)]
-        await c.clients[2].maybe_update_leader_and_isr(PartitionStateZNode("t", 0, 2, 0, (2,), state.controller_epoch), version)
-        await c.clients[2].create_isr_change_notification([("t", 0)])
-        await c.settle()
-        await c.kill_broker(2)
-        await c.until(lambda: ctl.active is not None and 2 not in ctl.active.context.live_brokers, "broker 2 seen dead")
-        await c.settle()
-        assert await c.state("t", 0) == expected
-
-    c.run(body)
+    ctl = await c.boot((1, 2, 3), unclean_leader_election_enable=broker_setting)
+    config = {"unclean.leader.election.enable": topic_override} if topic_override else {}
+    await c.create_topic("t", {0: (2, 3)}, config)
+    await c.until(lambda: c.state("t", 0), "partition state")
+    await c.settle()
+    # Broker 3 fell behind: the leader took it out of the ISR.
+    state, version = (await c.admin.get_partition_states([("t", 0)]))[("t", 0)]
+    await c.clients[2].maybe_update_leader_and_isr(PartitionStateZNode("t", 0, 2, 0, (2,), state.controller_epoch), version)
+    await c.clients[2].create_isr_change_notification([("t", 0)])
+    await c.settle()
+    await c.kill_broker(2)
+    await c.until(lambda: ctl.active is not None and 2 not in ctl.active.context.live_brokers, "broker 2 seen dead")
+    await c.settle()
+    assert await c.state("t", 0) == expected
     unclean = [r.getMessage() for r in caplog.records if "UNCLEAN leader election" in r.getMessage()]
     if expected.leader == 3:
         # The warning names the ISR the new leader was missing from, not the replica list.
@@ -128,24 +108,17 @@ def test_unclean_leader_election_flag(memory_cluster, caplog, broker_setting, to
         assert unclean == []
 
 
-def test_conflicting_isr_write_is_reread_and_retried(memory_cluster) -> None:
+async def test_conflicting_isr_write_is_reread_and_retried(memory_cluster) -> None:
     c = memory_cluster
-
-    async def body() -> None:
-        for b in (1, 2, 3):
-            await c.start_broker(b)
-        ctl = await c.start_controller(1)
-        await c.until(lambda: ctl.is_active, "controller")
-        await c.create_topic("t", {0: (2, 3, 1)})
-        await c.until(lambda: c.state("t", 0), "partition state")
-        await c.settle()
-        # The leader shrinks the ISR without telling the controller: the
-        # controller's cached znode version is now stale (seed 000 3.3).
-        state, version = (await c.admin.get_partition_states([("t", 0)]))[("t", 0)]
-        await c.clients[2].maybe_update_leader_and_isr(PartitionStateZNode("t", 0, 2, 0, (2, 1), state.controller_epoch), version)
-        await c.kill_broker(2)
-        await c.until(lambda: _leader_is(c, "t", 0, 1), "re-elected from the re-read ISR")
-        # Broker 3 left the ISR, so only broker 1 was eligible.
-        assert await c.state("t", 0) == PartitionStateZNode("t", 0, 1, 1, (1,), 1)
-
-    c.run(body)
+    await c.boot((1, 2, 3))
+    await c.create_topic("t", {0: (2, 3, 1)})
+    await c.until(lambda: c.state("t", 0), "partition state")
+    await c.settle()
+    # The leader shrinks the ISR without telling the controller: the
+    # controller's cached znode version is now stale (seed 000 3.3).
+    state, version = (await c.admin.get_partition_states([("t", 0)]))[("t", 0)]
+    await c.clients[2].maybe_update_leader_and_isr(PartitionStateZNode("t", 0, 2, 0, (2, 1), state.controller_epoch), version)
+    await c.kill_broker(2)
+    await c.until(lambda: _leader_is(c, "t", 0, 1), "re-elected from the re-read ISR")
+    # Broker 3 left the ISR, so only broker 1 was eligible.
+    assert await c.state("t", 0) == PartitionStateZNode("t", 0, 1, 1, (1,), 1)

@@ -151,47 +151,43 @@ def _last(c, api: str, broker: int, key: tuple[str, int]):
     return None
 
 
+@pytest.mark.async_timeout(120)
 @pytest.mark.parametrize("seed", range(8))
-def test_random_cluster_events_keep_the_invariants(memory_cluster, seed: int) -> None:
+async def test_random_cluster_events_keep_the_invariants(memory_cluster, seed: int) -> None:
     c = memory_cluster
     rng = random.Random(seed)
 
-    async def body() -> None:
-        m = Model(c, rng)
-        for b in BROKERS:
-            await m.start(b)
-        await m.check("startup")
-        kinds: list[str] = []
-        for i in range(STEPS):
-            what = await m.step()
-            kinds.append(what.split(" ")[0] + (" controller" if "controller" in what else ""))
-            await m.check(f"step {i} ({what}), seed {seed}")
-        assert {"crash", "start", "create"} <= set(kinds), kinds  # the sequence exercised failures
-        # Every broker back: every deletion completes, every partition is led.
-        for b in sorted(set(BROKERS) - m.live):
-            await m.start(b)
-        await m.check(f"all brokers back, seed {seed}")
-        for t in m.deleting:
-            assert not await c.exists(f"/brokers/topics/{t}"), t
-
-    c.run(body, timeout=120)
+    m = Model(c, rng)
+    for b in BROKERS:
+        await m.start(b)
+    await m.check("startup")
+    kinds: list[str] = []
+    for i in range(STEPS):
+        what = await m.step()
+        kinds.append(what.split(" ")[0] + (" controller" if "controller" in what else ""))
+        await m.check(f"step {i} ({what}), seed {seed}")
+    assert {"crash", "start", "create"} <= set(kinds), kinds  # the sequence exercised failures
+    # Every broker back: every deletion completes, every partition is led.
+    for b in sorted(set(BROKERS) - m.live):
+        await m.start(b)
+    await m.check(f"all brokers back, seed {seed}")
+    for t in m.deleting:
+        assert not await c.exists(f"/brokers/topics/{t}"), t
 
 
+@pytest.mark.async_timeout(240)
 @pytest.mark.parametrize("seed", range(2))
-def test_random_cluster_events_on_real_zookeeper(real_cluster, seed: int) -> None:
+async def test_random_cluster_events_on_real_zookeeper(real_cluster, seed: int) -> None:
     c = real_cluster
     rng = random.Random(1000 + seed)
 
-    async def body() -> None:
-        m = Model(c, rng)
-        for b in BROKERS:
-            await m.start(b)
-        await m.check("startup")
-        for i in range(12):
-            what = await m.step()
-            await m.check(f"step {i} ({what}), seed {seed}")
-        for b in sorted(set(BROKERS) - m.live):
-            await m.start(b)
-        await m.check(f"all brokers back, seed {seed}")
-
-    c.run(body, timeout=240)
+    m = Model(c, rng)
+    for b in BROKERS:
+        await m.start(b)
+    await m.check("startup")
+    for i in range(12):
+        what = await m.step()
+        await m.check(f"step {i} ({what}), seed {seed}")
+    for b in sorted(set(BROKERS) - m.live):
+        await m.start(b)
+    await m.check(f"all brokers back, seed {seed}")

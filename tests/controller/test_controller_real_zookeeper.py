@@ -14,60 +14,46 @@ async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
     return s is not None and s.leader == leader
 
 
-def test_topic_creation_and_broker_failure_on_real_zookeeper(real_cluster) -> None:
+async def test_topic_creation_and_broker_failure_on_real_zookeeper(real_cluster) -> None:
     c = real_cluster
-
-    async def body() -> None:
-        for b in (1, 2, 3):
-            await c.start_broker(b)
-        ctl = await c.start_controller(1)
-        await c.until(lambda: ctl.is_active, "controller")
-        await c.create_topic("t", {p: (2, 3, 1) if p % 2 else (3, 2, 1) for p in range(40)})
-        await c.until(lambda: ctl.active is not None and len(ctl.active.context.leadership) == 40, "40 partitions online")
-        await c.settle()
-        assert await c.state("t", 1) == PartitionStateZNode("t", 1, 2, 0, (2, 3, 1), 1)
-        c.transport.clear()
-        await c.crash_broker(2)
-        await c.until(lambda: _leader_is(c, "t", 1, 3), "odd partitions re-elected")
-        await c.settle()
-        for p in range(40):
-            assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
-        assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 3]
-        for b in (1, 3):
-            (req,) = c.transport.requests("LeaderAndIsr", b)
-            assert len(c.partitions_of(req)) == 40
-
-    c.run(body)
+    ctl = await c.boot((1, 2, 3))
+    await c.create_topic("t", {p: (2, 3, 1) if p % 2 else (3, 2, 1) for p in range(40)})
+    await c.until(lambda: ctl.active is not None and len(ctl.active.context.leadership) == 40, "40 partitions online")
+    await c.settle()
+    assert await c.state("t", 1) == PartitionStateZNode("t", 1, 2, 0, (2, 3, 1), 1)
+    c.transport.clear()
+    await c.crash_broker(2)
+    await c.until(lambda: _leader_is(c, "t", 1, 3), "odd partitions re-elected")
+    await c.settle()
+    for p in range(40):
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
+    assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 3]
+    for b in (1, 3):
+        (req,) = c.transport.requests("LeaderAndIsr", b)
+        assert len(c.partitions_of(req)) == 40
 
 
-def test_two_candidates_expiring_the_active_one_fails_over(real_cluster) -> None:
+async def test_two_candidates_expiring_the_active_one_fails_over(real_cluster) -> None:
     c = real_cluster
-
-    async def body() -> None:
-        for b in (1, 2, 3):
-            await c.start_broker(b)
-        a = await c.start_controller(1)
-        await c.until(lambda: a.is_active, "broker 1 controller")
-        b = await c.start_controller(2)
-        await c.create_topic("t", {0: (1, 3), 1: (3, 2)})
-        await c.until(lambda: c.state("t", 1), "partition states")
-        await c.settle()
-        assert not b.is_active
-        c.transport.clear()
-        await c.crash_broker(1)  # expire broker 1's session on the server
-        await c.until(lambda: b.is_active, "broker 2 takes over")
-        await c.until(lambda: not a.is_active, "broker 1 noticed it lost the epoch")
-        await c.until(lambda: _leader_is(c, "t", 0, 3), "t-0 re-elected")
-        await c.settle()
-        assert b.epoch == 2
-        data, _ = await c.admin.store.get("/controller_epoch")
-        assert ControllerEpochZNode.decode(data).epoch == 2
-        assert await c.state("t", 0) == PartitionStateZNode("t", 0, 3, 1, (3,), 2)
-        for broker in (2, 3):
-            reqs = c.transport.requests("LeaderAndIsr", broker)
-            assert reqs and all((r.controller_id, r.controller_epoch) == (2, 2) for r in reqs)
-        got3 = {k for r in c.transport.requests("LeaderAndIsr", 3) for k in c.partitions_of(r)}
-        assert got3 == {("t", 0), ("t", 1)}
-        assert not any(r.controller_epoch == 1 for _, r in c.transport.sent)
-
-    c.run(body)
+    a = await c.boot((1, 2, 3))
+    b = await c.start_controller(2)
+    await c.create_topic("t", {0: (1, 3), 1: (3, 2)})
+    await c.until(lambda: c.state("t", 1), "partition states")
+    await c.settle()
+    assert not b.is_active
+    c.transport.clear()
+    await c.crash_broker(1)  # expire broker 1's session on the server
+    await c.until(lambda: b.is_active, "broker 2 takes over")
+    await c.until(lambda: not a.is_active, "broker 1 noticed it lost the epoch")
+    await c.until(lambda: _leader_is(c, "t", 0, 3), "t-0 re-elected")
+    await c.settle()
+    assert b.epoch == 2
+    data, _ = await c.admin.store.get("/controller_epoch")
+    assert ControllerEpochZNode.decode(data).epoch == 2
+    assert await c.state("t", 0) == PartitionStateZNode("t", 0, 3, 1, (3,), 2)
+    for broker in (2, 3):
+        reqs = c.transport.requests("LeaderAndIsr", broker)
+        assert reqs and all((r.controller_id, r.controller_epoch) == (2, 2) for r in reqs)
+    got3 = {k for r in c.transport.requests("LeaderAndIsr", 3) for k in c.partitions_of(r)}
+    assert got3 == {("t", 0), ("t", 1)}
+    assert not any(r.controller_epoch == 1 for _, r in c.transport.sent)

@@ -76,59 +76,55 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
     return Cluster(request.param, zk, f"/elector-{uuid.uuid4().hex[:8]}")
 
 
-def test_one_controller_then_failover_on_close_and_on_expiry(cluster: Cluster) -> None:
-    async def main() -> None:
-        brokers = [await cluster.broker(i) for i in (1, 2, 3)]
-        await cluster.until(lambda: sum(e.is_controller for _, e in brokers) == 1)
-        first = next(i for i, (_, e) in enumerate(brokers) if e.is_controller)
-        assert brokers[first][1].claim.epoch == 1
-        # a clean stop hands over at once
-        store, elector = brokers.pop(first)
-        await elector.stop()
-        await store.close()
-        await cluster.until(lambda: sum(e.is_controller for _, e in brokers) == 1)
-        second = next(i for i, (_, e) in enumerate(brokers) if e.is_controller)
-        assert brokers[second][1].claim.epoch == 2
-        # the controller's session expires: it resigns; a new election follows
-        # (either broker may win it, the expired one included, with a new session)
-        store, elector = brokers[second]
-        await cluster.expire(store)
-        await cluster.until(lambda: (elector._broker_id, "resigned", None) in cluster.log)
-        await cluster.until(lambda: any(e.claim is not None and e.claim.epoch == 3 for _, e in brokers))
-        await asyncio.sleep(0.3)
-        assert sum(e.is_controller for _, e in brokers) == 1
-        winner = next(e for _, e in brokers if e.is_controller)
-        assert all(e.controller_id == winner._broker_id for _, e in brokers)
-        elected = [entry for entry in cluster.log if entry[1] == "elected"]
-        assert [epoch for _, _, epoch in elected] == [1, 2, 3]
-        for s, e in brokers:
-            await e.stop()
-            await s.close()
-
-    asyncio.run(asyncio.wait_for(main(), 90))
+@pytest.mark.async_timeout(90)
+async def test_one_controller_then_failover_on_close_and_on_expiry(cluster: Cluster) -> None:
+    brokers = [await cluster.broker(i) for i in (1, 2, 3)]
+    await cluster.until(lambda: sum(e.is_controller for _, e in brokers) == 1)
+    first = next(i for i, (_, e) in enumerate(brokers) if e.is_controller)
+    assert brokers[first][1].claim.epoch == 1
+    # a clean stop hands over at once
+    store, elector = brokers.pop(first)
+    await elector.stop()
+    await store.close()
+    await cluster.until(lambda: sum(e.is_controller for _, e in brokers) == 1)
+    second = next(i for i, (_, e) in enumerate(brokers) if e.is_controller)
+    assert brokers[second][1].claim.epoch == 2
+    # the controller's session expires: it resigns; a new election follows
+    # (either broker may win it, the expired one included, with a new session)
+    store, elector = brokers[second]
+    await cluster.expire(store)
+    await cluster.until(lambda: (elector._broker_id, "resigned", None) in cluster.log)
+    await cluster.until(lambda: any(e.claim is not None and e.claim.epoch == 3 for _, e in brokers))
+    await asyncio.sleep(0.3)
+    assert sum(e.is_controller for _, e in brokers) == 1
+    winner = next(e for _, e in brokers if e.is_controller)
+    assert all(e.controller_id == winner._broker_id for _, e in brokers)
+    elected = [entry for entry in cluster.log if entry[1] == "elected"]
+    assert [epoch for _, _, epoch in elected] == [1, 2, 3]
+    for s, e in brokers:
+        await e.stop()
+        await s.close()
 
 
-def test_registration_survives_session_expiry(cluster: Cluster) -> None:
-    async def main() -> None:
-        store, elector = await cluster.broker(5)
-        observer, observer_elector = await cluster.broker(6)
-        client = KavkaZkClient(store)
-        reg = BrokerRegistrar(client, lambda: BrokerIdZNode(5, (EndPoint("PLAINTEXT", "127.0.0.1", 9095, "PLAINTEXT"),)), retry_backoff_s=0.2)
-        await reg.start()
-        first_epoch = reg.broker_epoch
-        assert await KavkaZkClient(observer).get_broker_ids() == [5]
-        await cluster.expire(store)
+@pytest.mark.async_timeout(90)
+async def test_registration_survives_session_expiry(cluster: Cluster) -> None:
+    store, elector = await cluster.broker(5)
+    observer, observer_elector = await cluster.broker(6)
+    client = KavkaZkClient(store)
+    reg = BrokerRegistrar(client, lambda: BrokerIdZNode(5, (EndPoint("PLAINTEXT", "127.0.0.1", 9095, "PLAINTEXT"),)), retry_backoff_s=0.2)
+    await reg.start()
+    first_epoch = reg.broker_epoch
+    assert await KavkaZkClient(observer).get_broker_ids() == [5]
+    await cluster.expire(store)
 
-        async def reregistered() -> None:
-            while reg.broker_epoch in (None, first_epoch) or not reg.registered.is_set():
-                await asyncio.sleep(0.05)
+    async def reregistered() -> None:
+        while reg.broker_epoch in (None, first_epoch) or not reg.registered.is_set():
+            await asyncio.sleep(0.05)
 
-        await asyncio.wait_for(reregistered(), WAIT)
-        _, stat = await observer.get(BrokerIdZNode.path(5))
-        assert stat.ephemeral_owner == store.session_id and stat.czxid == reg.broker_epoch
-        await reg.stop()
-        for s, e in ((store, elector), (observer, observer_elector)):
-            await e.stop()
-            await s.close()
-
-    asyncio.run(asyncio.wait_for(main(), 90))
+    await asyncio.wait_for(reregistered(), WAIT)
+    _, stat = await observer.get(BrokerIdZNode.path(5))
+    assert stat.ephemeral_owner == store.session_id and stat.czxid == reg.broker_epoch
+    await reg.stop()
+    for s, e in ((store, elector), (observer, observer_elector)):
+        await e.stop()
+        await s.close()

@@ -1,18 +1,16 @@
 """The ZooKeeper ISR writer and notifier (on the in-memory ZooKeeper double),
-the propagation schedule, the fetcher assignment table and Replica's rules."""
+the propagation schedule, Replica's rules, the values' invariants and the
+replica manager's config."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 
 from kavka.common.broker_config import KafkaConfig
-from kavka.replication.fetcher_manager import FetcherAssignments, InitialFetchState
 from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica import Replica
 from kavka.replication.replica_manager import ReplicaManagerConfig
-from kavka.replication.state import BrokerEndPoint, PartitionState, isr_proposal
+from kavka.replication.state import PartitionState, isr_proposal
 from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.client import KavkaZkClient
@@ -21,50 +19,44 @@ from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 from .conftest import TP
 
 
-def test_zk_isr_writer_is_conditional_on_the_version():
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        zk = KavkaZkClient(store)
-        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
-        await store.create(initial.znode_path, initial.encode(), make_parents=True)
-        writer = ZkIsrWriter(zk)
-        version = await writer.write_isr(TP, isr_proposal(1, 4, (1, 2), 7), 0)
-        assert version == 1
-        data, _ = await store.get(initial.znode_path)
-        written = PartitionStateZNode.decode(data, initial.znode_path)
-        assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
-        assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None  # stale version
-        notifier = ZkIsrChangeNotifier(zk)
-        await notifier.isr_changed([TP])
-        pending = await zk.get_isr_change_notifications()
-        assert [n.partitions for _, n in pending] == [(("orders", 0),)]
-        await store.close()
-
-    asyncio.run(body())
+async def test_zk_isr_writer_is_conditional_on_the_version():
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    zk = KavkaZkClient(store)
+    initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+    await store.create(initial.znode_path, initial.encode(), make_parents=True)
+    writer = ZkIsrWriter(zk)
+    version = await writer.write_isr(TP, isr_proposal(1, 4, (1, 2), 7), 0)
+    assert version == 1
+    data, _ = await store.get(initial.znode_path)
+    written = PartitionStateZNode.decode(data, initial.znode_path)
+    assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
+    assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None  # stale version
+    notifier = ZkIsrChangeNotifier(zk)
+    await notifier.isr_changed([TP])
+    pending = await zk.get_isr_change_notifications()
+    assert [n.partitions for _, n in pending] == [(("orders", 0),)]
+    await store.close()
 
 
-def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
+async def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
     """A retry of a write that already landed (its answer lost, or given up
     on) finds the znode holding exactly the proposal: that is success at
     the znode's version, not a fence; anything else still conflicts."""
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        zk = KavkaZkClient(store)
-        initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
-        await store.create(initial.znode_path, initial.encode(), make_parents=True)
-        writer = ZkIsrWriter(zk)
-        shrink = isr_proposal(1, 4, (1, 2), 7)
-        assert await writer.write_isr(TP, shrink, 0) == 1
-        assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
-        assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None
-        moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
-        await store.set(initial.znode_path, moved.encode(), 1)
-        assert await writer.write_isr(TP, shrink, 1) is None
-        await store.close()
-
-    asyncio.run(body())
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    zk = KavkaZkClient(store)
+    initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
+    await store.create(initial.znode_path, initial.encode(), make_parents=True)
+    writer = ZkIsrWriter(zk)
+    shrink = isr_proposal(1, 4, (1, 2), 7)
+    assert await writer.write_isr(TP, shrink, 0) == 1
+    assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
+    assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None
+    moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
+    await store.set(initial.znode_path, moved.encode(), 1)
+    assert await writer.write_isr(TP, shrink, 1) is None
+    await store.close()
 
 
 def test_propagation_waits_for_quiet_or_max_delay():
@@ -81,25 +73,6 @@ def test_propagation_waits_for_quiet_or_max_delay():
     assert prop.due(1550) is None and prop.due(1600) == [TP]  # quiet for the blackout
     prop.restore([TP])
     assert prop.pending == frozenset({TP})
-
-
-def test_fetcher_assignments_group_by_source_and_fetcher():
-    table = FetcherAssignments(num_fetchers=2)
-    leader2, leader3 = BrokerEndPoint(2, "127.0.0.1", 9092), BrokerEndPoint(3, "127.0.0.1", 9093)
-    tps = [TopicPartition("orders", i) for i in range(6)]
-    table.add_fetcher_for_partitions({tp: InitialFetchState(leader2, 1, 0) for tp in tps[:4]})
-    table.add_fetcher_for_partitions({tps[4]: InitialFetchState(leader3, 1, 0)})
-    fetchers = table.fetchers()
-    assert sum(len(v) for v in fetchers.values()) == 5
-    assert {k.broker_id for k in fetchers} == {2, 3} and all(k.fetcher_id in (0, 1) for k in fetchers)
-    assert table.fetcher_id(tps[0]) == FetcherAssignments(2).fetcher_id(tps[0])  # stable across instances
-    table.add_fetcher_for_partitions({tps[0]: InitialFetchState(leader3, 2, 5)})  # leader moved
-    assert table.fetch_state(tps[0]).leader == leader3
-    table.remove_fetcher_for_partitions([tps[4], tps[0]])
-    table.shutdown_idle_fetchers()
-    assert {k.broker_id for k in table.fetchers()} == {2}
-    with pytest.raises(ValueError):
-        FetcherAssignments(0)
 
 
 def test_replica_caught_up_rules():

@@ -28,96 +28,75 @@ class Gate(DelayedOperation):
         self.events.append("expired")
 
 
-def test_completes_immediately_without_watching():
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        op = Gate(1000)
-        op.open = True
-        assert p.try_complete_else_watch(op, ["a"])
-        assert op.events == ["complete"] and p.delayed == 0 and p.watched("a") == 0
-
-    asyncio.run(body())
+async def test_completes_immediately_without_watching():
+    p = DelayedOperationPurgatory[str]("t")
+    op = Gate(1000)
+    op.open = True
+    assert p.try_complete_else_watch(op, ["a"])
+    assert op.events == ["complete"] and p.delayed == 0 and p.watched("a") == 0
 
 
-def test_check_and_complete_completes_once_and_unwatches_every_key():
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        op = Gate(60_000)
-        assert not p.try_complete_else_watch(op, ["a", "b"])
-        assert p.watched("a") == p.watched("b") == 1 and p.delayed == 1
-        assert p.check_and_complete("a") == 0
-        op.open = True
-        assert p.check_and_complete("b") == 1
-        assert p.check_and_complete("a") == 0
-        assert op.events == ["complete"] and p.delayed == 0 and p.watched("a") == 0
-        assert not op.force_complete()
-
-    asyncio.run(body())
+async def test_check_and_complete_completes_once_and_unwatches_every_key():
+    p = DelayedOperationPurgatory[str]("t")
+    op = Gate(60_000)
+    assert not p.try_complete_else_watch(op, ["a", "b"])
+    assert p.watched("a") == p.watched("b") == 1 and p.delayed == 1
+    assert p.check_and_complete("a") == 0
+    op.open = True
+    assert p.check_and_complete("b") == 1
+    assert p.check_and_complete("a") == 0
+    assert op.events == ["complete"] and p.delayed == 0 and p.watched("a") == 0
+    assert not op.force_complete()
 
 
-def test_expiry_completes_then_calls_on_expiration():
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        op = Gate(20)
-        assert not p.try_complete_else_watch(op, ["a"])
-        for _ in range(200):
-            if op.is_completed:
-                break
-            await asyncio.sleep(0.01)
-        assert op.events == ["complete", "expired"]
-        assert p.expired_count == 1 and p.delayed == 0
-        op.open = True
-        assert p.check_and_complete("a") == 0
-
-    asyncio.run(body())
+async def test_expiry_completes_then_calls_on_expiration():
+    p = DelayedOperationPurgatory[str]("t")
+    op = Gate(20)
+    assert not p.try_complete_else_watch(op, ["a"])
+    for _ in range(200):
+        if op.is_completed:
+            break
+        await asyncio.sleep(0.01)
+    assert op.events == ["complete", "expired"]
+    assert p.expired_count == 1 and p.delayed == 0
+    op.open = True
+    assert p.check_and_complete("a") == 0
 
 
-def test_completed_operation_does_not_expire_later():
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        op = Gate(20)
-        p.try_complete_else_watch(op, ["a"])
-        op.open = True
-        p.check_and_complete("a")
-        await asyncio.sleep(0.06)
-        assert op.events == ["complete"] and p.expired_count == 0
-
-    asyncio.run(body())
+async def test_completed_operation_does_not_expire_later():
+    p = DelayedOperationPurgatory[str]("t")
+    op = Gate(20)
+    p.try_complete_else_watch(op, ["a"])
+    op.open = True
+    p.check_and_complete("a")
+    await asyncio.sleep(0.06)
+    assert op.events == ["complete"] and p.expired_count == 0
 
 
-def test_shutdown_completes_pending():
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        ops = [Gate(60_000) for _ in range(3)]
-        for i, op in enumerate(ops):
-            p.try_complete_else_watch(op, [f"k{i}", "shared"])
-        assert p.shutdown() == 3
-        assert all(op.events == ["complete"] for op in ops) and p.delayed == 0
-
-    asyncio.run(body())
+async def test_shutdown_completes_pending():
+    p = DelayedOperationPurgatory[str]("t")
+    ops = [Gate(60_000) for _ in range(3)]
+    for i, op in enumerate(ops):
+        p.try_complete_else_watch(op, [f"k{i}", "shared"])
+    assert p.shutdown() == 3
+    assert all(op.events == ["complete"] for op in ops) and p.delayed == 0
 
 
-def test_needs_a_key_and_nonnegative_delay():
-    async def body():
-        with pytest.raises(ValueError):
-            DelayedOperationPurgatory[str]("t").try_complete_else_watch(Gate(1), [])
-
-    asyncio.run(body())
+async def test_needs_a_key_and_nonnegative_delay():
+    with pytest.raises(ValueError):
+        DelayedOperationPurgatory[str]("t").try_complete_else_watch(Gate(1), [])
     with pytest.raises(ValueError):
         Gate(-1)
 
 
-def test_failing_on_complete_is_contained():
+async def test_failing_on_complete_is_contained():
     class Broken(Gate):
         def on_complete(self) -> None:
             raise RuntimeError("boom")
 
-    async def body():
-        p = DelayedOperationPurgatory[str]("t")
-        op = Broken(60_000)
-        p.try_complete_else_watch(op, ["a"])
-        op.open = True
-        assert p.check_and_complete("a") == 1
-        assert op.is_completed and p.delayed == 0
-
-    asyncio.run(body())
+    p = DelayedOperationPurgatory[str]("t")
+    op = Broken(60_000)
+    p.try_complete_else_watch(op, ["a"])
+    op.open = True
+    assert p.check_and_complete("a") == 1
+    assert op.is_completed and p.delayed == 0

@@ -8,7 +8,7 @@ import asyncio
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import iter_batches
-from kavka.replication.fetcher_manager import FetcherAssignments
+from kavka.replication.fetcher.assignments import FetcherAssignments
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
@@ -111,147 +111,123 @@ def test_stop_replica_with_delete_removes_the_log(log_manager, clock):
 
 
 # ---- produce ---------------------------------------------------------------------------------------
-def test_produce_acks_0_and_1_answer_at_once_and_bad_input(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
-        r = await rm.append_records(1000, 1, {TP: batch(2)})
-        assert r[TP].error is ErrorCode.NONE and r[TP].base_offset == 0
-        r = await rm.append_records(1000, 0, {TP: batch(1)})
-        assert r[TP].base_offset == 2
-        r = await rm.append_records(1000, 2, {TP: batch(1)})
-        assert r[TP].error is ErrorCode.INVALID_REQUIRED_ACKS
-        r = await rm.append_records(1000, 1, {TP1: batch(1), TopicPartition("__consumer_offsets", 0): batch(1)})
-        assert r[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert r[TopicPartition("__consumer_offsets", 0)].error is ErrorCode.INVALID_TOPIC_EXCEPTION
-        r = await rm.append_records(1000, 1, {TP: b"\x00" * 70})
-        assert r[TP].error is ErrorCode.CORRUPT_MESSAGE
-
-    asyncio.run(body())
+async def test_produce_acks_0_and_1_answer_at_once_and_bad_input(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+    r = await rm.append_records(1000, 1, {TP: batch(2)})
+    assert r[TP].error is ErrorCode.NONE and r[TP].base_offset == 0
+    r = await rm.append_records(1000, 0, {TP: batch(1)})
+    assert r[TP].base_offset == 2
+    r = await rm.append_records(1000, 2, {TP: batch(1)})
+    assert r[TP].error is ErrorCode.INVALID_REQUIRED_ACKS
+    r = await rm.append_records(1000, 1, {TP1: batch(1), TopicPartition("__consumer_offsets", 0): batch(1)})
+    assert r[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert r[TopicPartition("__consumer_offsets", 0)].error is ErrorCode.INVALID_TOPIC_EXCEPTION
+    r = await rm.append_records(1000, 1, {TP: b"\x00" * 70})
+    assert r[TP].error is ErrorCode.CORRUPT_MESSAGE
 
 
-def test_acks_all_waits_for_the_follower_then_succeeds(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(3)}))
-        await asyncio.sleep(0)
-        assert not produce.done() and rm.produce_purgatory.delayed == 1
-        await rm.fetch_messages(follower(2), {TP: FetchPartition(0, 1 << 20)})
-        await asyncio.sleep(0)
-        assert not produce.done()  # the follower has the records now, but the leader learns it next fetch
-        await rm.fetch_messages(follower(2), {TP: FetchPartition(3, 1 << 20)})
-        result = await asyncio.wait_for(produce, 5)
-        assert result[TP].error is ErrorCode.NONE and result[TP].base_offset == 0
-        assert rm.get_partition(TP).log.high_watermark == 3
-
-    asyncio.run(body())
+async def test_acks_all_waits_for_the_follower_then_succeeds(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(3)}))
+    await asyncio.sleep(0)
+    assert not produce.done() and rm.produce_purgatory.delayed == 1
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(0, 1 << 20)})
+    await asyncio.sleep(0)
+    assert not produce.done()  # the follower has the records now, but the leader learns it next fetch
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(3, 1 << 20)})
+    result = await asyncio.wait_for(produce, 5)
+    assert result[TP].error is ErrorCode.NONE and result[TP].base_offset == 0
+    assert rm.get_partition(TP).log.high_watermark == 3
 
 
-def test_acks_all_times_out(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        result = await asyncio.wait_for(rm.append_records(30, -1, {TP: batch(1)}), 5)
-        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 0
-        assert rm.produce_purgatory.expired_count == 1
-        result = await asyncio.wait_for(rm.append_records(-5, -1, {TP: batch(1)}), 5)  # a negative timeout: none
-        assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 1
-
-    asyncio.run(body())
+async def test_acks_all_times_out(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    result = await asyncio.wait_for(rm.append_records(30, -1, {TP: batch(1)}), 5)
+    assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 0
+    assert rm.produce_purgatory.expired_count == 1
+    result = await asyncio.wait_for(rm.append_records(-5, -1, {TP: batch(1)}), 5)  # a negative timeout: none
+    assert result[TP].error is ErrorCode.REQUEST_TIMED_OUT and result[TP].base_offset == 1
 
 
-def test_acks_all_min_insync_before_and_leadership_loss_after(log_manager, clock):
-    async def body():
-        log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2)), state(1, 0, (1, 2), tp=TP1)], LIVE)
-        r = await rm.append_records(30_000, -1, {TP: batch(1)})
-        assert r[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS
-        assert rm.get_partition(TP).log.log_end_offset == 0
-        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP1: batch(1)}))
-        await asyncio.sleep(0)
-        rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1), tp=TP1)], LIVE)
-        result = await asyncio.wait_for(produce, 5)
-        assert result[TP1].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-    asyncio.run(body())
+async def test_acks_all_min_insync_before_and_leadership_loss_after(log_manager, clock):
+    log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2)), state(1, 0, (1, 2), tp=TP1)], LIVE)
+    r = await rm.append_records(30_000, -1, {TP: batch(1)})
+    assert r[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS
+    assert rm.get_partition(TP).log.log_end_offset == 0
+    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP1: batch(1)}))
+    await asyncio.sleep(0)
+    rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1), tp=TP1)], LIVE)
+    result = await asyncio.wait_for(produce, 5)
+    assert result[TP1].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def test_acks_all_after_isr_shrinks_below_min_insync(log_manager, clock):
-    async def body():
-        log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
-        await asyncio.sleep(0)
-        clock.advance(LAG_MS + 1)
-        assert rm.maybe_shrink_isrs() == 1
-        result = await asyncio.wait_for(produce, 5)
-        assert result[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        assert rm.get_partition(TP).isr == (1,)
-
-    asyncio.run(body())
+async def test_acks_all_after_isr_shrinks_below_min_insync(log_manager, clock):
+    log_manager.update_topic_config("orders", log_config(**{"min.insync.replicas": 2}))
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+    await asyncio.sleep(0)
+    clock.advance(LAG_MS + 1)
+    assert rm.maybe_shrink_isrs() == 1
+    result = await asyncio.wait_for(produce, 5)
+    assert result[TP].error is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert rm.get_partition(TP).isr == (1,)
 
 
 # ---- ISR writes -------------------------------------------------------------------------------------
-def test_isr_expand_is_written_and_propagated(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
-        await rm.append_records(1000, 1, {TP: batch(2)})
-        await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20)})
-        await settle(rm)
-        p = rm.get_partition(TP)
-        assert p.isr == (1, 2) and p.zk_version == 1 and rm.isr_updates.expands == 1
-        writer = rm.isr_updates._writer
-        assert [(tp, s.leader_and_isr.isr) for tp, s in writer.writes] == [(TP, (1, 2))]
-        assert not await rm.isr_updates.maybe_propagate()  # within the blackout
-        clock.advance(5_000)
-        assert await rm.isr_updates.maybe_propagate()
-        assert rm.isr_updates._listener.published == [[TP]]
-
-    asyncio.run(body())
+async def test_isr_expand_is_written_and_propagated(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(2)})
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20)})
+    await settle(rm)
+    p = rm.get_partition(TP)
+    assert p.isr == (1, 2) and p.zk_version == 1 and rm.isr_updates.expands == 1
+    writer = rm.isr_updates._writer
+    assert [(tp, s.leader_and_isr.isr) for tp, s in writer.writes] == [(TP, (1, 2))]
+    assert not await rm.isr_updates.maybe_propagate()  # within the blackout
+    clock.advance(5_000)
+    assert await rm.isr_updates.maybe_propagate()
+    assert rm.isr_updates._listener.published == [[TP]]
 
 
-def test_isr_write_conflict_fences_the_old_leader(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3))], LIVE)
-        rm.isr_updates._writer.versions[TP] = 5  # the controller moved the znode on (seed 001 #3)
-        produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
-        await asyncio.sleep(0)
-        clock.advance(LAG_MS + 1)
-        rm.maybe_shrink_isrs()
-        await settle(rm)
-        p = rm.get_partition(TP)
-        assert not p.is_leader and p.isr == (1, 2, 3)
-        result = await asyncio.wait_for(produce, 5)
-        assert result[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
-        again = await rm.append_records(1000, 1, {TP: batch(1)})
-        assert again[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-    asyncio.run(body())
+async def test_isr_write_conflict_fences_the_old_leader(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3))], LIVE)
+    rm.isr_updates._writer.versions[TP] = 5  # the controller moved the znode on (seed 001 #3)
+    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+    await asyncio.sleep(0)
+    clock.advance(LAG_MS + 1)
+    rm.maybe_shrink_isrs()
+    await settle(rm)
+    p = rm.get_partition(TP)
+    assert not p.is_leader and p.isr == (1, 2, 3)
+    result = await asyncio.wait_for(produce, 5)
+    assert result[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    again = await rm.append_records(1000, 1, {TP: batch(1)})
+    assert again[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def test_isr_write_failure_is_retried(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        rm.isr_updates._writer.unreachable = True
-        clock.advance(LAG_MS + 1)
-        rm.maybe_shrink_isrs()
-        await settle(rm)
-        p = rm.get_partition(TP)
-        assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
-        rm.isr_updates._writer.unreachable = False
-        assert rm.under_replicated_partitions() == []
-        rm.maybe_shrink_isrs()
-        await settle(rm)
-        assert p.isr == (1,) and rm.isr_updates.shrinks == 1 and rm.isr_updates.expands == 0
-        assert rm.under_replicated_partitions() == [TP]
-
-    asyncio.run(body())
+async def test_isr_write_failure_is_retried(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    rm.isr_updates._writer.unreachable = True
+    clock.advance(LAG_MS + 1)
+    rm.maybe_shrink_isrs()
+    await settle(rm)
+    p = rm.get_partition(TP)
+    assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
+    rm.isr_updates._writer.unreachable = False
+    assert rm.under_replicated_partitions() == []
+    rm.maybe_shrink_isrs()
+    await settle(rm)
+    assert p.isr == (1,) and rm.isr_updates.shrinks == 1 and rm.isr_updates.expands == 0
+    assert rm.under_replicated_partitions() == [TP]
 
 
 class SilentThenAnsweringWriter(MemoryIsrZnodes):
@@ -268,111 +244,90 @@ class SilentThenAnsweringWriter(MemoryIsrZnodes):
         return await super().write_isr(tp, leader_and_isr, zk_version)
 
 
-def test_an_isr_write_without_an_answer_is_given_up_and_retried(log_manager, clock, caplog):
-    async def body():
-        rm = ReplicaManager(1, log_manager, ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, isr_write_timeout_ms=50),
-                            isr_writer=SilentThenAnsweringWriter(), isr_change_listener=RecordingIsrListener(),
-                            clock=clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        clock.advance(LAG_MS + 1)
-        assert rm.maybe_shrink_isrs() == 1
-        await asyncio.wait_for(settle(rm), 5)  # bounded by the write timeout, not for ever
-        p = rm.get_partition(TP)
-        assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
-        assert any("got no answer within 50 ms" in r.getMessage() for r in caplog.records)
-        assert rm.maybe_shrink_isrs() == 1  # the next check proposes again
-        await settle(rm)
-        assert p.isr == (1,) and p.zk_version == 1 and rm.isr_updates.shrinks == 1
-
-    asyncio.run(body())
+async def test_an_isr_write_without_an_answer_is_given_up_and_retried(log_manager, clock, caplog):
+    rm = ReplicaManager(1, log_manager, ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS, isr_write_timeout_ms=50),
+                        isr_writer=SilentThenAnsweringWriter(), isr_change_listener=RecordingIsrListener(),
+                        clock=clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    clock.advance(LAG_MS + 1)
+    assert rm.maybe_shrink_isrs() == 1
+    await asyncio.wait_for(settle(rm), 5)  # bounded by the write timeout, not for ever
+    p = rm.get_partition(TP)
+    assert p.is_leader and p.isr == (1, 2) and p.pending_isr is None
+    assert any("got no answer within 50 ms" in r.getMessage() for r in caplog.records)
+    assert rm.maybe_shrink_isrs() == 1  # the next check proposes again
+    await settle(rm)
+    assert p.isr == (1,) and p.zk_version == 1 and rm.isr_updates.shrinks == 1
 
 
 # ---- fetch --------------------------------------------------------------------------------------------
-def test_delayed_fetch_completes_on_append_and_on_timeout(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
-        waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
-        await asyncio.sleep(0)
-        assert not waiting.done() and rm.fetch_purgatory.delayed == 1
-        await rm.append_records(1000, 1, {TP: batch(2)})
-        data = await asyncio.wait_for(waiting, 5)
-        assert [h.last_offset for _, h in iter_batches(data[TP].records)] == [1]
-        assert data[TP].high_watermark == 2
-        empty = await asyncio.wait_for(rm.fetch_messages(consumer(30), {TP: FetchPartition(2, 1 << 20)}), 5)
-        assert empty[TP].error is ErrorCode.NONE and empty[TP].records == b""
-
-    asyncio.run(body())
+async def test_delayed_fetch_completes_on_append_and_on_timeout(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+    waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
+    await asyncio.sleep(0)
+    assert not waiting.done() and rm.fetch_purgatory.delayed == 1
+    await rm.append_records(1000, 1, {TP: batch(2)})
+    data = await asyncio.wait_for(waiting, 5)
+    assert [h.last_offset for _, h in iter_batches(data[TP].records)] == [1]
+    assert data[TP].high_watermark == 2
+    empty = await asyncio.wait_for(rm.fetch_messages(consumer(30), {TP: FetchPartition(2, 1 << 20)}), 5)
+    assert empty[TP].error is ErrorCode.NONE and empty[TP].records == b""
 
 
-def test_delayed_fetch_answers_on_leadership_change(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
-        waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
-        await asyncio.sleep(0)
-        rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1))], LIVE)
-        data = await asyncio.wait_for(waiting, 5)
-        assert data[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-    asyncio.run(body())
+async def test_delayed_fetch_answers_on_leadership_change(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2))], LIVE)
+    waiting = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
+    await asyncio.sleep(0)
+    rm.become_leader_or_follower(0, 1, [state(2, 1, (2, 1))], LIVE)
+    data = await asyncio.wait_for(waiting, 5)
+    assert data[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def test_consumer_fetch_between_hw_and_leo_is_empty_and_beyond_is_out_of_range(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        await rm.append_records(1000, 1, {TP: batch(4)})
-        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(2, 1 << 20)})
-        assert data[TP].error is ErrorCode.NONE and data[TP].records == b"" and data[TP].high_watermark == 0
-        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(9, 1 << 20), TP1: FetchPartition(0, 10)})
-        assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
-        assert data[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
-    asyncio.run(body())
+async def test_consumer_fetch_between_hw_and_leo_is_empty_and_beyond_is_out_of_range(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(4)})
+    data = await rm.fetch_messages(consumer(), {TP: FetchPartition(2, 1 << 20)})
+    assert data[TP].error is ErrorCode.NONE and data[TP].records == b"" and data[TP].high_watermark == 0
+    data = await rm.fetch_messages(consumer(), {TP: FetchPartition(9, 1 << 20), TP1: FetchPartition(0, 10)})
+    assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
+    assert data[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_request_max_bytes_spreads_over_partitions(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,)), state(1, 0, (1,), tp=TP1)], LIVE)
-        await rm.append_records(1000, 1, {TP: batch(1, b"x" * 500), TP1: batch(1, b"y" * 500)})
-        params = FetchParams(-1, 0, 1, 100, FetchIsolation.HIGH_WATERMARK)
-        data = await rm.fetch_messages(params, {TP: FetchPartition(0, 100), TP1: FetchPartition(0, 100)})
-        assert len(data[TP].records) > 500  # the first batch whole (KIP-74)
-        assert data[TP1].records == b""  # nothing left of the request's max_bytes
-
-    asyncio.run(body())
+async def test_request_max_bytes_spreads_over_partitions(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,)), state(1, 0, (1,), tp=TP1)], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(1, b"x" * 500), TP1: batch(1, b"y" * 500)})
+    params = FetchParams(-1, 0, 1, 100, FetchIsolation.HIGH_WATERMARK)
+    data = await rm.fetch_messages(params, {TP: FetchPartition(0, 100), TP1: FetchPartition(0, 100)})
+    assert len(data[TP].records) > 500  # the first batch whole (KIP-74)
+    assert data[TP1].records == b""  # nothing left of the request's max_bytes
 
 
-def test_offsets_and_delete_records(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
-        await rm.append_records(1000, 1, {TP: batch(3)})
-        await rm.append_records(1000, 1, {TP: batch(3)})
-        assert rm.fetch_offset_for_timestamp(TP, LATEST_TIMESTAMP, FetchIsolation.HIGH_WATERMARK).offset == 6
-        assert rm.last_offset_for_leader_epoch(TP, 0, 0).end_offset == 6
-        deleted = rm.delete_records({TP: 3, TP1: 0})
-        assert deleted[TP].error is ErrorCode.NONE and deleted[TP].low_watermark == 3
-        assert deleted[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        assert rm.delete_records({TP: 99})[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
-        data = await rm.fetch_messages(consumer(), {TP: FetchPartition(0, 1 << 20)})
-        assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE and data[TP].log_start_offset == 3
-
-    asyncio.run(body())
+async def test_offsets_and_delete_records(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(3)})
+    await rm.append_records(1000, 1, {TP: batch(3)})
+    assert rm.fetch_offset_for_timestamp(TP, LATEST_TIMESTAMP, FetchIsolation.HIGH_WATERMARK).offset == 6
+    assert rm.last_offset_for_leader_epoch(TP, 0, 0).end_offset == 6
+    deleted = rm.delete_records({TP: 3, TP1: 0})
+    assert deleted[TP].error is ErrorCode.NONE and deleted[TP].low_watermark == 3
+    assert deleted[TP1].error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert rm.delete_records({TP: 99})[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE
+    data = await rm.fetch_messages(consumer(), {TP: FetchPartition(0, 1 << 20)})
+    assert data[TP].error is ErrorCode.OFFSET_OUT_OF_RANGE and data[TP].log_start_offset == 3
 
 
-def test_background_tasks_start_and_shutdown_answers_waiters(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock)
-        rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-        rm.start()
-        produce = asyncio.ensure_future(rm.append_records(60_000, -1, {TP: batch(1)}))
-        fetch = asyncio.ensure_future(rm.fetch_messages(consumer(60_000, 10_000), {TP: FetchPartition(0, 1 << 20)}))
-        await asyncio.sleep(0)
-        await rm.shutdown()
-        assert (await produce)[TP].error is ErrorCode.REQUEST_TIMED_OUT
-        assert (await fetch)[TP].error is ErrorCode.NONE
-
-    asyncio.run(body())
+async def test_background_tasks_start_and_shutdown_answers_waiters(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
+    rm.start()
+    produce = asyncio.ensure_future(rm.append_records(60_000, -1, {TP: batch(1)}))
+    fetch = asyncio.ensure_future(rm.fetch_messages(consumer(60_000, 10_000), {TP: FetchPartition(0, 1 << 20)}))
+    await asyncio.sleep(0)
+    await rm.shutdown()
+    assert (await produce)[TP].error is ErrorCode.REQUEST_TIMED_OUT
+    assert (await fetch)[TP].error is ErrorCode.NONE

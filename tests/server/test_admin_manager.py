@@ -42,52 +42,40 @@ def _admin(store) -> AdminManager:
                         default_replication_factor=2, auto_create_timeout_s=TIMEOUT_S)
 
 
-def test_auto_create_writes_the_topic_and_answers_leader_not_available():
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        admin = _admin(store)
-        assert await admin.auto_create(["new"]) == {"new": ErrorCode.LEADER_NOT_AVAILABLE}
-        assert await admin.zk.get_topic("new") is not None
-        # Asked again before the leaders are elected: the topic exists.
-        assert await admin.auto_create(["new"]) == {"new": ErrorCode.LEADER_NOT_AVAILABLE}
-
-    asyncio.run(body())
+async def test_auto_create_writes_the_topic_and_answers_leader_not_available():
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    admin = _admin(store)
+    assert await admin.auto_create(["new"]) == {"new": ErrorCode.LEADER_NOT_AVAILABLE}
+    assert await admin.zk.get_topic("new") is not None
+    # Asked again before the leaders are elected: the topic exists.
+    assert await admin.auto_create(["new"]) == {"new": ErrorCode.LEADER_NOT_AVAILABLE}
 
 
-def test_a_topic_that_cannot_be_created_is_unknown():
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
-                             default_replication_factor=3, auto_create_timeout_s=TIMEOUT_S)
-        assert await admin.auto_create(["t"]) == {"t": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-
-    asyncio.run(body())
+async def test_a_topic_that_cannot_be_created_is_unknown():
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
+                         default_replication_factor=3, auto_create_timeout_s=TIMEOUT_S)
+    assert await admin.auto_create(["t"]) == {"t": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
-def test_a_hung_zookeeper_costs_a_retriable_error_within_the_bound():
-    async def body():
-        store = HungZkStore(InMemoryZooKeeper())
-        await store.start()
-        admin = _admin(store)
-        # The outer bound only stops this test from hanging if the fix regresses.
-        answers = await asyncio.wait_for(admin.auto_create(["a", "b"]), 30 * TIMEOUT_S)
-        assert answers == {"a": ErrorCode.LEADER_NOT_AVAILABLE, "b": ErrorCode.LEADER_NOT_AVAILABLE}
-        assert store.calls >= 1  # it did ask ZooKeeper
-        # ZooKeeper recovers: the next Metadata creates the topic.
-        store.release.set()
-        assert await admin.auto_create(["a"]) == {"a": ErrorCode.LEADER_NOT_AVAILABLE}
-        assert await admin.zk.get_topic("a") is not None
-
-    asyncio.run(body())
+async def test_a_hung_zookeeper_costs_a_retriable_error_within_the_bound():
+    store = HungZkStore(InMemoryZooKeeper())
+    await store.start()
+    admin = _admin(store)
+    # The outer bound only stops this test from hanging if the fix regresses.
+    answers = await asyncio.wait_for(admin.auto_create(["a", "b"]), 30 * TIMEOUT_S)
+    assert answers == {"a": ErrorCode.LEADER_NOT_AVAILABLE, "b": ErrorCode.LEADER_NOT_AVAILABLE}
+    assert store.calls >= 1  # it did ask ZooKeeper
+    # ZooKeeper recovers: the next Metadata creates the topic.
+    store.release.set()
+    assert await admin.auto_create(["a"]) == {"a": ErrorCode.LEADER_NOT_AVAILABLE}
+    assert await admin.zk.get_topic("a") is not None
 
 
-def test_a_disconnected_zookeeper_costs_a_retriable_error():
-    async def body():
-        store = InMemoryZkStore(InMemoryZooKeeper())
-        await store.start()
-        store.disconnect()
-        assert await _admin(store).auto_create(["a"]) == {"a": ErrorCode.LEADER_NOT_AVAILABLE}
-
-    asyncio.run(body())
+async def test_a_disconnected_zookeeper_costs_a_retriable_error():
+    store = InMemoryZkStore(InMemoryZooKeeper())
+    await store.start()
+    store.disconnect()
+    assert await _admin(store).auto_create(["a"]) == {"a": ErrorCode.LEADER_NOT_AVAILABLE}

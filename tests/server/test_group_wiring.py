@@ -63,43 +63,39 @@ CONFIG = {"offsets.topic.replication.factor": 3, "offsets.topic.num.partitions":
           "offsets.topic.segment.bytes": 1 << 20}
 
 
-def test_offsets_topic_is_created_once_enough_brokers_live():
-    async def body():
-        coordinator = GroupCoordinator(0, GroupConfig(num_partitions=4), NoLog())
-        cache, admin = FakeCache(live=2), FakeAdmin()
-        topic = OffsetsTopic(coordinator, cache, admin, CONFIG)
-        assert (await topic.coordinator_for("g", "PLAINTEXT"))[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
-        await asyncio.sleep(0)
-        assert admin.created == []  # two live brokers, RF 3: nothing created
-        cache.live = 3
-        assert (await topic.coordinator_for("g", "PLAINTEXT"))[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
-        await asyncio.sleep(0)
-        [t] = admin.created
-        assert (t.name, t.num_partitions, t.replication_factor, t.configs["cleanup.policy"]) == (
-            TOPIC, 4, 3, "compact")
-        cache.leaders = {p: p % 3 for p in range(4)}
-        code, node, endpoint = await topic.coordinator_for("g", "PLAINTEXT")
-        expected = partition_for("g", 4) % 3
-        assert (code, node, endpoint.port) == (ErrorCode.NONE, expected, 9000 + expected)
-    asyncio.run(body())
+async def test_offsets_topic_is_created_once_enough_brokers_live():
+    coordinator = GroupCoordinator(0, GroupConfig(num_partitions=4), NoLog())
+    cache, admin = FakeCache(live=2), FakeAdmin()
+    topic = OffsetsTopic(coordinator, cache, admin, CONFIG)
+    assert (await topic.coordinator_for("g", "PLAINTEXT"))[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    await asyncio.sleep(0)
+    assert admin.created == []  # two live brokers, RF 3: nothing created
+    cache.live = 3
+    assert (await topic.coordinator_for("g", "PLAINTEXT"))[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    await asyncio.sleep(0)
+    [t] = admin.created
+    assert (t.name, t.num_partitions, t.replication_factor, t.configs["cleanup.policy"]) == (
+        TOPIC, 4, 3, "compact")
+    cache.leaders = {p: p % 3 for p in range(4)}
+    code, node, endpoint = await topic.coordinator_for("g", "PLAINTEXT")
+    expected = partition_for("g", 4) % 3
+    assert (code, node, endpoint.port) == (ErrorCode.NONE, expected, 9000 + expected)
 
 
-def test_leadership_and_stop_replica_load_and_unload():
-    async def body():
-        c = GroupCoordinator(1, GroupConfig(num_partitions=4), NoLog())
-        lead = PartitionState(TOPIC, 2, 1, 1, 5, (1,), 0, (1,))
-        follow = PartitionState(TOPIC, 3, 1, 0, 5, (0, 1), 0, (0, 1))
-        other = PartitionState("orders", 0, 1, 1, 5, (1,), 0, (1,))
-        leadership_changed(c, 1, [lead, follow, other], {})
-        await asyncio.sleep(0.05)
-        assert c.owned == {2}
-        leadership_changed(c, 1, [PartitionState(TOPIC, 2, 1, 0, 6, (0, 1), 0, (0, 1))], {})
-        assert c.owned == set()
-        leadership_changed(c, 1, [PartitionState(TOPIC, 1, 1, 1, 7, (1,), 0, (1,))],
-                           {TopicPartition(TOPIC, 1): int(ErrorCode.STALE_CONTROLLER_EPOCH)})
-        assert not c.loading and not c.owned  # a refused entry changes nothing
-        leadership_changed(c, 1, [lead], {})
-        await asyncio.sleep(0.05)
-        replicas_stopped(c, [TopicPartition(TOPIC, 2)])
-        assert c.owned == set()
-    asyncio.run(body())
+async def test_leadership_and_stop_replica_load_and_unload():
+    c = GroupCoordinator(1, GroupConfig(num_partitions=4), NoLog())
+    lead = PartitionState(TOPIC, 2, 1, 1, 5, (1,), 0, (1,))
+    follow = PartitionState(TOPIC, 3, 1, 0, 5, (0, 1), 0, (0, 1))
+    other = PartitionState("orders", 0, 1, 1, 5, (1,), 0, (1,))
+    leadership_changed(c, 1, [lead, follow, other], {})
+    await asyncio.sleep(0.05)
+    assert c.owned == {2}
+    leadership_changed(c, 1, [PartitionState(TOPIC, 2, 1, 0, 6, (0, 1), 0, (0, 1))], {})
+    assert c.owned == set()
+    leadership_changed(c, 1, [PartitionState(TOPIC, 1, 1, 1, 7, (1,), 0, (1,))],
+                       {TopicPartition(TOPIC, 1): int(ErrorCode.STALE_CONTROLLER_EPOCH)})
+    assert not c.loading and not c.owned  # a refused entry changes nothing
+    leadership_changed(c, 1, [lead], {})
+    await asyncio.sleep(0.05)
+    replicas_stopped(c, [TopicPartition(TOPIC, 2)])
+    assert c.owned == set()

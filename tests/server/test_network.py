@@ -19,11 +19,8 @@ from kavka.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, Met
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
 
 LIMIT = 20.0  # a bound on a hung test, not a speed requirement
+pytestmark = pytest.mark.async_timeout(LIMIT)
 API_VERSIONS, METADATA = 18, 3
-
-
-def run(coro, limit: float = LIMIT):
-    return asyncio.run(asyncio.wait_for(coro, limit))
 
 
 class Client:
@@ -73,71 +70,65 @@ def versions_handler(calls: list[int] | None = None, api_keys: int = 1):
     return handle
 
 
-def test_responses_leave_in_request_order_even_when_handlers_finish_out_of_order():
-    async def body():
-        d = Dispatcher()
-        release: dict[int, asyncio.Future] = {}
+async def test_responses_leave_in_request_order_even_when_handlers_finish_out_of_order():
+    d = Dispatcher()
+    release: dict[int, asyncio.Future] = {}
 
-        async def slow_metadata(ctx, req):
-            fut = asyncio.get_running_loop().create_future()
-            release[ctx.header.correlation_id] = fut
-            return fut  # an awaitable: a delayed response (like a parked Fetch)
+    async def slow_metadata(ctx, req):
+        fut = asyncio.get_running_loop().create_future()
+        release[ctx.header.correlation_id] = fut
+        return fut  # an awaitable: a delayed response (like a parked Fetch)
 
-        d.register(METADATA, slow_metadata, 0, 12)
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        server, addr = await start(d)
-        c = await Client.connect(addr)
-        c.send_request(MetadataRequest(topics=[]), 9, 1)
-        c.send_request(ApiVersionsRequest(), 3, 2)
-        c.send_request(MetadataRequest(topics=[]), 9, 3)
-        while len(release) < 2:
-            await asyncio.sleep(0.01)
-        release[3].set_result(MetadataResponse(controller_id=3))
-        release[1].set_result(MetadataResponse(controller_id=1))
-        got = [(await c.read_response(METADATA, 9))[0].correlation_id,
-               (await c.read_response(API_VERSIONS, 3))[0].correlation_id,
-               (await c.read_response(METADATA, 9))[0].correlation_id]
-        assert got == [1, 2, 3]
-        c.close()
-        await server.stop()
-    run(body())
+    d.register(METADATA, slow_metadata, 0, 12)
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    server, addr = await start(d)
+    c = await Client.connect(addr)
+    c.send_request(MetadataRequest(topics=[]), 9, 1)
+    c.send_request(ApiVersionsRequest(), 3, 2)
+    c.send_request(MetadataRequest(topics=[]), 9, 3)
+    while len(release) < 2:
+        await asyncio.sleep(0.01)
+    release[3].set_result(MetadataResponse(controller_id=3))
+    release[1].set_result(MetadataResponse(controller_id=1))
+    got = [(await c.read_response(METADATA, 9))[0].correlation_id,
+           (await c.read_response(API_VERSIONS, 3))[0].correlation_id,
+           (await c.read_response(METADATA, 9))[0].correlation_id]
+    assert got == [1, 2, 3]
+    c.close()
+    await server.stop()
 
 
-def test_a_handler_returning_none_sends_nothing_and_the_next_response_follows():
-    async def body():
-        d = Dispatcher()
+async def test_a_handler_returning_none_sends_nothing_and_the_next_response_follows():
+    d = Dispatcher()
 
-        async def no_response(ctx, req):
-            return None  # Produce with acks=0
+    async def no_response(ctx, req):
+        return None  # Produce with acks=0
 
-        d.register(METADATA, no_response, 0, 12)
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        server, addr = await start(d)
-        c = await Client.connect(addr)
-        c.send_request(MetadataRequest(topics=[]), 9, 1)
-        c.send_request(ApiVersionsRequest(), 3, 2)
-        header, _ = await c.read_response(API_VERSIONS, 3)
-        assert header.correlation_id == 2
-        c.close()
-        await server.stop()
-    run(body())
+    d.register(METADATA, no_response, 0, 12)
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    server, addr = await start(d)
+    c = await Client.connect(addr)
+    c.send_request(MetadataRequest(topics=[]), 9, 1)
+    c.send_request(ApiVersionsRequest(), 3, 2)
+    header, _ = await c.read_response(API_VERSIONS, 3)
+    assert header.correlation_id == 2
+    c.close()
+    await server.stop()
 
 
-def test_unknown_api_versions_version_gets_kip_511_answer_at_v0():
-    async def body():
-        d = Dispatcher()
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        server, addr = await start(d)
-        c = await Client.connect(addr)
-        c.writer.write(frame(struct.pack(">hhih", API_VERSIONS, 42, 9, 4) + b"test" + b"\x00" * 4))
-        header, resp = await c.read_response(API_VERSIONS, 0)
-        assert header.correlation_id == 9 and resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(API_VERSIONS, 0, 3)]
-        c.send_request(ApiVersionsRequest(), 3, 10)  # still usable
-        assert (await c.read_response(API_VERSIONS, 3))[0].correlation_id == 10
-        c.close()
-        await server.stop()
-    run(body())
+async def test_unknown_api_versions_version_gets_kip_511_answer_at_v0():
+    d = Dispatcher()
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    server, addr = await start(d)
+    c = await Client.connect(addr)
+    c.writer.write(frame(struct.pack(">hhih", API_VERSIONS, 42, 9, 4) + b"test" + b"\x00" * 4))
+    header, resp = await c.read_response(API_VERSIONS, 0)
+    assert header.correlation_id == 9 and resp.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(API_VERSIONS, 0, 3)]
+    c.send_request(ApiVersionsRequest(), 3, 10)  # still usable
+    assert (await c.read_response(API_VERSIONS, 3))[0].correlation_id == 10
+    c.close()
+    await server.stop()
 
 
 @pytest.mark.parametrize("what, data", [
@@ -149,102 +140,95 @@ def test_unknown_api_versions_version_gets_kip_511_answer_at_v0():
     ("a negative frame size", b"\xff\xff\xff\xf0"),
     ("a frame over the limit", struct.pack(">i", (1 << 20) + 1)),
 ])
-def test_bad_requests_close_only_their_connection(what, data):
-    async def body():
-        d = Dispatcher()
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        if "does not serve" not in what:
-            d.register(METADATA, versions_handler(), 0, 0)  # v0 only
-        server, addr = await start(d, max_request_size=1 << 20)
-        bystander = await Client.connect(addr)
-        bad = await Client.connect(addr)
-        bad.writer.write(data)
-        assert await bad.closed(), what
-        bystander.send_request(ApiVersionsRequest(), 3, 1)
-        assert (await bystander.read_response(API_VERSIONS, 3))[0].correlation_id == 1
-        bystander.close()
-        bad.close()
-        await server.stop()
-    run(body())
+async def test_bad_requests_close_only_their_connection(what, data):
+    d = Dispatcher()
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    if "does not serve" not in what:
+        d.register(METADATA, versions_handler(), 0, 0)  # v0 only
+    server, addr = await start(d, max_request_size=1 << 20)
+    bystander = await Client.connect(addr)
+    bad = await Client.connect(addr)
+    bad.writer.write(data)
+    assert await bad.closed(), what
+    bystander.send_request(ApiVersionsRequest(), 3, 1)
+    assert (await bystander.read_response(API_VERSIONS, 3))[0].correlation_id == 1
+    bystander.close()
+    bad.close()
+    await server.stop()
 
 
-def test_a_failing_handler_closes_its_connection_only():
-    async def body():
-        d = Dispatcher()
+async def test_a_failing_handler_closes_its_connection_only():
+    d = Dispatcher()
 
-        async def broken(ctx, req):
-            raise RuntimeError("handler bug")
+    async def broken(ctx, req):
+        raise RuntimeError("handler bug")
 
-        d.register(METADATA, broken, 0, 12)
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        server, addr = await start(d)
-        a, b = await Client.connect(addr), await Client.connect(addr)
-        a.send_request(MetadataRequest(topics=[]), 9, 1)
-        assert await a.closed()
-        b.send_request(ApiVersionsRequest(), 3, 2)
-        assert (await b.read_response(API_VERSIONS, 3))[0].correlation_id == 2
-        a.close()
-        b.close()
-        await server.stop()
-    run(body())
+    d.register(METADATA, broken, 0, 12)
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    server, addr = await start(d)
+    a, b = await Client.connect(addr), await Client.connect(addr)
+    a.send_request(MetadataRequest(topics=[]), 9, 1)
+    assert await a.closed()
+    b.send_request(ApiVersionsRequest(), 3, 2)
+    assert (await b.read_response(API_VERSIONS, 3))[0].correlation_id == 2
+    a.close()
+    b.close()
+    await server.stop()
 
 
-def test_idle_connections_are_swept_but_not_those_waiting_for_a_response():
-    async def body():
-        d = Dispatcher()
-        parked: list[asyncio.Future] = []
+async def test_idle_connections_are_swept_but_not_those_waiting_for_a_response():
+    d = Dispatcher()
+    parked: list[asyncio.Future] = []
 
-        async def long_poll(ctx, req):
-            fut = asyncio.get_running_loop().create_future()
-            parked.append(fut)
-            return fut
+    async def long_poll(ctx, req):
+        fut = asyncio.get_running_loop().create_future()
+        parked.append(fut)
+        return fut
 
-        d.register(METADATA, long_poll, 0, 12)
-        d.register(API_VERSIONS, versions_handler(), 0, 3)
-        server, addr = await start(d, connections_max_idle_ms=200)
-        idle, waiting = await Client.connect(addr), await Client.connect(addr)
-        idle.send_request(ApiVersionsRequest(), 3, 1)
-        await idle.read_response(API_VERSIONS, 3)
-        waiting.send_request(MetadataRequest(topics=[]), 9, 2)
-        assert await idle.closed(timeout=5)
-        await asyncio.sleep(0.5)  # well past the idle limit, with a request in flight
-        parked[0].set_result(MetadataResponse())
-        assert (await waiting.read_response(METADATA, 9))[0].correlation_id == 2
-        assert len(server.connections) == 1  # then it is idle in turn
-        assert await waiting.closed(timeout=5)
-        idle.close()
-        waiting.close()
-        await server.stop()
-    run(body())
+    d.register(METADATA, long_poll, 0, 12)
+    d.register(API_VERSIONS, versions_handler(), 0, 3)
+    server, addr = await start(d, connections_max_idle_ms=200)
+    idle, waiting = await Client.connect(addr), await Client.connect(addr)
+    idle.send_request(ApiVersionsRequest(), 3, 1)
+    await idle.read_response(API_VERSIONS, 3)
+    waiting.send_request(MetadataRequest(topics=[]), 9, 2)
+    assert await idle.closed(timeout=5)
+    await asyncio.sleep(0.5)  # well past the idle limit, with a request in flight
+    parked[0].set_result(MetadataResponse())
+    assert (await waiting.read_response(METADATA, 9))[0].correlation_id == 2
+    assert len(server.connections) == 1  # then it is idle in turn
+    assert await waiting.closed(timeout=5)
+    idle.close()
+    waiting.close()
+    await server.stop()
 
 
-def test_a_client_that_never_reads_cannot_make_the_server_build_every_response():
+@pytest.mark.async_timeout(120.0)
+async def test_a_client_that_never_reads_cannot_make_the_server_build_every_response():
     """Kafka mutes a channel until its response is sent; Kavka pipelines,
     but with a bound: once the socket's write buffer is full and the
     responses queued for it reach ``max_queued_requests``, it stops handling
     (and then reading) that connection's requests."""
-    async def body():
-        d = Dispatcher()
-        calls: list[int] = []
-        d.register(API_VERSIONS, versions_handler(calls, api_keys=20_000), 0, 3)  # 140 KB responses
-        server, addr = await start(d, max_queued_requests=16)
-        c = await Client.connect(addr)
-        n = 400
-        for i in range(n):
-            c.send_request(ApiVersionsRequest(), 3, i)
-        await c.writer.drain()
-        settled, last = 0, -1
-        while settled < 5:  # until the handler count stops moving
-            await asyncio.sleep(0.1)
-            settled = settled + 1 if len(calls) == last else 0
-            last = len(calls)
-        assert len(calls) < n // 2, f"{len(calls)} responses built for a client that reads none"
-        for i in range(n):  # reading lets the rest through, in order
-            (correlation_id,) = struct.unpack_from(">i", await c.read_frame())
-            assert correlation_id == i
-        assert calls == list(range(n))
-        c.close()
-        await server.stop()
+    d = Dispatcher()
+    calls: list[int] = []
+    d.register(API_VERSIONS, versions_handler(calls, api_keys=20_000), 0, 3)  # 140 KB responses
+    server, addr = await start(d, max_queued_requests=16)
+    c = await Client.connect(addr)
+    n = 400
+    for i in range(n):
+        c.send_request(ApiVersionsRequest(), 3, i)
+    await c.writer.drain()
+    settled, last = 0, -1
+    while settled < 5:  # until the handler count stops moving
+        await asyncio.sleep(0.1)
+        settled = settled + 1 if len(calls) == last else 0
+        last = len(calls)
+    assert len(calls) < n // 2, f"{len(calls)} responses built for a client that reads none"
+    for i in range(n):  # reading lets the rest through, in order
+        (correlation_id,) = struct.unpack_from(">i", await c.read_frame())
+        assert correlation_id == i
+    assert calls == list(range(n))
+    c.close()
+    await server.stop()
     # Builds and sends 400 responses of 140 KB (56 MB) in Python: ~6 s on a
     # quiet machine, several times that on a loaded one.
-    run(body(), limit=120.0)

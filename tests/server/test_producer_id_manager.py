@@ -28,15 +28,11 @@ class FakeZk:
         return self.latest
 
 
-def test_ids_come_from_claimed_blocks_and_never_repeat():
-    async def run():
-        zk = FakeZk()
-        a, b = ProducerIdManager(1, zk.claim), ProducerIdManager(2, zk.claim)
-        ids_a = await asyncio.gather(*(a.generate_producer_id() for _ in range(1500)))
-        ids_b = [await b.generate_producer_id() for _ in range(10)]
-        return zk, ids_a, ids_b, a
-
-    zk, ids_a, ids_b, a = asyncio.run(run())
+async def test_ids_come_from_claimed_blocks_and_never_repeat():
+    zk = FakeZk()
+    a, b = ProducerIdManager(1, zk.claim), ProducerIdManager(2, zk.claim)
+    ids_a = await asyncio.gather(*(a.generate_producer_id() for _ in range(1500)))
+    ids_b = [await b.generate_producer_id() for _ in range(10)]
     assert ids_a == list(range(1500)) and zk.claims == 3  # blocks [0,999], [1000,1999]; b got [2000,2999]
     assert ids_b == list(range(2000, 2010))
     assert a.current_block.block_end == 1999

@@ -23,6 +23,7 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 LIMIT = 20.0
+pytestmark = pytest.mark.async_timeout(LIMIT)
 TP = TopicPartition("out", 0)
 R = WriteTxnMarkersResponse
 
@@ -82,10 +83,6 @@ def closed_port() -> int:
     return port
 
 
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, LIMIT))
-
-
 def writer(cache, **kw) -> BrokerMarkerWriter:
     return BrokerMarkerWriter(cache, "PLAINTEXT", retry_backoff_ms=5, max_retry_backoff_ms=20, **kw)
 
@@ -94,76 +91,66 @@ async def write(w: BrokerMarkerWriter, still_owner=lambda: True) -> None:
     await w.write_markers(42, 3, True, 7, frozenset({TP}), still_owner)
 
 
-def test_refused_connection_then_leader_moves_then_not_leader():
-    async def body():
-        cache, leader = FakeCache(), Leader([ErrorCode.NOT_LEADER_OR_FOLLOWER] * 2)
-        cache.add(1, closed_port())
-        cache.add(2, await leader.start())
-        cache.leaders[TP] = 1
-        task = asyncio.create_task(write(writer(cache)))
-        await asyncio.sleep(0.1)
-        assert not task.done()  # broker 1 refuses: still retrying
-        cache.leaders[TP] = 2  # the controller elected broker 2
-        await task
-        assert len(leader.calls) == 3
-        m = leader.calls[-1].markers[0]
-        assert (m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch) == (42, 3, True, 7)
-    run(body())
+async def test_refused_connection_then_leader_moves_then_not_leader():
+    cache, leader = FakeCache(), Leader([ErrorCode.NOT_LEADER_OR_FOLLOWER] * 2)
+    cache.add(1, closed_port())
+    cache.add(2, await leader.start())
+    cache.leaders[TP] = 1
+    task = asyncio.create_task(write(writer(cache)))
+    await asyncio.sleep(0.1)
+    assert not task.done()  # broker 1 refuses: still retrying
+    cache.leaders[TP] = 2  # the controller elected broker 2
+    await task
+    assert len(leader.calls) == 3
+    m = leader.calls[-1].markers[0]
+    assert (m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch) == (42, 3, True, 7)
 
 
-def test_leader_not_answering_times_out_and_is_retried():
-    async def body():
-        cache, silent, good = FakeCache(), Leader(hang=True), Leader()
-        cache.add(1, await silent.start())
-        cache.add(2, await good.start())
-        cache.leaders[TP] = 1
-        task = asyncio.create_task(write(writer(cache, request_timeout_ms=100)))
-        while len(silent.calls) < 2:  # timed out once at least, and asked again
-            await asyncio.sleep(0.02)
-        cache.leaders[TP] = 2
-        await task
-        assert len(good.calls) == 1
-    run(body())
+async def test_leader_not_answering_times_out_and_is_retried():
+    cache, silent, good = FakeCache(), Leader(hang=True), Leader()
+    cache.add(1, await silent.start())
+    cache.add(2, await good.start())
+    cache.leaders[TP] = 1
+    task = asyncio.create_task(write(writer(cache, request_timeout_ms=100)))
+    while len(silent.calls) < 2:  # timed out once at least, and asked again
+        await asyncio.sleep(0.02)
+    cache.leaders[TP] = 2
+    await task
+    assert len(good.calls) == 1
 
 
-def test_no_leader_or_dead_leader_waits_for_one():
-    async def body():
-        cache, leader = FakeCache(), Leader()
-        port = await leader.start()
-        cache.leaders[TP] = -1
-        task = asyncio.create_task(write(writer(cache)))
-        await asyncio.sleep(0.05)
-        cache.leaders[TP] = 3  # not among the live brokers yet
-        await asyncio.sleep(0.05)
-        assert not task.done() and leader.calls == []
-        cache.add(3, port)
-        await task
-        assert len(leader.calls) == 1
-    run(body())
+async def test_no_leader_or_dead_leader_waits_for_one():
+    cache, leader = FakeCache(), Leader()
+    port = await leader.start()
+    cache.leaders[TP] = -1
+    task = asyncio.create_task(write(writer(cache)))
+    await asyncio.sleep(0.05)
+    cache.leaders[TP] = 3  # not among the live brokers yet
+    await asyncio.sleep(0.05)
+    assert not task.done() and leader.calls == []
+    cache.add(3, port)
+    await task
+    assert len(leader.calls) == 1
 
 
-def test_deleted_topic_ends_delivery_and_losing_ownership_stops_it():
-    async def body():
-        cache = FakeCache()
-        cache.add(1, closed_port())
-        cache.leaders[TP] = 1
-        owner = [True]
-        task = asyncio.create_task(write(writer(cache), lambda: owner[0]))
-        await asyncio.sleep(0.05)
-        owner[0] = False
-        await task  # returns: the next coordinator takes over
-        task = asyncio.create_task(write(writer(cache)))
-        await asyncio.sleep(0.05)
-        del cache.leaders[TP]  # topic deleted
-        await task
-    run(body())
+async def test_deleted_topic_ends_delivery_and_losing_ownership_stops_it():
+    cache = FakeCache()
+    cache.add(1, closed_port())
+    cache.leaders[TP] = 1
+    owner = [True]
+    task = asyncio.create_task(write(writer(cache), lambda: owner[0]))
+    await asyncio.sleep(0.05)
+    owner[0] = False
+    await task  # returns: the next coordinator takes over
+    task = asyncio.create_task(write(writer(cache)))
+    await asyncio.sleep(0.05)
+    del cache.leaders[TP]  # topic deleted
+    await task
 
 
-def test_fenced_coordinator_raises():
-    async def body():
-        cache, leader = FakeCache(), Leader([ErrorCode.TRANSACTION_COORDINATOR_FENCED])
-        cache.add(1, await leader.start())
-        cache.leaders[TP] = 1
-        with pytest.raises(CoordinatorFencedError):
-            await write(writer(cache))
-    run(body())
+async def test_fenced_coordinator_raises():
+    cache, leader = FakeCache(), Leader([ErrorCode.TRANSACTION_COORDINATOR_FENCED])
+    cache.add(1, await leader.start())
+    cache.leaders[TP] = 1
+    with pytest.raises(CoordinatorFencedError):
+        await write(writer(cache))

@@ -5,7 +5,6 @@ and a new coordinator resuming a transaction's markers after failover."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 
 import pytest
@@ -72,14 +71,6 @@ async def settle(c: TransactionCoordinator) -> None:
     raise AssertionError(f"still pending: {c.pending}")
 
 
-def on_loop(fn):
-    """Run the async test body on a fresh event loop (no asyncio plugin here)."""
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        asyncio.run(fn(*args, **kwargs))
-    return run
-
-
 def test_partition_for_matches_group_hash():
     from kavka.group.state import partition_for as group_partition_for
 
@@ -87,7 +78,6 @@ def test_partition_for_matches_group_hash():
         assert partition_for(s, 50) == group_partition_for(s, 50)
 
 
-@on_loop
 async def test_not_owned_and_epochs_bump():
     c = coordinator()
     assert (await c.init_producer_id(TID, 60_000))[0] is ErrorCode.NOT_COORDINATOR
@@ -100,7 +90,6 @@ async def test_not_owned_and_epochs_bump():
 
 
 @pytest.mark.parametrize("commit", [True, False])
-@on_loop
 async def test_end_txn_writes_markers_then_completes(commit):
     markers = Markers()
     c = await owned(coordinator(markers=markers))
@@ -116,7 +105,6 @@ async def test_end_txn_writes_markers_then_completes(commit):
     await c.shutdown()
 
 
-@on_loop
 async def test_zombie_is_fenced_and_its_transaction_aborted():
     markers = Markers()
     c = await owned(coordinator(markers=markers))
@@ -133,7 +121,6 @@ async def test_zombie_is_fenced_and_its_transaction_aborted():
     await c.shutdown()
 
 
-@on_loop
 async def test_timed_out_transaction_is_aborted_and_producer_fenced():
     markers = Markers()
     c = await owned(coordinator(markers=markers))
@@ -148,7 +135,6 @@ async def test_timed_out_transaction_is_aborted_and_producer_fenced():
     await c.shutdown()
 
 
-@on_loop
 async def test_new_coordinator_resumes_markers_of_a_prepared_transaction():
     txn_log, stuck = MemoryLog(), Markers(hold=True)
     old = await owned(coordinator(txn_log, stuck))
@@ -169,7 +155,6 @@ async def test_new_coordinator_resumes_markers_of_a_prepared_transaction():
         await c.shutdown()
 
 
-@on_loop
 async def test_idle_transactional_id_expires_with_a_tombstone():
     txn_log = MemoryLog()
     c = await owned(coordinator(txn_log))

@@ -16,7 +16,7 @@ from kavka.transaction.records import decode_value
 from kavka.protocol.records import iter_batches, iter_records
 from kavka.transaction.state import TransactionState, partition_for
 
-from .test_coordinator import A, B, TID, MemoryLog, Markers, on_loop, owned, settle
+from .test_coordinator import A, B, TID, MemoryLog, Markers, owned, settle
 
 S = TransactionState
 FAST = TransactionConfig(num_partitions=4, retry_backoff_ms=2, max_retry_backoff_ms=8)
@@ -71,7 +71,6 @@ async def ongoing(c: TransactionCoordinator) -> tuple[int, int]:
     return pid, epoch
 
 
-@on_loop
 async def test_failing_marker_writer_is_retried_until_complete():
     markers = FlakyMarkers(failures=3)
     c = await owned(coordinator(MemoryLog(), markers))
@@ -83,7 +82,6 @@ async def test_failing_marker_writer_is_retried_until_complete():
     await c.shutdown()
 
 
-@on_loop
 async def test_refused_completion_write_is_retried():
     txn_log = RefusingLog(S.COMPLETE_ABORT, refusals=3)
     c = await owned(coordinator(txn_log, Markers()))
@@ -95,7 +93,6 @@ async def test_refused_completion_write_is_retried():
     await c.shutdown()
 
 
-@on_loop
 async def test_refused_prepare_abort_of_a_fenced_producer_is_retried():
     txn_log = RefusingLog(S.PREPARE_ABORT, refusals=2)
     markers = Markers()
@@ -108,7 +105,6 @@ async def test_refused_prepare_abort_of_a_fenced_producer_is_retried():
     await c.shutdown()
 
 
-@on_loop
 async def test_losing_the_partition_stops_the_retries():
     markers = FlakyMarkers(failures=10**6)
     txn_log = MemoryLog()
@@ -127,7 +123,6 @@ async def test_losing_the_partition_stops_the_retries():
     await c.shutdown()
 
 
-@on_loop
 async def test_reelection_with_a_new_epoch_resumes_under_it():
     markers = FlakyMarkers(failures=5)
     c = await owned(coordinator(MemoryLog(), markers))
@@ -142,7 +137,6 @@ async def test_reelection_with_a_new_epoch_resumes_under_it():
     await c.shutdown()
 
 
-@on_loop
 async def test_a_fenced_coordinator_stops_sending_markers():
     markers = FlakyMarkers(failures=10**6, error=CoordinatorFencedError("newer coordinator epoch 9"))
     c = await owned(coordinator(MemoryLog(), markers))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -49,7 +49,11 @@ def recorder() -> type[Recorder]:
 
 
 class Backend:
-    """Makes sessions on one backend, under one chroot per test."""
+    """Makes sessions on one backend, under one chroot per test; the
+    coroutine-test hook of tests/conftest.py closes them after the test, on
+    its loop."""
+
+    on_test_loop = True
 
     def __init__(self, kind: str, request: pytest.FixtureRequest) -> None:
         self.kind = kind
@@ -79,15 +83,12 @@ class Backend:
         else:
             store.expire()
 
-    def run(self, body: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
-        async def main() -> None:
-            try:
-                await asyncio.wait_for(body(), timeout)
-            finally:
-                for s in self.stores:
-                    await s.close()
+    async def __aenter__(self) -> Backend:
+        return self
 
-        asyncio.run(main())
+    async def __aexit__(self, *exc: object) -> None:
+        for s in self.stores:
+            await s.close()
 
 
 @pytest.fixture(params=["kazoo", "memory"])

@@ -5,7 +5,6 @@ ZooKeeper, with and without multiRead."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
 
 from hypothesis import given, settings, strategies as st
@@ -59,29 +58,26 @@ def test_response_decoding_matches_zookeepers_encoding(parts: list, prefix: byte
             assert have == (want[0] or b"", ZnodeStat._make(want[1]))
 
 
-def test_get_many_and_partition_states_on_a_real_zookeeper(zk_chroot: str) -> None:
-    async def body() -> None:
-        store = KazooZkStore(zk_chroot, session_timeout_ms=6000)
-        await store.start()
-        try:
-            zk = KavkaZkClient(store, read_batch_size=7)
-            states = [PartitionStateZNode("t", p, p % 3, p, (p % 3, 5), 2) for p in range(0, 40, 2)]
-            for s in states:
-                await store.create(s.znode_path, s.encode(), make_parents=True)
-            paths = [PartitionStateZNode.path("t", p) for p in range(40)]
-            many = await store.get_many(paths)
-            assert [m is not None for m in many] == [p % 2 == 0 for p in range(40)]
-            for path, m in zip(paths, many):
-                if m is not None:
-                    assert m == await store.get(path)
-            keys = [("t", p) for p in range(40)] + [("nope", 0)]
-            fast = await zk.get_partition_states(keys)
-            assert fast == await zk.get_partition_states_one_by_one(keys)
-            assert {k: v[0] for k, v in fast.items()} == {(s.topic, s.partition): s for s in states}
-            store._multi_read = False  # a server without multiRead: one get each, same answer
-            assert await store.get_many(paths) == many
-            assert await store.get_many([]) == []
-        finally:
-            await store.close()
-
-    asyncio.run(body())
+async def test_get_many_and_partition_states_on_a_real_zookeeper(zk_chroot: str) -> None:
+    store = KazooZkStore(zk_chroot, session_timeout_ms=6000)
+    await store.start()
+    try:
+        zk = KavkaZkClient(store, read_batch_size=7)
+        states = [PartitionStateZNode("t", p, p % 3, p, (p % 3, 5), 2) for p in range(0, 40, 2)]
+        for s in states:
+            await store.create(s.znode_path, s.encode(), make_parents=True)
+        paths = [PartitionStateZNode.path("t", p) for p in range(40)]
+        many = await store.get_many(paths)
+        assert [m is not None for m in many] == [p % 2 == 0 for p in range(40)]
+        for path, m in zip(paths, many):
+            if m is not None:
+                assert m == await store.get(path)
+        keys = [("t", p) for p in range(40)] + [("nope", 0)]
+        fast = await zk.get_partition_states(keys)
+        assert fast == await zk.get_partition_states_one_by_one(keys)
+        assert {k: v[0] for k, v in fast.items()} == {(s.topic, s.partition): s for s in states}
+        store._multi_read = False  # a server without multiRead: one get each, same answer
+        assert await store.get_many(paths) == many
+        assert await store.get_many([]) == []
+    finally:
+        await store.close()

@@ -67,20 +67,17 @@ def _round_trip(version: int, response):
 
 
 @pytest.mark.parametrize("version", range(MIN_VERSION, MAX_VERSION + 1))
-def test_leave_answers_at_the_request_version(version):
-    async def body():
-        coordinator, member = await _one_member_group()
-        handler = LeaveGroupHandler(coordinator)
-        left = _round_trip(version, await handler(_context(version), _request(version, member)))
-        assert left.error_code == 0
-        assert coordinator.groups["g"].state is GroupState.EMPTY and not coordinator.groups["g"].members
-        again = _round_trip(version, await handler(_context(version), _request(version, member)))
-        if version >= 3:
-            assert again.error_code == 0
-            assert [(m.member_id, m.error_code) for m in left.members] == [(member, 0)]
-            assert [(m.member_id, m.error_code) for m in again.members] == [
-                (member, int(ErrorCode.UNKNOWN_MEMBER_ID))]
-        else:
-            assert again.error_code == int(ErrorCode.UNKNOWN_MEMBER_ID)
-
-    asyncio.run(body())
+async def test_leave_answers_at_the_request_version(version):
+    coordinator, member = await _one_member_group()
+    handler = LeaveGroupHandler(coordinator)
+    left = _round_trip(version, await handler(_context(version), _request(version, member)))
+    assert left.error_code == 0
+    assert coordinator.groups["g"].state is GroupState.EMPTY and not coordinator.groups["g"].members
+    again = _round_trip(version, await handler(_context(version), _request(version, member)))
+    if version >= 3:
+        assert again.error_code == 0
+        assert [(m.member_id, m.error_code) for m in left.members] == [(member, 0)]
+        assert [(m.member_id, m.error_code) for m in again.members] == [
+            (member, int(ErrorCode.UNKNOWN_MEMBER_ID))]
+    else:
+        assert again.error_code == int(ErrorCode.UNKNOWN_MEMBER_ID)

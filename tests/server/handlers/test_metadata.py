@@ -49,19 +49,16 @@ def _request(version: int, topic: str) -> MetadataRequest:
 
 
 @pytest.mark.parametrize("version", [1, 4, 9, 12])
-def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(version):
-    async def body():
-        store = HungZkStore(InMemoryZooKeeper())
-        await store.start()
-        admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
-                             default_replication_factor=1, auto_create_timeout_s=0.2)
-        cache = MetadataCache(1)
-        cache.controller_id = 1  # as after the first UpdateMetadata
-        handler = MetadataHandler(cache, lambda: "cluster", admin.auto_create)
-        # The outer bound only stops this test from hanging if the fix regresses.
-        response = await asyncio.wait_for(handler(_context(version), _request(version, "fresh")), 6.0)
-        _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
-        assert [(t.name, t.error_code) for t in decoded.topics] == [("fresh", int(ErrorCode.LEADER_NOT_AVAILABLE))]
-        assert store.calls >= 1
-
-    asyncio.run(body())
+async def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(version):
+    store = HungZkStore(InMemoryZooKeeper())
+    await store.start()
+    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
+                         default_replication_factor=1, auto_create_timeout_s=0.2)
+    cache = MetadataCache(1)
+    cache.controller_id = 1  # as after the first UpdateMetadata
+    handler = MetadataHandler(cache, lambda: "cluster", admin.auto_create)
+    # The outer bound only stops this test from hanging if the fix regresses.
+    response = await asyncio.wait_for(handler(_context(version), _request(version, "fresh")), 6.0)
+    _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
+    assert [(t.name, t.error_code) for t in decoded.topics] == [("fresh", int(ErrorCode.LEADER_NOT_AVAILABLE))]
+    assert store.calls >= 1

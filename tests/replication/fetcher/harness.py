@@ -16,10 +16,15 @@ from pathlib import Path
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.records.batch import iter_batches
-from kavka.replication.fetcher_config import ReplicaFetcherConfig
-from kavka.replication.fetcher_endpoint import EpochEndOffsetResult, EpochRequest, LeaderConnectionError, OffsetResult
-from kavka.replication.fetcher_remote import RemoteLeaderEndPoint
-from kavka.replication.fetcher_tasks import ReplicaFetcherManager
+from kavka.replication.fetcher.config import ReplicaFetcherConfig
+from kavka.replication.fetcher.leader_endpoint import (
+    EpochEndOffsetResult,
+    EpochRequest,
+    LeaderConnectionError,
+    OffsetResult,
+)
+from kavka.replication.fetcher.manager import ReplicaFetcherManager
+from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoint
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
@@ -27,7 +32,7 @@ from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager, LogManagerConfig
 from kavka.common.topic_partition import TopicPartition
 
-from .conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
+from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 
 
 class LocalLeaderEndPoint:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kavka.common.broker_config_keys import TRUNCATION_MODES
-
-UNLIMITED_RATE = 2**63 - 1  # Kafka's Long.MaxValue: "not throttled"
+from kavka.replication.quota import UNLIMITED_RATE
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ Per-partition errors come back as codes; a failure of the whole exchange
 (connection refused or lost, request timed out) raises
 ``LeaderConnectionError`` and the fetcher backs off and reconnects.
 
-Implementations: ``RemoteLeaderEndPoint`` (``fetcher_remote``: the Kafka
+Implementations: ``RemoteLeaderEndPoint`` (``remote_leader_endpoint``: the Kafka
 wire over the inter-broker listener); tests use one over a ``ReplicaManager``
 in the same process. Called from one fetcher task on the event loop.
 """

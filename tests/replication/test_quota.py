@@ -1,6 +1,6 @@
-"""The leader side of replication throttling (seed 002 §8, KIP-73):
-``leader.replication.throttled.replicas`` parsed and validated as a topic
-config, ``LeaderReplicationQuota``'s rule (throttled partition, quota
+"""Replication throttling (seed 002 §8, KIP-73), ``kavka.replication.quota``:
+the ``ReplicationQuota`` token bucket both sides use, the throttled-replicas
+settings parsed and validated as topic configs, ``LeaderReplicationQuota``'s rule (throttled partition, quota
 exceeded, follower out of the ISR), and the replica manager's fetch path
 honouring it — immediate answers, delayed fetches, in-sync followers,
 consumers and dynamic rate changes."""
@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from kavka.common.config import ConfigError
 from kavka.common.errors import ErrorCode
 from kavka.common.throttled_replicas import ThrottledReplicas
-from kavka.replication.fetcher_config import UNLIMITED_RATE
-from kavka.replication.leader_quota import LeaderReplicationQuota, follower_throttled
+from kavka.replication.quota import UNLIMITED_RATE, LeaderReplicationQuota, ReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
@@ -70,6 +69,50 @@ def test_bad_values_are_refused_naming_the_key_and_entry(bad):
     assert LEADER in message and ("partition:broker" in message or "stand alone" in message)
     with pytest.raises(ValueError):
         ThrottledReplicas.parse(bad)
+
+
+# ---- the token bucket ----------------------------------------------------------------------------------
+def test_throttled_replicas_parse():
+    assert ThrottledReplicas.parse("*").throttles(3, 9)
+    t = ThrottledReplicas.parse(" 0:1, 2:3 ")
+    assert t.throttles(0, 1) and t.throttles(2, 3) and not t.throttles(0, 3)
+    assert not ThrottledReplicas.parse(None).throttles(0, 1)
+    assert not ThrottledReplicas.parse("").throttles(0, 1)
+    with pytest.raises(ValueError, match="partition:broker"):
+        ThrottledReplicas.parse("0-1")
+
+
+def test_quota_unlimited_never_exceeds():
+    q = ReplicationQuota(UNLIMITED_RATE)
+    q.record(1 << 40, 0.0)
+    assert not q.exceeded(0.0) and q.seconds_until_available(0.0) == 0.0
+
+
+@REPLICATION_SETTINGS
+@given(rate=st.integers(1, 10_000), events=st.lists(st.tuples(st.floats(0, 3), st.integers(0, 50_000)), max_size=30))
+def test_quota_admits_at_most_rate_per_second_plus_one_burst(rate, events):
+    """Bytes recorded while not exceeded never outrun rate * elapsed + burst
+    + the last admitted fetch (a fetch is admitted whole, as in Kafka)."""
+    q = ReplicationQuota(rate, 0.0)
+    now, admitted, biggest = 0.0, 0, 0
+    for dt, size in events:
+        now += dt
+        if not q.exceeded(now):
+            q.record(size, now)
+            admitted += size
+            biggest = max(biggest, size)
+        assert admitted <= rate * now + rate + biggest
+    wait = q.seconds_until_available(now)
+    assert not q.exceeded(now + wait + 1e-6)
+
+
+def test_quota_rate_change_applies_at_once():
+    q = ReplicationQuota(1000, 0.0)
+    q.record(3000, 0.0)
+    assert q.exceeded(1.0) and not q.exceeded(2.01)
+    q.set_rate(UNLIMITED_RATE, 2.5)
+    q.record(10**9, 2.5)
+    assert not q.exceeded(2.5)
 
 
 # ---- the quota's rule, on its own --------------------------------------------------------------------
@@ -171,79 +214,67 @@ def one_batch(offset: int) -> FetchPartition:
     return FetchPartition(offset, 100)  # smaller than a batch: exactly one batch (KIP-74)
 
 
-def test_out_of_sync_follower_gets_offsets_but_no_records_while_exceeded(log_manager, clock):
-    async def body():
-        rate = [RATE]
-        rm = make_rm(log_manager, clock, rate)
-        lead_throttled(rm, log_manager)
-        size = len(big_batch())
-        first = await rm.fetch_messages(follower(2), {TP: one_batch(0)})
-        assert len(first[TP].records) == size and rm.leader_quota.recorded_bytes == size
-        held = await rm.fetch_messages(follower(2), {TP: one_batch(5), TP1: one_batch(0)})
-        assert held[TP].error is ErrorCode.NONE and held[TP].records == b""
-        assert held[TP].high_watermark == first[TP].high_watermark and held[TP].log_start_offset == 0
-        # The unthrottled partition is served as usual (and its one batch may
-        # exceed the limits: the held-back partition took none of them, KIP-74).
-        assert len(held[TP1].records) == size
-        assert rm.leader_quota.recorded_bytes == size  # orders-1 is not throttled on broker 1
-        assert rm.get_partition(TP).replica(2).log_end_offset == 5  # its fetch offset still counts
-        # In sync, a consumer: never held back.
-        assert len((await rm.fetch_messages(follower(3), {TP: one_batch(0)}))[TP].records) == size
-        consumer = FetchParams(-1, 0, 1, BIG, FetchIsolation.LOG_END)
-        assert len((await rm.fetch_messages(consumer, {TP: one_batch(0)}))[TP].records) == size
-        # The bucket refills at RATE: a second and a half later the follower is served again.
-        clock.advance(1500)
-        assert len((await rm.fetch_messages(follower(2), {TP: one_batch(5)}))[TP].records) == size
-        # The rate removed (dynamic broker config): served at once.
-        assert (await rm.fetch_messages(follower(2), {TP: one_batch(10)}))[TP].records == b""
-        rate[0] = UNLIMITED_RATE
-        assert len((await rm.fetch_messages(follower(2), {TP: one_batch(10)}))[TP].records) == size
-
-    asyncio.run(body())
+async def test_out_of_sync_follower_gets_offsets_but_no_records_while_exceeded(log_manager, clock):
+    rate = [RATE]
+    rm = make_rm(log_manager, clock, rate)
+    lead_throttled(rm, log_manager)
+    size = len(big_batch())
+    first = await rm.fetch_messages(follower(2), {TP: one_batch(0)})
+    assert len(first[TP].records) == size and rm.leader_quota.recorded_bytes == size
+    held = await rm.fetch_messages(follower(2), {TP: one_batch(5), TP1: one_batch(0)})
+    assert held[TP].error is ErrorCode.NONE and held[TP].records == b""
+    assert held[TP].high_watermark == first[TP].high_watermark and held[TP].log_start_offset == 0
+    # The unthrottled partition is served as usual (and its one batch may
+    # exceed the limits: the held-back partition took none of them, KIP-74).
+    assert len(held[TP1].records) == size
+    assert rm.leader_quota.recorded_bytes == size  # orders-1 is not throttled on broker 1
+    assert rm.get_partition(TP).replica(2).log_end_offset == 5  # its fetch offset still counts
+    # In sync, a consumer: never held back.
+    assert len((await rm.fetch_messages(follower(3), {TP: one_batch(0)}))[TP].records) == size
+    consumer = FetchParams(-1, 0, 1, BIG, FetchIsolation.LOG_END)
+    assert len((await rm.fetch_messages(consumer, {TP: one_batch(0)}))[TP].records) == size
+    # The bucket refills at RATE: a second and a half later the follower is served again.
+    clock.advance(1500)
+    assert len((await rm.fetch_messages(follower(2), {TP: one_batch(5)}))[TP].records) == size
+    # The rate removed (dynamic broker config): served at once.
+    assert (await rm.fetch_messages(follower(2), {TP: one_batch(10)}))[TP].records == b""
+    rate[0] = UNLIMITED_RATE
+    assert len((await rm.fetch_messages(follower(2), {TP: one_batch(10)}))[TP].records) == size
 
 
-def test_held_back_bytes_leave_the_request_budget_to_other_partitions(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock, [RATE])
-        lead_throttled(rm, log_manager)
-        await rm.fetch_messages(follower(2), {TP: one_batch(0)})  # exceed the quota
-        size = len(big_batch())
-        params = FetchParams(2, 0, 1, size, FetchIsolation.LOG_END)  # room for one batch in all
-        answer = await rm.fetch_messages(params, {TP: FetchPartition(5, BIG), TP1: FetchPartition(0, BIG)})
-        assert answer[TP].records == b"" and len(answer[TP1].records) == size
-
-    asyncio.run(body())
+async def test_held_back_bytes_leave_the_request_budget_to_other_partitions(log_manager, clock):
+    rm = make_rm(log_manager, clock, [RATE])
+    lead_throttled(rm, log_manager)
+    await rm.fetch_messages(follower(2), {TP: one_batch(0)})  # exceed the quota
+    size = len(big_batch())
+    params = FetchParams(2, 0, 1, size, FetchIsolation.LOG_END)  # room for one batch in all
+    answer = await rm.fetch_messages(params, {TP: FetchPartition(5, BIG), TP1: FetchPartition(0, BIG)})
+    assert answer[TP].records == b"" and len(answer[TP1].records) == size
 
 
-def test_leader_list_naming_another_broker_does_not_throttle_here(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock, [1])
-        lead_throttled(rm, log_manager, "0:2,1:3")
-        for offset in (0, 5, 10):
-            assert (await rm.fetch_messages(follower(2), {TP: one_batch(offset)}))[TP].records != b""
-        assert rm.leader_quota.recorded_bytes == 0
-
-    asyncio.run(body())
+async def test_leader_list_naming_another_broker_does_not_throttle_here(log_manager, clock):
+    rm = make_rm(log_manager, clock, [1])
+    lead_throttled(rm, log_manager, "0:2,1:3")
+    for offset in (0, 5, 10):
+        assert (await rm.fetch_messages(follower(2), {TP: one_batch(offset)}))[TP].records != b""
+    assert rm.leader_quota.recorded_bytes == 0
 
 
-def test_delayed_follower_fetch_is_not_completed_by_held_back_bytes(log_manager, clock):
-    async def body():
-        rm = make_rm(log_manager, clock, [RATE])
-        lead_throttled(rm, log_manager, "*")
-        await rm.fetch_messages(follower(2), {TP: one_batch(0)})
-        waiting = asyncio.ensure_future(rm.fetch_messages(follower(2, max_wait_ms=50), {TP: one_batch(5)}))
-        await asyncio.sleep(0)
-        assert not waiting.done() and rm.fetch_purgatory.delayed == 1
-        await rm.append_records(1000, 1, {TP: big_batch()})  # new data: still nothing it may have
-        await asyncio.sleep(0)
-        assert not waiting.done()
-        answer = await asyncio.wait_for(waiting, 5)  # answered at its max wait, empty
-        assert answer[TP].error is ErrorCode.NONE and answer[TP].records == b""
-        # An in-sync follower's delayed fetch completes on the append as usual.
-        end = rm.get_partition(TP).log.log_end_offset
-        waiting = asyncio.ensure_future(rm.fetch_messages(follower(3, max_wait_ms=30_000), {TP: one_batch(end)}))
-        await asyncio.sleep(0)
-        await rm.append_records(1000, 1, {TP: big_batch()})
-        assert (await asyncio.wait_for(waiting, 5))[TP].records != b""
-
-    asyncio.run(body())
+async def test_delayed_follower_fetch_is_not_completed_by_held_back_bytes(log_manager, clock):
+    rm = make_rm(log_manager, clock, [RATE])
+    lead_throttled(rm, log_manager, "*")
+    await rm.fetch_messages(follower(2), {TP: one_batch(0)})
+    waiting = asyncio.ensure_future(rm.fetch_messages(follower(2, max_wait_ms=50), {TP: one_batch(5)}))
+    await asyncio.sleep(0)
+    assert not waiting.done() and rm.fetch_purgatory.delayed == 1
+    await rm.append_records(1000, 1, {TP: big_batch()})  # new data: still nothing it may have
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    answer = await asyncio.wait_for(waiting, 5)  # answered at its max wait, empty
+    assert answer[TP].error is ErrorCode.NONE and answer[TP].records == b""
+    # An in-sync follower's delayed fetch completes on the append as usual.
+    end = rm.get_partition(TP).log.log_end_offset
+    waiting = asyncio.ensure_future(rm.fetch_messages(follower(3, max_wait_ms=30_000), {TP: one_batch(end)}))
+    await asyncio.sleep(0)
+    await rm.append_records(1000, 1, {TP: big_batch()})
+    assert (await asyncio.wait_for(waiting, 5))[TP].records != b""

@@ -12,8 +12,8 @@ LeaderAndIsr (seed 000 step 7), ``shutdown`` when the broker stops.
 source broker and fetcher id (``num.replica.fetchers`` spreads a source's
 partitions over that many fetchers by a hash of the partition, as Kafka
 does). On its own it answers "who would fetch what" — which is all a broker
-with only leaders (RF=1) needs; ``fetcher_tasks.ReplicaFetcherManager``
-subclasses it and runs one fetch task per (source broker, fetcher id).
+with only leaders (RF=1) needs; ``fetcher.manager.ReplicaFetcherManager``
+keeps one and runs one fetch task per (source broker, fetcher id).
 
 Event loop only.
 """

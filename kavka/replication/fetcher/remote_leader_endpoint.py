@@ -31,7 +31,7 @@ from kavka.protocol.messages import (
     ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
 )
-from kavka.replication.fetcher_endpoint import (
+from kavka.replication.fetcher.leader_endpoint import (
     EpochEndOffsetResult,
     EpochRequest,
     LeaderConnectionError,

@@ -1,18 +1,15 @@
-"""Pure parts of the fetcher: KIP-279's truncation point, the follower
-throttle's token bucket and the throttled-replicas setting, the config."""
+"""KIP-279's truncation point (``truncation_offset``): the cases, and a
+property: repeated truncation leaves a prefix of the leader's log."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.replication.fetcher_config import UNLIMITED_RATE, ReplicaFetcherConfig
-from kavka.replication.fetcher_quota import ReplicationQuota, ThrottledReplicas
-from kavka.replication.fetcher_state import TruncationDecision, truncation_offset
+from kavka.replication.fetcher.state import TruncationDecision, truncation_offset
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
 
-from .conftest import REPLICATION_SETTINGS
+from ..conftest import REPLICATION_SETTINGS
 
 
 def cache_of(tmp_path, entries) -> LeaderEpochFileCache:
@@ -104,60 +101,3 @@ def test_repeated_truncation_leaves_a_prefix_of_the_leaders_log(tmp_path, leader
     for o in range(f_end):
         assert epoch_at(follower, o) == epoch_at(leader, o), (o, follower, leader)
     assert f_end == common  # nothing both share was cut
-
-
-def test_throttled_replicas_parse():
-    assert ThrottledReplicas.parse("*").throttles(3, 9)
-    t = ThrottledReplicas.parse(" 0:1, 2:3 ")
-    assert t.throttles(0, 1) and t.throttles(2, 3) and not t.throttles(0, 3)
-    assert not ThrottledReplicas.parse(None).throttles(0, 1)
-    assert not ThrottledReplicas.parse("").throttles(0, 1)
-    with pytest.raises(ValueError, match="partition:broker"):
-        ThrottledReplicas.parse("0-1")
-
-
-def test_quota_unlimited_never_exceeds():
-    q = ReplicationQuota(UNLIMITED_RATE)
-    q.record(1 << 40, 0.0)
-    assert not q.exceeded(0.0) and q.seconds_until_available(0.0) == 0.0
-
-
-@REPLICATION_SETTINGS
-@given(rate=st.integers(1, 10_000), events=st.lists(st.tuples(st.floats(0, 3), st.integers(0, 50_000)), max_size=30))
-def test_quota_admits_at_most_rate_per_second_plus_one_burst(rate, events):
-    """Bytes recorded while not exceeded never outrun rate * elapsed + burst
-    + the last admitted fetch (a fetch is admitted whole, as in Kafka)."""
-    q = ReplicationQuota(rate, 0.0)
-    now, admitted, biggest = 0.0, 0, 0
-    for dt, size in events:
-        now += dt
-        if not q.exceeded(now):
-            q.record(size, now)
-            admitted += size
-            biggest = max(biggest, size)
-        assert admitted <= rate * now + rate + biggest
-    wait = q.seconds_until_available(now)
-    assert not q.exceeded(now + wait + 1e-6)
-
-
-def test_quota_rate_change_applies_at_once():
-    q = ReplicationQuota(1000, 0.0)
-    q.record(3000, 0.0)
-    assert q.exceeded(1.0) and not q.exceeded(2.01)
-    q.set_rate(UNLIMITED_RATE, 2.5)
-    q.record(10**9, 2.5)
-    assert not q.exceeded(2.5)
-
-
-def test_config_from_broker_and_checks():
-    props = {
-        "replica.fetch.max.bytes": 100, "replica.fetch.response.max.bytes": 1000, "replica.fetch.wait.max.ms": 10,
-        "replica.fetch.min.bytes": 1, "replica.fetch.backoff.ms": 5, "replica.socket.timeout.ms": 100,
-        "replica.truncation.mode": "hw", "follower.replication.throttled.rate": 77,
-    }
-    cfg = ReplicaFetcherConfig.from_broker(props)
-    assert (cfg.fetch_max_bytes, cfg.throttled_rate, cfg.by_leader_epoch) == (100, 77, False)
-    with pytest.raises(ValueError, match="replica.truncation.mode"):
-        ReplicaFetcherConfig(truncation_mode="newest")
-    with pytest.raises(ValueError, match="must exceed replica.fetch.wait.max.ms"):
-        ReplicaFetcherConfig(wait_max_ms=500, socket_timeout_ms=500)

@@ -47,18 +47,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.replication.fetcher_config import ReplicaFetcherConfig
-from kavka.replication.fetcher_endpoint import (
+from kavka.replication.fetcher.assignments import InitialFetchState
+from kavka.replication.fetcher.config import ReplicaFetcherConfig
+from kavka.replication.fetcher.leader_endpoint import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     EpochRequest,
     LeaderConnectionError,
     LeaderEndPoint,
 )
-from kavka.replication.fetcher_manager import InitialFetchState
-from kavka.replication.fetcher_quota import ReplicationQuota
-from kavka.replication.fetcher_state import FetchPhase, PartitionFetchState, truncation_offset
+from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState, truncation_offset
 from kavka.replication.partition import Partition
+from kavka.replication.quota import ReplicationQuota
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.errors import UnexpectedAppendOffsetError

@@ -1,11 +1,11 @@
 """``ReplicaFetcherManager``: the follower side of a broker (seed 002 §6.7
 ``ReplicaFetcherManager`` / ``AbstractFetcherManager``).
 
-It is the ``FetcherManager`` the replica manager drives: the
-``FetcherAssignments`` table (partition -> leader, epoch, offset; grouped by
-source broker and fetcher id, ``num.replica.fetchers`` spreading a source's
-partitions by hash) plus one running ``ReplicaFetcher`` task per
-(source broker, fetcher id):
+It is the ``FetcherManager`` the replica manager drives. It keeps a
+``FetcherAssignments`` table (``fetcher.assignments``: partition -> leader,
+epoch, offset; grouped by source broker and fetcher id,
+``num.replica.fetchers`` spreading a source's partitions by hash) and runs
+one ``ReplicaFetcher`` task (``fetcher.task``) per (source broker, fetcher id):
 
 * ``add_fetcher_for_partitions``: each partition leaves the fetcher it was in
   (its leader or epoch changed) and joins the one for its new key, created
@@ -18,8 +18,9 @@ partitions by hash) plus one running ``ReplicaFetcher`` task per
   their connection (seed 002 §6.7, §6.8 step 5).
 * ``shutdown``: stop every fetcher (broker shutdown, before the logs close).
 
-Fetchers share one follower ``ReplicationQuota`` (a broker-wide rate) and
-read their settings through ``config`` each round (dynamic configs).
+Fetchers share one follower ``ReplicationQuota`` (a broker-wide rate,
+``kavka.replication.quota``) and read their settings through ``config``
+each round (dynamic configs).
 
 Event loop only; starting a fetcher needs the running loop (``autostart``
 False builds them without tasks, for tests that step ``run_once``).
@@ -32,13 +33,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kavka.replication.fetcher_config import ReplicaFetcherConfig
-from kavka.replication.fetcher_endpoint import LeaderEndPoint
-from kavka.replication.fetcher_manager import FetcherAssignments, FetcherKey, InitialFetchState
-from kavka.replication.fetcher_quota import ReplicationQuota
-from kavka.replication.fetcher_remote import RemoteLeaderEndPoint
-from kavka.replication.fetcher_thread import ReplicaFetcher
+from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey, InitialFetchState
+from kavka.replication.fetcher.config import ReplicaFetcherConfig
+from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
+from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoint
+from kavka.replication.fetcher.task import ReplicaFetcher
 from kavka.replication.partition import Partition
+from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_manager import LogManager
 from kavka.common.topic_partition import TopicPartition
@@ -46,7 +47,7 @@ from kavka.common.topic_partition import TopicPartition
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
 
 
-class ReplicaFetcherManager(FetcherAssignments):
+class ReplicaFetcherManager:
     """See the module docstring."""
 
     def __init__(
@@ -62,7 +63,7 @@ class ReplicaFetcherManager(FetcherAssignments):
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(num_fetchers)
+        self._assignments = FetcherAssignments(num_fetchers)
         self.broker_id = broker_id
         self._config = config
         self._log_manager = log_manager
@@ -100,10 +101,10 @@ class ReplicaFetcherManager(FetcherAssignments):
     # ---- the FetcherManager seam ----------------------------------------------------------------
     def add_fetcher_for_partitions(self, states: Mapping[TopicPartition, InitialFetchState]) -> None:
         self._leave_current_fetchers(states.keys())
-        super().add_fetcher_for_partitions(states)
+        self._assignments.add_fetcher_for_partitions(states)
         grouped: dict[FetcherKey, dict[TopicPartition, InitialFetchState]] = {}
         for tp, state in states.items():
-            key = self.key_for(tp, state.leader.broker_id)
+            key = self._assignments.key_for(tp, state.leader.broker_id)
             grouped.setdefault(key, {})[tp] = state
             self._owner[tp] = key
         for key, group in grouped.items():
@@ -113,10 +114,10 @@ class ReplicaFetcherManager(FetcherAssignments):
     def remove_fetcher_for_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         tps = list(partitions)
         self._leave_current_fetchers(tps)
-        super().remove_fetcher_for_partitions(tps)
+        self._assignments.remove_fetcher_for_partitions(tps)
 
     def shutdown_idle_fetchers(self) -> None:
-        super().shutdown_idle_fetchers()
+        self._assignments.shutdown_idle_fetchers()
         for key in [k for k, r in self._runners.items() if r.partition_count() == 0]:
             self._runners.pop(key).stop_nowait()
 
@@ -124,7 +125,7 @@ class ReplicaFetcherManager(FetcherAssignments):
         """Stop every fetcher and wait for them (before the logs close)."""
         runners, self._runners = list(self._runners.values()), {}
         self._owner.clear()
-        await super().shutdown()
+        await self._assignments.shutdown()
         await asyncio.gather(*(r.stop() for r in runners), return_exceptions=True)
 
     # ---- internals -------------------------------------------------------------------------------
@@ -156,6 +157,23 @@ class ReplicaFetcherManager(FetcherAssignments):
         return runner
 
     # ---- queries ---------------------------------------------------------------------------------
+    @property
+    def num_fetchers(self) -> int:
+        return self._assignments.num_fetchers
+
+    def key_for(self, tp: TopicPartition, leader_id: int) -> FetcherKey:
+        return self._assignments.key_for(tp, leader_id)
+
+    def fetch_state(self, tp: TopicPartition) -> InitialFetchState | None:
+        """Where ``tp`` started fetching (its leader, epoch and first offset)."""
+        return self._assignments.fetch_state(tp)
+
+    def partitions(self) -> dict[TopicPartition, InitialFetchState]:
+        return self._assignments.partitions()
+
+    def fetchers(self) -> dict[FetcherKey, frozenset[TopicPartition]]:
+        return self._assignments.fetchers()
+
     def runner(self, key: FetcherKey) -> ReplicaFetcher | None:
         return self._runners.get(key)
 

@@ -1,0 +1,116 @@
+"""The replica fetcher over real loopback sockets: ``RemoteLeaderEndPoint``
+speaking Fetch v12, OffsetForLeaderEpoch and ListOffsets to the broker's own
+handlers (``harness`` with ``wire=True``). Covers what the wire adds:
+version negotiation, the diverging epoch and records decoded from the
+response, the leader's address changing, a refused connection."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from kavka.common.errors import ErrorCode
+from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
+from kavka.common.topic_partition import TopicPartition
+
+from ..conftest import TP, batch, state
+from .harness import Cluster
+from .test_manager import eventually
+
+A, B = 1, 2
+
+
+async def wire_cluster(tmp_path, clock, **kw) -> Cluster:
+    c = Cluster(tmp_path, clock, (A, B), wire=True, **kw)
+    for node in c.nodes.values():
+        await node.serve()
+    return c
+
+
+async def test_fetch_over_the_wire_and_a_leader_that_moves_to_another_port(tmp_path, clock):
+    c = await wire_cluster(tmp_path, clock, wait_max_ms=50, autostart=True, now=time.monotonic, backoff_ms=50)
+    other = TopicPartition("orders", 1)
+    c.leader_and_isr([state(A, 0, (A, B)), state(A, 0, (A, B), tp=other)])
+    for _ in range(10):
+        answer = await asyncio.wait_for(c[A].rm.append_records(30_000, -1, {TP: batch(3), other: batch(1)}), 10)
+        assert answer[TP].error is ErrorCode.NONE
+    assert c[B].batches(TP) == c[A].batches(TP)
+    # Broker A comes back on another port; only TP's LeaderAndIsr says so.
+    await c[A].unserve()
+    await c[A].serve()
+    c.znodes.versions[TP] = 1
+    c.leader_and_isr([state(A, 1, (A, B), zk_version=1)])
+    runner = c[B].runner(TP)
+    assert runner.source.port == c[A].address[1] and c[B].runner(other) is runner  # moved with its progress
+    await c[A].rm.append_records(30_000, 1, {TP: batch(2), other: batch(2)})
+    await eventually(lambda: c[B].log(other).log_end_offset == 12 and c[B].log(TP).log_end_offset == 32)
+    assert c[B].batches(other) == c[A].batches(other)
+    await c.close()
+
+
+async def test_epoch_truncation_and_diverging_epoch_over_the_wire(tmp_path, clock):
+    """KIP-101 scenario 2 over sockets: B lost m2 and leads epoch 1 with m3;
+    A asks OffsetForLeaderEpoch and truncates. Then the same divergence met
+    through Fetch v12's diverging_epoch."""
+
+    c = await wire_cluster(tmp_path, clock)
+    c.leader_and_isr([state(B, 0, (B, A))])
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
+    for _ in range(3):
+        await c[A].runner(TP).run_once()
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m2")})
+    for _ in range(3):
+        await c[A].runner(TP).run_once()
+    assert c[A].log(TP).high_watermark == 2
+    await c[B].crash_restart(TP, keep_offsets=1)
+    await c[B].serve()
+    c.znodes.versions[TP] = 1
+    c.leader_and_isr([state(B, 1, (B,), (B, A), zk_version=1)], to=[B])
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m3")})
+    c.leader_and_isr([state(B, 1, (B,), (B, A), zk_version=1)], to=[A])
+    runner = c[A].runner(TP)
+    assert runner.fetch_state(TP).phase is FetchPhase.TRUNCATING
+    await runner.run_once()  # OffsetForLeaderEpoch: epoch 0 ends at 1 on B
+    assert c[A].log(TP).log_end_offset == 2 and c[A].batches(TP) == c[B].batches(TP)
+
+    # A gets a tail in epoch 1 past B's end (as after B lost it), and fetches
+    # with last_fetched_epoch 1 from offset 3: B answers the diverging epoch (1, 2).
+    c[A].rm.log_manager.get_log(TP.topic, TP.partition).append_as_follower(_stray_batch(c, A))
+    assert c[A].log(TP).log_end_offset == 3
+    runner.adopt({TP: PartitionFetchState(3, 1, FetchPhase.FETCHING)})
+    await runner.run_once()
+    assert c[A].log(TP).log_end_offset == 2 and runner.fetch_state(TP).phase is FetchPhase.FETCHING
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m4")})
+    for _ in range(2):
+        await runner.run_once()
+    assert c[A].batches(TP) == c[B].batches(TP) and len(c[A].batches(TP)) == 3
+    await c.close()
+
+
+def _stray_batch(c: Cluster, broker: int) -> bytes:
+    """A batch at the follower's log end in epoch 1 that the leader does not have."""
+    from kavka.protocol.records.batch import patch_base_offset, patch_leader_epoch, write_crc
+
+    raw = bytearray(batch(1, b"stray"))
+    patch_base_offset(raw, c[broker].log(TP).log_end_offset)
+    patch_leader_epoch(raw, 1)
+    write_crc(raw)
+    return bytes(raw)
+
+
+async def test_out_of_range_and_refused_connection_over_the_wire(tmp_path, clock):
+    c = await wire_cluster(tmp_path, clock, wait_max_ms=20, autostart=True, now=time.monotonic, backoff_ms=50)
+    c.leader_and_isr([state(A, 0, (A,), (A, B))], to=[A])
+    for _ in range(5):
+        await c[A].rm.append_records(30_000, 1, {TP: batch(2)})
+    c[A].rm.delete_records({TP: 7})
+    await c[A].unserve()  # refused until it serves again
+    c.leader_and_isr([state(A, 0, (A,), (A, B))], to=[B])
+    await asyncio.sleep(0.2)
+    assert c[B].log(TP).log_end_offset == 0
+    await c[A].serve()
+    c.znodes.versions[TP] = 1
+    c.leader_and_isr([state(A, 1, (A,), (A, B), zk_version=1)])  # the new address
+    await eventually(lambda: c[B].log(TP).log_end_offset == 10)
+    assert c[B].log(TP).log_start_offset == 7 and c[B].batches(TP) == c[A].batches(TP)
+    await c.close()
