@@ -1,13 +1,36 @@
 """``ActiveController``: everything a broker holds while it is the
-controller for one epoch — the context, both state machines, the topic
-deletion manager, the request batch and the channel to brokers — and the
-controller's reactions (seed 000 §Controller Failover, §Broker 启动过程,
-§Broker failover, §创建 Topic; Kafka's KafkaController.on* methods).
+controller for one epoch, and the controller's reactions (seed 000
+§Controller Failover, §Broker 启动过程, §Broker failover, §创建 Topic,
+§删除 Topic; Kafka's KafkaController.on* and process* methods).
 
-Created when the broker wins an epoch (``failover`` runs the failover
-steps), dropped when it resigns (``close``). The ZooKeeper-triggered
-handlers that call these reactions are in ``zk_events``. Every method runs
-on the controller's event task; after each event the controller calls
+It is the epoch's composition root: it builds the context, the request
+batch, both state machines, the topic deletion manager, the reassigner and
+its request sources, and the elections on request, each with the
+collaborators it uses (context, ZooKeeper client, claim, batch, channel,
+state machines) — none of them holds this object.
+
+Its reactions to ZooKeeper changes each read what changed (re-arming the
+one-shot watch in the same read):
+
+- ``on_controller_failover`` (seed 000 §Controller Failover steps 1-12;
+  step 1 — read and bump the epoch — was the elector's election ``multi``;
+  steps 2-3 arm the ``/admin/reassign_partitions`` and
+  ``/admin/preferred_replica_election`` watches, whose pending requests are
+  acted on once the state machines run: reassignments in progress are
+  resumed, pending preferred elections run; step 11 arms the auto leader
+  rebalance timer).
+- ``on_broker_change`` (seed 000 §Broker failover step 1, §Broker 启动过程):
+  a broker whose registration has a different czxid than known restarted in
+  between (it is handled as dead, then new).
+- ``on_topic_change`` / ``on_partition_modifications`` (seed 000 §创建 Topic).
+- ``on_topic_deletion`` (seed 000 §删除 Topic).
+- ``on_isr_change_notification``: leaders changed ISRs; re-read those
+  partitions, UpdateMetadata to every broker, delete the notifications.
+- ``on_watches_lost``: re-read everything (and re-arm every watch).
+
+Created when the broker wins an epoch (``on_controller_failover`` runs the
+failover steps), dropped when it resigns (``close``). Every method runs on
+the controller's event task; after each event the controller calls
 ``batch.send_requests()``.
 """
 
@@ -15,28 +38,62 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from typing import Callable, Iterable
 
-from kavka.controller.context import ControllerContext, PartitionReplica
+from kavka.common.errors import ErrorCode
+from kavka.controller.channel import ControllerChannelManager
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.common.topic_partition import TopicPartition
-from kavka.controller.events import ControllerEvent, LeaderAndIsrResponseReceived, StopReplicaResponseReceived
+from kavka.controller.event_manager import EventWatches
+from kavka.controller.events import (
+    BrokerChange,
+    ControllerEvent,
+    IsrChangeNotification,
+    LeaderAndIsrResponseReceived,
+    PartitionModifications,
+    StopReplicaResponseReceived,
+    TopicChange,
+    TopicDeletion,
+)
+from kavka.controller.leader_isr_update import read_partition_states, reload_leadership
 from kavka.controller.partition_state import PartitionState
-from kavka.controller.partition_state_machine import PartitionStateMachine
+from kavka.controller.partition_state_machine import PartitionStateMachine, UncleanPolicy
+from kavka.controller.preferred_election import LeaderElections
 from kavka.controller.reassignment import PartitionReassigner
+from kavka.controller.reassignment_requests import ReassignmentRequests
 from kavka.controller.replica_state import ReplicaState
 from kavka.controller.replica_state_machine import ReplicaStateMachine
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
-from kavka.controller.channel import ControllerChannelManager
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.controller.topic_deletion import TopicDeletionManager
-from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import Message
-from kavka.zk.brokers import BrokerIdZNode
+from kavka.zk.admin import DeleteTopicZNode
+from kavka.zk.brokers import BrokerIdZNode, TopicZNode
 from kavka.zk.client import ControllerClaim, KavkaZkClient
-from kavka.zk.store_types import WatchCallback, WatchEvent, WatchEventType
+from kavka.zk.codec import ZnodeDataError
+from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, IsrChangeNotificationZNode
+from kavka.zk.store_types import NoNodeError
 
 log = logging.getLogger(__name__)
+
+# Malformed ISR change notifications deleted per read before giving up.
+_MAX_MALFORMED = 100
+
+
+def unclean_policy(zk: KavkaZkClient, default: bool) -> UncleanPolicy:
+    """``unclean.leader.election.enable``: the topic's override in
+    ``/config/topics/<t>`` if set, else the broker's ``default`` (read only
+    when an election needs it, as Kafka does)."""
+
+    async def unclean_allowed(topic: str) -> bool:
+        override = (await zk.get_entity_config("topics", topic)).get("unclean.leader.election.enable")
+        if override is not None and override.strip().lower() in ("true", "false"):
+            return override.strip().lower() == "true"
+        return default
+
+    return unclean_allowed
 
 
 class ActiveController:
@@ -57,57 +114,32 @@ class ActiveController:
         self.zk = zk
         self.channel = channel
         self.config = config
-        self.put = put
         self.state_log = state_log
         state_log.epoch = claim.epoch
-        self.context = ControllerContext(epoch=claim.epoch, epoch_zk_version=claim.epoch_zk_version)
-        self.batch = ControllerBrokerRequestBatch(
+        self.watch = EventWatches(put)
+        self.context = context = ControllerContext(epoch=claim.epoch, epoch_zk_version=claim.epoch_zk_version)
+        self.batch = batch = ControllerBrokerRequestBatch(
             broker_id,
-            self.context,
+            context,
             channel,
             config.inter_broker_listener_name,
             state_log,
             on_leader_and_isr_response=lambda b, req, resp: put(LeaderAndIsrResponseReceived(b, req, resp)),
             on_stop_replica_response=lambda b, req, resp: put(StopReplicaResponseReceived(b, req, resp)),
         )
-        self.partitions = PartitionStateMachine(self.context, zk, self.batch, state_log, self.unclean_allowed)
-        self.replicas = ReplicaStateMachine(self.context, zk, self.batch, state_log)
-        self.partitions.claim = self.replicas.claim = claim
-        self.deletion = TopicDeletionManager(self.context, zk, self.partitions, self.replicas, self.batch)
-        # Issue 5: reassignments in progress (seed 000 §Partition 重新分配) and
-        # the auto leader rebalance timer (failover step 11), both per epoch.
-        self.reassigner = PartitionReassigner(self)
-        self.rebalance_timer: asyncio.TimerHandle | None = None
+        self.partitions = PartitionStateMachine(
+            context, zk, claim, batch, state_log, unclean_policy(zk, config.unclean_leader_election_enable))
+        self.replicas = ReplicaStateMachine(context, zk, claim, batch, state_log)
+        self.deletion = TopicDeletionManager(context, zk, self.partitions, self.replicas, batch)
+        # Per epoch: reassignments in progress (seed 000 §Partition 重新分配)
+        # and where they are requested, the elections on request and the
+        # auto leader rebalance timer (failover step 11).
+        self.reassigner = PartitionReassigner(
+            context, zk, claim, self.partitions, self.replicas, self.deletion, batch, state_log, self.watch)
+        self.reassignment_requests = ReassignmentRequests(context, zk, self.deletion, self.reassigner, self.watch)
+        self.elections = LeaderElections(context, config, zk, self.partitions, self.deletion, self.watch, put)
 
-    # -- helpers ---------------------------------------------------------------------------------
-
-    def watch(self, event: ControllerEvent) -> WatchCallback:
-        """A one-shot ZooKeeper watch that queues ``event``. A watch dropped
-        with the connection (LOST) queues nothing: the session listener
-        queues ``WatchesLost`` when the connection is back.
-
-        The callback holds the queue's ``put``, not this object: ZooKeeper
-        keeps a watch until it fires, which may be long after this epoch
-        ended, and it must not keep the epoch's whole context alive (10,000
-        partitions' state per resignation, walked by every full garbage
-        collection)."""
-        put = self.put
-
-        def fire(e: WatchEvent) -> None:
-            if e.type is not WatchEventType.LOST:
-                put(event)
-
-        return fire
-
-    async def unclean_allowed(self, topic: str) -> bool:
-        """``unclean.leader.election.enable``: the topic's override in
-        ``/config/topics/<t>`` if set, else the broker's (read only when an
-        election needs it, as Kafka does)."""
-        override = (await self.zk.get_entity_config("topics", topic)).get("unclean.leader.election.enable")
-        if override is not None and override.strip().lower() in ("true", "false"):
-            return override.strip().lower() == "true"
-        return self.config.unclean_leader_election_enable
-
+    # -- live brokers ----------------------------------------------------------------------------
     def add_live_brokers(self, brokers: dict[int, tuple[BrokerIdZNode, int]]) -> None:
         for broker_id, (node, epoch) in brokers.items():
             self.context.live_brokers[broker_id] = node
@@ -211,8 +243,218 @@ class ActiveController:
             if pe.error_code:
                 self.state_log.response_error("LeaderAndIsr", broker_id, TopicPartition(pe.topic_name, pe.partition_index), ErrorCode.of(pe.error_code).name)
 
+    # -- ZooKeeper changes (each re-arms its watch in the same read) -----------------------------
+
+    async def _read_brokers(self, ids: list[int]) -> dict[int, tuple[BrokerIdZNode, int]]:
+        """Registrations with their broker epochs (czxid of the ephemeral znode)."""
+        store = self.zk.store
+
+        async def one(broker_id: int) -> tuple[BrokerIdZNode, int] | None:
+            path = BrokerIdZNode.path(broker_id)
+            try:
+                data, stat = await store.get(path)
+                return BrokerIdZNode.decode(data, path), stat.czxid
+            except NoNodeError:
+                return None  # died between listing and reading
+            except ZnodeDataError as e:
+                log.error("controller: ignoring broker %d until it registers valid data: %s", broker_id, e)
+                return None
+
+        found = await asyncio.gather(*(one(i) for i in ids))
+        return {i: f for i, f in zip(ids, found) if f is not None}
+
+    def _set_assignment(self, topic: TopicZNode, only: set[int] | None = None) -> list[TopicPartition]:
+        ctx = self.context
+        if topic.topic_id is not None:
+            ctx.topic_ids[topic.topic] = topic.topic_id
+        changed = []
+        for p, replicas in topic.partitions.items():
+            if only is not None and p not in only:
+                continue
+            tp = TopicPartition(topic.topic, p)
+            ctx.update_assignment(tp, ReplicaAssignment(replicas, topic.adding_replicas.get(p, ()), topic.removing_replicas.get(p, ())))
+            changed.append(tp)
+        return changed
+
+    async def _read_topics(self, topics: list[str]) -> dict[str, TopicZNode]:
+        """Each topic's assignment, arming its data watch (added partitions).
+        A topic without a topic id (created by an older tool) gets one, written
+        conditionally as Kafka's controller does (KIP-516), so LeaderAndIsr v5
+        and UpdateMetadata v7 carry a real id."""
+
+        async def one(topic: str) -> tuple[TopicZNode, int] | None:
+            try:
+                found = await self.zk.get_topic(topic, self.watch(PartitionModifications(topic)))
+            except ZnodeDataError as e:  # the watch is set: a corrected znode is read again
+                log.error("controller: ignoring topic %s until its assignment is valid: %s", topic, e)
+                return None
+            if found is None or found[0].topic_id is not None:
+                return found
+            node, version = found
+            with_id = TopicZNode(node.topic, node.partitions, uuid.uuid4(), node.adding_replicas, node.removing_replicas)
+            new_version = await self.zk.set_topic_assignment(with_id, version)
+            if new_version is None:
+                return found  # changed meanwhile: the data watch fires and it is read again
+            log.info("controller: topic %s had no topic id; assigned %s", topic, with_id.topic_id)
+            return with_id, new_version
+
+        found = await asyncio.gather(*(one(t) for t in topics))
+        return {t: f[0] for t, f in zip(topics, found) if f is not None}
+
+    async def on_controller_failover(self) -> None:
+        zk, ctx, cfg = self.zk, self.context, self.config
+        log.info("controller %d: failover for epoch %d", self.broker_id, ctx.epoch)
+        await zk.create_top_level_paths()
+        # Steps 4-6: watches first, then the reads they guard (a change between
+        # the two is seen again by the watch).
+        topics = await zk.get_topics(self.watch(TopicChange()))
+        if cfg.delete_topic_enable:
+            deletions = await zk.get_topic_deletions(self.watch(TopicDeletion()))
+        else:
+            deletions = await zk.get_topic_deletions()
+        broker_ids = await zk.get_broker_ids(self.watch(BrokerChange()))
+        notifications = await self._isr_change_notifications()
+        # Steps 2-3: operator requests (read with their watches; acted on below).
+        reassign_node = await self.reassignment_requests.read_znode()
+        preferred_node = await self.elections.read_znode()
+        # Step 7: the context.
+        self.add_live_brokers(await self._read_brokers(broker_ids))
+        for topic in (await self._read_topics(topics)).values():
+            self._set_assignment(topic)
+        states = await read_partition_states(zk, [(tp.topic, tp.partition) for tp in ctx.all_partitions()])
+        for (t, p), (znode, version) in states.items():
+            ctx.leadership[TopicPartition(t, p)] = znode.leader_isr_and_controller_epoch(version)
+        # Notifications predate this controller, which has just read every state.
+        await self._delete_paths([path for path, _ in notifications])
+        # Step 12's input: queued deletions of existing topics; stale requests are removed.
+        queued = [t for t in deletions if t in ctx.assignments] if cfg.delete_topic_enable else []
+        stale = [t for t in deletions if t not in queued]
+        if stale:
+            why = "delete.topic.enable is false" if not cfg.delete_topic_enable else "no such topic"
+            log.info("controller: removing deletion requests for %s (%s)", stale, why)
+            await self._delete_paths([DeleteTopicZNode.path(t) for t in stale])
+        self.deletion.init(queued)
+        # Steps 8-10: state machines and the full state to every live broker.
+        await self.start_state_machines()
+        # Steps 2-3 continued: reassignments a previous controller left half
+        # done (the topic znodes' adding/removing replicas) or never started.
+        await self.reassigner.resume(await self.reassignment_requests.requested(reassign_node))
+        await self.elections.on_preferred_replica_election(preferred_node)
+        # Step 11: the auto leader rebalance.
+        self.elections.schedule_auto_rebalance(self.elections.first_rebalance_delay())
+        # Step 12: carry on with queued deletions.
+        await self.deletion.resume()
+        log.info("controller %d: epoch %d active with %d brokers, %d topics, %d partitions", self.broker_id, ctx.epoch,
+                 len(ctx.live_brokers), len(ctx.assignments), len(ctx.all_partitions()))
+
+    async def on_broker_change(self) -> None:
+        ctx = self.context
+        ids = await self.zk.get_broker_ids(self.watch(BrokerChange()))
+        current = await self._read_brokers(ids)
+        known = dict(ctx.broker_epochs)
+        new = sorted(b for b in current if b not in known)
+        dead = sorted(b for b in known if b not in current)
+        bounced = sorted(b for b in current if b in known and current[b][1] != known[b])
+        if not (new or dead or bounced):
+            return
+        log.info("controller: brokers started %s, died %s, restarted %s", new, dead, bounced)
+        await self.remove_live_brokers(dead + bounced)
+        if dead or bounced:
+            await self.on_broker_failure(dead + bounced)
+        self.add_live_brokers({b: current[b] for b in new + bounced})
+        if new or bounced:
+            await self.on_broker_startup(sorted(new + bounced))
+
+    async def on_topic_change(self) -> None:
+        ctx = self.context
+        topics = set(await self.zk.get_topics(self.watch(TopicChange())))
+        gone = set(ctx.assignments) - topics
+        for topic in sorted(gone):
+            # Removed from ZooKeeper behind the controller's back (not through deletion).
+            log.warning("controller: topic %s vanished from ZooKeeper; forgetting it", topic)
+            self.partitions.forget_topic(topic)
+            self.replicas.forget_topic(topic)
+            ctx.remove_topic(topic)
+        new = sorted(topics - set(ctx.assignments))
+        if not new:
+            return
+        created: list[TopicPartition] = []
+        for topic in (await self._read_topics(new)).values():
+            created += self._set_assignment(topic)
+        log.info("controller: new topics %s (%d partitions)", new, len(created))
+        await self.on_new_partition_creation(created)
+
+    async def on_partition_modifications(self, topic_name: str) -> None:
+        ctx = self.context
+        found = (await self._read_topics([topic_name])).get(topic_name)
+        if found is None:
+            return  # deleted (the topic change handler forgets it) or still malformed
+        topic = found
+        # Not in the context: its assignment was malformed until now; all its partitions are new.
+        added = set(topic.partitions) - set(ctx.assignments.get(topic_name, {}))
+        if not added:
+            return
+        if self.deletion.is_queued(topic_name):
+            log.warning("controller: ignoring %d partitions added to %s: the topic is being deleted", len(added), topic_name)
+            return
+        tps = self._set_assignment(topic, only=added)
+        log.info("controller: partitions %s added to topic %s", sorted(added), topic_name)
+        await self.on_new_partition_creation(tps)
+
+    async def on_topic_deletion(self) -> None:
+        if not self.config.delete_topic_enable:
+            return
+        requested = await self.zk.get_topic_deletions(self.watch(TopicDeletion()))
+        unknown = [t for t in requested if t not in self.context.assignments]
+        if unknown:
+            log.info("controller: removing deletion requests for unknown topics %s", unknown)
+            await self._delete_paths([DeleteTopicZNode.path(t) for t in unknown])
+        await self.deletion.enqueue(t for t in requested if t in self.context.assignments)
+
+    async def on_isr_change_notification(self) -> None:
+        ctx = self.context
+        notifications = await self._isr_change_notifications()
+        if not notifications:
+            return
+        tps = sorted({TopicPartition(t, p) for _, n in notifications for t, p in n.partitions} & set(ctx.all_partitions()))
+        if tps:
+            await reload_leadership(self.zk, ctx, tps)
+            self.batch.add_update_metadata(ctx.live_brokers, tps)
+        await self._delete_paths([path for path, _ in notifications])
+        # Seed 000 §Partition 重新分配 step 4: RAR may now be in the ISR.
+        await self.reassigner.on_isr_change(tps)
+
+    async def _isr_change_notifications(self) -> list[tuple[str, IsrChangeNotificationZNode]]:
+        """Pending notifications (arming the watch); a malformed one is logged
+        and deleted — it can never be acted on."""
+        for _ in range(_MAX_MALFORMED):
+            try:
+                return await self.zk.get_isr_change_notifications(self.watch(IsrChangeNotification()))
+            except ZnodeDataError as e:
+                log.error("controller: deleting malformed ISR change notification: %s", e)
+                await self._delete_paths([e.path])
+        raise ZnodeDataError(ISR_CHANGE_NOTIFICATION_PATH, f"more than {_MAX_MALFORMED} malformed notifications in a row")
+
+    async def on_watches_lost(self) -> None:
+        """Same session, dropped watches: every handler re-reads and re-arms."""
+        await self.on_broker_change()
+        await self.on_topic_change()
+        for topic in sorted(self.context.assignments):
+            await self.on_partition_modifications(topic)
+        await self.on_topic_deletion()
+        await self.on_isr_change_notification()
+        await self.reassignment_requests.on_reassign_partitions()
+        await self.elections.on_preferred_replica_election()
+        await self.reassigner.rearm_isr_watches()
+
+    async def _delete_paths(self, paths: list[str]) -> None:
+        for path in paths:
+            try:
+                await self.zk.store.delete(path)
+            except NoNodeError:
+                pass
+
     async def close(self) -> None:
-        if self.rebalance_timer is not None:
-            self.rebalance_timer.cancel()
+        self.elections.close()
         self.batch.discard()
         await self.channel.close()

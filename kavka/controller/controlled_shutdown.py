@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import PartitionReplica
+from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_controlled_shutdown
 from kavka.controller.partition_state import PartitionState
+from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState
-
-if TYPE_CHECKING:
-    from kavka.controller.active import ActiveController
+from kavka.controller.replica_state_machine import ReplicaStateMachine
+from kavka.controller.topic_deletion import TopicDeletionManager
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +53,14 @@ class ControlledShutdownResult:
     message: str | None = None
 
 
-async def on_controlled_shutdown(active: "ActiveController", broker_id: int, broker_epoch: int) -> ControlledShutdownResult:
-    ctx = active.context
+async def on_controlled_shutdown(
+    ctx: ControllerContext,
+    partitions: PartitionStateMachine,
+    replicas: ReplicaStateMachine,
+    deletion: TopicDeletionManager,
+    broker_id: int,
+    broker_epoch: int,
+) -> ControlledShutdownResult:
     if broker_id not in ctx.live_brokers:
         return ControlledShutdownResult(ErrorCode.BROKER_NOT_AVAILABLE, (), f"broker {broker_id} is not registered")
     known_epoch = ctx.broker_epochs.get(broker_id, -1)
@@ -67,7 +72,7 @@ async def on_controlled_shutdown(active: "ActiveController", broker_id: int, bro
     movable = [
         tp
         for tp in ctx.partitions_on_broker(broker_id)
-        if len(ctx.partition_replicas(tp)) > 1 and ctx.leader_and_isr(tp) is not None and not active.deletion.is_queued(tp.topic)
+        if len(ctx.partition_replicas(tp)) > 1 and ctx.leader_and_isr(tp) is not None and not deletion.is_queued(tp.topic)
     ]
     led = [tp for tp in movable if ctx.leader_and_isr(tp).leader == broker_id]  # type: ignore[union-attr]
     followed = [tp for tp in movable if ctx.leader_and_isr(tp).leader != broker_id]  # type: ignore[union-attr]
@@ -77,9 +82,9 @@ async def on_controlled_shutdown(active: "ActiveController", broker_id: int, bro
         return elect_for_controlled_shutdown(ctx.partition_replicas(tp), lai.isr, live, ctx.shutting_down)
 
     if led:
-        await active.partitions.handle_state_changes(led, PartitionState.ONLINE, away_from_shutting_down)
+        await partitions.handle_state_changes(led, PartitionState.ONLINE, away_from_shutting_down)
     if followed:
-        await active.replicas.handle_state_changes([PartitionReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
+        await replicas.handle_state_changes([PartitionReplica(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
     remaining = tuple(tp for tp in ctx.partitions_led_by(broker_id) if len(ctx.partition_replicas(tp)) > 1)
     if remaining:
         log.info("controller: broker %d still leads %d partitions (no other in-sync replica): %s", broker_id, len(remaining),

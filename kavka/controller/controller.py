@@ -31,7 +31,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable
 
-from kavka.controller import controlled_shutdown, preferred_election, reassignment_requests, zk_events
+from kavka.controller.controlled_shutdown import on_controlled_shutdown
 from kavka.controller.active import ActiveController
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
@@ -75,23 +75,23 @@ Handler = Callable[[ActiveController, ControllerEvent], Awaitable[None]]
 
 # Events that only make sense while active, and what handles them.
 _HANDLERS: dict[type[ControllerEvent], Handler] = {
-    BrokerChange: lambda a, e: zk_events.on_broker_change(a),
-    TopicChange: lambda a, e: zk_events.on_topic_change(a),
-    PartitionModifications: lambda a, e: zk_events.on_partition_modifications(a, e.topic),  # type: ignore[attr-defined]
-    TopicDeletion: lambda a, e: zk_events.on_topic_deletion(a),
-    IsrChangeNotification: lambda a, e: zk_events.on_isr_change_notification(a),
-    WatchesLost: lambda a, e: zk_events.on_watches_lost(a),
+    BrokerChange: lambda a, e: a.on_broker_change(),
+    TopicChange: lambda a, e: a.on_topic_change(),
+    PartitionModifications: lambda a, e: a.on_partition_modifications(e.topic),  # type: ignore[attr-defined]
+    TopicDeletion: lambda a, e: a.on_topic_deletion(),
+    IsrChangeNotification: lambda a, e: a.on_isr_change_notification(),
+    WatchesLost: lambda a, e: a.on_watches_lost(),
     StopReplicaResponseReceived: lambda a, e: a.deletion.on_stop_replica_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]
     LeaderAndIsrResponseReceived: lambda a, e: a.on_leader_and_isr_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]
-    ReassignPartitions: lambda a, e: reassignment_requests.on_reassign_partitions(a),
-    PreferredReplicaElection: lambda a, e: preferred_election.on_preferred_replica_election(a),
-    AutoPreferredReplicaLeaderElection: lambda a, e: preferred_election.on_auto_rebalance(a),
+    ReassignPartitions: lambda a, e: a.reassignment_requests.on_reassign_partitions(),
+    PreferredReplicaElection: lambda a, e: a.elections.on_preferred_replica_election(),
+    AutoPreferredReplicaLeaderElection: lambda a, e: a.elections.on_auto_rebalance(),
     PartitionReassignmentIsrChange: lambda a, e: a.reassigner.on_state_znode_change(TopicPartition(e.topic, e.partition)),  # type: ignore[attr-defined]
     # Requests from this broker's API handlers: the result goes to the event's future.
-    ControlledShutdown: lambda a, e: _reply(e, controlled_shutdown.on_controlled_shutdown(a, e.broker_id, e.broker_epoch)),  # type: ignore[attr-defined]
-    ElectLeaders: lambda a, e: _reply(e, preferred_election.elect_leaders(a, e.partitions, e.election_type)),  # type: ignore[attr-defined]
-    AlterPartitionReassignments: lambda a, e: _reply(e, reassignment_requests.alter_partition_reassignments(a, e.reassignments, e.allow_replication_factor_change)),  # type: ignore[attr-defined]
-    ListPartitionReassignments: lambda a, e: _reply(e, _ready(reassignment_requests.list_partition_reassignments(a, e.partitions))),  # type: ignore[attr-defined]
+    ControlledShutdown: lambda a, e: _reply(e, on_controlled_shutdown(a.context, a.partitions, a.replicas, a.deletion, e.broker_id, e.broker_epoch)),  # type: ignore[attr-defined]
+    ElectLeaders: lambda a, e: _reply(e, a.elections.elect_leaders(e.partitions, e.election_type)),  # type: ignore[attr-defined]
+    AlterPartitionReassignments: lambda a, e: _reply(e, a.reassignment_requests.alter_partition_reassignments(e.reassignments, e.allow_replication_factor_change)),  # type: ignore[attr-defined]
+    ListPartitionReassignments: lambda a, e: _reply(e, _ready(a.reassignment_requests.list_partition_reassignments(e.partitions))),  # type: ignore[attr-defined]
 }
 
 
@@ -225,7 +225,7 @@ class KafkaController:
         )
         self.active = ActiveController(self.broker_id, claim, self.zk, channel, self.config, self.events.put, self.state_log)
         self.failovers += 1
-        await zk_events.on_controller_failover(self.active)
+        await self.active.on_controller_failover()
         self.active.batch.send_requests()
 
     async def _resign(self, reason: str) -> None:

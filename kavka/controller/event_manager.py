@@ -14,6 +14,9 @@ resignation and uncertain ZooKeeper failures into a re-election) and the
 next event is taken. The queue is unbounded on purpose: events are small
 and each watch fires once per re-arm, so its length is bounded by the
 number of watches plus in-flight broker responses.
+
+``EventWatches`` makes the one-shot ZooKeeper watches that queue an event
+when they fire; the controller's parts that read a znode take one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logging
 from typing import Awaitable, Callable
 
 from kavka.controller.events import ControllerEvent
+from kavka.zk.store_types import WatchCallback, WatchEvent, WatchEventType
 
 log = logging.getLogger(__name__)
 
@@ -110,3 +114,29 @@ class ControllerEventManager:
             if self._queue.empty():
                 self._idle.set()
         self._idle.set()
+
+
+class EventWatches:
+    """``watches(event)``: a one-shot ZooKeeper watch that queues ``event``.
+    A watch dropped with the connection (LOST) queues nothing: the session
+    listener queues ``WatchesLost`` when the connection is back.
+
+    It holds the queue's ``put`` and nothing else: ZooKeeper keeps a watch
+    until it fires, which may be long after the epoch that armed it ended,
+    and it must not keep that epoch's whole context alive (10,000
+    partitions' state per resignation, walked by every full garbage
+    collection)."""
+
+    __slots__ = ("_put",)
+
+    def __init__(self, put: Callable[[ControllerEvent], None]) -> None:
+        self._put = put
+
+    def __call__(self, event: ControllerEvent) -> WatchCallback:
+        put = self._put
+
+        def fire(e: WatchEvent) -> None:
+            if e.type is not WatchEventType.LOST:
+                put(event)
+
+        return fire

@@ -47,23 +47,25 @@ UncleanPolicy = Callable[[str], Awaitable[bool]]
 
 
 class PartitionStateMachine:
-    """See module doc. ``claim`` must be set (by the controller) before any change."""
+    """See module doc. ``claim`` is the controller epoch's claim that fences
+    every ZooKeeper write."""
 
     def __init__(
         self,
         context: ControllerContext,
         zk: KavkaZkClient,
+        claim: ControllerClaim,
         batch: ControllerBrokerRequestBatch,
         state_log: StateChangeLogger,
         unclean_allowed: UncleanPolicy,
     ) -> None:
         self.context = context
         self.zk = zk
+        self.claim = claim
         self.batch = batch
         self.state_log = state_log
         self.unclean_allowed = unclean_allowed
         self.states = PartitionStates()
-        self.claim: ControllerClaim | None = None
 
     def startup(self) -> None:
         """Failover step 8: seed the table from the context (what ZooKeeper
@@ -130,7 +132,6 @@ class PartitionStateMachine:
         self.state_log.partition_change(tp, previous, PartitionState.ONLINE, lai)
 
     async def _initialize_leader_and_isr(self, tps: list[TopicPartition]) -> dict[TopicPartition, str]:
-        assert self.claim is not None
         failed: dict[TopicPartition, str] = {}
         live = self.context.live_broker_ids
         states: list[PartitionStateZNode] = []
@@ -170,7 +171,6 @@ class PartitionStateMachine:
         return {t for t in sorted(needing) if await self.unclean_allowed(t)}
 
     async def _elect_leaders(self, tps: list[TopicPartition], election: Election | None) -> dict[TopicPartition, str]:
-        assert self.claim is not None
         live = self.context.live_broker_ids
         if election is None:
             unclean_topics = await self._unclean_topics(tps)

@@ -46,32 +46,45 @@ RAR's own order — which becomes the final AR — is kept in ``targets``;
 after a controller failover it is re-read from ``/admin/reassign_partitions``
 when the request came from there, or taken in AR order otherwise.
 
-Used only from the controller's event task, through the ``ActiveController``.
+``remove_from_reassign_znode`` is step 11 on ``/admin/reassign_partitions``
+(where ``reassignment_requests`` reads the tool's requests).
+
+Used only from the controller's event task; the ``ActiveController`` of the
+epoch builds the reassigner with the collaborators it uses.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
-from kavka.controller.context import PartitionReplica, ReplicaAssignment
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.common.ids import NO_LEADER
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
+from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import PartitionReassignmentIsrChange
 from kavka.controller.leader_isr_update import reload_leadership, update_leader_and_isr
 from kavka.controller.partition_state import PartitionState
+from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState
+from kavka.controller.replica_state_machine import ReplicaStateMachine
+from kavka.controller.request_batch import ControllerBrokerRequestBatch
+from kavka.controller.state_change_log import StateChangeLogger
+from kavka.controller.topic_deletion import TopicDeletionManager
+from kavka.zk.admin import REASSIGN_PARTITIONS_PATH, ReassignPartitionsZNode
 from kavka.zk.brokers import PartitionStateZNode, TopicZNode
-
-if TYPE_CHECKING:
-    from kavka.controller.active import ActiveController
+from kavka.zk.client import ControllerClaim, KavkaZkClient
+from kavka.zk.codec import ZnodeDataError
+from kavka.zk.store_types import BadVersionError, NoNodeError, ZkStore
 
 log = logging.getLogger(__name__)
 
 # Conditional writes of a topic's assignment retried when the topic znode moved.
 _MAX_TOPIC_WRITES = 10
+# Conditional rewrites of /admin/reassign_partitions retried when a tool wrote meanwhile.
+_MAX_ZNODE_WRITES = 10
 
 
 class ReassignmentError(Exception):
@@ -86,9 +99,27 @@ class PartitionReassigner:
     (step 11 removes them there); ``completed``: partitions whose
     reassignment finished, in order (logs and tests)."""
 
-    def __init__(self, active: "ActiveController") -> None:
-        self.active = active
-        self.context = active.context
+    def __init__(
+        self,
+        context: ControllerContext,
+        zk: KavkaZkClient,
+        claim: ControllerClaim,
+        partitions: PartitionStateMachine,
+        replicas: ReplicaStateMachine,
+        deletion: TopicDeletionManager,
+        batch: ControllerBrokerRequestBatch,
+        state_log: StateChangeLogger,
+        watches: EventWatches,
+    ) -> None:
+        self.context = context
+        self.zk = zk
+        self.claim = claim
+        self.partitions = partitions
+        self.replicas = replicas
+        self.deletion = deletion
+        self.batch = batch
+        self.state_log = state_log
+        self.watches = watches
         self.targets: dict[TopicPartition, tuple[int, ...]] = {}
         self.from_znode: set[TopicPartition] = set()
         self.completed: list[TopicPartition] = []
@@ -137,7 +168,7 @@ class PartitionReassigner:
         if stale:
             await self._remove_replicas(tp, stale)
         await self._bump_leader_epoch(tp, new.replicas, "reassignment started")  # step 2
-        replicas = self.active.replicas
+        replicas = self.replicas
         starting = [PartitionReplica(tp, r) for r in new.adding if replicas.states.state(PartitionReplica(tp, r)) is ReplicaState.NON_EXISTENT]
         await replicas.handle_state_changes(starting, ReplicaState.NEW)  # step 3
         # Step 4: on_isr_change continues when the leader reports RAR in the
@@ -160,7 +191,7 @@ class PartitionReassigner:
             return
         self._isr_watched.add(tp)
         path = PartitionStateZNode.path(tp.topic, tp.partition)
-        await self.active.zk.store.exists(path, self.active.watch(PartitionReassignmentIsrChange(tp.topic, tp.partition)))
+        await self.zk.store.exists(path, self.watches(PartitionReassignmentIsrChange(tp.topic, tp.partition)))
 
     async def on_state_znode_change(self, tp: TopicPartition) -> None:
         """The watch fired: re-read the state, re-arm while still moving, and
@@ -168,8 +199,8 @@ class PartitionReassigner:
         self._isr_watched.discard(tp)
         if tp not in self.in_progress():
             return
-        await reload_leadership(self.active.zk, self.context, [tp])
-        self.active.batch.add_update_metadata(self.context.live_brokers, [tp])
+        await reload_leadership(self.zk, self.context, [tp])
+        self.batch.add_update_metadata(self.context.live_brokers, [tp])
         await self.watch_isr(tp)
         await self.on_isr_change([tp])
 
@@ -201,7 +232,7 @@ class PartitionReassigner:
     # -- phase B ---------------------------------------------------------------------------------
 
     async def _complete(self, tp: TopicPartition) -> None:
-        ctx, active = self.context, self.active
+        ctx = self.context
         current = ctx.assignment(tp)
         target = self.target(tp)
         if current is None or target is None:
@@ -216,14 +247,14 @@ class PartitionReassigner:
             log.warning("controller: reassignment of %s waits: no live replica of %s in the isr", tp, list(target))
             return
         removing = [r for r in current.replicas if r not in target]
-        await active.replicas.handle_state_changes([PartitionReplica(tp, r) for r in target], ReplicaState.ONLINE)  # step 5
+        await self.replicas.handle_state_changes([PartitionReplica(tp, r) for r in target], ReplicaState.ONLINE)  # step 5
         ctx.update_assignment(tp, ReplicaAssignment(target))  # step 6
         if move_leader:  # step 7
 
             def from_target(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
                 return elect_for_reassigned_partition(target, lai.isr, live)
 
-            await active.partitions.handle_state_changes([tp], PartitionState.ONLINE, from_target)
+            await self.partitions.handle_state_changes([tp], PartitionState.ONLINE, from_target)
         else:
             await self._bump_leader_epoch(tp, target, "reassignment completing")
         if removing:
@@ -234,18 +265,16 @@ class PartitionReassigner:
         log.info("controller: reassignment of %s to %s completed", tp, list(target))
         if tp in self.from_znode:  # step 11
             self.from_znode.discard(tp)
-            from kavka.controller.reassignment_requests import remove_from_reassign_znode
-
-            await remove_from_reassign_znode(active, [tp])
+            await remove_from_reassign_znode(self.zk.store, [tp])
         await self._resume_deletion(tp.topic)
 
     async def _resume_deletion(self, topic: str) -> None:
         """A topic queued for deletion waited for its reassignments (seed 000:
         deletion is ineligible meanwhile)."""
-        if not self.active.deletion.is_queued(topic) or any(tp.topic == topic for tp in self.in_progress()):
+        if not self.deletion.is_queued(topic) or any(tp.topic == topic for tp in self.in_progress()):
             return
         self.context.topics_ineligible_for_deletion.discard(topic)
-        await self.active.deletion.resume()
+        await self.deletion.resume()
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -253,25 +282,21 @@ class PartitionReassigner:
         """Steps 2 and 7: the same leader and ISR with the leader epoch + 1,
         so every replica acts on the new assignment (a replica ignores a
         LeaderAndIsr whose epoch it has seen)."""
-        active = self.active
-        assert active.partitions.claim is not None
         recipients = list(recipients)
         outcome = await update_leader_and_isr(
-            active.zk, active.partitions.claim, self.context, [tp], lambda tp, lai: lai.new_leader_and_isr(lai.leader, lai.isr)
+            self.zk, self.claim, self.context, [tp], lambda tp, lai: lai.new_leader_and_isr(lai.leader, lai.isr)
         )
         for tp, lai in outcome.written.items():
-            active.state_log.leader_and_isr_written(tp, lai, why)
-            active.batch.add_leader_and_isr(recipients, tp)
+            self.state_log.leader_and_isr_written(tp, lai, why)
+            self.batch.add_leader_and_isr(recipients, tp)
         for tp, why_not in outcome.failed.items():
-            active.state_log.election_failed(tp, f"could not bump the leader epoch ({why}): {why_not}")
+            self.state_log.election_failed(tp, f"could not bump the leader epoch ({why}): {why_not}")
 
     async def _remove_replicas(self, tp: TopicPartition, removing: list[int]) -> None:
         """Steps 8-9 for ``removing``: out of the ISR in one conditional
         write (LeaderAndIsr to the remaining replicas), then OFFLINE
         (StopReplica), ReplicaDeletionStarted (StopReplica with delete),
         ReplicaDeletionSuccessful and NON_EXISTENT."""
-        active = self.active
-        assert active.partitions.claim is not None
         gone = set(removing)
         live = self.context.live_broker_ids
 
@@ -286,26 +311,24 @@ class PartitionReassigner:
                 return None
             return lai.new_leader_and_isr(leader, isr)
 
-        outcome = await update_leader_and_isr(active.zk, active.partitions.claim, self.context, [tp], shrink)
+        outcome = await update_leader_and_isr(self.zk, self.claim, self.context, [tp], shrink)
         for tp, lai in outcome.written.items():
-            active.state_log.leader_and_isr_written(tp, lai, f"reassignment removed replicas {sorted(gone)} from the isr")
-            active.batch.add_leader_and_isr([r for r in self.context.partition_replicas(tp) if r not in gone], tp)
+            self.state_log.leader_and_isr_written(tp, lai, f"reassignment removed replicas {sorted(gone)} from the isr")
+            self.batch.add_leader_and_isr([r for r in self.context.partition_replicas(tp) if r not in gone], tp)
         for tp, why in outcome.failed.items():
-            active.state_log.election_failed(tp, f"could not remove replicas {sorted(gone)} from the isr: {why}")
+            self.state_log.election_failed(tp, f"could not remove replicas {sorted(gone)} from the isr: {why}")
         replicas = [PartitionReplica(tp, r) for r in removing]
-        states = active.replicas.states
-        await active.replicas.handle_state_changes([r for r in replicas if states.state(r) is not ReplicaState.OFFLINE], ReplicaState.OFFLINE)
+        states = self.replicas.states
+        await self.replicas.handle_state_changes([r for r in replicas if states.state(r) is not ReplicaState.OFFLINE], ReplicaState.OFFLINE)
         for state in (ReplicaState.DELETION_STARTED, ReplicaState.DELETION_SUCCESSFUL, ReplicaState.NON_EXISTENT):
-            await active.replicas.handle_state_changes(replicas, state)
+            await self.replicas.handle_state_changes(replicas, state)
 
     async def _write_assignments(self, topic: str, changes: dict[int, ReplicaAssignment]) -> None:
         """Steps 1 and 10: rewrite partitions' replicas (and KIP-455's
         adding/removing) in ``/brokers/topics/<topic>``, conditionally on its
         version and fenced by the controller epoch; re-read on a conflict."""
-        active = self.active
-        assert active.partitions.claim is not None
         for _ in range(_MAX_TOPIC_WRITES):
-            found = await active.zk.get_topic(topic)
+            found = await self.zk.get_topic(topic)
             if found is None:
                 raise ReassignmentError(f"topic {topic} vanished from ZooKeeper during a reassignment")
             node, version = found
@@ -321,6 +344,33 @@ class PartitionReassigner:
                 if a.removing:
                     removing[p] = a.removing
             new = TopicZNode(topic, partitions, node.topic_id, adding, removing)
-            if new == node or await active.zk.set_topic_assignment_fenced(active.partitions.claim, new, version) is not None:
+            if new == node or await self.zk.set_topic_assignment_fenced(self.claim, new, version) is not None:
                 return
         raise ReassignmentError(f"the assignment of topic {topic} kept changing during {_MAX_TOPIC_WRITES} attempts")
+
+
+async def remove_from_reassign_znode(store: ZkStore, tps: Iterable[TopicPartition]) -> None:
+    """Step 11: drop ``tps`` from ``/admin/reassign_partitions``, conditionally
+    on its version (a tool may write meanwhile); delete it when empty."""
+    done = {(tp.topic, tp.partition) for tp in tps}
+    for _ in range(_MAX_ZNODE_WRITES):
+        try:
+            data, stat = await store.get(REASSIGN_PARTITIONS_PATH)
+        except NoNodeError:
+            return
+        try:
+            node = ReassignPartitionsZNode.decode(data)
+        except ZnodeDataError:
+            return  # the watch handler deletes it
+        left = tuple(e for e in node.reassignments if (e[0], e[1]) not in done)
+        if len(left) == len(node.reassignments):
+            return
+        try:
+            if left:
+                await store.set(REASSIGN_PARTITIONS_PATH, ReassignPartitionsZNode(left).encode(), stat.version)
+            else:
+                await store.delete(REASSIGN_PARTITIONS_PATH, stat.version)
+            return
+        except (BadVersionError, NoNodeError):
+            continue
+    log.warning("controller: %s kept changing; completed reassignments may still be listed there", REASSIGN_PARTITIONS_PATH)

@@ -40,15 +40,16 @@ from kavka.zk.client import ControllerClaim, KavkaZkClient
 
 
 class ReplicaStateMachine:
-    """See module doc. ``claim`` must be set (by the controller) before any change."""
+    """See module doc. ``claim`` is the controller epoch's claim that fences
+    every ZooKeeper write."""
 
-    def __init__(self, context: ControllerContext, zk: KavkaZkClient, batch: ControllerBrokerRequestBatch, state_log: StateChangeLogger) -> None:
+    def __init__(self, context: ControllerContext, zk: KavkaZkClient, claim: ControllerClaim, batch: ControllerBrokerRequestBatch, state_log: StateChangeLogger) -> None:
         self.context = context
         self.zk = zk
+        self.claim = claim
         self.batch = batch
         self.state_log = state_log
         self.states = ReplicaStates()
-        self.claim: ControllerClaim | None = None
 
     def startup(self) -> list[PartitionReplica]:
         """Failover step 8: replicas on live brokers start ONLINE-bound,
@@ -109,7 +110,6 @@ class ReplicaStateMachine:
                 self.batch.add_leader_and_isr([r], tp)
 
     async def _on_offline(self, done: list[ReplicaTransition]) -> None:
-        assert self.claim is not None
         removals: dict[int, list[TopicPartition]] = {}
         for t in done:
             tp, r = t.replica

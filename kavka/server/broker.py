@@ -9,13 +9,17 @@ Startup, in order:
    (``LogManager``: locks, recovery, checkpoints — seed 002 §5.2/5.3) in a
    worker thread, and delete local partitions no longer assigned to this
    broker (seed 001 #5: a topic deleted while it was down);
-3. the replica manager, metadata cache, admin, config repository, dynamic
-   config manager, and the request handlers behind the socket server, which
-   starts listening;
+3. the replica manager, then the request path (``_build_handlers``, the
+   composition root: admin, config repository, the group and transaction
+   coordinators with their internal topics, and every API handler with the
+   collaborators it uses; ``handler_table`` maps them to API keys) behind
+   the socket server, which starts listening;
 4. register ``/brokers/ids/<id>`` (re-registered after every session
    expiry, waiting out an old session's node: seed 002 §9, seed 003);
-5. the controller component competes for ``/controller``;
-6. periodic work: the log manager's flush / checkpoint / retention ticks on
+5. the dynamic config manager applies every override, then follows
+   ``/config/changes`` (seed 002 §8);
+6. the controller component competes for ``/controller``;
+7. periodic work: the log manager's flush / checkpoint / retention ticks on
    a thread, ISR expiry and propagation on the loop.
 
 Shutdown (SIGTERM/SIGINT through ``kavka server start``) reverses it and
@@ -36,6 +40,7 @@ from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
+from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupConfig, GroupCoordinator
 from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
@@ -45,10 +50,62 @@ from kavka.server.admin_manager import AdminManager
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import DynamicConfigManager
-from kavka.server.metadata_cache import MetadataCache
-from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
+from kavka.server.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    alter_configs,
+    alter_partition_reassignments,
+    controlled_shutdown,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    describe_log_dirs,
+    elect_leaders,
+    end_txn,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    incremental_alter_configs,
+    init_producer_id,
+    join_group,
+    leader_and_isr,
+    leave_group,
+    list_groups,
+    list_offsets,
+    list_partition_reassignments,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    offset_for_leader_epoch,
+    produce,
+    stop_replica,
+    sync_group,
+    txn_offset_commit,
+    update_metadata,
+    write_txn_markers,
+)
+from kavka.server.internal_topic import (
+    TRANSACTION_APPEND_TIMEOUT_MS,
+    CoordinatorLeadership,
+    InternalTopic,
+    InternalTopicLog,
+    InternalTopicSettings,
+)
+from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
+from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
+from kavka.server.producer_id_manager import ProducerIdManager
+from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.topic_partition import TopicPartition
+from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.registration import BrokerRegistrar
@@ -77,6 +134,8 @@ class KafkaServer:
         self.registrar: BrokerRegistrar | None = None
         self.controller: KafkaController | None = None
         self.dynamic_config: DynamicConfigManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
         self._tick_task: asyncio.Task | None = None
         self._topic_overrides: dict[str, dict[str, str]] = {}
         self._dynamic_default: dict[str, str] = {}
@@ -164,11 +223,8 @@ class KafkaServer:
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: self.config),
             known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
         self.replica_manager.start()
-        admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(self.metadata_cache.brokers),
-                             cfg["num.partitions"], cfg["default.replication.factor"])
-        repo = ConfigRepository(self.zk, self.static_config)
         dispatcher = Dispatcher()
-        handler_table.register_all(dispatcher, self, admin, repo)
+        handler_table.register_all(dispatcher, self._build_handlers())
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
@@ -198,6 +254,95 @@ class KafkaServer:
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_log_manager(), name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
+
+    def _build_handlers(self) -> dict[int, Handler]:
+        """The composition root of the request path: the group and
+        transaction coordinators, the admin and config services, and every
+        API handler with the collaborators it uses (API key -> handler)."""
+        cfg, cache, rm, broker_id = self.config, self.metadata_cache, self.replica_manager, self.broker_id
+        cluster_id = lambda: self.cluster_id  # noqa: E731 - read at startup, after the handlers exist
+        controller = lambda: self.controller  # noqa: E731 - created after the handlers
+        admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(cache.brokers),
+                             cfg["num.partitions"], cfg["default.replication.factor"])
+        repo = ConfigRepository(self.zk, self.static_config)
+
+        # The coordinators (kavka.group, kavka.transaction) with their
+        # internal topics: logs through the replica manager, created on first use.
+        zk = self.zk
+        producer_ids = ProducerIdManager(broker_id, lambda b: zk.claim_producer_id_block(b))
+        txns = TransactionCoordinator(
+            broker_id, TransactionConfig.from_broker(cfg),
+            InternalTopicLog(rm, TRANSACTION_STATE_TOPIC, TRANSACTION_APPEND_TIMEOUT_MS,
+                             cfg["transaction.state.log.load.buffer.size"]),
+            BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
+                               request_timeout_ms=max(cfg["request.timeout.ms"], 1)),
+            producer_ids.generate_producer_id)
+        groups = GroupCoordinator(broker_id, GroupConfig.from_broker(cfg), InternalTopicLog(
+            rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
+        self.group_coordinator, self.txn_coordinator = groups, txns
+        offsets_topic = InternalTopic(InternalTopicSettings.consumer_offsets(cfg), groups.partition_of, cache, admin)
+        txn_topic = InternalTopic(InternalTopicSettings.transaction_state(cfg), txns.partition_of, cache, admin)
+        leadership = CoordinatorLeadership(broker_id, {GROUP_METADATA_TOPIC: groups, TRANSACTION_STATE_TOPIC: txns})
+
+        def metadata_updated(update: MetadataUpdate) -> None:
+            # Delayed fetches may wait on a partition whose leader moved;
+            # offsets of deleted partitions go (Kafka's handleDeletedPartitions).
+            for t, p in (*update.updated, *update.deleted):
+                rm.complete_delayed_requests(TopicPartition(t, p))
+            groups.partitions_deleted(list(update.deleted))
+
+        auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
+        return {
+            # data path (kavka.replication)
+            produce.API_KEY: produce.ProduceHandler(rm, cache),
+            fetch.API_KEY: fetch.FetchHandler(rm, cache),
+            list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
+            offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
+            delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
+            describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(self.log_manager),
+            # metadata and administration
+            metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
+            describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache),
+            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]),
+            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache),
+            describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
+            alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
+            incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
+            # from the controller (seed 000)
+            leader_and_isr.API_KEY: leader_and_isr.LeaderAndIsrHandler(
+                rm, self.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
+            update_metadata.API_KEY: update_metadata.UpdateMetadataHandler(
+                cache, self.broker_epoch, metadata_updated),
+            stop_replica.API_KEY: stop_replica.StopReplicaHandler(rm, self.broker_epoch, leadership.replicas_stopped),
+            # to the controller
+            controlled_shutdown.API_KEY: controlled_shutdown.ControlledShutdownHandler(controller),
+            elect_leaders.API_KEY: elect_leaders.ElectLeadersHandler(controller, cache),
+            alter_partition_reassignments.API_KEY:
+                alter_partition_reassignments.AlterPartitionReassignmentsHandler(controller),
+            list_partition_reassignments.API_KEY:
+                list_partition_reassignments.ListPartitionReassignmentsHandler(controller),
+            # the group coordinator (kavka.group)
+            find_coordinator.API_KEY: find_coordinator.FindCoordinatorHandler(offsets_topic, txn_topic),
+            join_group.API_KEY: join_group.JoinGroupHandler(groups),
+            sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
+            heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
+            leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups),
+            offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
+            describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
+            list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
+            offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
+            # the transaction coordinator (kavka.transaction, KIP-98)
+            init_producer_id.API_KEY: init_producer_id.InitProducerIdHandler(producer_ids, txns),
+            add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
+            add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
+            end_txn.API_KEY: end_txn.EndTxnHandler(txns),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups),
+            write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
+                rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
+        }
 
     async def _warn_if_registration_held(self, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""

@@ -1,18 +1,27 @@
-"""What the group coordinator and the transaction coordinator share about
-the compacted internal topic each keeps its state in (``__consumer_offsets``,
-seed 002 §6.5; ``__transaction_state``, KIP-98): how its records reach the
-log, where a key's coordinator is, and how leadership moves it.
+"""The compacted internal topics the group coordinator and the transaction
+coordinator keep their state in (``__consumer_offsets``, seed 002 §6.5;
+``__transaction_state``, KIP-98), seen from the broker: how records reach
+the log, where a key's coordinator is, and how leadership moves the
+coordinators' partitions.
 
-- ``InternalTopicLog``: the coordinator's log seam — appends with acks=-1
-  and internal topics allowed, bounded by the coordinator's timeout; reads a
+- ``InternalTopicSettings``: how the topic is created — partitions,
+  replication factor, topic configs — from the broker config
+  (``consumer_offsets``: ``offsets.topic.*``, ``cleanup.policy=compact``;
+  ``transaction_state``: ``transaction.state.log.*``, ``min.insync.replicas``
+  = ``transaction.state.log.min.isr``, ``cleanup.policy=compact``).
+- ``InternalTopicLog``: a coordinator's log seam (``GroupLog``,
+  ``TransactionLog``) — appends with acks=-1 and internal topics allowed,
+  bounded by the coordinator's timeout (``offsets.commit.timeout.ms`` for
+  groups, ``TRANSACTION_APPEND_TIMEOUT_MS`` for transactions); reads a
   partition's whole local log in ``load_buffer_size`` chunks for a load.
 - ``InternalTopic``: where the coordinator of a key is (the leader of the
   key's partition). The topic is created the first time a client asks;
   like Kafka, with fewer live brokers than the replication factor the answer
   is COORDINATOR_NOT_AVAILABLE and nothing is created.
-- ``leadership_changed`` (seed 002 §6.8 step 6, onLeadershipChange: the
-  leader epoch is the coordinator epoch) and ``replicas_stopped``
-  (StopReplica unloads).
+- ``CoordinatorLeadership``: after LeaderAndIsr (seed 002 §6.8 step 6,
+  onLeadershipChange: the leader epoch is the coordinator epoch) each
+  coordinator loads the partitions of its topic this broker now leads and
+  unloads those it follows; after StopReplica it unloads them.
 
 Runs on the broker's event loop; ``read_all`` runs in a worker thread.
 """
@@ -21,17 +30,50 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Iterator, Mapping, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Protocol
 
 from kavka.common.errors import ErrorCode
+from kavka.group.coordinator import GROUP_METADATA_TOPIC
 from kavka.protocol.records import iter_batches
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import PartitionState
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.metadata_cache import BrokerEndpoint, MetadataCache
 from kavka.common.topic_partition import TopicPartition
+from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger("kavka.server")
+
+# Kafka bounds transaction log appends by request.timeout.ms's default.
+TRANSACTION_APPEND_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopicSettings:
+    """How an internal topic is created. ``rf_key`` names the config the
+    replication factor came from, for the warning when too few brokers are
+    alive."""
+
+    topic: str
+    num_partitions: int
+    replication_factor: int
+    rf_key: str
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def consumer_offsets(cls, config: Any) -> "InternalTopicSettings":
+        return cls(GROUP_METADATA_TOPIC, config["offsets.topic.num.partitions"],
+                   config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
+                   {"cleanup.policy": "compact", "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+
+    @classmethod
+    def transaction_state(cls, config: Any) -> "InternalTopicSettings":
+        return cls(TRANSACTION_STATE_TOPIC, config["transaction.state.log.num.partitions"],
+                   config["transaction.state.log.replication.factor"], "transaction.state.log.replication.factor",
+                   {"cleanup.policy": "compact",
+                    "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+                    "segment.bytes": str(config["transaction.state.log.segment.bytes"])})
 
 
 class PartitionOwner(Protocol):
@@ -44,6 +86,8 @@ class PartitionOwner(Protocol):
 
 
 class InternalTopicLog:
+    """See the module docstring."""
+
     def __init__(self, replica_manager: ReplicaManager, topic: str, append_timeout_ms: int,
                  load_buffer_size: int) -> None:
         self.replica_manager = replica_manager
@@ -74,20 +118,16 @@ class InternalTopicLog:
 
 
 class InternalTopic:
-    """``rf_key`` names the config the replication factor came from, for
-    the warning when too few brokers are alive."""
+    """See the module docstring. ``partition_of`` maps a key (group id,
+    transactional id) to its partition, as its coordinator does."""
 
-    def __init__(self, topic: str, partition_of: Callable[[str], int], cache: MetadataCache,
-                 admin: AdminManager, num_partitions: int, replication_factor: int, rf_key: str,
-                 configs: Mapping[str, str]) -> None:
-        self.topic = topic
+    def __init__(self, settings: InternalTopicSettings, partition_of: Callable[[str], int], cache: MetadataCache,
+                 admin: AdminManager) -> None:
+        self.settings = settings
+        self.topic = settings.topic
         self.partition_of = partition_of
         self.cache = cache
         self.admin = admin
-        self.num_partitions = num_partitions
-        self.replication_factor = replication_factor
-        self.rf_key = rf_key
-        self.configs = dict(configs)
         self._creating: asyncio.Task | None = None
 
     async def coordinator_for(self, key: str, listener: str) -> tuple[ErrorCode, int, BrokerEndpoint | None]:
@@ -101,34 +141,43 @@ class InternalTopic:
         return ErrorCode.NONE, meta.leader, endpoint
 
     async def _create(self) -> ErrorCode:
+        s = self.settings
         live = len(self.cache.alive_brokers())
-        if live < self.replication_factor:
-            log.warning("not creating %s: %d live brokers, %s is %d",
-                        self.topic, live, self.rf_key, self.replication_factor)
+        if live < s.replication_factor:
+            log.warning("not creating %s: %d live brokers, %s is %d", s.topic, live, s.rf_key, s.replication_factor)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if self._creating is None or self._creating.done():
             self._creating = asyncio.get_running_loop().create_task(self.admin.create_topics([NewTopic(
-                self.topic, self.num_partitions, self.replication_factor, configs=dict(self.configs))]))
+                s.topic, s.num_partitions, s.replication_factor, configs=dict(s.configs))]))
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
-def leadership_changed(topic: str, owner: PartitionOwner, broker_id: int, states: list[PartitionState],
-                       errors: dict[TopicPartition, int]) -> None:
-    """After LeaderAndIsr: load the partitions of ``topic`` this broker now
-    leads, unload those it follows."""
-    for s in states:
-        tp = s.topic_partition
-        if tp.topic != topic or errors.get(tp, 0) != 0:
-            continue
-        if s.leader == broker_id:
-            owner.on_elected(tp.partition, s.leader_epoch)
-        else:
-            owner.on_resigned(tp.partition)
+class CoordinatorLeadership:
+    """Routes leadership changes of the internal topics to their
+    coordinators: ``owners`` maps a topic to the coordinator of its
+    partitions."""
 
+    def __init__(self, broker_id: int, owners: Mapping[str, PartitionOwner]) -> None:
+        self.broker_id = broker_id
+        self.owners = dict(owners)
 
-def replicas_stopped(topic: str, owner: PartitionOwner, stopped: list[TopicPartition]) -> None:
-    """After StopReplica: this broker holds no replica of these partitions
-    any more (reassigned away, deleted, or shutting down)."""
-    for tp in stopped:
-        if tp.topic == topic:
-            owner.on_resigned(tp.partition)
+    def leadership_changed(self, states: list[PartitionState], errors: Mapping[TopicPartition, int]) -> None:
+        """After LeaderAndIsr: load the partitions this broker now leads,
+        unload those it follows; a refused entry changes nothing."""
+        for s in states:
+            tp = s.topic_partition
+            owner = self.owners.get(tp.topic)
+            if owner is None or errors.get(tp, 0) != 0:
+                continue
+            if s.leader == self.broker_id:
+                owner.on_elected(tp.partition, s.leader_epoch)
+            else:
+                owner.on_resigned(tp.partition)
+
+    def replicas_stopped(self, stopped: list[TopicPartition]) -> None:
+        """After StopReplica: this broker holds no replica of these partitions
+        any more (reassigned away, deleted, or shutting down)."""
+        for tp in stopped:
+            owner = self.owners.get(tp.topic)
+            if owner is not None:
+                owner.on_resigned(tp.partition)

@@ -16,7 +16,8 @@ from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
 from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.common.topic_partition import TopicPartition
 
 REPLICATION_SETTINGS = settings(

@@ -13,7 +13,8 @@ from kavka.common.clock import ManualClock
 from kavka.storage.errors import LogDirLockedError
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
-from kavka.storage.log_manager import LogManager, LogManagerConfig, LogManagerRunner
+from kavka.storage.log_manager import LogManager, LogManagerRunner
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.log_dir_names import InvalidLogDirName, log_dir_name
 from kavka.common.topic_partition import TopicPartition
 
@@ -30,7 +31,8 @@ def test_second_process_on_the_same_dir_fails_naming_it(tmp_path, clock):
     m = manager([d], clock)
     code = textwrap.dedent(
         f"""
-        from kavka.storage.log_manager import LogManager, LogManagerConfig
+        from kavka.storage.log_manager import LogManager
+        from kavka.storage.log_manager_config import LogManagerConfig
         from kavka.storage.log_config import LogConfig
         from kavka.storage.errors import LogDirLockedError
         try:

@@ -11,10 +11,9 @@ other key types INVALID_REQUEST.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import FindCoordinatorResponse
-from kavka.server.group_wiring import OffsetsTopic
+from kavka.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from kavka.server.internal_topic import InternalTopic
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.server.txn_wiring import TransactionStateTopic
 
 API_KEY = 10
 MIN_VERSION = 0
@@ -23,7 +22,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 class FindCoordinatorHandler:
-    def __init__(self, offsets_topic: OffsetsTopic, transaction_topic: TransactionStateTopic) -> None:
+    def __init__(self, offsets_topic: InternalTopic, transaction_topic: InternalTopic) -> None:
         self.offsets_topic = offsets_topic
         self.transaction_topic = transaction_topic
 
@@ -40,7 +39,7 @@ class FindCoordinatorHandler:
         code, node, endpoint = await self.offsets_topic.coordinator_for(key, listener)
         return code, node, endpoint, None
 
-    async def __call__(self, ctx: RequestContext, request) -> FindCoordinatorResponse:
+    async def __call__(self, ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
         version = ctx.api_version
         R = FindCoordinatorResponse
         key_type = request.key_type if version >= 1 else GROUP_KEY

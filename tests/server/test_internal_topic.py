@@ -12,7 +12,7 @@ from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.group.state import partition_for
 from kavka.replication.state import PartitionState
-from kavka.server.group_wiring import OffsetsTopic, leadership_changed, replicas_stopped
+from kavka.server.internal_topic import CoordinatorLeadership, InternalTopic, InternalTopicSettings
 from kavka.server.metadata_cache import BrokerEndpoint
 from kavka.common.topic_partition import TopicPartition
 
@@ -66,7 +66,7 @@ CONFIG = {"offsets.topic.replication.factor": 3, "offsets.topic.num.partitions":
 async def test_offsets_topic_is_created_once_enough_brokers_live():
     coordinator = GroupCoordinator(0, GroupConfig(num_partitions=4), NoLog())
     cache, admin = FakeCache(live=2), FakeAdmin()
-    topic = OffsetsTopic(coordinator, cache, admin, CONFIG)
+    topic = InternalTopic(InternalTopicSettings.consumer_offsets(CONFIG), coordinator.partition_of, cache, admin)
     assert (await topic.coordinator_for("g", "PLAINTEXT"))[0] is ErrorCode.COORDINATOR_NOT_AVAILABLE
     await asyncio.sleep(0)
     assert admin.created == []  # two live brokers, RF 3: nothing created
@@ -84,18 +84,20 @@ async def test_offsets_topic_is_created_once_enough_brokers_live():
 
 async def test_leadership_and_stop_replica_load_and_unload():
     c = GroupCoordinator(1, GroupConfig(num_partitions=4), NoLog())
+    leadership = CoordinatorLeadership(1, {TOPIC: c})
+    leadership_changed, replicas_stopped = leadership.leadership_changed, leadership.replicas_stopped
     lead = PartitionState(TOPIC, 2, 1, 1, 5, (1,), 0, (1,))
     follow = PartitionState(TOPIC, 3, 1, 0, 5, (0, 1), 0, (0, 1))
     other = PartitionState("orders", 0, 1, 1, 5, (1,), 0, (1,))
-    leadership_changed(c, 1, [lead, follow, other], {})
+    leadership_changed([lead, follow, other], {})
     await asyncio.sleep(0.05)
     assert c.owned == {2}
-    leadership_changed(c, 1, [PartitionState(TOPIC, 2, 1, 0, 6, (0, 1), 0, (0, 1))], {})
+    leadership_changed([PartitionState(TOPIC, 2, 1, 0, 6, (0, 1), 0, (0, 1))], {})
     assert c.owned == set()
-    leadership_changed(c, 1, [PartitionState(TOPIC, 1, 1, 1, 7, (1,), 0, (1,))],
+    leadership_changed([PartitionState(TOPIC, 1, 1, 1, 7, (1,), 0, (1,))],
                        {TopicPartition(TOPIC, 1): int(ErrorCode.STALE_CONTROLLER_EPOCH)})
     assert not c.loading and not c.owned  # a refused entry changes nothing
-    leadership_changed(c, 1, [lead], {})
+    leadership_changed([lead], {})
     await asyncio.sleep(0.05)
-    replicas_stopped(c, [TopicPartition(TOPIC, 2)])
+    replicas_stopped([TopicPartition(TOPIC, 2)])
     assert c.owned == set()
