@@ -31,7 +31,7 @@ from kavka.protocol import fieldio as fio
 from kavka.protocol import primitives as p
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.fieldio import field_kind as kind
-from kavka.protocol.messages import camel
+from kavka.protocol.message_base import camel
 from kavka.protocol.plan_decode import DecoderGen
 from kavka.protocol.plan_encode import EncoderGen
 from kavka.protocol.schema.dsl import Field

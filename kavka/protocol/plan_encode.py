@@ -14,7 +14,7 @@ import struct
 from kavka.protocol import fieldio as fio
 from kavka.protocol import primitives as p
 from kavka.protocol.fieldio import field_kind as kind
-from kavka.protocol.messages import FRESH, default_of
+from kavka.protocol.message_base import FRESH, default_of
 from kavka.protocol.schema.dsl import Field
 
 

@@ -142,7 +142,8 @@ class ReplicaManager:
     ``_append_to_local_log`` (internal topic? control batch from a client?) ->
     ``Partition.append_records_to_leader`` (leader? acks=-1 and ISR below
     min.insync.replicas?) -> ``Log.append_as_leader`` (validate, assign offsets,
-    stamp the leader epoch) -> ``Partition.maybe_increment_hw`` (an ISR of one
+    stamp the leader epoch, producer state; ``LocalLog.append`` writes the
+    active segment) -> ``Partition.maybe_increment_hw`` (an ISR of one
     commits at once) -> ``complete_delayed_requests``. acks 0/1 answer now;
     acks=-1 parks a ``DelayedProduce`` in ``produce_purgatory`` under its
     partitions.

@@ -102,7 +102,8 @@ from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServe
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.brokers import BrokerIdZNode

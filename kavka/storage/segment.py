@@ -27,10 +27,10 @@ from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
 from kavka.storage.log_config import LogConfig
-from kavka.storage.offset_index import INT32_MAX, OffsetIndex
+from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
 from kavka.storage.segment_recovery import SegmentRecovery
-from kavka.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
-from kavka.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
+from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -343,7 +343,9 @@ class LogSegment:
         self.time_index.reset()
         self.offset_index.resize(self.max_index_size)
         self.time_index.resize(self.max_index_size)
-        result = SegmentRecovery(self, epoch_cache).run()
+        result = SegmentRecovery(
+            self.log, self.offset_index, self.time_index, self.base_offset, self.index_interval_bytes, epoch_cache
+        ).run()
         self.max_timestamp_so_far = result.max_timestamp
         self.bytes_since_last_index_entry = result.bytes_since_last_index_entry
         truncated = self.log.truncate_to(result.valid_bytes) if result.valid_bytes < self.log.size else 0

@@ -15,7 +15,8 @@ from kavka.replication.state import LeaderAndIsr, PartitionState
 from kavka.storage.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition
 
 REPLICATION_SETTINGS = settings(

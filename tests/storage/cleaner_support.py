@@ -11,8 +11,8 @@ from kavka.protocol.records.batch import Compression, RecordBatchHeader, iter_ba
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
-from kavka.storage.cleaner_config import LogCleanerConfig
-from kavka.storage.cleaner_thread import LogCleaner
+from kavka.storage.cleaner.config import LogCleanerConfig
+from kavka.storage.cleaner.thread import LogCleaner
 from kavka.storage.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kavka.storage.file_records import FileRecords
-from kavka.storage.index_file import IndexFile
+from kavka.storage.index.index_file import IndexFile
+from kavka.storage.local_log import LocalLog
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 from kavka.storage.clock import ManualClock
@@ -123,13 +124,13 @@ def test_an_exception_at_each_step_then_restart_recovers(tmp_path, monkeypatch, 
             raise Crash(at)
 
     if step == "removing-old-segments":  # after the durable .swap rename
-        original_remove = Log._remove_segments
+        original_remove = LocalLog.remove_and_delete_segments
 
         def remove(self, doomed):
             original_remove(self, doomed[:1])
             raise Crash(step)
 
-        monkeypatch.setattr(Log, "_remove_segments", remove)
+        monkeypatch.setattr(LocalLog, "remove_and_delete_segments", remove)
     elif step == "dropping-swap-suffix":
         original_change = LogSegment.change_suffix
 

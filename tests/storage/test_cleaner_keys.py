@@ -13,7 +13,7 @@ from kavka.protocol.records.builder import assemble_batch, build_batch
 from kavka.protocol.records.reader import decode_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.protocol.records.varint import VarintError, encode_varint
-from kavka.storage.cleaner_keys import iter_keys
+from kavka.storage.cleaner.keys import iter_keys
 
 records = st.lists(
     st.builds(

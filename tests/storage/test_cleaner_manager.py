@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from kavka.common.config import ConfigError
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
-from kavka.storage.cleaner_config import LogCleanerConfig, Throttler
-from kavka.storage.cleaner_manager import LogCleaningState
+from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
+from kavka.storage.cleaner.manager import LogCleaningState
 from kavka.storage.clock import ManualClock
 from kavka.storage.log import Log
-from kavka.storage.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
+from kavka.storage.cleaner.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
 
 from .cleaner_support import StaticSource, append, compact_config, make_cleaner, read_records
 from .conftest import T0
@@ -252,7 +252,8 @@ def test_source_without_logs_is_quiet(tmp_path):
 
 
 def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
-    from kavka.storage.log_manager import LogManager, LogManagerConfig
+    from kavka.storage.log_manager import LogManager
+    from kavka.storage.log_manager_config import LogManagerConfig
 
     clock = ManualClock(T0)
     dirs = (str(tmp_path / "d1"), str(tmp_path / "d2"))
@@ -282,7 +283,8 @@ def test_the_log_manager_is_a_log_source_and_checkpoints_per_dir(tmp_path):
 
 
 def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
-    from kavka.storage.log_manager import LogManager, LogManagerConfig
+    from kavka.storage.log_manager import LogManager
+    from kavka.storage.log_manager_config import LogManagerConfig
 
     clock = ManualClock(T0)
     config = LogManagerConfig(log_dirs=(str(tmp_path / "d"),))
@@ -314,7 +316,7 @@ def test_the_cleaner_checkpoint_survives_a_restart(tmp_path):
 
 
 def test_a_truncation_during_the_map_pass_aborts_the_swap(tmp_path, monkeypatch):
-    from kavka.storage import cleaner as cleaner_module
+    from kavka.storage.cleaner import cleaner as cleaner_module
 
     clock = ManualClock(T0)
     log = _dirty_log(tmp_path, clock, "t-0", 30, keys=3, **{"segment.bytes": 400})

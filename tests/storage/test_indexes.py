@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.storage.offset_index import IndexOffsetError, OffsetIndex, OffsetPosition
-from kavka.storage.time_index import TimeIndex, TimestampOffset
+from kavka.storage.index.offset_index import IndexOffsetError, OffsetIndex, OffsetPosition
+from kavka.storage.index.time_index import TimeIndex, TimestampOffset
 
 from .conftest import STORAGE_SETTINGS
 

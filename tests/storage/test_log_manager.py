@@ -13,7 +13,8 @@ from kavka.storage.clock import ManualClock
 from kavka.storage.errors import LogDirLockedError
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
-from kavka.storage.log_manager import LogManager, LogManagerConfig, LogManagerRunner
+from kavka.storage.log_manager import LogManager, LogManagerRunner
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.topic_partition import InvalidLogDirName, TopicPartition
 
 from .conftest import T0, make_batch, read_all, small_config
@@ -29,7 +30,8 @@ def test_second_process_on_the_same_dir_fails_naming_it(tmp_path, clock):
     m = manager([d], clock)
     code = textwrap.dedent(
         f"""
-        from kavka.storage.log_manager import LogManager, LogManagerConfig
+        from kavka.storage.log_manager import LogManager
+        from kavka.storage.log_manager_config import LogManagerConfig
         from kavka.storage.log_config import LogConfig
         from kavka.storage.errors import LogDirLockedError
         try:

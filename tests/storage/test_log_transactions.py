@@ -7,7 +7,7 @@ from __future__ import annotations
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.clock import ManualClock
 from kavka.storage.log import Log
-from kavka.storage.transaction_index import AbortedTxn
+from kavka.storage.index.transaction_index import AbortedTxn
 from tests.storage.conftest import T0, make_batch, small_config
 
 

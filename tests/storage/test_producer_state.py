@@ -12,12 +12,9 @@ from kavka.protocol.records.batch import parse_header
 from kavka.storage.clock import ManualClock
 from kavka.storage.errors import InvalidRecordError
 from kavka.storage.log import Log as RealLog
-from kavka.storage.producer_state import (
-    InvalidProducerEpochError,
-    OutOfOrderSequenceError,
-    ProducerStateManager,
-    in_sequence,
-)
+from kavka.storage.producer_state.append_check import InvalidProducerEpochError, OutOfOrderSequenceError
+from kavka.storage.producer_state.entry import in_sequence
+from kavka.storage.producer_state.manager import ProducerStateManager
 from tests.storage.conftest import STORAGE_SETTINGS, T0, make_batch, small_config
 
 PID = 4000

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.storage.producer_state_snapshot import (
+from kavka.storage.producer_state.snapshot import (
     ENTRY_SIZE,
     CorruptSnapshotError,
     SnapshotEntry,

@@ -8,7 +8,9 @@ import pytest
 
 from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
-from kavka.storage.producer_state import CompletedTxn, InvalidProducerEpochError, ProducerStateManager
+from kavka.storage.producer_state.append_check import InvalidProducerEpochError
+from kavka.storage.producer_state.entry import CompletedTxn
+from kavka.storage.producer_state.manager import ProducerStateManager
 from tests.storage.conftest import T0, make_batch
 
 

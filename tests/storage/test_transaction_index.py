@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.storage.transaction_index import (
+from kavka.storage.index.transaction_index import (
     ENTRY_SIZE,
     AbortedTxn,
     TransactionIndex,

@@ -9,7 +9,7 @@ when the high watermark passes every batch or ``timeout_ms`` runs out
 (DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
 current leader (v10+, KIP-951) so the client can redirect without a
 Metadata round trip. Idempotent batches are checked against the
-partition's producer state (``kavka.storage.producer_state``): a retried
+partition's producer state (``kavka.storage.producer_state.manager``): a retried
 duplicate answers NONE with its original base offset; sequence gaps and
 fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
 """

@@ -6,7 +6,7 @@ transaction; plus the values the producer state hands out
 (``BatchMetadata``, ``CompletedTxn``) and the sequence arithmetic
 (``in_sequence``: sequences wrap from 2^31-1 to 0).
 
-An entry turns into one snapshot row (``producer_state_snapshot``) and back:
+An entry turns into one snapshot row (``snapshot``) and back:
 only the last batch survives the round trip, as in Kafka. Not thread-safe:
 the owning ``ProducerStateManager`` uses it under its log's lock.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from kavka.storage.producer_state_snapshot import SnapshotEntry
+from kavka.storage.producer_state.snapshot import SnapshotEntry
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

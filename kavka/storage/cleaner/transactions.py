@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 from kavka.protocol.records.reader import iter_records
-from kavka.storage.transaction_index import AbortedTxn
+from kavka.storage.index.transaction_index import AbortedTxn
 
 
 def marker_type(batch: bytes) -> ControlRecordType | None:

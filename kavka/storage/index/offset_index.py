@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from kavka.storage.index_file import IndexFile
+from kavka.storage.index.index_file import IndexFile
 
 ENTRY = struct.Struct(">ii")
 ENTRY_SIZE = ENTRY.size  # 8

@@ -14,14 +14,13 @@ and ends the pass at the last batch that fit (``latest_offset`` + 1), as
 Kafka does when the map fills up.
 
 Key form. Keys of 16 bytes or more are stored as their MD5 digest (what
-Kafka stores; ``hashlib``'s MD5 ran as fast as BLAKE2b-128 here, ~0.4 µs a
-key, so nothing was gained by another 16-byte hash). Keys shorter than 16
+Kafka stores; no other 16-byte hash in ``hashlib`` is faster). Keys shorter than 16
 bytes are stored as themselves: exact (no collision is possible), cheaper
 than any hash, and never equal to a digest because their length differs.
 Either way an entry is charged as 16 + 8 bytes against the budget.
 
 Memory. The table is a Python dict for speed (a hand-written open
-addressing table over ``array`` measured ~4x slower per put). The budget
+addressing table over ``array`` is several times slower per put). The budget
 therefore bounds the number of entries, not the bytes: CPython spends about
 125-135 bytes per entry (tracemalloc: the dict slot, the key object, the
 int), so the

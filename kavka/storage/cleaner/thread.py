@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Callable
 
 from kavka.protocol.records.batch import InvalidRecordBatch
-from kavka.storage.cleaner import BufferTooSmallError, Cleaner, CleanerStats, StepHook
-from kavka.storage.cleaner_config import LogCleanerConfig, Throttler
-from kavka.storage.cleaner_manager import LogCleanerManager, LogCleaningAbortedError, LogSource
+from kavka.storage.cleaner.cleaner import BufferTooSmallError, Cleaner, CleanerStats, StepHook
+from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
+from kavka.storage.cleaner.manager import LogCleanerManager, LogCleaningAbortedError, LogSource
 from kavka.storage.clock import Clock, SystemClock
 from kavka.storage.errors import StorageError
-from kavka.storage.offset_map import SkimpyOffsetMap
+from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.retention import delete_old_segments
 from kavka.storage.topic_partition import TopicPartition
 

@@ -28,7 +28,7 @@ steps (2)–(6)).
     the last batch of the group (so the cleaned segment spans exactly the
     group's offsets, which is what seed 002 §5.3 (4) relies on to replace
     the whole group when it finishes a ``.swap`` after a crash).
-    Transactions (KIP-98, ``cleaner_transactions``): the cleaned range lies
+    Transactions (KIP-98, ``cleaner.transactions``): the cleaned range lies
     below the last stable offset, so every transaction with data there has
     ended, and the ``.txnindex`` files say which aborted. Aborted batches
     never enter the map (an aborted record must never hide a committed one)
@@ -63,15 +63,15 @@ from typing import Callable, Iterator
 from kavka.protocol.records.batch import HEADER_SIZE, RecordBatchHeader, parse_header
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
-from kavka.storage.cleaner_keys import iter_keys
-from kavka.storage.cleaner_segments import group_segments_by_size, iter_segment_batches
-from kavka.storage.cleaner_transactions import CleanedTransactions, marker_type
-from kavka.storage.cleaner_config import Throttler
-from kavka.storage.cleaner_manager import LogCleaningAbortedError, LogToClean
+from kavka.storage.cleaner.keys import iter_keys
+from kavka.storage.cleaner.segments import group_segments_by_size, iter_segment_batches
+from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
+from kavka.storage.cleaner.config import Throttler
+from kavka.storage.cleaner.manager import LogCleaningAbortedError, LogToClean
 from kavka.storage.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
-from kavka.storage.offset_map import SkimpyOffsetMap
+from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
 from kavka.storage.segment import segment_file_name
 
@@ -239,8 +239,10 @@ class Cleaner:
 
     def _swap(self, ctx: "_PassContext", cleaned: LogSegment, group: list[LogSegment]) -> None:
         log = ctx.log
-        with log._lock:  # the Log's own lock: no append/truncate/retention meanwhile
-            # The group and every later segment the offset map was built from
+
+        def unchanged() -> None:
+            # Under the log's lock (no append/truncate/retention meanwhile):
+            # the group and every later segment the offset map was built from
             # must be as they were when the pass began; otherwise (retention,
             # truncation, deletion raced with us) the result is dropped.
             current = {id(s) for s in log.segments()[:-1]}
@@ -250,9 +252,10 @@ class Cleaner:
                         f"segment {seg.base_offset} of {log.topic_partition} changed while it was cleaned"
                     )
             self._check_aborted()
-            # .cleaned -> .swap (durable) -> old segments .deleted -> suffix
-            # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
-            log.replace_segments(cleaned, group)
+
+        # .cleaned -> .swap (durable) -> old segments .deleted -> suffix
+        # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
+        log.replace_segments(cleaned, group, precondition=unchanged)
 
     def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
         # The transactions of the group's range (Kafka: per cleaned group):

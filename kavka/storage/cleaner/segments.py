@@ -8,7 +8,7 @@ import struct
 from typing import Iterator
 
 from kavka.protocol.records.batch import HEADER_SIZE, CorruptRecordBatch
-from kavka.storage.offset_index import INT32_MAX
+from kavka.storage.index.offset_index import INT32_MAX
 from kavka.storage.segment import LogSegment
 
 _INT32 = struct.Struct(">i")

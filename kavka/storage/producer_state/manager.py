@@ -6,10 +6,10 @@ its last five batches (first and last sequence, first and last offset,
 timestamp) — five because a producer keeps at most five requests in flight
 per partition. A leader append of an idempotent batch (producer id >= 0) is
 checked against it using the batch header only, records never decoded
-(``producer_append_check``: fencing by producer and coordinator epoch,
+(``append_check``: fencing by producer and coordinator epoch,
 duplicates answered with their original offsets, sequence order, KIP-360's
 acceptance of an unknown producer); the entries themselves are
-``producer_state_entry``.
+``entry``.
 
 Transactions (KIP-98): the first transactional batch of a producer opens
 its transaction at that batch's first offset (``current_txn_first_offset``);
@@ -26,7 +26,7 @@ Followers and recovery apply batches without any check (the leader already
 decided). Producers idle for longer than ``producer.id.expiration.ms``
 (one day by default) are dropped when a snapshot is taken or state loaded.
 
-Snapshots (``producer_state_snapshot``) are written at each segment roll and
+Snapshots (``snapshot``) are written at each segment roll and
 at clean shutdown (fsynced by the log's next flush, off the event loop),
 named by the log end offset they describe; loading takes
 the latest readable snapshot at or below the log end offset and re-reads the
@@ -45,24 +45,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from kavka.protocol.records.batch import RecordBatchHeader
-from kavka.storage.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, is_marker as _is_marker
-from kavka.storage.producer_append_check import (  # noqa: F401 - the errors are part of this module's interface
-    InvalidProducerEpochError,
-    OutOfOrderSequenceError,
-    TransactionCoordinatorFencedError,
-    check_leader_append,
-)
-from kavka.storage.producer_state_entry import (  # noqa: F401 - re-exported values
+from kavka.storage.producer_state.append_check import check_leader_append
+from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of
+from kavka.storage.producer_state.end_txn_marker import is_marker as _is_marker
+from kavka.storage.producer_state.entry import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    NUM_BATCHES_TO_RETAIN,
     BatchMetadata,
     CompletedTxn,
     ProducerStateEntry,
-    in_sequence,
 )
-from kavka.storage.producer_state_snapshot import (
+from kavka.storage.producer_state.snapshot import (
     CorruptSnapshotError,
     delete_snapshot,
     list_snapshots,
@@ -94,7 +86,7 @@ class ProducerStateManager:
     def check_leader_append(
         self, headers: list[RecordBatchHeader], coordinator_epochs: list[int] | None = None
     ) -> BatchMetadata | None:
-        """See ``producer_append_check.check_leader_append``."""
+        """See ``append_check.check_leader_append``."""
         return check_leader_append(self.producers, headers, coordinator_epochs)
 
     def update_leader(

@@ -20,8 +20,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from kavka.storage.index_file import IndexFile
-from kavka.storage.offset_index import INT32_MAX, IndexOffsetError
+from kavka.storage.index.index_file import IndexFile
+from kavka.storage.index.offset_index import INT32_MAX, IndexOffsetError
 
 ENTRY = struct.Struct(">qi")
 ENTRY_SIZE = ENTRY.size  # 12

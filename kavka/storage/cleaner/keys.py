@@ -5,7 +5,7 @@ keeps needs also whether the value is null (a tombstone). Neither needs the
 value bytes or the headers. This walks the record layout (see
 ``kavka.protocol.records.record``) reading only ``length``, ``offsetDelta``,
 the key and the value's length, and jumps to the next record by
-``length`` — 4-6x faster than decoding whole records, which the cleaner
+``length`` — several times faster than decoding whole records, which the cleaner
 then does only for batches it must rebuild. Every length is checked against the bytes left, so a
 damaged section raises ``CorruptRecordBatch`` (the caller marks the
 partition uncleanable), never an IndexError or a huge slice.
