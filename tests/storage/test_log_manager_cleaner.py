@@ -19,7 +19,7 @@ from kavka.storage.log_manager import LogManager, LogManagerRunner
 from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.topic_partition import TopicPartition, is_delete_dir
 
-from .cleaner_support import Seen, append, compact_config, expected_after_clean, read_records
+from .cleaner.support import Seen, append, compact_config, expected_after_clean, read_records
 from .conftest import T0, small_config
 
 HOUR = 3_600_000
