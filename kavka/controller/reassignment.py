@@ -2,7 +2,7 @@
 original replicas) to RAR (the reassigned ones), exactly as seed 000
 §Partition 重新分配 steps 1-11 (Kafka's KafkaController.onPartitionReassignment).
 
-Phase A, when RAR is not yet all in the ISR (``start``):
+Phase A, when RAR is not yet all in the ISR (``reassign``):
 
 1. AR = OAR + RAR in ZooKeeper (``/brokers/topics/<t>``), with KIP-455's
    ``adding_replicas`` (RAR - OAR) and ``removing_replicas`` (OAR - RAR),

@@ -5,7 +5,8 @@ failover, topic deletion; Kafka's ZkReplicaStateMachine).
 What each move does besides updating the table and ``state-change.log``:
 
 - -> ``NEW``: if the partition has a leader, LeaderAndIsr (``is_new``) to
-  the replica's broker so it starts following (reassignment, issue 5).
+  the replica's broker so it starts following (seed 000 §Partition 重新分配
+  step 3).
 - -> ``ONLINE``: from ``NEW``, the replica joins the assignment if it is not
   in it; otherwise LeaderAndIsr with the partition's current state to the
   replica's broker (a broker that started, a new controller: failover

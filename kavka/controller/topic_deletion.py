@@ -75,7 +75,8 @@ class TopicDeletionManager:
             return
         log.info("controller: topics %s queued for deletion", sorted(new))
         self.context.topics_to_delete |= new
-        # A topic being reassigned waits for the reassignment (issue 5) to end.
+        # A topic being reassigned waits for the reassignment to end (seed 000:
+        # it is ineligible for deletion meanwhile).
         reassigning = {tp.topic for tp in self.context.partitions_being_reassigned()}
         self.context.topics_ineligible_for_deletion |= new & reassigning
         await self.resume()

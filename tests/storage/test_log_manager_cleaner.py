@@ -20,7 +20,7 @@ from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.common.topic_partition import TopicPartition
 from kavka.storage.log_dir_names import is_delete_dir
 
-from .cleaner_support import Seen, append, compact_config, expected_after_clean, read_records
+from .cleaner.support import Seen, append, compact_config, expected_after_clean, read_records
 from .conftest import T0, small_config
 
 HOUR = 3_600_000

@@ -90,8 +90,8 @@ def test_aborts_across_segments(tmp_path):
 
 
 def test_aborted_index_survives_compaction(tmp_path):
-    from .cleaner_support import append as append_kv
-    from .cleaner_support import compact_config, make_cleaner
+    from .cleaner.support import append as append_kv
+    from .cleaner.support import compact_config, make_cleaner
 
     clock = ManualClock(T0)
     log = Log(tmp_path / "c-0", compact_config(), clock=clock)

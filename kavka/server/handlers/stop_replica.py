@@ -13,7 +13,7 @@ from typing import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_EPOCH
-from kavka.protocol.messages import StopReplicaResponse
+from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.common.topic_partition import TopicPartition
@@ -34,7 +34,7 @@ class StopReplicaHandler:
         # The group coordinator drops the groups of a stopped __consumer_offsets replica.
         self.on_stopped = on_stopped
 
-    async def __call__(self, ctx: RequestContext, request) -> StopReplicaResponse:
+    async def __call__(self, ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
         version = ctx.api_version
         R = StopReplicaResponse
         wanted: list[tuple[TopicPartition, bool, int]] = []

@@ -26,8 +26,8 @@ from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 from kavka.common.clock import ManualClock
 
-from .cleaner_support import append, compact_config, make_cleaner, read_records, verify_indexes
-from .conftest import T0
+from .support import append, compact_config, make_cleaner, read_records, verify_indexes
+from ..conftest import T0
 
 STEPS = ("cleaned-partial", "cleaned-written", "swapped")
 

@@ -15,8 +15,8 @@ from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.index.transaction_index import AbortedTxn
 
-from .cleaner_support import append, compact_config, make_cleaner, read_headers, read_records
-from .conftest import T0, make_batch
+from .support import append, compact_config, make_cleaner, read_headers, read_records
+from ..conftest import T0, make_batch
 
 COMMIT, ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT
 

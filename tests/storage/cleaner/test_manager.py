@@ -18,8 +18,8 @@ from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.cleaner.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
 
-from .cleaner_support import StaticSource, append, compact_config, make_cleaner, read_records
-from .conftest import T0
+from .support import StaticSource, append, compact_config, make_cleaner, read_records
+from ..conftest import T0
 
 
 # ---- offset map ------------------------------------------------------------------------------
