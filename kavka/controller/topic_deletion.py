@@ -27,7 +27,8 @@ import logging
 from typing import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, PartitionReplica, TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
 from kavka.storage.log_config import LogConfig

@@ -14,7 +14,7 @@ from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupCoordinator
 from kavka.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 25

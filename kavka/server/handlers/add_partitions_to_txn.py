@@ -19,7 +19,7 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 24

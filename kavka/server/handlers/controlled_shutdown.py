@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Awaitable
 
 from kavka.common.errors import KafkaError
+from kavka.common.ids import NO_EPOCH
 from kavka.controller.events import ControlledShutdown
 from kavka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from kavka.server.network import Dispatcher, RequestContext
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 API_KEY = 7
 MIN_VERSION = 0
 MAX_VERSION = 3
-NO_EPOCH = -1
 
 
 class ControlledShutdownHandler:

@@ -23,7 +23,7 @@ from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 4

@@ -17,7 +17,7 @@ from kavka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 1

@@ -14,7 +14,7 @@ from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 23
 MIN_VERSION = 0

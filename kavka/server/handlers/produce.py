@@ -21,7 +21,7 @@ from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 0
 MIN_VERSION = 3

@@ -12,16 +12,16 @@ import logging
 from typing import Callable
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import NO_EPOCH
 from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 5
 MIN_VERSION = 0
 MAX_VERSION = 4
 EPOCH_DURING_DELETE = -2
-NO_EPOCH = -1
 
 state_change = logging.getLogger("kavka.state.change")
 

@@ -33,7 +33,7 @@ from kavka.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersRespo
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 27
 MIN_VERSION = 0

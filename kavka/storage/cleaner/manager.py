@@ -42,7 +42,7 @@ from typing import Callable, Protocol
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.errors import CheckpointFormatError, StorageError
 from kavka.storage.log import Log
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 
 from .support import (

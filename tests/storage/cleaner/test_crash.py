@@ -24,7 +24,7 @@ from kavka.storage.index.index_file import IndexFile
 from kavka.storage.local_log import LocalLog
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 
 from .support import append, compact_config, make_cleaner, read_records, verify_indexes
 from ..conftest import T0

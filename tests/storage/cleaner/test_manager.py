@@ -14,7 +14,7 @@ from kavka.common.config import ConfigError
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleaningState
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.cleaner.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
 

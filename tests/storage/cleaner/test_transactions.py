@@ -11,7 +11,7 @@ from __future__ import annotations
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
 from kavka.protocol.records.batch import parse_header
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.index.transaction_index import AbortedTxn
 
