@@ -104,7 +104,7 @@ from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient

@@ -43,7 +43,7 @@ import pyarrow as pa
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.protocol import messages as m
 from kavka.spark.arrow_records import ColumnBuilder

@@ -44,6 +44,8 @@ Subpackages: ``index`` (``index_file`` under ``offset_index`` and
 compaction, seed 002 §5.4.2: ``thread``, ``manager``, ``cleaner``,
 ``offset_map``, ``keys``, ``segments``, ``transactions``, ``config``).
 
-Also: ``topic_partition`` (partition names and directory names), ``clock``,
-and ``errors``, typed errors carrying the Kafka error-code name.
+Also: ``log_dir_names`` (a partition's directory name and its
+``-delete`` name, parsed back into ``kavka.common``'s ``TopicPartition``)
+and ``errors``, typed errors carrying the Kafka error-code name. The clock
+is ``kavka.common.clock``.
 """

@@ -38,7 +38,7 @@ from typing import Iterable
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 from kavka.protocol.records.reader import iter_records
 from kavka.storage.checkpoint import fsync_dir
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError, LogOfflineError, StorageError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from kavka.storage.index.transaction_index import AbortedTxn
@@ -48,7 +48,7 @@ from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.producer_state.snapshot import fsync_file
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +91,10 @@ class LocalLog:
         self._offline: KafkaStorageError | None = None
 
     # ---- state -----------------------------------------------------------------------------------
+    def update_config(self, config: LogConfig) -> None:
+        """A dynamic topic config change, used from the next operation on."""
+        self.config = config
+
     @property
     def log_end_offset(self) -> int:
         return self._next_offset

@@ -54,7 +54,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import (
     EARLIEST_TIMESTAMP,
@@ -83,7 +83,8 @@ from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
-from kavka.storage.topic_partition import TopicPartition, parse_topic_partition
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.log_dir_names import parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         """Dynamic topic config change (applies from the next operation)."""
         with self._lock:
-            self._local.config = config
+            self._local.update_config(config)
 
     @property
     def clock(self) -> Clock:

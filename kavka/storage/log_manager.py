@@ -55,19 +55,20 @@ import logging
 import shutil
 import threading
 from contextlib import suppress
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
 from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
 from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.retention import delete_old_segments
-from kavka.storage.topic_partition import TopicPartition, is_delete_dir, parse_topic_partition
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.log_dir_names import delete_dir_name, is_delete_dir, log_dir_name, parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ class LogManager:
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
-        jobs = []
+        jobs: list[tuple[LogDir, TopicPartition | None, Future]] = []  # no partition: a -delete removal
         pools = []
         try:
             for d in self._dirs:
@@ -149,18 +150,18 @@ class LogManager:
                         had_clean_shutdown=clean,
                     )
                     jobs.append((d, tp, job))
-            for d, tp, job in jobs:  # (5)
+            for d, loaded_tp, job in jobs:  # (5)
                 result = job.result()
-                if tp is None:
+                if loaded_tp is None:
                     continue
-                if tp in self._logs:
+                if loaded_tp in self._logs:
                     result.close()
                     raise KafkaStorageError(
-                        f"partition {tp} found in two log directories ({self._dir_of[tp].path} and {d.path})",
+                        f"partition {loaded_tp} found in two log directories ({self._dir_of[loaded_tp].path} and {d.path})",
                         d.path,
                     )
-                self._logs[tp] = result
-                self._dir_of[tp] = d
+                self._logs[loaded_tp] = result
+                self._dir_of[loaded_tp] = d
             for d in self._dirs:
                 d.consume_clean_shutdown()
         finally:
@@ -203,7 +204,7 @@ class LogManager:
         """The partition's log, created (empty) in the directory holding the
         fewest partitions when it does not exist."""
         tp = TopicPartition(topic, partition)
-        parse_topic_partition(tp.dir_name)  # validates the topic name
+        parse_topic_partition(log_dir_name(tp))  # validates the topic name
         with self._lock:
             log = self._logs.get(tp)
             if log is not None:
@@ -214,7 +215,7 @@ class LogManager:
             target = min(self._dirs, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
-            log = Log(target.path / tp.dir_name, config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
+            log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
@@ -371,7 +372,7 @@ class LogManager:
             if cleaner is not None:
                 cleaner.update_checkpoint(tp, None, d.path)
             log.close()
-            renamed = d.path / tp.delete_dir_name()
+            renamed = d.path / delete_dir_name(tp)
             try:
                 log.dir.rename(renamed)
             except OSError as e:

@@ -50,7 +50,7 @@ from typing import Any, Awaitable, Callable, Iterator, Protocol
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.records import InvalidTransactionRecord, decode_key, decode_value, encode_key, encode_value
 from kavka.transaction.state import MAX_PRODUCER_EPOCH, TransactionMetadata, TransactionState, partition_for
 

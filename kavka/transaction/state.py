@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig

@@ -15,11 +15,11 @@ gets INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.events import AlterPartitionReassignments
-from kavka.protocol.messages import AlterPartitionReassignmentsResponse
+from kavka.protocol.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class AlterPartitionReassignmentsHandler:
     def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Awaitable[AlterPartitionReassignmentsResponse]:
         allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
         entries = [(t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas)) for t in request.topics for p in t.partitions]
         return self._answer(ctx.api_version, entries, allow_rf_change)

@@ -14,11 +14,11 @@ leader, or with REQUEST_TIMED_OUT after ``timeout_ms``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.events import ElectLeaders
-from kavka.protocol.messages import ElectLeadersResponse
+from kavka.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -36,7 +36,7 @@ class ElectLeadersHandler:
         self.controller = controller
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse]:
         version = ctx.api_version
         election_type = request.election_type if version >= 1 else PREFERRED
         wanted = None

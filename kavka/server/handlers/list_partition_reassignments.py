@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from kavka.common.errors import KafkaError, NotControllerError
 from kavka.controller.events import ListPartitionReassignments
-from kavka.protocol.messages import ListPartitionReassignmentsResponse
+from kavka.protocol.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class ListPartitionReassignmentsHandler:
     def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request) -> ListPartitionReassignmentsResponse:
+    async def __call__(self, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
         R = ListPartitionReassignmentsResponse
         wanted = None
         if request.topics is not None:

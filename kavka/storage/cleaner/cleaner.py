@@ -68,7 +68,7 @@ from kavka.storage.cleaner.segments import group_segments_by_size, iter_segment_
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
 from kavka.storage.cleaner.config import Throttler
 from kavka.storage.cleaner.manager import LogCleaningAbortedError, LogToClean
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
 from kavka.storage.cleaner.offset_map import SkimpyOffsetMap

@@ -33,11 +33,11 @@ from kavka.protocol.records.batch import InvalidRecordBatch
 from kavka.storage.cleaner.cleaner import BufferTooSmallError, Cleaner, CleanerStats, StepHook
 from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleanerManager, LogCleaningAbortedError, LogSource
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import StorageError
 from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.retention import delete_old_segments
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

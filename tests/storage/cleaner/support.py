@@ -13,10 +13,10 @@ from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import LogCleaner
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 class StaticSource:

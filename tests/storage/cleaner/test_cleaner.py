@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 
-from .cleaner_support import (
+from .support import (
     append,
     compact_config,
     expected_after_clean,
@@ -23,7 +23,7 @@ from .cleaner_support import (
     read_records,
     verify_indexes,
 )
-from .conftest import STORAGE_SETTINGS, T0
+from ..conftest import STORAGE_SETTINGS, T0
 
 KEYS = [b"k%d" % i for i in range(12)] + [b"a-key-longer-than-sixteen-bytes-%d" % i for i in range(4)]
 

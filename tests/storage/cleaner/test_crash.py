@@ -24,10 +24,10 @@ from kavka.storage.index.index_file import IndexFile
 from kavka.storage.local_log import LocalLog
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 
-from .cleaner_support import append, compact_config, make_cleaner, read_records, verify_indexes
-from .conftest import T0
+from .support import append, compact_config, make_cleaner, read_records, verify_indexes
+from ..conftest import T0
 
 STEPS = ("cleaned-partial", "cleaned-written", "swapped")
 

@@ -1,17 +1,21 @@
-"""Topic-partition identity and the partition directory names of seed 002.
+"""The partition directory names of seed 002 §5.2.
 
-A partition's log lives in ``<log.dir>/<topic>-<partition>``; a log being
-deleted is first renamed ``<topic>-<partition>.<uuid hex>-delete`` (removed
+A partition's log lives in ``<log.dir>/<topic>-<partition>``
+(``log_dir_name``); a log being deleted is first renamed
+``<topic>-<partition>.<uuid hex>-delete`` (``delete_dir_name``; removed
 after ``file.delete.delay.ms``, or at the next startup), as Kafka does.
+``parse_topic_partition`` reads a directory name back into the
+``kavka.common.topic_partition.TopicPartition`` it names.
 
-Pure values and functions; any thread.
+Pure functions; any thread.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
+
+from kavka.common.topic_partition import TopicPartition
 
 DELETE_DIR_SUFFIX = "-delete"
 _LEGAL_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -22,20 +26,16 @@ class InvalidLogDirName(ValueError):
     """A directory under a log dir that is not ``<topic>-<partition>``."""
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
+def log_dir_name(tp: TopicPartition) -> str:
+    """``orders-3``: the directory of ``tp``'s log under a log dir."""
+    return f"{tp.topic}-{tp.partition}"
 
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
-    @property
-    def dir_name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    def delete_dir_name(self) -> str:
-        return f"{self.dir_name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+def delete_dir_name(tp: TopicPartition) -> str:
+    """A fresh ``<topic>-<partition>.<uuid hex>-delete`` name for ``tp``'s
+    directory while it awaits deletion (unique, so a partition deleted and
+    recreated twice never collides)."""
+    return f"{log_dir_name(tp)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
 
 
 def parse_topic_partition(dir_name: str) -> TopicPartition:

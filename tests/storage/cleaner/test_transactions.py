@@ -11,12 +11,12 @@ from __future__ import annotations
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
 from kavka.protocol.records.batch import parse_header
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.index.transaction_index import AbortedTxn
 
-from .cleaner_support import append, compact_config, make_cleaner, read_headers, read_records
-from .conftest import T0, make_batch
+from .support import append, compact_config, make_cleaner, read_headers, read_records
+from ..conftest import T0, make_batch
 
 COMMIT, ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kavka.protocol.records.batch import parse_header
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.errors import InvalidRecordError
 from kavka.storage.log import Log as RealLog
 from kavka.storage.producer_state.append_check import InvalidProducerEpochError, OutOfOrderSequenceError

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kavka.storage.index.offset_index import IndexOffsetError, OffsetIndex, OffsetPosition
 from kavka.storage.index.time_index import TimeIndex, TimestampOffset
 
-from .conftest import STORAGE_SETTINGS
+from ..conftest import STORAGE_SETTINGS
 
 
 def test_offset_index_file_format_and_preallocation(tmp_path):

@@ -1,8 +1,10 @@
-"""The clock seam of the storage layer.
+"""The clock seam (DESIGN.md convention 2: a ``typing.Protocol`` for seams).
 
-Segment rolling (``segment.ms``), flushing (``flush.ms``), retention
-(``retention.ms``) and delayed file deletion (``file.delete.delay.ms``) all
-read time through ``Clock`` so tests drive time by hand with ``ManualClock``.
+Every layer reads time through ``Clock`` so tests drive it by hand with
+``ManualClock``: the log's segment rolling (``segment.ms``), flushing
+(``flush.ms``), retention (``retention.ms``) and delayed file deletion
+(``file.delete.delay.ms``), the replicas' ISR lag
+(``replica.lag.time.max.ms``), the coordinators' timeouts.
 
 Any thread: ``SystemClock`` is stateless, ``ManualClock`` is only advanced by
 the test that owns it.
