@@ -55,7 +55,7 @@ import logging
 import shutil
 import threading
 from contextlib import suppress
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
@@ -118,7 +118,7 @@ class LogManager:
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
-        jobs = []
+        jobs: list[tuple[LogDir, TopicPartition | None, Future]] = []  # no partition: a -delete removal
         pools = []
         try:
             for d in self._dirs:
@@ -150,18 +150,18 @@ class LogManager:
                         had_clean_shutdown=clean,
                     )
                     jobs.append((d, tp, job))
-            for d, tp, job in jobs:  # (5)
+            for d, loaded_tp, job in jobs:  # (5)
                 result = job.result()
-                if tp is None:
+                if loaded_tp is None:
                     continue
-                if tp in self._logs:
+                if loaded_tp in self._logs:
                     result.close()
                     raise KafkaStorageError(
-                        f"partition {tp} found in two log directories ({self._dir_of[tp].path} and {d.path})",
+                        f"partition {loaded_tp} found in two log directories ({self._dir_of[loaded_tp].path} and {d.path})",
                         d.path,
                     )
-                self._logs[tp] = result
-                self._dir_of[tp] = d
+                self._logs[loaded_tp] = result
+                self._dir_of[loaded_tp] = d
             for d in self._dirs:
                 d.consume_clean_shutdown()
         finally:
@@ -379,7 +379,7 @@ class LogManager:
                 raise KafkaStorageError("cannot rename the deleted log's directory", log.dir, e) from e
         finally:
             if cleaner is not None:
-                cleaner.manager.abort_cleaning(tp)  # forget its pause, horizons, uncleanable mark
+                cleaner.forget_partition(tp)
         due = self.clock.milliseconds() + self.config.file_delete_delay_ms
         with self._lock:
             self._pending_dir_deletes.append((due, renamed))
@@ -393,7 +393,7 @@ class LogManager:
         cleaner = self.cleaner
         if cleaner is None:
             return self._delete_old_segments(list(self.all_logs().items()), now)
-        paused = cleaner.manager.pause_cleaning_for_non_compacted()
+        paused = cleaner.pause_cleaning_for_non_compacted()
         try:
             deleted = self._delete_old_segments(paused, now)
         finally:
@@ -401,11 +401,11 @@ class LogManager:
                 with suppress(ValueError):  # delete_log forgot the partition meanwhile
                     cleaner.resume_cleaning(tp)
         if not cleaner.running:
-            compacted = cleaner.manager.deletable_logs()
+            compacted = cleaner.deletable_logs()
             try:
                 deleted += self._delete_old_segments(compacted, now)
             finally:
-                cleaner.manager.done_deleting([tp for tp, _log in compacted])
+                cleaner.done_deleting([tp for tp, _log in compacted])
         return deleted
 
     def _delete_old_segments(self, logs: list[tuple[TopicPartition, Log]], now: int) -> int:
