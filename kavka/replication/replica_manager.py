@@ -28,7 +28,7 @@ are recorded once the answer is known.
 Seams: ``IsrWriter`` and ``IsrChangeListener`` (``isr``: ZooKeeper
 implementations there), ``FetcherManager`` (``fetcher.assignments``: the
 follower side; ``FetcherAssignments`` by default, the broker passes a
-``fetcher.manager.ReplicaFetcherManager``), the storage ``Clock``, and
+``fetcher.manager.ReplicaFetcherManager``), the ``Clock`` (``kavka.common``), and
 ``known_partition`` (the broker's metadata cache: does the cluster have
 this partition? decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
 for a partition not hosted here).

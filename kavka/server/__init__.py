@@ -15,7 +15,9 @@ lifecycle, over the replication, controller, group and transaction layers.
   through ZooKeeper (seed 000 §创建 / 删除 Topic);
 - ``config_repository``: effective configs with sources and synonyms, and
   validated changes (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs);
-- ``dynamic_config``: ``/config/changes`` applied on every broker (seed 002 §8);
+- ``dynamic_config``: ``BrokerConfigs`` (the effective broker config and
+  the topics' log configs) and ``DynamicConfigManager``, which applies
+  ``/config/changes`` on every broker (seed 002 §8);
 - ``internal_topic``: ``__consumer_offsets`` and ``__transaction_state`` seen
   from the broker — log seam, coordinator lookup with creation on first use,
   leadership moving the coordinators' partitions;

@@ -91,6 +91,10 @@ class LocalLog:
         self._offline: KafkaStorageError | None = None
 
     # ---- state -----------------------------------------------------------------------------------
+    def update_config(self, config: LogConfig) -> None:
+        """A dynamic topic config change, used from the next operation on."""
+        self.config = config
+
     @property
     def log_end_offset(self) -> int:
         return self._next_offset

@@ -163,7 +163,7 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         """Dynamic topic config change (applies from the next operation)."""
         with self._lock:
-            self._local.config = config
+            self._local.update_config(config)
 
     @property
     def clock(self) -> Clock:

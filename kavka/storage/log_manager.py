@@ -55,7 +55,7 @@ import logging
 import shutil
 import threading
 from contextlib import suppress
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
@@ -118,7 +118,7 @@ class LogManager:
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
-        jobs = []
+        jobs: list[tuple[LogDir, TopicPartition | None, Future]] = []  # no partition: a -delete removal
         pools = []
         try:
             for d in self._dirs:
@@ -150,18 +150,18 @@ class LogManager:
                         had_clean_shutdown=clean,
                     )
                     jobs.append((d, tp, job))
-            for d, tp, job in jobs:  # (5)
+            for d, loaded_tp, job in jobs:  # (5)
                 result = job.result()
-                if tp is None:
+                if loaded_tp is None:
                     continue
-                if tp in self._logs:
+                if loaded_tp in self._logs:
                     result.close()
                     raise KafkaStorageError(
-                        f"partition {tp} found in two log directories ({self._dir_of[tp].path} and {d.path})",
+                        f"partition {loaded_tp} found in two log directories ({self._dir_of[loaded_tp].path} and {d.path})",
                         d.path,
                     )
-                self._logs[tp] = result
-                self._dir_of[tp] = d
+                self._logs[loaded_tp] = result
+                self._dir_of[loaded_tp] = d
             for d in self._dirs:
                 d.consume_clean_shutdown()
         finally:

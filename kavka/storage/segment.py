@@ -329,11 +329,15 @@ class LogSegment:
                 raise CorruptIndexError(f"{oi.path} last entry {last} does not point at a batch ending there")
         ti = self.time_index
         if ti.entries:
-            first, last = ti.entry(0), ti.entry(ti.entries - 1)
-            if last.offset < self.base_offset or first.timestamp > last.timestamp or first.offset > last.offset:
-                raise CorruptIndexError(f"{ti.path} entries {first}..{last} are not monotonic")
-            if oi.entries and last.offset > self.read_next_offset() - 1:
-                raise CorruptIndexError(f"{ti.path} last entry {last} is past the end of the segment")
+            t_first, t_last = ti.entry(0), ti.entry(ti.entries - 1)
+            if (
+                t_last.offset < self.base_offset
+                or t_first.timestamp > t_last.timestamp
+                or t_first.offset > t_last.offset
+            ):
+                raise CorruptIndexError(f"{ti.path} entries {t_first}..{t_last} are not monotonic")
+            if oi.entries and t_last.offset > self.read_next_offset() - 1:
+                raise CorruptIndexError(f"{ti.path} last entry {t_last} is past the end of the segment")
 
     def recover(self, epoch_cache=None) -> int:
         """Rebuild both indexes from the ``.log``, validating every batch

@@ -72,6 +72,9 @@ class SegmentRecovery:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.epoch_cache = epoch_cache
+        self._buf = bytearray()  # the read buffer of ``run``
+        self._chunk_start = 0
+        self._chunk_len = 0
 
     def _validate_streaming(self, position: int, size: int) -> RecordBatchHeader | None:
         """Validate a batch larger than the read buffer with an incremental

@@ -13,9 +13,9 @@ returns an awaitable).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable
 
-from kavka.common.errors import KafkaError, NotControllerError
+from kavka.common.errors import KafkaError
 from kavka.common.ids import NO_EPOCH
 from kavka.controller.events import ControlledShutdown
 from kavka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
@@ -30,7 +30,7 @@ MAX_VERSION = 3
 
 
 class ControlledShutdownHandler:
-    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+    def __init__(self, controller: "KafkaController") -> None:
         self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: ControlledShutdownRequest) -> Awaitable[ControlledShutdownResponse]:
@@ -39,11 +39,8 @@ class ControlledShutdownHandler:
 
     async def _answer(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
         R = ControlledShutdownResponse
-        controller = self.controller()
         try:
-            if controller is None:
-                raise NotControllerError("the broker's controller component has not started")
-            result = await controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
+            result = await self.controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
         except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
             return R(error_code=int(e.code), remaining_partitions=[])
         return R(

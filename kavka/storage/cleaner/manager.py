@@ -246,8 +246,8 @@ class LogCleanerManager:
             if not candidates:
                 return None
             self._stats.max_dirty_ratio = max(c.cleanable_ratio for c in candidates)
-            forced = [c for c in candidates if c.needs_compaction_now and c.total_bytes > 0]
-            pool = forced or [
+            urgent = [c for c in candidates if c.needs_compaction_now and c.total_bytes > 0]
+            pool = urgent or [
                 c
                 for c in candidates
                 if c.dirty_bytes > 0 and c.cleanable_ratio >= c.log.config.min_cleanable_dirty_ratio
