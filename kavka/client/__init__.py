@@ -12,7 +12,8 @@ Modules:
     ``cluster``     ``Cluster``: bootstrap, Metadata, leader lookup, one
                     connection per node, ``call`` with retries and backoff.
     ``metadata``    immutable snapshots: ``ClusterMetadata``,
-                    ``TopicPartition``, ``PartitionMetadata``, ...
+                    ``TopicMetadata``, ``PartitionMetadata``, ... (keyed
+                    by ``kavka.common``'s ``TopicPartition``)
     ``admin``       ``KafkaAdmin``: topics, partitions, configs, offsets,
                     delete records, describe cluster (values in
                     ``admin_types``; wire building in ``admin_requests``).

@@ -30,7 +30,8 @@ from kavka.client.admin_types import (
     ResourceType,
 )
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import ClusterMetadata, TopicMetadata, TopicPartition
+from kavka.client.metadata import ClusterMetadata, TopicMetadata
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 
 # Entity codes worth retrying in admin calls (metadata moves); other

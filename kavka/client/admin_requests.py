@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from kavka.client.admin_types import ConfigEntry, ListedOffset
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import UnsupportedVersion
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 
 DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs config_source DEFAULT_CONFIG (KIP-226)

@@ -31,7 +31,8 @@ from typing import Any, TypeVar, overload
 
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import ClientConnectionError, NoBrokersAvailable
-from kavka.client.metadata import BrokerNode, ClusterMetadata, TopicPartition, from_response
+from kavka.client.metadata import BrokerNode, ClusterMetadata, from_response
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import (
     ErrorCode,
     KafkaError,

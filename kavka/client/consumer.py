@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, error_for
 from kavka.protocol import messages as m
 from kavka.protocol.records import iter_batches, iter_records

@@ -14,20 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import NO_LEADER
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import MetadataResponse
-
-NO_LEADER = -1
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    """A topic name and partition index."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.common.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError, error_for
 from kavka.protocol import messages as m

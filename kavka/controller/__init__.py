@@ -2,7 +2,8 @@
 decides leadership for every partition and tells brokers over the Kafka
 protocol.
 
-Pure cores, no I/O: ``context`` (cluster state and value types),
+Pure cores, no I/O: ``context`` (cluster state and the controller's value
+types; ``TopicPartition`` and ``LeaderAndIsr`` come from ``kavka.common``),
 ``partition_state`` and ``replica_state`` (state machines' states and
 transition rules), ``election`` (leader election functions),
 ``assignment`` (replica placement), ``rebalance`` (preferred-leader

@@ -43,13 +43,8 @@ from typing import Callable, Iterable
 
 from kavka.common.errors import ErrorCode
 from kavka.controller.channel import ControllerChannelManager
-from kavka.controller.context import (
-    ControllerContext,
-    LeaderIsrAndControllerEpoch,
-    PartitionReplica,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import (
     BrokerChange,
@@ -328,7 +323,7 @@ class ActiveController:
             self._set_assignment(topic)
         states = await read_partition_states(zk, [(tp.topic, tp.partition) for tp in ctx.all_partitions()])
         for (t, p), (znode, version) in states.items():
-            ctx.leadership[TopicPartition(t, p)] = LeaderIsrAndControllerEpoch.from_znode(znode, version)
+            ctx.leadership[TopicPartition(t, p)] = znode.leader_isr_and_controller_epoch(version)
         # Notifications predate this controller, which has just read every state.
         await self._delete_paths([path for path, _ in notifications])
         # Step 12's input: queued deletions of existing topics; stale requests are removed.

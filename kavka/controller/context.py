@@ -7,9 +7,9 @@ updated by each event the controller handles. No I/O, no locks: nothing
 else may touch it. The partition and replica state tables live with their
 state machines (``partition_state``, ``replica_state``).
 
-Value types used across the controller live here too: ``TopicPartition``,
-``PartitionReplica``, ``LeaderAndIsr``, ``LeaderIsrAndControllerEpoch``,
-``ReplicaAssignment``.
+Value types used across the controller live here too: ``PartitionReplica``
+and ``ReplicaAssignment``; ``TopicPartition``, ``LeaderAndIsr`` and
+``LeaderIsrAndControllerEpoch`` are the shared vocabulary of ``kavka.common``.
 """
 
 from __future__ import annotations
@@ -18,59 +18,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
-from kavka.zk.brokers import BrokerIdZNode, PartitionStateZNode
-
-NO_LEADER = -1
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
+from kavka.common.ids import BrokerEpoch, BrokerId, ControllerEpoch
+from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
+from kavka.zk.brokers import BrokerIdZNode
 
 
 class PartitionReplica(NamedTuple):
     """One replica of one partition; the broker id is the replica id (seed 000)."""
 
     tp: TopicPartition
-    replica: int
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsr:
-    """A partition's leader (-1: none), leader epoch and ISR, and the version
-    of its state znode this was read at / written as (-1: not in ZooKeeper).
-    Every leader change bumps the leader epoch."""
-
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    zk_version: int = -1
-
-    def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> "LeaderAndIsr":
-        """The next state after an election or ISR change: epoch + 1."""
-        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), self.zk_version)
-
-    def with_zk_version(self, zk_version: int) -> "LeaderAndIsr":
-        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, zk_version)
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderIsrAndControllerEpoch:
-    """What ``/brokers/topics/<t>/partitions/<p>/state`` holds, plus its znode version."""
-
-    leader_and_isr: LeaderAndIsr
-    controller_epoch: int
-
-    @classmethod
-    def from_znode(cls, znode: PartitionStateZNode, zk_version: int) -> "LeaderIsrAndControllerEpoch":
-        return cls(LeaderAndIsr(znode.leader, znode.leader_epoch, znode.isr, zk_version), znode.controller_epoch)
-
-    def to_znode(self, tp: TopicPartition) -> PartitionStateZNode:
-        lai = self.leader_and_isr
-        return PartitionStateZNode(tp.topic, tp.partition, lai.leader, lai.leader_epoch, lai.isr, self.controller_epoch)
+    replica: BrokerId
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +76,12 @@ class ControllerContext:
     an assignment; ``shutting_down`` is a subset of ``live_brokers``.
     """
 
-    epoch: int = 0
+    epoch: ControllerEpoch = ControllerEpoch(0)
     epoch_zk_version: int = -1
-    live_brokers: dict[int, BrokerIdZNode] = field(default_factory=dict)
+    live_brokers: dict[BrokerId, BrokerIdZNode] = field(default_factory=dict)
     # Broker epoch (czxid of /brokers/ids/<id>, KIP-380) of each live broker.
-    broker_epochs: dict[int, int] = field(default_factory=dict)
-    shutting_down: set[int] = field(default_factory=set)
+    broker_epochs: dict[BrokerId, BrokerEpoch] = field(default_factory=dict)
+    shutting_down: set[BrokerId] = field(default_factory=set)
     assignments: dict[str, dict[int, ReplicaAssignment]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)

@@ -33,7 +33,7 @@ from typing import Any, Awaitable, Callable
 
 from kavka.controller.controlled_shutdown import on_controlled_shutdown
 from kavka.controller.active import ActiveController
-from kavka.controller.context import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
 from kavka.controller.elector import ControllerElector
 from kavka.controller.event_manager import ControllerEventManager

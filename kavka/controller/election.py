@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from kavka.controller.context import NO_LEADER, LeaderAndIsr
+from kavka.common.ids import NO_LEADER
+from kavka.common.leader_and_isr import LeaderAndIsr
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,7 +120,7 @@ class LeaderAndIsrResponseReceived(ControllerEvent):
     response: Message | None
 
 
-# -- issue 5: reassignment, preferred election, controlled shutdown, rebalance ----------------
+# -- reassignment, preferred election, controlled shutdown, rebalance ---------------------------
 
 
 @dataclass(frozen=True, slots=True)

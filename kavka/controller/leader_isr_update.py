@@ -21,7 +21,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from kavka.controller.context import ControllerContext, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kavka.controller.context import ControllerContext
+from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.codec import ZnodeDataError
@@ -79,7 +81,7 @@ async def reload_leadership(zk: KavkaZkClient, context: ControllerContext, tps: 
             missing.append(tp)
             continue
         znode, version = got
-        context.leadership[tp] = LeaderIsrAndControllerEpoch.from_znode(znode, version)
+        context.leadership[tp] = znode.leader_isr_and_controller_epoch(version)
     return missing
 
 

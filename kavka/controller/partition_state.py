@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 
-from kavka.controller.context import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 class PartitionState(Enum):

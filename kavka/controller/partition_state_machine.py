@@ -11,8 +11,8 @@ What each move does besides updating the table and ``state-change.log``:
   controller epoch, in fenced multis; LeaderAndIsr (``is_new``) to the live
   replicas, UpdateMetadata to every live broker.
 - ``OFFLINE``/``ONLINE`` -> ``ONLINE``: a leader election by ``election``
-  (default: ``offline_election``, seed 000 §Broker failover 3.2; issue 5's
-  preferred / reassignment / controlled-shutdown elections are other
+  (default: ``offline_election``, seed 000 §Broker failover 3.2; the
+  preferred, reassignment and controlled-shutdown elections are other
   ``Election``s), written conditionally (``leader_isr_update``);
   LeaderAndIsr to the live replicas, UpdateMetadata to all.
 - -> ``OFFLINE`` / ``NON_EXISTENT``: table and log only.
@@ -27,7 +27,9 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable, Iterable
 
-from kavka.controller.context import ControllerContext, LeaderAndIsr, TopicPartition
+from kavka.controller.context import ControllerContext
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_new_partition, elect_for_offline_partition
 from kavka.controller.leader_isr_update import update_leader_and_isr
 from kavka.controller.partition_state import PartitionState, PartitionStates

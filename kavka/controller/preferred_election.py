@@ -36,7 +36,9 @@ import logging
 from typing import Callable, Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, LeaderAndIsr, TopicPartition
+from kavka.controller.context import ControllerContext
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_offline_partition, elect_preferred_replica
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import AutoPreferredReplicaLeaderElection, ControllerEvent, PreferredReplicaElection

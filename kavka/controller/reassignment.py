@@ -2,7 +2,7 @@
 original replicas) to RAR (the reassigned ones), exactly as seed 000
 §Partition 重新分配 steps 1-11 (Kafka's KafkaController.onPartitionReassignment).
 
-Phase A, when RAR is not yet all in the ISR (``start``):
+Phase A, when RAR is not yet all in the ISR (``reassign``):
 
 1. AR = OAR + RAR in ZooKeeper (``/brokers/topics/<t>``), with KIP-455's
    ``adding_replicas`` (RAR - OAR) and ``removing_replicas`` (OAR - RAR),
@@ -58,14 +58,10 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from kavka.controller.context import (
-    NO_LEADER,
-    ControllerContext,
-    LeaderAndIsr,
-    PartitionReplica,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.common.ids import NO_LEADER
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import PartitionReassignmentIsrChange

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import ReassignPartitions
 from kavka.controller.reassignment import PartitionReassigner, remove_from_reassign_znode

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kavka.controller.context import ControllerContext, TopicPartition
+from kavka.controller.context import ControllerContext
+from kavka.common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ failover, topic deletion; Kafka's ZkReplicaStateMachine).
 What each move does besides updating the table and ``state-change.log``:
 
 - -> ``NEW``: if the partition has a leader, LeaderAndIsr (``is_new``) to
-  the replica's broker so it starts following (reassignment, issue 5).
+  the replica's broker so it starts following (seed 000 §Partition 重新分配
+  step 3).
 - -> ``ONLINE``: from ``NEW``, the replica joins the assignment if it is not
   in it; otherwise LeaderAndIsr with the partition's current state to the
   replica's broker (a broker that started, a new controller: failover
@@ -28,7 +29,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kavka.controller.context import ControllerContext, LeaderAndIsr, PartitionReplica, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import remove_replica_from_isr
 from kavka.controller.leader_isr_update import update_leader_and_isr
 from kavka.controller.replica_state import ReplicaState, ReplicaStates, ReplicaTransition

@@ -31,8 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
+from kavka.common.ids import NO_EPOCH
 from kavka.common.listeners import SECURITY_PROTOCOLS
-from kavka.controller.context import ControllerContext, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.protocol.messages import (
     ZERO_UUID,
@@ -46,7 +49,6 @@ from kavka.protocol.messages import (
 # StopReplica's leader epoch meaning "delete whatever the epoch" (Kafka's values).
 LEADER_DURING_DELETE = -2
 EPOCH_DURING_DELETE = -2
-NO_EPOCH = -1
 
 ResponseCallback = Callable[[int, Message, Message | None], None]
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from kavka.controller.context import LeaderAndIsr, PartitionReplica, TopicPartition
+from kavka.controller.context import PartitionReplica
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.replica_state import ReplicaState
 

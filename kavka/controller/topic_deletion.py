@@ -27,7 +27,8 @@ import logging
 from typing import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, PartitionReplica, TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState
@@ -74,7 +75,8 @@ class TopicDeletionManager:
             return
         log.info("controller: topics %s queued for deletion", sorted(new))
         self.context.topics_to_delete |= new
-        # A topic being reassigned waits for the reassignment (issue 5) to end.
+        # A topic being reassigned waits for the reassignment to end (seed 000:
+        # it is ineligible for deletion meanwhile).
         reassigning = {tp.topic for tp in self.context.partitions_being_reassigned()}
         self.context.topics_ineligible_for_deletion |= new & reassigning
         await self.resume()

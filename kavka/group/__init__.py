@@ -1,0 +1,23 @@
+"""The consumer group coordinator (seed 002 §6.5, §6.8 step 6; Kafka's
+GroupCoordinator and GroupMetadataManager): groups live on the broker that
+leads their ``__consumer_offsets`` partition, and every change to them is a
+record appended there.
+
+- ``coordinator``: ``GroupCoordinator``, what the broker builds and the API
+  handlers call; it composes the parts below and moves partitions in and
+  out as leadership changes;
+- ``metadata_manager``: ``GroupMetadataManager`` — the groups, partition
+  ownership, load from the log (``TxnOffsetReplay`` for transactional
+  offsets) and writes through the ``GroupLog`` seam;
+- ``membership``: ``GroupMembership`` — JoinGroup, SyncGroup, Heartbeat,
+  LeaveGroup (the classic rebalance protocol, KIP-345 static members,
+  KIP-394 member ids) and session timers;
+- ``offsets``: ``GroupOffsets`` — OffsetCommit, OffsetFetch, OffsetDelete,
+  offsets of deleted partitions, expiry (KIP-211);
+- ``txn_offsets``: ``GroupTxnOffsets`` — TxnOffsetCommit (KIP-98, KIP-447)
+  and offsets pending until their marker;
+- ``state``: the group state machine, group and member records, the
+  partition of a group id;
+- ``records``: the key and value formats of ``__consumer_offsets`` records;
+- ``config``: ``GroupConfig``.
+"""

@@ -1,301 +1,162 @@
-"""``GroupCoordinator``: owns the groups whose ``__consumer_offsets``
-partition this broker leads (seed 002 §6.8 step 6: onLeadershipChange hands
-partitions to the coordinator), loads them from the log when it becomes
-leader and drops them when it stops.
+"""``GroupCoordinator``: the consumer group coordinator of this broker
+(seed 002 §6.8 step 6: onLeadershipChange hands ``__consumer_offsets``
+partitions to the coordinator), composed of parts that each own their
+state:
 
-Ownership per partition: LOADING (COORDINATOR_LOAD_IN_PROGRESS) -> OWNED;
-a partition not owned answers NOT_COORDINATOR. Persistence goes through
-the ``GroupLog`` seam, which the server implements with the replica
-manager (acks=-1, internal topics allowed: seed 002 §6.5).
+- ``GroupMetadataManager`` (``metadata_manager``): the groups of the
+  partitions this broker leads, their ownership (LOADING -> OWNED; else
+  NOT_COORDINATOR), their load from the log and their writes through the
+  ``GroupLog`` seam, which the server implements with the replica manager
+  (acks=-1, internal topics allowed: seed 002 §6.5);
+- ``GroupMembership`` (``membership``): JoinGroup, SyncGroup, Heartbeat,
+  LeaveGroup and the session timers;
+- ``GroupOffsets`` (``offsets``): OffsetCommit, OffsetFetch, OffsetDelete,
+  offsets of deleted partitions, offset expiry;
+- ``GroupTxnOffsets`` (``txn_offsets``): TxnOffsetCommit and the offsets
+  pending until their transaction's marker.
 
-Membership (join, sync, heartbeat, leave) lives in ``membership.py`` and
-offsets in ``offsets.py``; both are mixed into this class. Everything runs
-on the broker's event loop; only the log scan of a load runs in a thread.
+This class builds them, moves partitions in and out (``on_elected`` /
+``on_resigned``) and is what the API handlers call. Everything runs on the
+broker's event loop; only the log scan of a load runs in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
 
 from kavka.common.errors import ErrorCode
-from kavka.group.membership import GroupMembership
-from kavka.group.offsets import GroupOffsets
-from kavka.group.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    InvalidGroupRecord,
-    MemberValue,
-    OffsetKey,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_value,
-    encode_key,
-)
-from kavka.group.state import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata, partition_for
-from kavka.group.txn_offsets import GroupTxnOffsets, PendingTxnOffsets, TxnOffsetReplay
-from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
-from kavka.protocol.records.batch import InvalidRecordBatch
-from kavka.protocol.records.control import ControlRecordType, parse_control_record
+from kavka.group.config import GroupConfig
+from kavka.group.membership import GroupMembership, JoinRequest, JoinResult, SyncResult
+from kavka.group.metadata_manager import GROUP_METADATA_TOPIC, GroupLog, GroupMetadataManager
+from kavka.group.offsets import Commits, GroupOffsets
+from kavka.group.state import GroupMetadata, OffsetAndMetadata, PendingTxnOffsets
+from kavka.group.txn_offsets import GroupTxnOffsets
+
+__all__ = ["GROUP_METADATA_TOPIC", "GroupConfig", "GroupCoordinator", "GroupLog"]
 
 log = logging.getLogger("kavka.group")
 
-GROUP_METADATA_TOPIC = "__consumer_offsets"
 
-
-class GroupLog(Protocol):
-    """Where the coordinator's records go. ``append`` writes one batch to a
-    ``__consumer_offsets`` partition and returns once every in-sync replica
-    has it (or the error); ``read_all`` yields the partition's raw batch
-    bytes from its log start to its end (called from a worker thread)."""
-
-    async def append(self, partition: int, batch: bytes) -> ErrorCode: ...
-
-    def read_all(self, partition: int) -> Iterator[bytes]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class GroupConfig:
-    num_partitions: int = 50
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    initial_rebalance_delay_ms: int = 3000
-    max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 10080 * 60000
-    retention_check_interval_ms: int = 600000
-    max_metadata_size: int = 4096
-
-    @classmethod
-    def from_broker(cls, cfg: Any) -> "GroupConfig":
-        return cls(cfg["offsets.topic.num.partitions"], cfg["group.min.session.timeout.ms"],
-                   cfg["group.max.session.timeout.ms"], cfg["group.initial.rebalance.delay.ms"],
-                   cfg["group.max.size"], cfg["offsets.retention.minutes"] * 60000,
-                   cfg["offsets.retention.check.interval.ms"])
-
-
-class GroupCoordinator(GroupMembership, GroupOffsets, GroupTxnOffsets):
+class GroupCoordinator:
     """See the module docstring. Call ``on_elected`` / ``on_resigned`` from
     the LeaderAndIsr path; the handlers call the request methods."""
 
     def __init__(self, broker_id: int, config: GroupConfig, group_log: GroupLog) -> None:
         self.broker_id = broker_id
         self.config = config
-        self.group_log = group_log
-        self.groups: dict[str, GroupMetadata] = {}
-        self.owned: set[int] = set()
-        self.loading: dict[int, int] = {}  # partition -> the leader epoch being loaded
-        self.pending_txn_offsets: PendingTxnOffsets = {}
+        self.manager = GroupMetadataManager(config.num_partitions, group_log)
+        self.membership = GroupMembership(self.manager, config)
+        self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry)
+        self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)
         self._expiry_task: asyncio.Task | None = None
 
-    # -- time and ownership -------------------------------------------------------------------
-    @staticmethod
-    def now_ms() -> int:
-        return int(time.time() * 1000)
+    # -- state, as the manager and the transactional offsets hold it -------------------------------
+    @property
+    def groups(self) -> dict[str, GroupMetadata]:
+        return self.manager.groups
+
+    @property
+    def owned(self) -> set[int]:
+        return self.manager.owned
+
+    @property
+    def loading(self) -> dict[int, int]:
+        return self.manager.loading
+
+    @property
+    def pending_txn_offsets(self) -> PendingTxnOffsets:
+        return self.txn_offsets.pending
+
+    def now_ms(self) -> int:
+        return self.manager.now_ms()
 
     def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.config.num_partitions)
+        return self.manager.partition_of(group_id)
 
     def group_error(self, group_id: str | None) -> ErrorCode:
-        """NONE when this broker may serve the group now."""
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        p = self.partition_of(group_id)
-        if p in self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if p not in self.owned:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.NONE
-
-    def owned_groups(self) -> list[GroupMetadata]:
-        return [g for g in self.groups.values() if self.partition_of(g.group_id) in self.owned]
+        return self.manager.group_error(group_id)
 
     # -- leadership (seed 002 §6.8 step 6) -----------------------------------------------------
     def on_elected(self, partition: int, leader_epoch: int) -> None:
-        if partition in self.owned or self.loading.get(partition) == leader_epoch:
+        if not self.manager.start_loading(partition, leader_epoch):
             return
-        self.loading[partition] = leader_epoch
         asyncio.get_running_loop().create_task(self._load(partition, leader_epoch), name=f"load-groups-{partition}")
         if self._expiry_task is None:
-            self._expiry_task = asyncio.get_running_loop().create_task(self._expire_offsets_loop(),
+            self._expiry_task = asyncio.get_running_loop().create_task(self.offsets.expire_offsets_loop(),
                                                                        name="offset-expiry")
 
+    async def _load(self, partition: int, epoch: int) -> None:
+        loaded = await self.manager.load(partition, epoch)
+        if loaded is None:
+            return
+        groups, pending = loaded
+        for g in groups:  # restored members' sessions start now
+            for m in g.members.values():
+                self.membership.schedule_expiry(g, m)
+        self.txn_offsets.loaded(pending)
+
     def on_resigned(self, partition: int) -> None:
-        self.loading.pop(partition, None)
-        self.owned.discard(partition)
-        for g in [g for g in self.groups.values() if self.partition_of(g.group_id) == partition]:
-            self._unload(g)
-        for group_id in [gid for gid in self.pending_txn_offsets if self.partition_of(gid) == partition]:
-            del self.pending_txn_offsets[group_id]
+        self.manager.unload(partition)
+        self.txn_offsets.unload(partition)
         log.info("unloaded the groups of %s-%d", GROUP_METADATA_TOPIC, partition)
 
-    def _unload(self, g: GroupMetadata) -> None:
-        if g.join_timer is not None:
-            g.join_timer.cancel()
-        for m in g.members.values():
-            if m.expiry is not None:
-                m.expiry.cancel()
-            for fut in (m.join_future, m.sync_future):
-                if fut is not None and not fut.done():
-                    fut.set_result(ErrorCode.NOT_COORDINATOR)
-        g.state = GroupState.DEAD
-        self.groups.pop(g.group_id, None)
+    # -- membership ----------------------------------------------------------------------------
+    async def join_group(self, r: JoinRequest) -> JoinResult:
+        return await self.membership.join_group(r)
 
-    async def _load(self, partition: int, epoch: int) -> None:
-        try:
-            offsets, metas, pending = await asyncio.to_thread(self._scan, partition)
-        except Exception:
-            log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC, partition)
-            if self.loading.get(partition) == epoch:
-                del self.loading[partition]
-            return
-        if self.loading.get(partition) != epoch:
-            return  # resigned (or re-elected) meanwhile
-        now = self.now_ms()
-        for group_id in set(offsets) | set(metas):
-            g = GroupMetadata(group_id, state_timestamp=now)
-            g.offsets = offsets.get(group_id, {})
-            value = metas.get(group_id)
-            if value is not None:
-                self._restore(g, value, now)
-            self.groups[group_id] = g
-        self.pending_txn_offsets.update(pending)
-        del self.loading[partition]
-        self.owned.add(partition)
-        log.info("loaded %d groups of %s-%d", len(set(offsets) | set(metas)), GROUP_METADATA_TOPIC, partition)
+    async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        return await self.membership.sync_group(group_id, generation, member_id, instance_id, assignments)
 
-    def _scan(self, partition: int) -> tuple[dict, dict, PendingTxnOffsets]:
-        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        metas: dict[str, GroupMetadataValue | None] = {}
-        replay = TxnOffsetReplay()  # transactional commits wait for their marker (KIP-98)
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
+        return self.membership.heartbeat(group_id, generation, member_id, instance_id)
 
-        def apply(key: bytes, value: bytes | None, offset: int) -> None:
-            try:
-                self._apply(key, value, offsets, metas)
-            except InvalidGroupRecord as e:
-                log.warning("skipping record at offset %d of %s-%d: %s", offset, GROUP_METADATA_TOPIC, partition, e)
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]
+                    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        return self.membership.leave_group(group_id, leaving)
 
-        for chunk in self.group_log.read_all(partition):
-            view = memoryview(chunk)
-            for pos, header in iter_batches(view):
-                for record in iter_records(view[pos:]):
-                    if header.is_control:
-                        try:
-                            commit = parse_control_record(record).kind is ControlRecordType.COMMIT
-                        except InvalidRecordBatch as e:
-                            log.warning("skipping control record at offset %d: %s", record.offset, e)
-                            continue
-                        for key, value in replay.marker(header.producer_id, commit):
-                            apply(key, value, record.offset)
-                    elif record.key is None:
-                        continue
-                    elif header.is_transactional:
-                        replay.hold(header.producer_id, bytes(record.key),
-                                    None if record.value is None else bytes(record.value))
-                    else:
-                        apply(bytes(record.key), None if record.value is None else bytes(record.value),
-                              record.offset)
-        pending: PendingTxnOffsets = {}
-        for pid, held in replay.waiting.items():
-            still: dict[str, dict] = {}
-            for key, value in held:
-                try:
-                    self._apply(key, value, still, {})
-                except InvalidGroupRecord as e:
-                    log.warning("skipping a pending transactional offset of producer %d: %s", pid, e)
-            for group_id, table in still.items():
-                pending.setdefault(group_id, {})[pid] = table
-        return offsets, {g: v for g, v in metas.items() if v is not None}, pending
+    # -- offsets -------------------------------------------------------------------------------
+    async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                             commits: Commits) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        return await self.offsets.commit_offsets(group_id, generation, member_id, instance_id, commits)
 
-    @staticmethod
-    def _apply(key_bytes: bytes, value: bytes | None, offsets: dict, metas: dict) -> None:
-        key = decode_key(key_bytes)
-        if isinstance(key, OffsetKey):
-            table = offsets.setdefault(key.group, {})
-            if value is None:
-                table.pop((key.topic, key.partition), None)
-            else:
-                v = decode_offset_value(value)
-                table[(key.topic, key.partition)] = OffsetAndMetadata(v.offset, v.leader_epoch, v.metadata,
-                                                                      v.commit_timestamp)
-        else:
-            metas[key.group] = None if value is None else decode_group_value(value)
-            if value is None:
-                offsets.pop(key.group, None)
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None
+                      ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetAndMetadata | None]]:
+        return self.offsets.fetch_offsets(group_id, wanted)
 
-    def _restore(self, g: GroupMetadata, v: GroupMetadataValue, now: int) -> None:
-        g.generation, g.protocol_type, g.protocol, g.leader = v.generation, v.protocol_type, v.protocol, v.leader
-        g.state = GroupState.STABLE if v.members else GroupState.EMPTY
-        g.state_timestamp = v.current_state_timestamp if not v.members else now
-        for mv in v.members:
-            m = MemberMetadata(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                               mv.rebalance_timeout_ms, mv.session_timeout_ms, v.protocol_type,
-                               [(v.protocol or "", mv.subscription)], mv.assignment)
-            g.members[m.member_id] = m
-            if m.group_instance_id is not None:
-                g.static_members[m.group_instance_id] = m.member_id
-            self.schedule_expiry(g, m)
+    async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
+                             ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        return await self.offsets.delete_offsets(group_id, partitions)
 
-    # -- persistence -------------------------------------------------------------------------
-    def group_record(self, g: GroupMetadata) -> SimpleRecord:
-        members = tuple(MemberValue(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                    m.rebalance_timeout_ms, m.session_timeout_ms,
-                                    m.metadata_for(g.protocol or ""), m.assignment) for m in g.members.values())
-        value = GroupMetadataValue(g.protocol_type or "", g.generation, g.protocol, g.leader, g.state_timestamp,
-                                   members)
-        return SimpleRecord(encode_key(GroupMetadataKey(g.group_id)), encode_group_value(value), self.now_ms())
+    def partitions_deleted(self, deleted: list[tuple[str, int]]) -> None:
+        self.offsets.partitions_deleted(deleted)
 
-    async def write(self, group_id: str, records: list[SimpleRecord]) -> ErrorCode:
-        """Append records for one group; Kafka's mapping of append errors
-        to what a group client understands."""
-        if not records:
-            return ErrorCode.NONE
-        code = await self.group_log.append(self.partition_of(group_id), build_batch(records))
-        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-            return ErrorCode.NOT_COORDINATOR
-        if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-        return code
+    async def remove_offsets_of(self, deleted: set[tuple[str, int]]) -> int:
+        return await self.offsets.remove_offsets_of(deleted)
 
-    async def store_group(self, g: GroupMetadata) -> ErrorCode:
-        return await self.write(g.group_id, [self.group_record(g)])
+    async def expire_offsets(self, now: int) -> int:
+        return await self.offsets.expire_offsets(now)
+
+    # -- transactional offsets (KIP-98) --------------------------------------------------------
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
+                                 member_id: str, instance_id: str | None,
+                                 commits: Commits) -> dict[tuple[str, int], ErrorCode]:
+        return await self.txn_offsets.commit_txn_offsets(group_id, producer_id, producer_epoch, generation,
+                                                         member_id, instance_id, commits)
+
+    def has_pending_txn_offset(self, group_id: str, tp: tuple[str, int]) -> bool:
+        return self.txn_offsets.has_pending_txn_offset(group_id, tp)
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        self.txn_offsets.complete_txn_offsets(partition, producer_id, commit)
 
     # -- admin views ---------------------------------------------------------------------------
     def list_groups(self, states: set[str] | None = None) -> tuple[ErrorCode, list[GroupMetadata]]:
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
-        found = [g for g in self.owned_groups() if g.state is not GroupState.DEAD]
-        if states:
-            lowered = {s.lower() for s in states}
-            found = [g for g in found if g.state.value.lower() in lowered]
-        return ErrorCode.NONE, found
+        return self.manager.list_groups(states)
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupMetadata | None]:
-        code = self.group_error(group_id)
-        return code, (self.groups.get(group_id) if code is ErrorCode.NONE else None)
+        return self.manager.describe_group(group_id)
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
-        out: dict[str, ErrorCode] = {}
-        for group_id in group_ids:
-            code = self.group_error(group_id)
-            g = self.groups.get(group_id) if code is ErrorCode.NONE else None
-            if code is ErrorCode.NONE and (g is None or g.state is GroupState.DEAD):
-                code = ErrorCode.GROUP_ID_NOT_FOUND
-            elif g is not None and g.state is not GroupState.EMPTY:
-                code = ErrorCode.NON_EMPTY_GROUP
-            if code is ErrorCode.NONE:
-                tombstones = [SimpleRecord(encode_key(OffsetKey(group_id, t, p)), None, self.now_ms())
-                              for t, p in g.offsets]
-                tombstones.append(SimpleRecord(encode_key(GroupMetadataKey(group_id)), None, self.now_ms()))
-                code = await self.write(group_id, tombstones)
-                if code is ErrorCode.NONE:
-                    g.transition_to(GroupState.DEAD, self.now_ms())
-                    self.groups.pop(group_id, None)
-            out[group_id] = code
-        return out
+        return await self.manager.delete_groups(group_ids)

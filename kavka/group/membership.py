@@ -1,5 +1,6 @@
-"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup: the classic rebalance
-protocol, mixed into ``GroupCoordinator``.
+"""``GroupMembership``: JoinGroup, SyncGroup, Heartbeat and LeaveGroup —
+the classic rebalance protocol — over the groups of the
+``GroupMetadataManager``.
 
 A rebalance: the group goes to PreparingRebalance; every member must send
 JoinGroup again within the rebalance timeout (a member that does not is
@@ -24,6 +25,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from kavka.common.errors import ErrorCode
+from kavka.group.config import GroupConfig
+from kavka.group.metadata_manager import GroupMetadataManager
 from kavka.group.state import GroupMetadata, GroupState, MemberMetadata
 
 log = logging.getLogger("kavka.group")
@@ -63,20 +66,26 @@ class JoinRequest:
 
 
 class GroupMembership:
-    """Mixin; needs ``config``, ``groups``, ``group_error``, ``now_ms``, ``store_group``."""
+    """See the module docstring. The rebalance and session timers live on
+    the groups and members themselves (``GroupMetadata.join_timer``,
+    ``MemberMetadata.expiry``)."""
+
+    def __init__(self, manager: GroupMetadataManager, config: GroupConfig) -> None:
+        self.manager = manager
+        self.config = config
 
     # -- JoinGroup -----------------------------------------------------------------------------
     async def join_group(self, r: JoinRequest) -> JoinResult:
-        code = self.group_error(r.group_id)
+        code = self.manager.group_error(r.group_id)
         if code is not ErrorCode.NONE:
             return JoinResult(code, r.member_id)
         if not self.config.min_session_timeout_ms <= r.session_timeout_ms <= self.config.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, r.member_id)
-        g = self.groups.get(r.group_id)
+        g = self.manager.groups.get(r.group_id)
         if g is None:
             if r.member_id:
                 return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, r.member_id)
-            g = self.groups[r.group_id] = GroupMetadata(r.group_id, state_timestamp=self.now_ms())
+            g = self.manager.groups[r.group_id] = GroupMetadata(r.group_id, state_timestamp=self.manager.now_ms())
         if g.state is GroupState.DEAD:
             return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, r.member_id)
         if not g.supports(r.protocol_type, r.protocols):
@@ -176,21 +185,21 @@ class GroupMembership:
         timeout_ms = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
         if g.state is GroupState.EMPTY and self.config.initial_rebalance_delay_ms > 0:
             delay = min(self.config.initial_rebalance_delay_ms, max(timeout_ms, 1))
-            g.join_not_before_ms = self.now_ms() + delay
+            g.join_not_before_ms = self.manager.now_ms() + delay
             loop.call_later(delay / 1000, self.maybe_complete_join, g)
         if g.join_timer is not None:
             g.join_timer.cancel()
         g.join_timer = loop.call_later(max(timeout_ms, 1) / 1000, self._join_deadline, g)
-        g.transition_to(GroupState.PREPARING_REBALANCE, self.now_ms())
+        g.transition_to(GroupState.PREPARING_REBALANCE, self.manager.now_ms())
         log.info("group %s preparing to rebalance (generation %d): %s", g.group_id, g.generation, reason)
 
     def maybe_complete_join(self, g: GroupMetadata) -> None:
         if (g.state is GroupState.PREPARING_REBALANCE and g.all_joined()
-                and self.now_ms() >= g.join_not_before_ms and self.groups.get(g.group_id) is g):
+                and self.manager.now_ms() >= g.join_not_before_ms and self.manager.groups.get(g.group_id) is g):
             self._complete_join(g)
 
     def _join_deadline(self, g: GroupMetadata) -> None:
-        if g.state is GroupState.PREPARING_REBALANCE and self.groups.get(g.group_id) is g:
+        if g.state is GroupState.PREPARING_REBALANCE and self.manager.groups.get(g.group_id) is g:
             self._complete_join(g)
 
     def _complete_join(self, g: GroupMetadata) -> None:
@@ -204,12 +213,12 @@ class GroupMembership:
         g.generation += 1
         if not g.members:
             g.protocol = None
-            g.transition_to(GroupState.EMPTY, self.now_ms())
-            asyncio.get_running_loop().create_task(self.store_group(g))
+            g.transition_to(GroupState.EMPTY, self.manager.now_ms())
+            asyncio.get_running_loop().create_task(self.manager.store_group(g))
             log.info("group %s is empty at generation %d", g.group_id, g.generation)
             return
         g.protocol = g.select_protocol()
-        g.transition_to(GroupState.COMPLETING_REBALANCE, self.now_ms())
+        g.transition_to(GroupState.COMPLETING_REBALANCE, self.manager.now_ms())
         log.info("group %s generation %d: protocol %s, leader %s, %d members", g.group_id, g.generation,
                  g.protocol, g.leader, len(g.members))
         for m in g.members.values():
@@ -227,7 +236,7 @@ class GroupMembership:
 
     def _member_expired(self, g: GroupMetadata, member_id: str) -> None:
         m = g.members.get(member_id)
-        if m is None or self.groups.get(g.group_id) is not g:
+        if m is None or self.manager.groups.get(g.group_id) is not g:
             return
         if m.join_future is not None and not m.join_future.done():
             self.schedule_expiry(g, m)  # waiting in a join: the rebalance timeout governs it
@@ -251,8 +260,8 @@ class GroupMembership:
     # -- SyncGroup -----------------------------------------------------------------------------
     async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                          assignments: dict[str, bytes]) -> SyncResult:
-        code = self.group_error(group_id)
-        g = self.groups.get(group_id) if code is ErrorCode.NONE else None
+        code = self.manager.group_error(group_id)
+        g = self.manager.groups.get(group_id) if code is ErrorCode.NONE else None
         m = g.members.get(member_id) if g is not None else None
         if code is ErrorCode.NONE:
             code = self._member_error(g, m, instance_id, generation)
@@ -267,7 +276,7 @@ class GroupMembership:
         if member_id == g.leader:
             for x in g.members.values():
                 x.assignment = assignments.get(x.member_id, b"")
-            stored = await self.store_group(g)
+            stored = await self.manager.store_group(g)
             if g.state is GroupState.COMPLETING_REBALANCE and g.generation == generation:
                 if stored is not ErrorCode.NONE:
                     for x in g.members.values():
@@ -275,7 +284,7 @@ class GroupMembership:
                             x.sync_future.set_result(stored)
                     self.prepare_rebalance(g, f"storing the assignment failed: {stored.name}")
                 else:
-                    g.transition_to(GroupState.STABLE, self.now_ms())
+                    g.transition_to(GroupState.STABLE, self.manager.now_ms())
                     for x in g.members.values():
                         if x.sync_future is not None and not x.sync_future.done():
                             x.sync_future.set_result(SyncResult(ErrorCode.NONE, g.protocol_type, g.protocol,
@@ -296,10 +305,10 @@ class GroupMembership:
 
     # -- Heartbeat and LeaveGroup --------------------------------------------------------------
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
-        code = self.group_error(group_id)
+        code = self.manager.group_error(group_id)
         if code is not ErrorCode.NONE:
             return code
-        g = self.groups.get(group_id)
+        g = self.manager.groups.get(group_id)
         m = g.members.get(member_id) if g is not None else None
         if g is not None and m is not None and g.state is GroupState.PREPARING_REBALANCE:
             self.schedule_expiry(g, m)
@@ -311,10 +320,10 @@ class GroupMembership:
 
     def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]
                     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
-        code = self.group_error(group_id)
+        code = self.manager.group_error(group_id)
         if code is not ErrorCode.NONE:
             return code, []
-        g = self.groups.get(group_id)
+        g = self.manager.groups.get(group_id)
         if g is None or g.state is GroupState.DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
         out, gone = [], []

@@ -1,5 +1,5 @@
-"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry, mixed into
-``GroupCoordinator`` (seed 003: "high-level consumers let Kafka record the
+"""``GroupOffsets``: OffsetCommit, OffsetFetch, OffsetDelete, the offsets
+of deleted partitions, and offset expiry (seed 003: "high-level consumers let Kafka record the
 offset"; seed 002 §6.5: appended to ``__consumer_offsets``).
 
 A commit is written (acks=-1) before the cache changes, so a fetch never
@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Callable
 
 from kavka.common.errors import ErrorCode
+from kavka.group.config import GroupConfig
+from kavka.group.metadata_manager import GroupMetadataManager
 from kavka.group.records import GroupMetadataKey, OffsetKey, OffsetValue, encode_key, encode_offset_value
-from kavka.group.state import GroupMetadata, GroupState, OffsetAndMetadata
+from kavka.group.state import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from kavka.protocol.records import SimpleRecord
 
 log = logging.getLogger("kavka.group")
@@ -31,21 +34,28 @@ Commits = dict[tuple[str, int], tuple[int, int, str | None]]
 
 
 class GroupOffsets:
-    """Mixin; needs ``config``, ``groups``, ``group_error``, ``now_ms``, ``write``, ``owned_groups``."""
+    """See the module docstring. A member's commit also resets its session
+    timer (``schedule_expiry``, the membership's)."""
+
+    def __init__(self, manager: GroupMetadataManager, config: GroupConfig,
+                 schedule_expiry: Callable[[GroupMetadata, MemberMetadata], None]) -> None:
+        self.manager = manager
+        self.config = config
+        self.schedule_expiry = schedule_expiry
 
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                              commits: Commits) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        code = self.group_error(group_id)
-        g = self.groups.get(group_id) if code is ErrorCode.NONE else None
+        code = self.manager.group_error(group_id)
+        g = self.manager.groups.get(group_id) if code is ErrorCode.NONE else None
         if code is ErrorCode.NONE:
             code = self._commit_allowed(g, generation, member_id, instance_id)
         if code is not ErrorCode.NONE:
             return code, {tp: code for tp in commits}
         if g is None:
-            g = self.groups[group_id] = GroupMetadata(group_id, state_timestamp=self.now_ms())
+            g = self.manager.groups[group_id] = GroupMetadata(group_id, state_timestamp=self.manager.now_ms())
         if member_id and member_id in g.members:
             self.schedule_expiry(g, g.members[member_id])
-        now = self.now_ms()
+        now = self.manager.now_ms()
         results: dict[tuple[str, int], ErrorCode] = {}
         records, accepted = [], {}
         for (topic, partition), (offset, epoch, metadata) in commits.items():
@@ -56,8 +66,8 @@ class GroupOffsets:
             accepted[(topic, partition)] = value
             records.append(SimpleRecord(encode_key(OffsetKey(group_id, topic, partition)),
                                         encode_offset_value(OffsetValue(offset, epoch, value.metadata, now)), now))
-        written = await self.write(group_id, records)
-        if written is ErrorCode.NONE and self.groups.get(group_id) is g:
+        written = await self.manager.write(group_id, records)
+        if written is ErrorCode.NONE and self.manager.groups.get(group_id) is g:
             g.offsets.update(accepted)
         for tp in accepted:
             results[tp] = written
@@ -87,10 +97,10 @@ class GroupOffsets:
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None
                       ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetAndMetadata | None]]:
         """Committed offsets (None: nothing committed); ``wanted`` None means all."""
-        code = self.group_error(group_id)
+        code = self.manager.group_error(group_id)
         if code is not ErrorCode.NONE:
             return code, {}
-        g = self.groups.get(group_id)
+        g = self.manager.groups.get(group_id)
         offsets = g.offsets if g is not None else {}
         if wanted is None:
             return ErrorCode.NONE, dict(offsets)
@@ -100,8 +110,8 @@ class GroupOffsets:
                              ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         """OffsetDelete (KIP-496): refused per partition while the group is
         subscribed to its topic."""
-        code = self.group_error(group_id)
-        g = self.groups.get(group_id) if code is ErrorCode.NONE else None
+        code = self.manager.group_error(group_id)
+        g = self.manager.groups.get(group_id) if code is ErrorCode.NONE else None
         if code is ErrorCode.NONE and (g is None or g.state is GroupState.DEAD):
             code = ErrorCode.GROUP_ID_NOT_FOUND
         if code is not ErrorCode.NONE:
@@ -117,8 +127,8 @@ class GroupOffsets:
                 results[tp] = ErrorCode.NONE
                 if tp in g.offsets:
                     gone.append(tp)
-        now = self.now_ms()
-        written = await self.write(group_id, [SimpleRecord(encode_key(OffsetKey(group_id, t, p)), None, now)
+        now = self.manager.now_ms()
+        written = await self.manager.write(group_id, [SimpleRecord(encode_key(OffsetKey(group_id, t, p)), None, now)
                                               for t, p in gone])
         if written is not ErrorCode.NONE:
             return written, {}
@@ -136,10 +146,10 @@ class GroupOffsets:
 
     async def remove_offsets_of(self, deleted: set[tuple[str, int]]) -> int:
         removed = 0
-        for g in list(self.owned_groups()):
+        for g in list(self.manager.owned_groups()):
             gone = [tp for tp in g.offsets if tp in deleted]
-            now = self.now_ms()
-            if not gone or await self.write(g.group_id, [
+            now = self.manager.now_ms()
+            if not gone or await self.manager.write(g.group_id, [
                     SimpleRecord(encode_key(OffsetKey(g.group_id, t, p)), None, now) for t, p in gone]
             ) is not ErrorCode.NONE:
                 continue
@@ -149,18 +159,18 @@ class GroupOffsets:
         return removed
 
     # -- expiry (offsets.retention.minutes) ----------------------------------------------------
-    async def _expire_offsets_loop(self) -> None:
+    async def expire_offsets_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.retention_check_interval_ms / 1000)
             try:
-                await self.expire_offsets(self.now_ms())
+                await self.expire_offsets(self.manager.now_ms())
             except Exception:
                 log.exception("offset expiry failed")
 
     async def expire_offsets(self, now: int) -> int:
         """Delete expired offsets of Empty groups; returns how many."""
         removed = 0
-        for g in list(self.owned_groups()):
+        for g in list(self.manager.owned_groups()):
             if g.state is not GroupState.EMPTY:
                 continue
             since = g.state_timestamp
@@ -170,13 +180,13 @@ class GroupOffsets:
             drop_group = len(old) == len(g.offsets) and now - since >= self.config.offsets_retention_ms
             if drop_group:
                 records.append(SimpleRecord(encode_key(GroupMetadataKey(g.group_id)), None, now))
-            if not records or await self.write(g.group_id, records) is not ErrorCode.NONE:
+            if not records or await self.manager.write(g.group_id, records) is not ErrorCode.NONE:
                 continue
             for tp in old:
                 g.offsets.pop(tp, None)
             removed += len(old)
             if drop_group and g.state is GroupState.EMPTY and not g.offsets:
                 g.transition_to(GroupState.DEAD, now)
-                self.groups.pop(g.group_id, None)
+                self.manager.groups.pop(g.group_id, None)
                 log.info("group %s expired with its offsets", g.group_id)
         return removed

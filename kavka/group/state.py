@@ -73,6 +73,11 @@ class OffsetAndMetadata:
     commit_timestamp: int
 
 
+# Transactional offsets waiting for their marker (KIP-98):
+# group -> producer id -> (topic, partition) -> offset
+PendingTxnOffsets = dict[str, dict[int, dict[tuple[str, int], OffsetAndMetadata]]]
+
+
 @dataclass(slots=True)
 class MemberMetadata:
     """One member. ``protocols``: (name, metadata) in the member's order of

@@ -6,8 +6,9 @@ KIP-101/279/320).
 Modules, by Kafka concept:
 
 * ``state`` — values from and to the controller: ``PartitionState`` (one
-  LeaderAndIsr entry), ``LeaderAndIsr`` (a proposed ISR write),
-  ``BrokerEndPoint``, the LeaderAndIsr and StopReplica results.
+  LeaderAndIsr entry), ``isr_proposal`` (a proposed ISR write, as
+  ``kavka.common``'s ``LeaderIsrAndControllerEpoch``), ``BrokerEndPoint``,
+  the LeaderAndIsr and StopReplica results.
 * ``requests`` — produce/fetch/offset request and result values
   (``FetchIsolation``, ``FetchParams``, ``LogReadResult``...), error mapping.
 * ``replica`` — ``Replica``: a follower's LEO and caught-up time as its

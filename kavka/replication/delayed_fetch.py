@@ -33,7 +33,7 @@ from kavka.common.errors import ErrorCode
 from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData, LogReadResult
 from kavka.storage.errors import StorageError
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition

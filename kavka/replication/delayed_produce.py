@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from kavka.common.errors import ErrorCode
 from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import ProducePartitionResult
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition

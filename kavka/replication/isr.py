@@ -30,14 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from kavka.replication.state import LeaderAndIsr
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.client import KavkaZkClient
 
 
 class IsrWriter(Protocol):
-    async def write_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr, zk_version: int) -> int | None: ...
+    async def write_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch, zk_version: int) -> int | None: ...
 
 
 class IsrChangeListener(Protocol):
@@ -51,15 +51,9 @@ class ZkIsrWriter:
     def __init__(self, zk: KavkaZkClient) -> None:
         self._zk = zk
 
-    async def write_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr, zk_version: int) -> int | None:
-        node = PartitionStateZNode(
-            tp.topic,
-            tp.partition,
-            leader_and_isr.leader,
-            leader_and_isr.leader_epoch,
-            leader_and_isr.isr,
-            max(leader_and_isr.controller_epoch, 0),
-        )
+    async def write_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch, zk_version: int) -> int | None:
+        lai = state.leader_and_isr
+        node = PartitionStateZNode(tp.topic, tp.partition, lai.leader, lai.leader_epoch, lai.isr, max(state.controller_epoch, 0))
         version = await self._zk.maybe_update_leader_and_isr(node, zk_version)
         if version is not None:
             return version

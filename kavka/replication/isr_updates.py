@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable
 
 from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrWriter
 from kavka.replication.partition import Partition
-from kavka.replication.state import LeaderAndIsr
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class IsrUpdates:
         self.shrinks = 0  # ISR changes written, for the IsrShrinksPerSec/IsrExpandsPerSec metrics
         self.expands = 0
 
-    def submit(self, partition: Partition, proposal: LeaderAndIsr) -> asyncio.Task[None]:
+    def submit(self, partition: Partition, proposal: LeaderIsrAndControllerEpoch) -> asyncio.Task[None]:
         """Write ``proposal`` conditionally on the znode version the
         partition holds now (the version the proposal was made against)."""
         expected = partition.zk_version
@@ -70,7 +70,7 @@ class IsrUpdates:
         task.add_done_callback(self._writes.discard)
         return task
 
-    async def _write(self, partition: Partition, proposal: LeaderAndIsr, expected_version: int) -> None:
+    async def _write(self, partition: Partition, proposal: LeaderIsrAndControllerEpoch, expected_version: int) -> None:
         tp = partition.topic_partition
         if partition.pending_isr is not proposal:
             return  # a LeaderAndIsr superseded the proposal before it was sent
@@ -79,11 +79,11 @@ class IsrUpdates:
                                              self.write_timeout_ms / 1000.0)
         except asyncio.TimeoutError:
             logger.warning("%s: writing isr %s got no answer within %d ms; the next check retries",
-                           tp, list(proposal.isr), self.write_timeout_ms)
+                           tp, list(proposal.leader_and_isr.isr), self.write_timeout_ms)
             partition.fail_isr_update(proposal, conflict=False)
             return
         except Exception as e:
-            logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.isr), e)
+            logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.leader_and_isr.isr), e)
             partition.fail_isr_update(proposal, conflict=False)
             return
         if version is None:
@@ -92,9 +92,9 @@ class IsrUpdates:
             return
         previous = set(partition.isr)
         if partition.complete_isr_update(proposal, version):
-            if set(proposal.isr) - previous:
+            if set(proposal.leader_and_isr.isr) - previous:
                 self.expands += 1
-            if previous - set(proposal.isr):
+            if previous - set(proposal.leader_and_isr.isr):
                 self.shrinks += 1
             self.propagation.record(tp, self._clock.milliseconds())
             partition.maybe_increment_hw()

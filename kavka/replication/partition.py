@@ -19,7 +19,8 @@ shrink nor a pending expansion can commit a record some final ISR member
 lacks.
 
 ISR changes are proposed here (``maybe_expand_isr``, ``maybe_shrink_isr``
-return the ``LeaderAndIsr`` to write, at most one in flight) and written by
+return the proposed ``LeaderIsrAndControllerEpoch`` to write, made against
+the znode version held, at most one in flight) and written by
 the caller through ``IsrWriter``; the caller reports back with
 ``complete_isr_update`` or ``fail_isr_update``. A version conflict means
 the controller moved the znode on: this broker is no longer the leader and
@@ -69,13 +70,15 @@ from kavka.replication.requests import (
     error_code_of,
     error_message_of,
 )
-from kavka.replication.state import NO_EPOCH, NO_LEADER, LeaderAndIsr, PartitionState
-from kavka.storage.clock import Clock
+from kavka.replication.state import PartitionState, isr_proposal
+from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.clock import Clock
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
 from kavka.storage.log_append import LogAppendInfo
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -86,20 +89,20 @@ EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405)
 class Partition:
     """See the module docstring."""
 
-    def __init__(self, topic_partition: TopicPartition, local_broker_id: int, log: Log, clock: Clock) -> None:
+    def __init__(self, topic_partition: TopicPartition, local_broker_id: BrokerId, log: Log, clock: Clock) -> None:
         self.topic_partition = topic_partition
         self.local_broker_id = local_broker_id
         self.log = log
         self._clock = clock
-        self.assigned_replicas: tuple[int, ...] = ()
-        self.isr: tuple[int, ...] = ()
-        self.leader_id = NO_LEADER
-        self.leader_epoch = NO_EPOCH
+        self.assigned_replicas: tuple[BrokerId, ...] = ()
+        self.isr: tuple[BrokerId, ...] = ()
+        self.leader_id: BrokerId = NO_LEADER
+        self.leader_epoch = LeaderEpoch(NO_EPOCH)
         self.leader_epoch_start_offset = -1
         self.zk_version = -1
-        self.controller_epoch = -1
+        self.controller_epoch = ControllerEpoch(NO_EPOCH)
         self._remote: dict[int, Replica] = {}
-        self._pending_isr: LeaderAndIsr | None = None
+        self._pending_isr: LeaderIsrAndControllerEpoch | None = None
         self._fenced = False
 
     # ---- role ------------------------------------------------------------------------------
@@ -113,7 +116,7 @@ class Partition:
         return self._fenced
 
     @property
-    def pending_isr(self) -> LeaderAndIsr | None:
+    def pending_isr(self) -> LeaderIsrAndControllerEpoch | None:
         return self._pending_isr
 
     @property
@@ -201,7 +204,7 @@ class Partition:
     def _hw_isr(self) -> set[int]:
         members = set(self.isr)
         if self._pending_isr is not None:
-            members.update(self._pending_isr.isr)
+            members.update(self._pending_isr.leader_and_isr.isr)
         return members
 
     def maybe_increment_hw(self) -> bool:
@@ -234,7 +237,7 @@ class Partition:
         replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
         return True
 
-    def maybe_expand_isr(self, replica_id: int) -> LeaderAndIsr | None:
+    def maybe_expand_isr(self, replica_id: int) -> LeaderIsrAndControllerEpoch | None:
         """Propose adding a follower that caught up: its LEO reached the HW
         and the start of the current leader epoch (Kafka's rule). None when
         nothing to do or another ISR write is in flight."""
@@ -260,7 +263,7 @@ class Partition:
                 out.append(broker_id)
         return out
 
-    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> LeaderAndIsr | None:
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> LeaderIsrAndControllerEpoch | None:
         """Propose removing lagging followers (seed 002 code 3-2). The leader
         always stays. None when nothing to do or a write is in flight."""
         if not self.is_leader or self._pending_isr is not None:
@@ -271,25 +274,25 @@ class Partition:
         logger.info("%s: followers %s are out of sync; shrinking the isr %s", self.topic_partition, lagging, list(self.isr))
         return self._propose(tuple(r for r in self.isr if r not in lagging))
 
-    def _propose(self, isr: tuple[int, ...]) -> LeaderAndIsr:
-        proposal = LeaderAndIsr(self.local_broker_id, self.leader_epoch, isr, self.controller_epoch)
+    def _propose(self, isr: tuple[BrokerId, ...]) -> LeaderIsrAndControllerEpoch:
+        proposal = isr_proposal(self.local_broker_id, self.leader_epoch, isr, self.controller_epoch, self.zk_version)
         self._pending_isr = proposal
         return proposal
 
-    def complete_isr_update(self, proposal: LeaderAndIsr, new_zk_version: int) -> bool:
+    def complete_isr_update(self, proposal: LeaderIsrAndControllerEpoch, new_zk_version: int) -> bool:
         """The proposal was written at ``new_zk_version``: adopt it. False if
         a LeaderAndIsr superseded it meanwhile (then the controller's state wins)."""
         if self._pending_isr is not proposal:
             return False
         self._pending_isr = None
-        self.isr = proposal.isr
+        self.isr = proposal.leader_and_isr.isr
         self.zk_version = new_zk_version
         state_change_logger.info(
             "%s: isr is now %s (zk version %d)", self.topic_partition, list(self.isr), new_zk_version
         )
         return True
 
-    def fail_isr_update(self, proposal: LeaderAndIsr, conflict: bool) -> bool:
+    def fail_isr_update(self, proposal: LeaderIsrAndControllerEpoch, conflict: bool) -> bool:
         """The write of ``proposal`` failed. On a version conflict the
         controller has moved the partition on: stop acting as leader (seed
         001 #3). Otherwise (e.g. ZooKeeper unreachable) it is retried by the

@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.replication.requests import FetchPartitionData
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition

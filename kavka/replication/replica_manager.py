@@ -28,7 +28,7 @@ are recorded once the answer is known.
 Seams: ``IsrWriter`` and ``IsrChangeListener`` (``isr``: ZooKeeper
 implementations there), ``FetcherManager`` (``fetcher.assignments``: the
 follower side; ``FetcherAssignments`` by default, the broker passes a
-``fetcher.manager.ReplicaFetcherManager``), the storage ``Clock``, and
+``fetcher.manager.ReplicaFetcherManager``), the ``Clock`` (``kavka.common``), and
 ``known_partition`` (the broker's metadata cache: does the cluster have
 this partition? decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
 for a partition not hosted here).
@@ -72,12 +72,12 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
-from kavka.storage.clock import Clock, SystemClock
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -142,7 +142,8 @@ class ReplicaManager:
     ``_append_to_local_log`` (internal topic? control batch from a client?) ->
     ``Partition.append_records_to_leader`` (leader? acks=-1 and ISR below
     min.insync.replicas?) -> ``Log.append_as_leader`` (validate, assign offsets,
-    stamp the leader epoch) -> ``Partition.maybe_increment_hw`` (an ISR of one
+    stamp the leader epoch, producer state; ``LocalLog.append`` writes the
+    active segment) -> ``Partition.maybe_increment_hw`` (an ISR of one
     commits at once) -> ``complete_delayed_requests``. acks 0/1 answer now;
     acks=-1 parks a ``DelayedProduce`` in ``produce_purgatory`` under its
     partitions.

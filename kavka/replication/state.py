@@ -3,10 +3,12 @@
 ``PartitionState`` is one partition's entry of a LeaderAndIsr request (the
 contents of ``/brokers/topics/<t>/partitions/<p>/state`` plus the assigned
 replicas and the znode version, seed 000 §LeaderAndIsrRequest); the broker's
-handler builds it from the wire message. ``LeaderAndIsr`` is what a leader
-proposes to write back to that znode when it shrinks or expands the ISR
-(seed 002 §6.4): same leader, same leader epoch, new ISR. ``BrokerEndPoint``
-is where a follower finds its leader (LeaderAndIsr's live leaders).
+handler builds it from the wire message. ``isr_proposal`` checks and builds
+what a leader proposes to write back to that znode when it shrinks or
+expands the ISR (seed 002 §6.4): a ``LeaderIsrAndControllerEpoch`` of
+``kavka.common`` with the same leader, the same leader epoch and a new ISR,
+on the znode version the leader holds. ``BrokerEndPoint`` is where a
+follower finds its leader (LeaderAndIsr's live leaders).
 
 Frozen, slotted values; any thread.
 """
@@ -15,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kavka.storage.topic_partition import TopicPartition
-
-NO_LEADER = -1
-NO_EPOCH = -1
+from kavka.common.ids import NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 
 
 def _check_replicas(what: str, ids: tuple[int, ...]) -> None:
@@ -47,12 +48,12 @@ class PartitionState:
 
     topic: str
     partition: int
-    controller_epoch: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
+    controller_epoch: ControllerEpoch
+    leader: BrokerId
+    leader_epoch: LeaderEpoch
+    isr: tuple[BrokerId, ...]
     zk_version: int
-    replicas: tuple[int, ...]
+    replicas: tuple[BrokerId, ...]
     is_new: bool = False
 
     def __post_init__(self) -> None:
@@ -72,21 +73,18 @@ class PartitionState:
         return TopicPartition(self.topic, self.partition)
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsr:
-    """A proposed content of the partition state znode (leader, leader epoch,
-    ISR, controller epoch). The ISR keeps the leader (never empty)."""
-
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "isr", tuple(self.isr))
-        _check_replicas("isr", self.isr)
-        if self.leader not in self.isr:
-            raise ValueError(f"leader {self.leader} is not in the proposed isr {list(self.isr)}")
+def isr_proposal(
+    leader: BrokerId, leader_epoch: LeaderEpoch, isr: tuple[BrokerId, ...], controller_epoch: ControllerEpoch, zk_version: int = -1
+) -> LeaderIsrAndControllerEpoch:
+    """A leader's proposed content of the partition state znode (leader,
+    leader epoch, ISR, controller epoch), made against znode version
+    ``zk_version``. Checked: the ISR holds distinct broker ids and keeps
+    the leader (never empty)."""
+    isr = tuple(isr)
+    _check_replicas("isr", isr)
+    if leader not in isr:
+        raise ValueError(f"leader {leader} is not in the proposed isr {list(isr)}")
+    return LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, leader_epoch, isr, zk_version), controller_epoch)
 
 
 @dataclass(frozen=True, slots=True)

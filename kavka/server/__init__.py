@@ -1,0 +1,28 @@
+"""The broker: the asyncio listener, the request handlers and the broker's
+lifecycle, over the replication, controller, group and transaction layers.
+
+- ``broker``: ``KafkaServer`` — startup and shutdown in order, and the
+  composition root: every coordinator, service and API handler is built
+  there with the collaborators it uses;
+- ``main``: ``kavka server start`` (one broker in the foreground);
+- ``network``: socket server, per-connection request ordering, the
+  ``Dispatcher`` (API key -> handler and served versions);
+- ``handler_table``: which handler module serves which API key;
+- ``handlers``: one module per API (see its package docstring);
+- ``metadata_cache``: live brokers and partition leadership from the
+  controller's UpdateMetadata;
+- ``admin_manager``: topic creation, partition addition and deletion
+  through ZooKeeper (seed 000 §创建 / 删除 Topic);
+- ``config_repository``: effective configs with sources and synonyms, and
+  validated changes (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs);
+- ``dynamic_config``: ``BrokerConfigs`` (the effective broker config and
+  the topics' log configs) and ``DynamicConfigManager``, which applies
+  ``/config/changes`` on every broker (seed 002 §8);
+- ``internal_topic``: ``__consumer_offsets`` and ``__transaction_state`` seen
+  from the broker — log seam, coordinator lookup with creation on first use,
+  leadership moving the coordinators' partitions;
+- ``txn_markers``: ``BrokerMarkerWriter``, WriteTxnMarkers to partition
+  leaders for the transaction coordinator;
+- ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
+- ``controlled_shutdown``: the broker's side of a controlled shutdown.
+"""

@@ -34,9 +34,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
-from kavka.common.broker_config import KafkaConfig, log_defaults
+from kavka.common.broker_config import KafkaConfig
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
@@ -49,7 +48,7 @@ from kavka.server import handler_table
 from kavka.server.admin_manager import AdminManager
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
-from kavka.server.dynamic_config import DynamicConfigManager
+from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -102,8 +101,9 @@ from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServe
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
@@ -121,7 +121,7 @@ class KafkaServer:
 
     def __init__(self, config: KafkaConfig) -> None:
         self.static_config = config
-        self.config = config
+        self.configs: BrokerConfigs | None = None
         self.broker_id = config.broker_id
         self.store: KazooZkStore | None = None
         self.zk: KavkaZkClient | None = None
@@ -136,48 +136,13 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
         self._tick_task: asyncio.Task | None = None
-        self._topic_overrides: dict[str, dict[str, str]] = {}
-        self._dynamic_default: dict[str, str] = {}
-        self._dynamic_broker: dict[str, str] = {}
         self.bound: list[tuple[str, int]] = []
 
-    # -- configuration --------------------------------------------------------
-    def log_defaults(self) -> dict[str, Any]:
-        return log_defaults(self.config)
-
-    def topic_log_config(self, topic: str) -> LogConfig:
-        return LogConfig.with_defaults(self.log_defaults(), self._topic_overrides.get(topic, {}))
-
-    async def ensure_topic_config(self, topic: str) -> None:
-        """Load a topic's overrides the first time this broker hosts it."""
-        if topic in self._topic_overrides:
-            return
-        await self._apply_topic_config(topic, await self.zk.get_entity_config("topics", topic))
-
-    async def _apply_topic_config(self, topic: str, overrides: dict[str, str]) -> None:
-        try:
-            config = LogConfig.with_defaults(self.log_defaults(), overrides)
-        except ValueError as e:
-            log.error("ignoring invalid config of topic %s in /config/topics/%s: %s", topic, topic, e)
-            return
-        self._topic_overrides[topic] = dict(overrides)
-        self.log_manager.update_topic_config(topic, config)
-
-    async def _apply_broker_config(self, name: str, overrides: dict[str, str]) -> None:
-        if name == "<default>":
-            self._dynamic_default = dict(overrides)
-        elif name == str(self.broker_id):
-            self._dynamic_broker = dict(overrides)
-        else:
-            return
-        try:
-            self.config = self.static_config.with_dynamic(self._dynamic_default, self._dynamic_broker)
-        except ValueError as e:
-            log.error("ignoring invalid dynamic broker config /config/brokers/%s: %s", name, e)
-            return
-        self.log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
-        for topic in list(self._topic_overrides):
-            await self._apply_topic_config(topic, self._topic_overrides[topic])
+    @property
+    def config(self) -> KafkaConfig:
+        """The effective broker config: server.properties with the dynamic
+        broker configs once they are read (``BrokerConfigs``)."""
+        return self.configs.current if self.configs is not None else self.static_config
 
     # -- startup --------------------------------------------------------------
     async def start(self) -> None:
@@ -192,24 +157,13 @@ class KafkaServer:
         self.cluster_id = await self.zk.get_or_create_cluster_id()
 
         # Topic overrides first: logs are loaded with their topic's config.
-        for topic in await self._children("/config/topics"):
-            self._topic_overrides[topic] = await self.zk.get_entity_config("topics", topic)
-        self._dynamic_default = await self.zk.get_entity_config("brokers", "<default>")
-        self._dynamic_broker = await self.zk.get_entity_config("brokers", str(self.broker_id))
-        try:
-            self.config = self.static_config.with_dynamic(self._dynamic_default, self._dynamic_broker)
-        except ValueError as e:
-            log.error("ignoring invalid dynamic broker configs: %s", e)
-        topic_configs = {}
-        for topic, overrides in self._topic_overrides.items():
-            try:
-                topic_configs[topic] = LogConfig.with_defaults(self.log_defaults(), overrides)
-            except ValueError as e:
-                log.error("topic %s has an invalid config in ZooKeeper (%s); using the defaults", topic, e)
+        self.configs = configs = BrokerConfigs(self.static_config, self.zk)
+        topic_configs = await configs.load(await self._children("/config/topics"))
         manager_config = LogManagerConfig.from_broker(self.config.values)
-        default_config = LogConfig.with_defaults(self.log_defaults())
+        default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
+        configs.attach(self.log_manager)
         await self._delete_unassigned_logs()
         self.log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
@@ -217,13 +171,18 @@ class KafkaServer:
             self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(self.zk), isr_change_listener=ZkIsrChangeNotifier(self.zk),
             fetcher_manager=ReplicaFetcherManager.for_broker(
-                self.broker_id, lambda: self.config, self.log_manager, lambda tp: self.replica_manager.get_partition(tp),
+                self.broker_id, lambda: configs.current, self.log_manager, lambda tp: self.replica_manager.get_partition(tp),
                 throttled=follower_throttled(self.broker_id, lambda tp: self.replica_manager.get_partition(tp))),
-            leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: self.config),
+            leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
         self.replica_manager.start()
+        # The controller component is built now, for the handlers that ask
+        # it; it competes for /controller once this broker is registered.
+        transport = KavkaBrokerTransport(self.broker_id,
+                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        controller = KafkaController(self.broker_id, self.zk, transport, ControllerConfig.from_kafka_config(cfg))
         dispatcher = Dispatcher()
-        handler_table.register_all(dispatcher, self._build_handlers())
+        handler_table.register_all(dispatcher, self._build_handlers(controller))
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
@@ -241,27 +200,23 @@ class KafkaServer:
         await self.registrar.start()
         log.info("broker %d registered with broker epoch %s", self.broker_id, self.registrar.broker_epoch)
 
-        self.dynamic_config = DynamicConfigManager(self.zk, {
-            "topics": self._apply_topic_config, "brokers": self._apply_broker_config})
+        self.dynamic_config = DynamicConfigManager(self.zk, configs.handlers())
         await self.dynamic_config.start()
 
-        transport = KavkaBrokerTransport(self.broker_id,
-                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
-        self.controller = KafkaController(self.broker_id, self.zk, transport,
-                                          ControllerConfig.from_kafka_config(cfg))
-        await self.controller.start()
+        self.controller = controller
+        await controller.start()
         self._tick_task = asyncio.get_running_loop().create_task(self._tick_log_manager(), name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
 
-    def _build_handlers(self) -> dict[int, Handler]:
+    def _build_handlers(self, controller: KafkaController) -> dict[int, Handler]:
         """The composition root of the request path: the group and
         transaction coordinators, the admin and config services, and every
         API handler with the collaborators it uses (API key -> handler)."""
         cfg, cache, rm, broker_id = self.config, self.metadata_cache, self.replica_manager, self.broker_id
-        cluster_id = lambda: self.cluster_id  # noqa: E731 - read at startup, after the handlers exist
-        controller = lambda: self.controller  # noqa: E731 - created after the handlers
-        admin = AdminManager(self.zk, self.log_defaults, lambda: sorted(cache.brokers),
+        known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
+        cluster_id = lambda: known_cluster_id  # noqa: E731
+        admin = AdminManager(self.zk, self.configs.log_defaults, lambda: sorted(cache.brokers),
                              cfg["num.partitions"], cfg["default.replication.factor"])
         repo = ConfigRepository(self.zk, self.static_config)
 
@@ -310,7 +265,7 @@ class KafkaServer:
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
             # from the controller (seed 000)
             leader_and_isr.API_KEY: leader_and_isr.LeaderAndIsrHandler(
-                rm, self.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
+                rm, self.configs.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
             update_metadata.API_KEY: update_metadata.UpdateMetadataHandler(
                 cache, self.broker_epoch, metadata_updated),
             stop_replica.API_KEY: stop_replica.StopReplicaHandler(rm, self.broker_epoch, leadership.replicas_stopped),

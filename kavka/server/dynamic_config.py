@@ -15,6 +15,12 @@ down while configs changed catches up. The same catch-up runs after every
 new ZooKeeper session (seed 002 §9): the expired session took the watch on
 ``/config/changes`` with it, and changes made meanwhile were never seen.
 
+``BrokerConfigs`` is what the handlers apply to (Kafka's DynamicBrokerConfig
+with its TopicConfigHandler and BrokerConfigHandler): the broker's effective
+config — server.properties overridden by ``/config/brokers/<default>`` and
+``/config/brokers/<id>`` — and the overrides of every topic this broker
+hosts, merged with the broker's topic defaults into the logs' ``LogConfig``.
+
 Runs on the broker's event loop; watch callbacks arrive there.
 """
 
@@ -23,8 +29,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Iterable, Mapping
 
+from kavka.common.broker_config import KafkaConfig, log_defaults
+from kavka.storage.log_config import LogConfig
+from kavka.storage.log_manager import LogManager
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.codec import ZnodeDataError
@@ -156,6 +165,85 @@ class DynamicConfigManager:
             log.exception("applying the %s config of %s failed", entity_type, entity_name)
         else:
             log.info("applied %s config of %s: %s", entity_type, entity_name, dict(overrides))
+
+
+class BrokerConfigs:
+    """See the module docstring. ``current`` is the effective broker
+    config; ``attach`` names the log manager whose logs take topic config
+    changes (built after ``load``, which gives it its first configs)."""
+
+    def __init__(self, static: KafkaConfig, zk: KavkaZkClient) -> None:
+        self.static = static
+        self.current = static
+        self.zk = zk
+        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._dynamic_default: dict[str, str] = {}
+        self._dynamic_broker: dict[str, str] = {}
+        self._log_manager: LogManager | None = None
+
+    def log_defaults(self) -> dict[str, Any]:
+        """The topic-level defaults of the current broker config."""
+        return log_defaults(self.current)
+
+    async def load(self, topics: Iterable[str]) -> dict[str, LogConfig]:
+        """At startup, before the logs load: every topic's overrides and the
+        dynamic broker configs; the LogConfig of each topic with overrides
+        (an invalid one is logged and the topic gets the defaults)."""
+        for topic in topics:
+            self._topic_overrides[topic] = await self.zk.get_entity_config("topics", topic)
+        self._dynamic_default = await self.zk.get_entity_config("brokers", "<default>")
+        self._dynamic_broker = await self.zk.get_entity_config("brokers", str(self.static.broker_id))
+        try:
+            self.current = self.static.with_dynamic(self._dynamic_default, self._dynamic_broker)
+        except ValueError as e:
+            log.error("ignoring invalid dynamic broker configs: %s", e)
+        topic_configs = {}
+        for topic, overrides in self._topic_overrides.items():
+            try:
+                topic_configs[topic] = LogConfig.with_defaults(self.log_defaults(), overrides)
+            except ValueError as e:
+                log.error("topic %s has an invalid config in ZooKeeper (%s); using the defaults", topic, e)
+        return topic_configs
+
+    def attach(self, log_manager: LogManager) -> None:
+        self._log_manager = log_manager
+
+    def handlers(self) -> dict[str, EntityHandler]:
+        """The entity handlers of the ``DynamicConfigManager``."""
+        return {"topics": self.apply_topic_config, "brokers": self.apply_broker_config}
+
+    async def ensure_topic_config(self, topic: str) -> None:
+        """Load a topic's overrides the first time this broker hosts it."""
+        if topic in self._topic_overrides:
+            return
+        await self.apply_topic_config(topic, await self.zk.get_entity_config("topics", topic))
+
+    async def apply_topic_config(self, topic: str, overrides: Mapping[str, str]) -> None:
+        try:
+            config = LogConfig.with_defaults(self.log_defaults(), overrides)
+        except ValueError as e:
+            log.error("ignoring invalid config of topic %s in /config/topics/%s: %s", topic, topic, e)
+            return
+        self._topic_overrides[topic] = dict(overrides)
+        if self._log_manager is not None:
+            self._log_manager.update_topic_config(topic, config)
+
+    async def apply_broker_config(self, name: str, overrides: Mapping[str, str]) -> None:
+        if name == "<default>":
+            self._dynamic_default = dict(overrides)
+        elif name == str(self.static.broker_id):
+            self._dynamic_broker = dict(overrides)
+        else:
+            return
+        try:
+            self.current = self.static.with_dynamic(self._dynamic_default, self._dynamic_broker)
+        except ValueError as e:
+            log.error("ignoring invalid dynamic broker config /config/brokers/%s: %s", name, e)
+            return
+        if self._log_manager is not None:
+            self._log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
+        for topic in list(self._topic_overrides):
+            await self.apply_topic_config(topic, self._topic_overrides[topic])
 
 
 def _sequence(child: str) -> int | None:

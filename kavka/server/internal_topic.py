@@ -40,7 +40,7 @@ from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import PartitionState
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.metadata_cache import BrokerEndpoint, MetadataCache
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger("kavka.server")

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 LEADER_DURING_DELETE = -2
-NO_LEADER = -1
 ZERO_UUID = uuid.UUID(int=0)
 
 

@@ -29,7 +29,7 @@ from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import WriteTxnMarkersRequest
 from kavka.server.metadata_cache import MetadataCache
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 log = logging.getLogger("kavka.transaction")

@@ -29,7 +29,7 @@ from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.admin_types import NewTopic, OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
 
 COMMIT_PARTITION = 0

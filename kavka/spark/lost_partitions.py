@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 EARLIEST = -2
 LATEST = -1

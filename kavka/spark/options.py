@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from typing import overload
 from dataclasses import dataclass, field
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.spark.offsets import EARLIEST, LATEST, OffsetJsonError, parse_assign, parse_partition_offsets
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.spark.lost_partitions import OffsetCheck, check_offsets
 from kavka.spark.offset_lookup import OffsetLookup
 from kavka.spark.offsets import from_json_dict, to_json_dict

@@ -12,23 +12,40 @@ Layout of a log directory (seed 002 §5.2, byte-compatible with Kafka)::
         00000000000000000000.log                     v2 record batches as on the wire
         00000000000000000000.index                   8-byte (relative offset, position)
         00000000000000000000.timeindex               12-byte (timestamp, relative offset)
+        00000000000000000000.txnindex                34-byte aborted transactions (KIP-98)
+        00000000000000000000.snapshot                producer state at that offset (KIP-98)
         leader-epoch-checkpoint                      "0", count, "epoch start_offset"
 
-Modules, by Kafka concept: ``log_config`` (topic-level settings),
-``offset_index``/``time_index`` (on ``index_file``), ``file_records`` (the
-``.log`` file), ``segment`` (+ ``segment_recovery``), ``log`` (+
-``log_append`` validation, ``log_roll``, ``log_flush``, ``log_truncation`` over ``log_state``,
-``log_offsets`` for ListOffsets, ``log_loader`` for seed 002 §5.3,
-``log_transactions`` with ``transaction_index`` for KIP-98's ``.txnindex``),
-the idempotent/transactional producer state (``producer_state`` with
-``producer_state_entry``, ``producer_append_check``, ``end_txn_marker`` and
-``producer_state_snapshot``), ``leader_epoch_cache``,
-``checkpoint``, ``retention``, ``log_dir`` and ``log_manager`` (+
-``log_manager_config``, and ``log_manager_cleaning``: truncation, deletion
-and retention coordinated with the cleaner); the log cleaner (compaction,
-seed 002 §5.4.2) is ``cleaner_thread`` (``LogCleaner``, owned and started by
-the log manager), ``cleaner_manager``, ``cleaner``, ``offset_map``,
-``cleaner_keys``, ``cleaner_segments``, ``cleaner_transactions`` (aborted
-data and markers, KIP-98) and ``cleaner_config``; typed errors in ``errors`` carry the
-Kafka error-code name.
+The log, by level of abstraction (as Kafka cuts it):
+
+* ``segment``: one ``LogSegment`` (``.log`` in ``file_records``, the
+  indexes of ``index/``); ``segment_recovery`` is its recovery scan.
+* ``log_segments``: ``LogSegments``, a log's segments in base-offset order
+  and their lookup by offset.
+* ``local_log``: ``LocalLog``, the segments on this broker's disk with the
+  log end offset, recovery point, roll, flush, truncation, reads, segment
+  removal and compaction's swap, and the ``.txnindex`` entries (KIP-98).
+* ``log``: ``Log`` (Kafka's UnifiedLog), the local log plus the log start
+  offset, high watermark and last stable offset, producer state,
+  leader-epoch cache and append validation; its docstring traces a produce.
+  Beside it: ``log_append`` (validation and offset assignment of appended
+  batches), ``log_loader`` (loading and recovery, seed 002 §5.3),
+  ``log_offsets`` (ListOffsets by timestamp), ``retention`` (seed 002
+  §5.4.1), ``leader_epoch_cache`` (KIP-101), ``log_config`` (topic-level
+  settings) and ``fetch_data_info`` (what reads return).
+* ``log_manager``: ``LogManager``, every log of the broker over its
+  ``log.dirs`` (each a ``log_dir``, with its ``checkpoint`` files), its
+  periodic jobs and the cleaner it owns; settings in ``log_manager_config``.
+
+Subpackages: ``index`` (``index_file`` under ``offset_index`` and
+``time_index``; ``transaction_index``, the ``.txnindex``), ``producer_state``
+(idempotent and transactional producers, KIP-98: ``manager``, ``entry``,
+``append_check``, ``snapshot``, ``end_txn_marker``) and ``cleaner`` (log
+compaction, seed 002 §5.4.2: ``thread``, ``manager``, ``cleaner``,
+``offset_map``, ``keys``, ``segments``, ``transactions``, ``config``).
+
+Also: ``log_dir_names`` (a partition's directory name and its
+``-delete`` name, parsed back into ``kavka.common``'s ``TopicPartition``)
+and ``errors``, typed errors carrying the Kafka error-code name. The clock
+is ``kavka.common.clock``.
 """

@@ -31,7 +31,7 @@ from kavka.storage.checkpoint import (
     fsync_dir,
 )
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogDirLockedError
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"

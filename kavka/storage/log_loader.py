@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.leader_epoch_cache import LeaderEpochFileCache
 from kavka.storage.log_config import LogConfig
 from kavka.storage.segment import (

@@ -54,25 +54,26 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
-from kavka.storage.cleaner_thread import LogCleaner
-from kavka.storage.clock import Clock, SystemClock
+from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
+from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
-from kavka.storage.log_manager_cleaning import LogManagerCleaning
-from kavka.storage.log_manager_config import MANAGER_CONFIG_DEF, LogManagerConfig
-from kavka.storage.topic_partition import TopicPartition, is_delete_dir, parse_topic_partition
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.storage.retention import delete_old_segments
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.log_dir_names import delete_dir_name, is_delete_dir, log_dir_name, parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MANAGER_CONFIG_DEF", "LogManager", "LogManagerConfig", "LogManagerRunner"]
 
-class LogManager(LogManagerCleaning):
+class LogManager:
     """See the module docstring. Constructing it loads every log."""
 
     def __init__(
@@ -117,7 +118,7 @@ class LogManager(LogManagerCleaning):
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
-        jobs = []
+        jobs: list[tuple[LogDir, TopicPartition | None, Future]] = []  # no partition: a -delete removal
         pools = []
         try:
             for d in self._dirs:
@@ -149,18 +150,18 @@ class LogManager(LogManagerCleaning):
                         had_clean_shutdown=clean,
                     )
                     jobs.append((d, tp, job))
-            for d, tp, job in jobs:  # (5)
+            for d, loaded_tp, job in jobs:  # (5)
                 result = job.result()
-                if tp is None:
+                if loaded_tp is None:
                     continue
-                if tp in self._logs:
+                if loaded_tp in self._logs:
                     result.close()
                     raise KafkaStorageError(
-                        f"partition {tp} found in two log directories ({self._dir_of[tp].path} and {d.path})",
+                        f"partition {loaded_tp} found in two log directories ({self._dir_of[loaded_tp].path} and {d.path})",
                         d.path,
                     )
-                self._logs[tp] = result
-                self._dir_of[tp] = d
+                self._logs[loaded_tp] = result
+                self._dir_of[loaded_tp] = d
             for d in self._dirs:
                 d.consume_clean_shutdown()
         finally:
@@ -203,7 +204,7 @@ class LogManager(LogManagerCleaning):
         """The partition's log, created (empty) in the directory holding the
         fewest partitions when it does not exist."""
         tp = TopicPartition(topic, partition)
-        parse_topic_partition(tp.dir_name)  # validates the topic name
+        parse_topic_partition(log_dir_name(tp))  # validates the topic name
         with self._lock:
             log = self._logs.get(tp)
             if log is not None:
@@ -214,7 +215,7 @@ class LogManager(LogManagerCleaning):
             target = min(self._dirs, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
-            log = Log(target.path / tp.dir_name, config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
+            log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
@@ -282,6 +283,134 @@ class LogManager(LogManagerCleaning):
 
     def checkpoint_high_watermarks(self) -> None:
         self._write_checkpoint("replication_offsets", lambda log: log.high_watermark)
+
+    # ---- the cleaner threads -------------------------------------------------------------------
+    def startup(self) -> None:
+        """Start the cleaner threads (seed 002 §5.2 startup()); the periodic
+        jobs are the caller's to schedule through ``tick``."""
+        if self._shut_down:
+            raise RuntimeError("the log manager was shut down; open a new one")
+        if self.cleaner is not None:
+            self.cleaner.startup()
+
+    def clean_once(self) -> CleanOutcome:
+        """One synchronous cleaner round (compact the filthiest log, then
+        retention of compacted logs) for callers that run no cleaner threads;
+        safe beside running threads (a log is cleaned by one at a time)."""
+        if self.cleaner is None:
+            raise RuntimeError("log.cleaner.enable is false: this log manager has no cleaner")
+        return self.cleaner.clean_once()
+
+    # ---- truncation and deletion (the replication layer's entry points) ------------------------
+    def truncate_to(self, tp: TopicPartition, offset: int) -> bool:
+        """Truncate the partition's log to ``offset`` (follower truncation,
+        KIP-101). The replication layer calls this, never ``Log.truncate_to``:
+        when the cut reaches below the active segment (the only part the
+        cleaner never reads), any cleaning pass on the partition is aborted
+        and waited out first, and the cleaner checkpoint is pulled back to
+        the new active segment's base so re-appended offsets count as dirty
+        (Kafka's truncateTo). Returns whether anything was removed; False for
+        a partition this manager does not have."""
+        log = self.get_log(tp.topic, tp.partition)
+        if log is None:
+            return False
+        cleaner = self.cleaner
+        if cleaner is None or offset >= log.active_segment.base_offset:
+            return log.truncate_to(offset)
+        cleaner.abort_and_pause_cleaning(tp)
+        try:
+            truncated = log.truncate_to(offset)
+            if truncated:
+                cleaner.maybe_truncate_checkpoint(tp, log.active_segment.base_offset)
+            return truncated
+        finally:
+            cleaner.resume_cleaning(tp)
+
+    def truncate_fully_and_start_at(self, tp: TopicPartition, offset: int) -> bool:
+        """Empty the partition's log and start it at ``offset`` (a follower
+        whose leader's log starts past its end). The replication layer calls
+        this, never the ``Log`` method: cleaning is aborted and waited out
+        first and the cleaner checkpoint reset to ``offset``. Returns False
+        for a partition this manager does not have."""
+        log = self.get_log(tp.topic, tp.partition)
+        if log is None:
+            return False
+        cleaner = self.cleaner
+        if cleaner is None:
+            log.truncate_fully_and_start_at(offset)
+            return True
+        cleaner.abort_and_pause_cleaning(tp)
+        try:
+            log.truncate_fully_and_start_at(offset)
+            cleaner.update_checkpoint(tp, offset if log.config.compact else None)
+            return True
+        finally:
+            cleaner.resume_cleaning(tp)
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove the partition (StopReplica with delete, topic deletion: the
+        replication layer calls this): stop any cleaning pass on it and wait
+        for it to end, drop its cleaner checkpoint entry (a partition
+        re-created later starts dirty), close it, rename its directory
+        ``<topic>-<partition>.<uuid>-delete`` and remove that after
+        ``log.segment.delete.delay.ms`` (or at the next startup). Returns
+        False for a partition this manager does not have."""
+        tp = TopicPartition(topic, partition)
+        with self._lock:
+            if tp not in self._logs:
+                return False
+        cleaner = self.cleaner
+        if cleaner is not None:
+            # Paused, not idle, while it leaves the table: no thread grabs it.
+            cleaner.abort_and_pause_cleaning(tp)
+        try:
+            with self._lock:
+                log = self._logs.pop(tp, None)
+                d = self._dir_of.pop(tp, None)
+            if log is None or d is None:
+                return False  # a concurrent delete_log won
+            if cleaner is not None:
+                cleaner.update_checkpoint(tp, None, d.path)
+            log.close()
+            renamed = d.path / delete_dir_name(tp)
+            try:
+                log.dir.rename(renamed)
+            except OSError as e:
+                raise KafkaStorageError("cannot rename the deleted log's directory", log.dir, e) from e
+        finally:
+            if cleaner is not None:
+                cleaner.forget_partition(tp)
+        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+        with self._lock:
+            self._pending_dir_deletes.append((due, renamed))
+        return True
+
+    # ---- retention (seed 002 §5.4.1) -----------------------------------------------------------
+    def _retention_pass(self, now: int) -> int:
+        """cleanupLogs with the owners of ``LogManager``'s docstring:
+        non-compacted logs here with cleaning paused; compacted logs here
+        only while no cleaner thread runs (marked in progress meanwhile)."""
+        cleaner = self.cleaner
+        if cleaner is None:
+            return self._delete_old_segments(list(self.all_logs().items()), now)
+        paused = cleaner.pause_cleaning_for_non_compacted()
+        try:
+            deleted = self._delete_old_segments(paused, now)
+        finally:
+            for tp, _log in paused:
+                with suppress(ValueError):  # delete_log forgot the partition meanwhile
+                    cleaner.resume_cleaning(tp)
+        if not cleaner.running:
+            compacted = cleaner.deletable_logs()
+            try:
+                deleted += self._delete_old_segments(compacted, now)
+            finally:
+                cleaner.done_deleting([tp for tp, _log in compacted])
+        return deleted
+
+    def _delete_old_segments(self, logs: list[tuple[TopicPartition, Log]], now: int) -> int:
+        guard = self._guard
+        return sum(guard(tp, lambda log=log: delete_old_segments(log, now), 0) for tp, log in logs)
 
     # ---- shutdown ------------------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kavka.common.config import ConfigDef, ConfigType, Range
-from kavka.storage.cleaner_config import LogCleanerConfig
+from kavka.storage.cleaner.config import LogCleanerConfig
 
 MANAGER_CONFIG_DEF = (
     ConfigDef()

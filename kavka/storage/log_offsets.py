@@ -1,73 +1,54 @@
-"""ListOffsets over a ``Log``: earliest, latest, max timestamp, by timestamp.
+"""ListOffsets by timestamp over a log's segments.
 
-``fetch_offset_by_timestamp(log, t)``:
-* ``EARLIEST_TIMESTAMP`` (-2): the log start offset;
-* ``LATEST_TIMESTAMP`` (-1): the log end offset;
-* ``MAX_TIMESTAMP`` (-3, KIP-734): the offset of the first record (at or
-  after the log start) holding the largest timestamp of any segment; None
-  when those records are all below the log start;
-* ``t >= 0``: the first offset (at or after the log start) whose record
-  timestamp is >= ``t``, or None when no record is that recent.
+``Log.fetch_offset_by_timestamp`` answers ``EARLIEST_TIMESTAMP`` (-2, the
+log start offset) and ``LATEST_TIMESTAMP`` (-1, the log end offset) itself
+and asks here for the two that read segments:
+
+* ``offset_by_timestamp``, ``t >= 0``: the first offset (at or after the
+  log start) whose record timestamp is >= ``t``, or None when no record is
+  that recent;
+* ``offset_of_max_timestamp``, ``MAX_TIMESTAMP`` (-3, KIP-734): the offset
+  of the first record (at or after the log start) holding the largest
+  timestamp of any segment; None when those records are all below the log
+  start.
 
 The timestamp lookup uses the segments' largest timestamps to pick the
 segment, its time index and offset index to pick a position, a scan of
 batch headers to pick the batch, and decodes that one batch to pick the
 record (the only place records are decoded on a read path). The leader
-epoch answered is the epoch cache's epoch for the offset (KIP-279).
+epoch answered is the epoch cache's epoch for the offset (KIP-279), given
+as ``epoch_for``.
 
-Holds the log's lock while it reads; any thread.
+Plain functions over segments; ``Log`` calls them under its lock.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from kavka.protocol.records.batch import ATTR_TIMESTAMP_TYPE, InvalidRecordBatch, RecordBatchHeader
 from kavka.protocol.records.reader import iter_records
 from kavka.storage.errors import CorruptMessageError
-from kavka.storage.fetch_data_info import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    TimestampAndOffset,
-)
-
-if TYPE_CHECKING:
-    from kavka.storage.log import Log
-    from kavka.storage.segment import LogSegment
+from kavka.storage.fetch_data_info import TimestampAndOffset
+from kavka.storage.segment import LogSegment
 
 
-def _epoch(log: "Log", offset: int) -> int:
-    epoch = log.leader_epoch_cache.epoch_for_offset(offset)
-    return -1 if epoch is None else epoch
-
-
-def fetch_offset_by_timestamp(log: "Log", target: int) -> TimestampAndOffset | None:
-    with log._lock:
-        if target == EARLIEST_TIMESTAMP:
-            start = log.log_start_offset
-            return TimestampAndOffset(-1, start, _epoch(log, start))
-        if target == LATEST_TIMESTAMP:
-            end = log.log_end_offset
-            latest = log.leader_epoch_cache.latest_epoch()
-            return TimestampAndOffset(-1, end, -1 if latest is None else latest)
-        if target == MAX_TIMESTAMP:
-            return _max_timestamp(log)
-        if target < 0:
-            raise ValueError(f"unsupported ListOffsets timestamp {target}")
-        start = log.log_start_offset
-        for segment in log.segments():
-            if segment.max_timestamp_so_far.timestamp < target:
-                continue
-            for position, header in segment.batches_by_timestamp(target, start):
-                result = _first_record_at_or_after(segment, position, header, target, start)
-                if result is not None:
-                    return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
-        return None
+def offset_by_timestamp(
+    segments: list[LogSegment], log_start_offset: int, target: int, epoch_for: Callable[[int], int]
+) -> TimestampAndOffset | None:
+    """The first record at or after the log start with timestamp >= ``target``."""
+    for segment in segments:
+        if segment.max_timestamp_so_far.timestamp < target:
+            continue
+        for position, header in segment.batches_by_timestamp(target, log_start_offset):
+            result = _first_record_at_or_after(segment, position, header, target, log_start_offset)
+            if result is not None:
+                return TimestampAndOffset(result[0], result[1], epoch_for(result[1]))
+    return None
 
 
 def _first_record_at_or_after(
-    segment: "LogSegment", position: int, header: RecordBatchHeader, target: int, starting_offset: int
+    segment: LogSegment, position: int, header: RecordBatchHeader, target: int, starting_offset: int
 ) -> tuple[int, int] | None:
     """(timestamp, offset) of the first record in the batch with timestamp
     >= target and offset >= starting_offset."""
@@ -83,16 +64,18 @@ def _first_record_at_or_after(
     return None
 
 
-def _max_timestamp(log: "Log") -> TimestampAndOffset | None:
-    best = max((s.max_timestamp_so_far.timestamp for s in log.segments()), default=-1)
+def offset_of_max_timestamp(
+    segments: list[LogSegment], log_start_offset: int, epoch_for: Callable[[int], int]
+) -> TimestampAndOffset | None:
+    """The first record at or after the log start holding the log's largest timestamp."""
+    best = max((s.max_timestamp_so_far.timestamp for s in segments), default=-1)
     if best < 0:
         return None
-    start = log.log_start_offset
-    for segment in log.segments():
+    for segment in segments:
         if segment.max_timestamp_so_far.timestamp != best:
             continue
-        for position, header in segment.batches_by_timestamp(best, start):
-            result = _first_record_at_or_after(segment, position, header, best, start)
+        for position, header in segment.batches_by_timestamp(best, log_start_offset):
+            result = _first_record_at_or_after(segment, position, header, best, log_start_offset)
             if result is not None:
-                return TimestampAndOffset(result[0], result[1], _epoch(log, result[1]))
+                return TimestampAndOffset(result[0], result[1], epoch_for(result[1]))
     return None

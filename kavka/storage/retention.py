@@ -18,17 +18,18 @@ segment is deletable the log rolls first (seed: "需要切分成一个新的日�
 Deleted segments are renamed ``.deleted`` and removed after
 ``file.delete.delay.ms`` (``Log.delete_expired_files``).
 
-Runs on the log manager's periodic task; takes the log's lock.
+The policies are predicates here; ``Log.delete_oldest_segments`` walks the
+segments under the log's lock and applies the high-watermark and
+active-segment rules. Runs on the log manager's periodic task or a cleaner
+thread (for compacted logs).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
-
-Predicate = Callable[[LogSegment, Optional[LogSegment]], bool]
 
 
 def delete_old_segments(log: Log, now_ms: int) -> int:
@@ -45,52 +46,29 @@ def delete_retention_ms_breached_segments(log: Log, now_ms: int) -> int:
     retention_ms = log.config.retention_ms
     if retention_ms < 0:
         return 0
-    return _delete(log, lambda seg, _next: now_ms - seg.largest_timestamp() > retention_ms)
+    return log.delete_oldest_segments(lambda seg, _next: now_ms - seg.largest_timestamp() > retention_ms)
 
 
 def delete_retention_size_breached_segments(log: Log) -> int:
     limit = log.config.retention_bytes
     if limit < 0:
         return 0
-    with log._lock:
-        diff = log.size_in_bytes() - limit
-        if diff <= 0:
-            return 0
+    diff: int | None = None
 
-        def over(seg: LogSegment, _next: Optional[LogSegment]) -> bool:
-            nonlocal diff
-            if diff - seg.size >= 0:
-                diff -= seg.size
-                return True
-            return False
+    def over(seg: LogSegment, _next: Optional[LogSegment]) -> bool:
+        nonlocal diff
+        if diff is None:  # measured under the log's lock, with the segments it walks
+            diff = log.size_in_bytes() - limit
+            if diff <= 0:
+                return False  # within the limit: the walk stops here
+        if diff - seg.size >= 0:
+            diff -= seg.size
+            return True
+        return False
 
-        return _delete(log, over)
+    return log.delete_oldest_segments(over)
 
 
 def delete_log_start_offset_breached_segments(log: Log) -> int:
     start = log.log_start_offset
-    return _delete(log, lambda _seg, nxt: nxt is not None and nxt.base_offset <= start)
-
-
-def _delete(log: Log, predicate: Predicate) -> int:
-    with log._lock:
-        if log.offline:
-            return 0
-        segments = log.segments()
-        deletable: list[LogSegment] = []
-        for i, seg in enumerate(segments):
-            nxt = segments[i + 1] if i + 1 < len(segments) else None
-            upper = nxt.base_offset if nxt is not None else log.log_end_offset
-            if log.high_watermark < upper:
-                break
-            if nxt is None and seg.size == 0:
-                break
-            if not predicate(seg, nxt):
-                break
-            deletable.append(seg)
-        if not deletable:
-            return 0
-        if deletable[-1] is log.active_segment:
-            log.roll()
-        log.delete_segments(deletable)
-        return len(deletable)
+    return log.delete_oldest_segments(lambda _seg, nxt: nxt is not None and nxt.base_offset <= start)

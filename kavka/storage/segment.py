@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Iterator
 
 from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
-from kavka.storage.clock import Clock
+from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
 from kavka.storage.log_config import LogConfig
-from kavka.storage.offset_index import INT32_MAX, OffsetIndex
+from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
 from kavka.storage.segment_recovery import SegmentRecovery
-from kavka.storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
-from kavka.storage.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
+from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -329,11 +329,15 @@ class LogSegment:
                 raise CorruptIndexError(f"{oi.path} last entry {last} does not point at a batch ending there")
         ti = self.time_index
         if ti.entries:
-            first, last = ti.entry(0), ti.entry(ti.entries - 1)
-            if last.offset < self.base_offset or first.timestamp > last.timestamp or first.offset > last.offset:
-                raise CorruptIndexError(f"{ti.path} entries {first}..{last} are not monotonic")
-            if oi.entries and last.offset > self.read_next_offset() - 1:
-                raise CorruptIndexError(f"{ti.path} last entry {last} is past the end of the segment")
+            t_first, t_last = ti.entry(0), ti.entry(ti.entries - 1)
+            if (
+                t_last.offset < self.base_offset
+                or t_first.timestamp > t_last.timestamp
+                or t_first.offset > t_last.offset
+            ):
+                raise CorruptIndexError(f"{ti.path} entries {t_first}..{t_last} are not monotonic")
+            if oi.entries and t_last.offset > self.read_next_offset() - 1:
+                raise CorruptIndexError(f"{ti.path} last entry {t_last} is past the end of the segment")
 
     def recover(self, epoch_cache=None) -> int:
         """Rebuild both indexes from the ``.log``, validating every batch
@@ -343,7 +347,9 @@ class LogSegment:
         self.time_index.reset()
         self.offset_index.resize(self.max_index_size)
         self.time_index.resize(self.max_index_size)
-        result = SegmentRecovery(self, epoch_cache).run()
+        result = SegmentRecovery(
+            self.log, self.offset_index, self.time_index, self.base_offset, self.index_interval_bytes, epoch_cache
+        ).run()
         self.max_timestamp_so_far = result.max_timestamp
         self.bytes_since_last_index_entry = result.bytes_since_last_index_entry
         truncated = self.log.truncate_to(result.valid_bytes) if result.valid_bytes < self.log.size else 0

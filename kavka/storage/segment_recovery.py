@@ -7,14 +7,15 @@ base, last offset representable relative to the base), rebuilds the sparse
 indexes as appends would have, and re-learns leader epochs into the epoch
 cache. It stops at the first invalid batch; the caller truncates there.
 
-Called by ``LogSegment.recover`` under the log's lock (or during load,
-before the log is shared).
+Given the segment's parts (its ``FileRecords`` and two indexes), not the
+segment: ``LogSegment.recover`` builds one and applies the result. Called
+under the log's lock (or during load, before the log is shared).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from crc32c import crc32c as crc32c_update
 
@@ -29,11 +30,9 @@ from kavka.protocol.records.batch import (
     peek_size,
     validate_batch,
 )
-from kavka.storage.offset_index import INT32_MAX
-from kavka.storage.time_index import NO_TIMESTAMP, TimestampOffset
-
-if TYPE_CHECKING:
-    from kavka.storage.segment import LogSegment
+from kavka.storage.file_records import FileRecords
+from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
+from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 
 CHUNK_BYTES = 2 << 20  # a few MiB: stays in cache between the read copy and the CRC
 
@@ -55,17 +54,33 @@ class RecoveryResult:
 
 
 class SegmentRecovery:
-    """One pass over a segment; see the module docstring."""
+    """One pass over a segment's ``.log``, rebuilding its (reset) indexes;
+    see the module docstring."""
 
-    def __init__(self, segment: "LogSegment", epoch_cache: EpochAssigner | None) -> None:
-        self.segment = segment
+    def __init__(
+        self,
+        log: FileRecords,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        base_offset: int,
+        index_interval_bytes: int,
+        epoch_cache: EpochAssigner | None,
+    ) -> None:
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
         self.epoch_cache = epoch_cache
+        self._buf = bytearray()  # the read buffer of ``run``
+        self._chunk_start = 0
+        self._chunk_len = 0
 
     def _validate_streaming(self, position: int, size: int) -> RecordBatchHeader | None:
         """Validate a batch larger than the read buffer with an incremental
         CRC32C, so a damaged length field never makes us allocate what it
         claims. None when invalid."""
-        log = self.segment.log
+        log = self.log
         raw = log.read(position, HEADER_SIZE)
         try:
             header = parse_header(raw)
@@ -91,18 +106,17 @@ class SegmentRecovery:
         want = min(len(self._buf), file_size - position)
         view = memoryview(self._buf)
         try:
-            self._chunk_len = self.segment.log.read_into(view[:want], position)
+            self._chunk_len = self.log.read_into(view[:want], position)
         finally:
             view.release()
         self._chunk_start = position
         return self._chunk_len >= need
 
     def run(self) -> RecoveryResult:
-        seg = self.segment
-        log, oi, ti = seg.log, seg.offset_index, seg.time_index
+        log, oi, ti = self.log, self.offset_index, self.time_index
         file_size = log.size
-        base = seg.base_offset
-        interval = seg.index_interval_bytes
+        base = self.base_offset
+        interval = self.index_interval_bytes
         valid = 0
         last_index_entry = 0
         next_expected = base

@@ -37,7 +37,7 @@ from datetime import datetime
 from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.cluster import Cluster
 from kavka.client.errors import ClientConnectionError
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage

@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kavka.client.metadata import NO_LEADER, PartitionMetadata, TopicMetadata
+from kavka.client.metadata import PartitionMetadata, TopicMetadata
+from kavka.common.ids import NO_LEADER
 
 
 class AssignmentError(ValueError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.state import TransactionMetadata, TransactionState
 
 KEY_VERSION = 0

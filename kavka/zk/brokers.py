@@ -20,9 +20,12 @@ import re
 import uuid
 from dataclasses import dataclass, field as dc_field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, cast
 
 from kavka.common.config import ConfigError
+from kavka.common.ids import BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.listeners import EndPoint, parse_listeners
 from kavka.zk.codec import (
     ZnodeDataError,
@@ -289,6 +292,20 @@ class PartitionStateZNode:
     @property
     def znode_path(self) -> str:
         return self.path(self.topic, self.partition)
+
+    @classmethod
+    def of(cls, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> "PartitionStateZNode":
+        """The znode content for ``tp`` holding ``state`` (its ``zk_version``
+        is the znode's version, not part of the JSON)."""
+        lai = state.leader_and_isr
+        return cls(tp.topic, tp.partition, lai.leader, lai.leader_epoch, lai.isr, state.controller_epoch)
+
+    def leader_isr_and_controller_epoch(self, zk_version: int) -> LeaderIsrAndControllerEpoch:
+        """This content as read at znode version ``zk_version``."""
+        return LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(BrokerId(self.leader), LeaderEpoch(self.leader_epoch), cast("tuple[BrokerId, ...]", self.isr), zk_version),
+            ControllerEpoch(self.controller_epoch),
+        )
 
     def encode(self) -> bytes:
         return dump_json(

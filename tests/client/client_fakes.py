@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.protocol.framing import FrameDecoder, frame
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response

@@ -10,7 +10,7 @@ from client_fakes import FakeCluster
 from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.admin_types import AlterOp, NewTopic, OffsetSpec, ResourceType
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode, TopicAlreadyExistsError
 

@@ -10,7 +10,7 @@ from client_fakes import FakeCluster
 
 from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import NoBrokersAvailable
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 
 LIMIT = 20.0

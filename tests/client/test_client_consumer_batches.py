@@ -11,7 +11,7 @@ import pytest
 
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import FetchResponse
 from kavka.protocol.records import ControlRecordType, SimpleRecord, build_batch, build_control_batch

@@ -11,7 +11,7 @@ from client_fakes import FakeCluster
 
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
 from kavka.common.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError

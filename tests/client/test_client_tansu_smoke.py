@@ -20,7 +20,7 @@ from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import NewTopic, OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
 

@@ -11,7 +11,7 @@ import pytest
 from .cluster_zk import controller_id, create_topic, request, states
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ControlledShutdownRequest

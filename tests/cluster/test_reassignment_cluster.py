@@ -17,7 +17,7 @@ import pytest
 from .cluster_zk import assignment, controller_id, create_topic, request, states, zk_call
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest as Alter

@@ -4,15 +4,10 @@ table, and the auto-rebalance selection."""
 from __future__ import annotations
 
 from kavka.common.listeners import EndPoint
-from kavka.controller.context import (
-    NO_LEADER,
-    ControllerContext,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    PartitionReplica,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.common.ids import NO_LEADER
+from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import elect_for_reassigned_partition, remove_replica_from_isr
 from kavka.controller.rebalance import leader_imbalance, partitions_to_rebalance
 from kavka.zk.brokers import BrokerIdZNode, PartitionStateZNode
@@ -52,9 +47,10 @@ def test_queries():
 
 def test_znode_conversion_keeps_version_and_epochs():
     z = PartitionStateZNode("t", 2, 1, 48, (1, 2), 29)
-    entry = LeaderIsrAndControllerEpoch.from_znode(z, zk_version=7)
+    entry = z.leader_isr_and_controller_epoch(zk_version=7)
+    assert entry == LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 48, (1, 2), 7), 29)
     assert entry.leader_and_isr == LeaderAndIsr(1, 48, (1, 2), 7) and entry.controller_epoch == 29
-    assert entry.to_znode(TopicPartition("t", 2)) == z
+    assert PartitionStateZNode.of(TopicPartition("t", 2), entry) == z
 
 
 def test_seed_reassignment_table():

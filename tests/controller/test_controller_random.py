@@ -20,7 +20,7 @@ import random
 
 import pytest
 
-from kavka.controller.context import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
 
 BROKERS = (1, 2, 3, 4, 5)

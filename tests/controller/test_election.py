@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from kavka.controller.context import NO_LEADER, LeaderAndIsr
+from kavka.common.ids import NO_LEADER
+from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.controller.election import (
     ElectionResult,
     apply_election,

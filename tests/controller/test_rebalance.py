@@ -7,7 +7,9 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from kavka.common.listeners import EndPoint
-from kavka.controller.context import ControllerContext, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.rebalance import leader_imbalance, partitions_to_rebalance
 from kavka.zk.brokers import BrokerIdZNode
 

@@ -10,7 +10,9 @@ import uuid
 import pytest
 
 from kavka.common.listeners import EndPoint
-from kavka.controller.context import ControllerContext, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
 from kavka.controller.partition_state import PartitionState

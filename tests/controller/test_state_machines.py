@@ -8,7 +8,8 @@ import itertools
 import pytest
 from hypothesis import given, strategies as st
 
-from kavka.controller.context import PartitionReplica, TopicPartition
+from kavka.controller.context import PartitionReplica
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.partition_state import (
     IllegalPartitionStateTransition,
     PartitionState,

@@ -11,12 +11,14 @@ from hypothesis import HealthCheck, settings
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.replication.partition import Partition
-from kavka.replication.state import LeaderAndIsr, PartitionState
-from kavka.storage.clock import ManualClock
+from kavka.replication.state import PartitionState
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.storage.log_manager import LogManager, LogManagerConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.topic_partition import TopicPartition
 
 REPLICATION_SETTINGS = settings(
     max_examples=30,
@@ -61,17 +63,17 @@ class MemoryIsrZnodes:
 
     def __init__(self) -> None:
         self.versions: dict[TopicPartition, int] = {}
-        self.writes: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        self.writes: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch]] = []
         self.unreachable = False
 
-    async def write_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr, zk_version: int) -> int | None:
+    async def write_isr(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch, zk_version: int) -> int | None:
         if self.unreachable:
             raise ConnectionError("zookeeper unreachable")
         current = self.versions.get(tp, 0)
         if current != zk_version:
             return None
         self.versions[tp] = current + 1
-        self.writes.append((tp, leader_and_isr))
+        self.writes.append((tp, state))
         return current + 1
 
 

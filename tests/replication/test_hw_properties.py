@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kavka.common.errors import NotLeaderOrFollowerError
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 
 from .conftest import LAG_MS, REPLICATION_SETTINGS, T0, batch, log_config, make_partition, state
@@ -37,7 +37,7 @@ def _check(p, previous_hw: int) -> int:
     assert hw >= previous_hw, "the HW went down"
     assert hw <= p.log.log_end_offset
     if p.is_leader:
-        members = set(p.isr) | (set(p.pending_isr.isr) if p.pending_isr else set())
+        members = set(p.isr) | (set(p.pending_isr.leader_and_isr.isr) if p.pending_isr else set())
         for broker_id in members - {p.local_broker_id}:
             assert hw <= p.replica(broker_id).log_end_offset, (broker_id, hw, p)
     return hw

@@ -10,8 +10,8 @@ from kavka.common.broker_config import KafkaConfig
 from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica import Replica
 from kavka.replication.replica_manager import ReplicaManagerConfig
-from kavka.replication.state import LeaderAndIsr, PartitionState
-from kavka.storage.topic_partition import TopicPartition
+from kavka.replication.state import PartitionState, isr_proposal
+from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
@@ -26,12 +26,12 @@ async def test_zk_isr_writer_is_conditional_on_the_version():
     initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
     await store.create(initial.znode_path, initial.encode(), make_parents=True)
     writer = ZkIsrWriter(zk)
-    version = await writer.write_isr(TP, LeaderAndIsr(1, 4, (1, 2), 7), 0)
+    version = await writer.write_isr(TP, isr_proposal(1, 4, (1, 2), 7), 0)
     assert version == 1
     data, _ = await store.get(initial.znode_path)
     written = PartitionStateZNode.decode(data, initial.znode_path)
     assert (written.leader, written.leader_epoch, written.isr, written.controller_epoch) == (1, 4, (1, 2), 7)
-    assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None  # stale version
+    assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None  # stale version
     notifier = ZkIsrChangeNotifier(zk)
     await notifier.isr_changed([TP])
     pending = await zk.get_isr_change_notifications()
@@ -49,10 +49,10 @@ async def test_zk_isr_writer_adopts_its_own_earlier_write_on_a_conflict():
     initial = PartitionStateZNode(TP.topic, TP.partition, 1, 4, (1, 2, 3), 7)
     await store.create(initial.znode_path, initial.encode(), make_parents=True)
     writer = ZkIsrWriter(zk)
-    shrink = LeaderAndIsr(1, 4, (1, 2), 7)
+    shrink = isr_proposal(1, 4, (1, 2), 7)
     assert await writer.write_isr(TP, shrink, 0) == 1
     assert await writer.write_isr(TP, shrink, 0) == 1  # the retry, on the version it was proposed against
-    assert await writer.write_isr(TP, LeaderAndIsr(1, 4, (1,), 7), 0) is None
+    assert await writer.write_isr(TP, isr_proposal(1, 4, (1,), 7), 0) is None
     moved = PartitionStateZNode(TP.topic, TP.partition, 2, 5, (2, 3), 8)  # the controller moved it on
     await store.set(initial.znode_path, moved.encode(), 1)
     assert await writer.write_isr(TP, shrink, 1) is None
@@ -97,8 +97,10 @@ def test_values_check_their_invariants():
         PartitionState("t", 0, 1, 5, 0, (1, 2), 0, (1, 2))  # leader not in the isr
     with pytest.raises(ValueError):
         PartitionState("t", 0, 1, 1, 0, (1, 1), 0, (1,))
-    with pytest.raises(ValueError):
-        LeaderAndIsr(1, 0, (2,), 0)
+    with pytest.raises(ValueError, match=r"leader 1 is not in the proposed isr \[2\]"):
+        isr_proposal(1, 0, (2,), 0)
+    with pytest.raises(ValueError, match="must hold distinct broker ids"):
+        isr_proposal(1, 0, (1, 1), 0)
     with pytest.raises(ValueError):
         ReplicaManagerConfig(truncation_mode="fast")
 

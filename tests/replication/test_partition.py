@@ -16,7 +16,7 @@ from kavka.common.errors import (
 )
 from kavka.protocol.records.batch import iter_batches
 from kavka.replication.requests import DEBUGGING_CONSUMER_ID, FetchIsolation
-from kavka.replication.state import LeaderAndIsr
+from kavka.replication.state import isr_proposal
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 from .conftest import LAG_MS, T0, batch, log_config, make_partition, state
@@ -121,7 +121,8 @@ def test_shrink_proposes_removing_a_lagging_follower_and_conflict_fences(log, cl
     clock.advance(LAG_MS + 1)
     fetch(p, 2, 4)
     proposal = p.maybe_shrink_isr(clock.milliseconds(), LAG_MS)
-    assert proposal is not None and proposal.isr == (1, 2) and proposal.leader == 1
+    assert proposal is not None and proposal.leader_and_isr.isr == (1, 2) and proposal.leader_and_isr.leader == 1
+    assert proposal.leader_and_isr.zk_version == p.zk_version  # made against the version held
     assert p.maybe_shrink_isr(clock.milliseconds(), LAG_MS) is None  # one write in flight
     assert not p.maybe_increment_hw()  # the pending shrink still counts follower 3
     assert p.fail_isr_update(proposal, conflict=True)
@@ -146,8 +147,8 @@ def test_shrink_then_hw_moves_and_expand_when_caught_up(log, clock):
     assert p.maybe_expand_isr(3) is None  # below the HW
     fetch(p, 3, 4)
     grow = p.maybe_expand_isr(3)
-    assert grow is not None and grow.isr == (1, 2, 3)
-    assert not p.complete_isr_update(LeaderAndIsr(1, 0, (1, 2, 3), 1), 8)  # not the proposal in flight
+    assert grow is not None and grow.leader_and_isr.isr == (1, 2, 3)
+    assert not p.complete_isr_update(isr_proposal(1, 0, (1, 2, 3), 1), 8)  # not the proposal in flight
     assert p.complete_isr_update(grow, 8) and p.isr == (1, 2, 3)
 
 

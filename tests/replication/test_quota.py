@@ -22,7 +22,7 @@ from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConf
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_config import LogConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 from .conftest import LAG_MS, REPLICATION_SETTINGS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 

@@ -13,7 +13,7 @@ from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConf
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 
@@ -189,7 +189,7 @@ async def test_isr_expand_is_written_and_propagated(log_manager, clock):
     p = rm.get_partition(TP)
     assert p.isr == (1, 2) and p.zk_version == 1 and rm.isr_updates.expands == 1
     writer = rm.isr_updates._writer
-    assert [(tp, lai.isr) for tp, lai in writer.writes] == [(TP, (1, 2))]
+    assert [(tp, s.leader_and_isr.isr) for tp, s in writer.writes] == [(TP, (1, 2))]
     assert not await rm.isr_updates.maybe_propagate()  # within the blackout
     clock.advance(5_000)
     assert await rm.isr_updates.maybe_propagate()

@@ -14,7 +14,8 @@ from kavka.protocol.records.batch import iter_batches
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 
 from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 

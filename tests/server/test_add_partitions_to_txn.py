@@ -14,7 +14,7 @@ from kavka.protocol.headers import RequestHeader
 from kavka.protocol.messages import AddPartitionsToTxnRequest
 from kavka.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from kavka.server.network import RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 class Cache:

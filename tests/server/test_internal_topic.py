@@ -14,7 +14,7 @@ from kavka.group.state import partition_for
 from kavka.replication.state import PartitionState
 from kavka.server.internal_topic import CoordinatorLeadership, InternalTopic, InternalTopicSettings
 from kavka.server.metadata_cache import BrokerEndpoint
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 TOPIC = "__consumer_offsets"
 

@@ -19,7 +19,7 @@ from kavka.server.handlers import api_versions
 from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
 from kavka.server.txn_markers import BrokerMarkerWriter
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 LIMIT = 20.0

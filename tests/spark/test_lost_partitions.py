@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kavka.client.metadata import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.spark.lost_partitions import OffsetCheck, PartitionListing, check_offsets
 
 TOPICS = ("a", "b", "c")

@@ -85,7 +85,7 @@ def test_a_leaderless_partition_is_not_taken_for_gone(make_module_cluster):
 
     from confluent_kafka.admin import AdminClient
 
-    from kavka.client.metadata import TopicPartition
+    from kavka.common.topic_partition import TopicPartition
     from kavka.spark.lost_partitions import check_offsets
     from kavka.spark.offset_lookup import OffsetLookup
     from kavka.spark.options import parse_source_options

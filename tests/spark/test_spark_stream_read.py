@@ -73,7 +73,7 @@ def test_stream_starts_at_latest_by_default_and_picks_up_new_partitions(spark, k
 def _delete_records(cluster, topic: str, before: int) -> None:
     from kavka.client.admin import KafkaAdmin
     from kavka.client.cluster import Cluster
-    from kavka.client.metadata import TopicPartition
+    from kavka.common.topic_partition import TopicPartition
 
     async def run():
         async with Cluster(cluster.bootstrap) as c:

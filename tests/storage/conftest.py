@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, settings
 from kavka.protocol.records.batch import RecordBatchHeader, iter_batches
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 

@@ -9,12 +9,14 @@ import textwrap
 
 import pytest
 
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.errors import LogDirLockedError
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
-from kavka.storage.log_manager import LogManager, LogManagerConfig, LogManagerRunner
-from kavka.storage.topic_partition import InvalidLogDirName, TopicPartition
+from kavka.storage.log_manager import LogManager, LogManagerRunner
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.storage.log_dir_names import InvalidLogDirName, log_dir_name
+from kavka.common.topic_partition import TopicPartition
 
 from .conftest import T0, make_batch, read_all, small_config
 
@@ -29,7 +31,8 @@ def test_second_process_on_the_same_dir_fails_naming_it(tmp_path, clock):
     m = manager([d], clock)
     code = textwrap.dedent(
         f"""
-        from kavka.storage.log_manager import LogManager, LogManagerConfig
+        from kavka.storage.log_manager import LogManager
+        from kavka.storage.log_manager_config import LogManagerConfig
         from kavka.storage.log_config import LogConfig
         from kavka.storage.errors import LogDirLockedError
         try:
@@ -208,4 +211,4 @@ def test_runner_ticks_in_the_background(tmp_path):
     runner.stop()
     assert "bg 0 0" in path.read_text()
     m.shutdown()
-    assert TopicPartition("bg", 0).dir_name == "bg-0"
+    assert log_dir_name(TopicPartition("bg", 0)) == "bg-0"

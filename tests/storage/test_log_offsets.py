@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kavka.storage.log import Log
 

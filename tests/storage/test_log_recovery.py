@@ -102,7 +102,7 @@ def test_index_without_log_is_deleted(log_dir, clock):
 @STORAGE_SETTINGS
 @given(k=st.integers(0, 29), inside=st.floats(0, 0.999), seed=st.integers(0, 2**32))
 def test_random_bytes_from_inside_batch_k_keep_offsets_before_it(tmp_path_factory, k, inside, seed):
-    from kavka.storage.clock import ManualClock
+    from kavka.common.clock import ManualClock
 
     clock = ManualClock()
     log_dir = tmp_path_factory.mktemp("r") / "t-0"

@@ -5,9 +5,9 @@ the index rebuilt after a crash or cut on truncation."""
 from __future__ import annotations
 
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
-from kavka.storage.transaction_index import AbortedTxn
+from kavka.storage.index.transaction_index import AbortedTxn
 from tests.storage.conftest import T0, make_batch, small_config
 
 
@@ -90,8 +90,8 @@ def test_aborts_across_segments(tmp_path):
 
 
 def test_aborted_index_survives_compaction(tmp_path):
-    from .cleaner_support import append as append_kv
-    from .cleaner_support import compact_config, make_cleaner
+    from .cleaner.support import append as append_kv
+    from .cleaner.support import compact_config, make_cleaner
 
     clock = ManualClock(T0)
     log = Log(tmp_path / "c-0", compact_config(), clock=clock)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
-from kavka.storage.log_manager import LogManager, LogManagerConfig
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.retention import delete_old_segments
 
 from .conftest import T0, make_batch, read_all, small_config

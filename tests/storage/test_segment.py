@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from kavka.protocol.records.batch import iter_batches
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.segment import LogSegment
 
 from .conftest import T0, make_batch, small_config

@@ -19,7 +19,7 @@ from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
-from kavka.storage.clock import ManualClock
+from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 

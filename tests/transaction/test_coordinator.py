@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from kavka.common.errors import ErrorCode
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
 from kavka.transaction.state import TransactionState, partition_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.state import IllegalTransactionTransition, TransactionMetadata, TransactionState
 
 S = TransactionState

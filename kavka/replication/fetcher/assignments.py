@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kavka.replication.state import BrokerEndPoint
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_manager import LogManager
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
 

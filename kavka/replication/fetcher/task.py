@@ -63,7 +63,7 @@ from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartiti
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.errors import UnexpectedAppendOffsetError
 from kavka.storage.log_manager import LogManager
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,29 @@
+"""One module per Kafka API: its key (``API_KEY``), the versions it fully
+implements (``MIN_VERSION``/``MAX_VERSION``), a handler class built by the
+broker's composition root with the collaborators it uses, and
+``register(dispatcher, handler)``. A handler turns exceptions into
+per-partition error codes (DESIGN.md convention 6).
+
+Data path (kavka.replication): ``produce`` (0), ``fetch`` (1),
+``list_offsets`` (2), ``offset_for_leader_epoch`` (23), ``delete_records``
+(21), ``describe_log_dirs`` (35).
+
+Metadata and administration: ``metadata`` (3), ``api_versions`` (18),
+``describe_cluster`` (60), ``create_topics`` (19), ``delete_topics`` (20),
+``create_partitions`` (37), ``describe_configs`` (32), ``alter_configs``
+(33), ``incremental_alter_configs`` (44).
+
+From the controller (seed 000): ``leader_and_isr`` (4), ``stop_replica``
+(5), ``update_metadata`` (6). To the controller: ``controlled_shutdown``
+(7), ``elect_leaders`` (43), ``alter_partition_reassignments`` (45),
+``list_partition_reassignments`` (46).
+
+Group coordinator (kavka.group): ``find_coordinator`` (10), ``join_group``
+(11), ``heartbeat`` (12), ``leave_group`` (13), ``sync_group`` (14),
+``describe_groups`` (15), ``list_groups`` (16), ``offset_commit`` (8),
+``offset_fetch`` (9), ``delete_groups`` (42), ``offset_delete`` (47).
+
+Transactions (kavka.transaction, KIP-98): ``init_producer_id`` (22),
+``add_partitions_to_txn`` (24), ``add_offsets_to_txn`` (25), ``end_txn``
+(26), ``write_txn_markers`` (27), ``txn_offset_commit`` (28).
+"""

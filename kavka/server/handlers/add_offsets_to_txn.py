@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupCoordinator
-from kavka.protocol.messages import AddOffsetsToTxnResponse
+from kavka.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 25
@@ -27,7 +27,7 @@ class AddOffsetsToTxnHandler:
         self.coordinator = coordinator
         self.groups = groups
 
-    async def __call__(self, ctx: RequestContext, request) -> AddOffsetsToTxnResponse:
+    async def __call__(self, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
         if not request.group_id:
             return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=int(ErrorCode.INVALID_GROUP_ID))
         offsets_partition = TopicPartition(GROUP_METADATA_TOPIC, self.groups.partition_of(request.group_id))

@@ -16,10 +16,10 @@ metadata was deleted, and needs no marker).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import AddPartitionsToTxnResponse
+from kavka.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 24
@@ -39,7 +39,7 @@ class AddPartitionsToTxnHandler:
         self.coordinator = coordinator
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> AddPartitionsToTxnResponse:
+    async def __call__(self, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
         R = AddPartitionsToTxnResponse
         topics = request.v3_and_below_topics
         partitions = frozenset(TopicPartition(t.name, p) for t in topics for p in t.partitions)

@@ -6,7 +6,7 @@ complete result; ``validate_only`` writes nothing.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import AlterConfigsResponse
+from kavka.protocol.messages import AlterConfigsRequest, AlterConfigsResponse
 from kavka.server.config_repository import ConfigRepository, ConfigRequestError
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -21,7 +21,7 @@ class AlterConfigsHandler:
         self.repo = repo
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> AlterConfigsResponse:
+    async def __call__(self, ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
         R = AlterConfigsResponse
         out = []
         for res in request.resources:

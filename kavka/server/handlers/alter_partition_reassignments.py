@@ -15,11 +15,11 @@ gets INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable
 
-from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
+from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import AlterPartitionReassignments
-from kavka.protocol.messages import AlterPartitionReassignmentsResponse
+from kavka.protocol.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -31,10 +31,10 @@ MAX_VERSION = 1
 
 
 class AlterPartitionReassignmentsHandler:
-    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+    def __init__(self, controller: "KafkaController") -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Awaitable[AlterPartitionReassignmentsResponse]:
         allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
         entries = [(t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas)) for t in request.topics for p in t.partitions]
         return self._answer(ctx.api_version, entries, allow_rf_change)
@@ -48,12 +48,9 @@ class AlterPartitionReassignmentsHandler:
             results[key] = (ErrorCode.INVALID_REQUEST, f"partition {key[0]}-{key[1]} is listed more than once")
         todo = tuple(e for e in entries if (e[0], e[1]) not in dup)
         top, top_message = ErrorCode.NONE, None
-        controller = self.controller()
         try:
-            if controller is None:
-                raise NotControllerError("the broker's controller component has not started")
             if todo:
-                answer = await controller.ask(
+                answer = await self.controller.ask(
                     lambda reply: AlterPartitionReassignments(reply, reassignments=todo, allow_replication_factor_change=allow_rf_change)
                 )
                 results.update({(tp.topic, tp.partition): (r.code, r.message) for tp, r in answer.items()})

@@ -10,7 +10,7 @@ layer answers it at v0 with UNSUPPORTED_VERSION (KIP-511).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import ApiVersionsResponse
+from kavka.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 18
@@ -19,7 +19,7 @@ MAX_VERSION = 4
 
 
 def make_handler(dispatcher: Dispatcher):
-    async def handle(ctx: RequestContext, request) -> ApiVersionsResponse:
+    async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
         R = ApiVersionsResponse
         return R(
             error_code=int(ErrorCode.NONE),

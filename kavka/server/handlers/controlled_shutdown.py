@@ -13,11 +13,12 @@ returns an awaitable).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable
 
-from kavka.common.errors import KafkaError, NotControllerError
+from kavka.common.errors import KafkaError
+from kavka.common.ids import NO_EPOCH
 from kavka.controller.events import ControlledShutdown
-from kavka.protocol.messages import ControlledShutdownResponse
+from kavka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -26,24 +27,20 @@ if TYPE_CHECKING:
 API_KEY = 7
 MIN_VERSION = 0
 MAX_VERSION = 3
-NO_EPOCH = -1
 
 
 class ControlledShutdownHandler:
-    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+    def __init__(self, controller: "KafkaController") -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: ControlledShutdownRequest) -> Awaitable[ControlledShutdownResponse]:
         epoch = request.broker_epoch if ctx.api_version >= 2 else NO_EPOCH
         return self._answer(request.broker_id, epoch)
 
     async def _answer(self, broker_id: int, broker_epoch: int) -> ControlledShutdownResponse:
         R = ControlledShutdownResponse
-        controller = self.controller()
         try:
-            if controller is None:
-                raise NotControllerError("the broker's controller component has not started")
-            result = await controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
+            result = await self.controller.ask(lambda reply: ControlledShutdown(reply, broker_id=broker_id, broker_epoch=broker_epoch))
         except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
             return R(error_code=int(e.code), remaining_partitions=[])
         return R(

@@ -8,7 +8,7 @@ broker's metadata shows every new partition with a leader.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import CreatePartitionsResponse
+from kavka.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 from kavka.server.admin_manager import AdminManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -23,7 +23,7 @@ class CreatePartitionsHandler:
         self.admin = admin
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> CreatePartitionsResponse:
+    async def __call__(self, ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         R = CreatePartitionsResponse
         results, done = [], []
         counts: dict[str, int] = {}

@@ -10,7 +10,7 @@ topic's effective configs.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import CreateTopicsResponse
+from kavka.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -27,7 +27,7 @@ class CreateTopicsHandler:
         self.admin = admin
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> CreateTopicsResponse:
+    async def __call__(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
         version = ctx.api_version
         R = CreateTopicsResponse
         seen: dict[str, int] = {}

@@ -7,10 +7,10 @@ log start offset in their fetch responses.
 
 from __future__ import annotations
 
-from kavka.protocol.messages import DeleteRecordsResponse
+from kavka.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 21
 MIN_VERSION = 0
@@ -21,7 +21,7 @@ class DeleteRecordsHandler:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self.replica_manager = replica_manager
 
-    async def __call__(self, ctx: RequestContext, request) -> DeleteRecordsResponse:
+    async def __call__(self, ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
         R = DeleteRecordsResponse
         wanted = {TopicPartition(t.name, p.partition_index): p.offset
                   for t in request.topics for p in t.partitions}

@@ -9,7 +9,7 @@ name or by id (KIP-516).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import DeleteTopicsResponse
+from kavka.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from kavka.server.admin_manager import AdminManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -25,7 +25,7 @@ class DeleteTopicsHandler:
         self.cache = cache
         self.delete_enabled = delete_enabled
 
-    async def __call__(self, ctx: RequestContext, request) -> DeleteTopicsResponse:
+    async def __call__(self, ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
         version = ctx.api_version
         R = DeleteTopicsResponse
         if version >= 6:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import DescribeClusterResponse
+from kavka.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from kavka.server.handlers.metadata import CLUSTER_OPERATIONS, INT32_MIN
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -25,7 +25,7 @@ class DescribeClusterHandler:
         self.cache = cache
         self.cluster_id = cluster_id
 
-    async def __call__(self, ctx: RequestContext, request) -> DescribeClusterResponse:
+    async def __call__(self, ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
         R = DescribeClusterResponse
         endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
         if endpoint_type != ENDPOINT_BROKERS:

@@ -7,7 +7,7 @@ null. See ``kavka.server.config_repository`` for the precedence rules.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import DescribeConfigsResponse
+from kavka.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 from kavka.server.config_repository import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -28,7 +28,7 @@ class DescribeConfigsHandler:
         self.repo = repo
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> DescribeConfigsResponse:
+    async def __call__(self, ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
         version = ctx.api_version
         R = DescribeConfigsResponse
         synonyms_wanted = version >= 1 and request.include_synonyms

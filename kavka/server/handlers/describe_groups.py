@@ -10,7 +10,7 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
 from kavka.group.state import GroupState
-from kavka.protocol.messages import DescribeGroupsResponse
+from kavka.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 15
@@ -22,7 +22,7 @@ class DescribeGroupsHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> DescribeGroupsResponse:
+    async def __call__(self, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         R = DescribeGroupsResponse
         out = []
         for group_id in request.groups:

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import DescribeLogDirsResponse
+from kavka.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.storage.log_manager import LogManager
 
@@ -24,7 +24,7 @@ class DescribeLogDirsHandler:
     def __init__(self, log_manager: LogManager) -> None:
         self.log_manager = log_manager
 
-    async def __call__(self, ctx: RequestContext, request) -> DescribeLogDirsResponse:
+    async def __call__(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         version = ctx.api_version
         R = DescribeLogDirsResponse
         wanted = None

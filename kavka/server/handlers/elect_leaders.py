@@ -14,11 +14,11 @@ leader, or with REQUEST_TIMED_OUT after ``timeout_ms``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Awaitable
 
-from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
+from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import ElectLeaders
-from kavka.protocol.messages import ElectLeadersResponse
+from kavka.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -32,11 +32,11 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersHandler:
-    def __init__(self, controller: Callable[[], "KafkaController | None"], cache: MetadataCache) -> None:
+    def __init__(self, controller: "KafkaController", cache: MetadataCache) -> None:
         self.controller = controller
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse]:
         version = ctx.api_version
         election_type = request.election_type if version >= 1 else PREFERRED
         wanted = None
@@ -48,11 +48,8 @@ class ElectLeadersHandler:
         if election_type not in (PREFERRED, UNCLEAN):
             msg = f"election type {election_type} is neither 0 (preferred) nor 1 (unclean)"
             return self._response(version, ErrorCode.INVALID_REQUEST, {k: (ErrorCode.INVALID_REQUEST, msg) for k in wanted or ()})
-        controller = self.controller()
         try:
-            if controller is None:
-                raise NotControllerError("the broker's controller component has not started")
-            results = await controller.ask(lambda reply: ElectLeaders(reply, partitions=wanted, election_type=election_type))
+            results = await self.controller.ask(lambda reply: ElectLeaders(reply, partitions=wanted, election_type=election_type))
         except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
             return self._response(version, e.code, {k: (e.code, e.message) for k in wanted or ()})
         out = {(tp.topic, tp.partition): (r.code, r.message) for tp, r in results.items()}

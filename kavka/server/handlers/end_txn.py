@@ -10,7 +10,7 @@ PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 
 from __future__ import annotations
 
-from kavka.protocol.messages import EndTxnResponse
+from kavka.protocol.messages import EndTxnRequest, EndTxnResponse
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.transaction.coordinator import TransactionCoordinator
@@ -24,7 +24,7 @@ class EndTxnHandler:
     def __init__(self, coordinator: TransactionCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> EndTxnResponse:
+    async def __call__(self, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
         code = await self.coordinator.end_txn(request.transactional_id, request.producer_id,
                                               request.producer_epoch, request.committed)
         return EndTxnResponse(throttle_time_ms=0, error_code=int(fenced_as(code, ctx.api_version, 2)))

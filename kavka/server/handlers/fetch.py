@@ -18,12 +18,12 @@ from __future__ import annotations
 import uuid
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import FetchResponse
+from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -36,7 +36,7 @@ class FetchHandler:
         self.replica_manager = replica_manager
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> FetchResponse:
+    async def __call__(self, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         version = ctx.api_version
         R = FetchResponse
         if version >= 7 and request.session_id != 0:

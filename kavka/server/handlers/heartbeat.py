@@ -4,7 +4,7 @@ to rejoin. Versions 0-4 (v3 group.instance.id, KIP-345)."""
 from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import HeartbeatResponse
+from kavka.protocol.messages import HeartbeatRequest, HeartbeatResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 12
@@ -16,7 +16,7 @@ class HeartbeatHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> HeartbeatResponse:
+    async def __call__(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
         code = self.coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
                                           request.group_instance_id if ctx.api_version >= 3 else None)
         return HeartbeatResponse(throttle_time_ms=0, error_code=int(code))

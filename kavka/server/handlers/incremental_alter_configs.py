@@ -5,7 +5,7 @@ complete result before writing; ``validate_only`` writes nothing.
 
 from __future__ import annotations
 
-from kavka.protocol.messages import IncrementalAlterConfigsResponse
+from kavka.protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
 from kavka.server.config_repository import (
     LIST_KEYS,
     ConfigRepository,
@@ -24,7 +24,7 @@ class IncrementalAlterConfigsHandler:
         self.repo = repo
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request) -> IncrementalAlterConfigsResponse:
+    async def __call__(self, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
         R = IncrementalAlterConfigsResponse
         out = []
         for res in request.resources:

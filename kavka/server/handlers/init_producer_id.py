@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.protocol.messages import InitProducerIdResponse
+from kavka.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.producer_id_manager import ProducerIdManager
@@ -37,7 +37,7 @@ class InitProducerIdHandler:
         self.producer_ids = producer_ids
         self.transactions = transactions
 
-    async def __call__(self, ctx: RequestContext, request) -> InitProducerIdResponse:
+    async def __call__(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
         tid = request.transactional_id
         if tid == "":
             return _answer(ErrorCode.INVALID_REQUEST)

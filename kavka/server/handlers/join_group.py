@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
 from kavka.group.membership import JoinRequest
-from kavka.protocol.messages import JoinGroupResponse
+from kavka.protocol.messages import JoinGroupRequest, JoinGroupResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 11
@@ -23,7 +23,7 @@ class JoinGroupHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> JoinGroupResponse:
+    async def __call__(self, ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
         version = ctx.api_version
         rebalance = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
         result = await self.coordinator.join_group(JoinRequest(

@@ -16,7 +16,7 @@ import logging
 from typing import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import LeaderAndIsrResponse
+from kavka.protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import BrokerEndPoint, PartitionState
 from kavka.server.network import Dispatcher, RequestContext
@@ -62,7 +62,7 @@ class LeaderAndIsrHandler:
         self.ensure_topic_config = ensure_topic_config
         self.broker_epoch = broker_epoch
 
-    async def __call__(self, ctx: RequestContext, request) -> LeaderAndIsrResponse:
+    async def __call__(self, ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         version = ctx.api_version
         entries = list(partition_states(request, version))
         state_change.info("broker %d received LeaderAndIsr v%d from controller %d epoch %d for %d partitions",

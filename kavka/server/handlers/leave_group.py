@@ -7,7 +7,7 @@ id and/or group.instance.id with its own error (KIP-345); v5 a reason.
 from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import LeaveGroupResponse
+from kavka.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 13
@@ -19,7 +19,7 @@ class LeaveGroupHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> LeaveGroupResponse:
+    async def __call__(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
         version = ctx.api_version
         if version >= 3:
             leaving = [(m.member_id, m.group_instance_id) for m in request.members]

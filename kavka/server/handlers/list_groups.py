@@ -7,7 +7,7 @@ COORDINATOR_LOAD_IN_PROGRESS while any offsets partition is loading.
 from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import ListGroupsResponse
+from kavka.protocol.messages import ListGroupsRequest, ListGroupsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 16
@@ -19,7 +19,7 @@ class ListGroupsHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> ListGroupsResponse:
+    async def __call__(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         states = set(request.states_filter) if ctx.api_version >= 4 else None
         code, groups = self.coordinator.list_groups(states)
         R = ListGroupsResponse

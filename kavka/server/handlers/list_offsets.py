@@ -13,11 +13,11 @@ FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE ...).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.protocol.messages import ListOffsetsResponse
+from kavka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 1
@@ -29,7 +29,7 @@ class ListOffsetsHandler:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self.replica_manager = replica_manager
 
-    async def __call__(self, ctx: RequestContext, request) -> ListOffsetsResponse:
+    async def __call__(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
         version = ctx.api_version
         R = ListOffsetsResponse
         replica_id = request.replica_id

@@ -8,11 +8,11 @@ active controller; any other broker answers NOT_CONTROLLER.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from kavka.common.errors import KafkaError, NotControllerError
+from kavka.common.errors import KafkaError
 from kavka.controller.events import ListPartitionReassignments
-from kavka.protocol.messages import ListPartitionReassignmentsResponse
+from kavka.protocol.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -24,19 +24,16 @@ MAX_VERSION = 0
 
 
 class ListPartitionReassignmentsHandler:
-    def __init__(self, controller: Callable[[], "KafkaController | None"]) -> None:
+    def __init__(self, controller: "KafkaController") -> None:
         self.controller = controller
 
-    async def __call__(self, ctx: RequestContext, request) -> ListPartitionReassignmentsResponse:
+    async def __call__(self, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
         R = ListPartitionReassignmentsResponse
         wanted = None
         if request.topics is not None:
             wanted = tuple((t.name, p) for t in request.topics for p in t.partition_indexes)
-        controller = self.controller()
         try:
-            if controller is None:
-                raise NotControllerError("the broker's controller component has not started")
-            listed = await controller.ask(lambda reply: ListPartitionReassignments(reply, partitions=wanted))
+            listed = await self.controller.ask(lambda reply: ListPartitionReassignments(reply, partitions=wanted))
         except KafkaError as e:  # NOT_CONTROLLER, or the controller failed
             return R(throttle_time_ms=0, error_code=int(e.code), error_message=e.message, topics=[])
         by_topic: dict[str, list] = {}

@@ -26,7 +26,7 @@ from typing import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_names import validate_topic_name
-from kavka.protocol.messages import MetadataResponse
+from kavka.protocol.messages import MetadataRequest, MetadataResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -54,7 +54,7 @@ class MetadataHandler:
         self.cluster_id = cluster_id
         self.auto_create = auto_create
 
-    async def __call__(self, ctx: RequestContext, request) -> MetadataResponse:
+    async def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         version = ctx.api_version
         cache = self.cache
         if cache.controller_id < 0:

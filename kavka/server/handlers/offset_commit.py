@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import OffsetCommitResponse
+from kavka.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 8
@@ -23,7 +23,7 @@ class OffsetCommitHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> OffsetCommitResponse:
+    async def __call__(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         version = ctx.api_version
         commits = {}
         order = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import OffsetDeleteResponse
+from kavka.protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 47
@@ -18,7 +18,7 @@ class OffsetDeleteHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> OffsetDeleteResponse:
+    async def __call__(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
         code, results = await self.coordinator.delete_offsets(request.group_id, wanted)
         R = OffsetDeleteResponse

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import OffsetFetchResponse
+from kavka.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 9
@@ -37,7 +37,7 @@ class OffsetFetchHandler:
             by_topic.setdefault(topic, []).append((partition, o, code))
         return code, by_topic
 
-    async def __call__(self, ctx: RequestContext, request) -> OffsetFetchResponse:
+    async def __call__(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = ctx.api_version
         R = OffsetFetchResponse
         if version >= 8:

@@ -11,10 +11,10 @@ stale callers (FENCED_LEADER_EPOCH) and callers ahead of us
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.protocol.messages import OffsetForLeaderEpochResponse
+from kavka.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 23
 MIN_VERSION = 0
@@ -25,7 +25,7 @@ class OffsetForLeaderEpochHandler:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self.replica_manager = replica_manager
 
-    async def __call__(self, ctx: RequestContext, request) -> OffsetForLeaderEpochResponse:
+    async def __call__(self, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         version = ctx.api_version
         R = OffsetForLeaderEpochResponse
         topics = []

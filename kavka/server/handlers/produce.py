@@ -9,7 +9,7 @@ when the high watermark passes every batch or ``timeout_ms`` runs out
 (DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
 current leader (v10+, KIP-951) so the client can redirect without a
 Metadata round trip. Idempotent batches are checked against the
-partition's producer state (``kavka.storage.producer_state``): a retried
+partition's producer state (``kavka.storage.producer_state.manager``): a retried
 duplicate answers NONE with its original base offset; sequence gaps and
 fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
 """
@@ -17,11 +17,11 @@ fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import ProduceResponse
+from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -33,7 +33,7 @@ class ProduceHandler:
         self.replica_manager = replica_manager
         self.cache = cache
 
-    async def __call__(self, ctx: RequestContext, request):
+    async def __call__(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
         version = ctx.api_version
         entries: dict[TopicPartition, object] = {}
         early: dict[TopicPartition, tuple[ErrorCode, str]] = {}

@@ -12,16 +12,16 @@ import logging
 from typing import Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import StopReplicaResponse
+from kavka.common.ids import NO_EPOCH
+from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 5
 MIN_VERSION = 0
 MAX_VERSION = 4
 EPOCH_DURING_DELETE = -2
-NO_EPOCH = -1
 
 state_change = logging.getLogger("kavka.state.change")
 
@@ -34,7 +34,7 @@ class StopReplicaHandler:
         # The group coordinator drops the groups of a stopped __consumer_offsets replica.
         self.on_stopped = on_stopped
 
-    async def __call__(self, ctx: RequestContext, request) -> StopReplicaResponse:
+    async def __call__(self, ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
         version = ctx.api_version
         R = StopReplicaResponse
         wanted: list[tuple[TopicPartition, bool, int]] = []

@@ -8,7 +8,7 @@ both ways (KIP-559).
 from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import SyncGroupResponse
+from kavka.protocol.messages import SyncGroupRequest, SyncGroupResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 14
@@ -20,7 +20,7 @@ class SyncGroupHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> SyncGroupResponse:
+    async def __call__(self, ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
         version = ctx.api_version
         result = await self.coordinator.sync_group(
             request.group_id, request.generation_id, request.member_id,

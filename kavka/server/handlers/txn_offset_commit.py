@@ -11,7 +11,7 @@ Versions 0-3 (v3 flexible; v4+, KIP-890, not advertised).
 from __future__ import annotations
 
 from kavka.group.coordinator import GroupCoordinator
-from kavka.protocol.messages import TxnOffsetCommitResponse
+from kavka.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 28
@@ -23,7 +23,7 @@ class TxnOffsetCommitHandler:
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
 
-    async def __call__(self, ctx: RequestContext, request) -> TxnOffsetCommitResponse:
+    async def __call__(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
         version = ctx.api_version
         commits = {}
         order = []

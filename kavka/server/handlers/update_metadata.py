@@ -12,7 +12,7 @@ import logging
 from typing import Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import UpdateMetadataResponse
+from kavka.protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -30,7 +30,7 @@ class UpdateMetadataHandler:
         self.broker_epoch = broker_epoch
         self.on_update = on_update
 
-    async def __call__(self, ctx: RequestContext, request) -> UpdateMetadataResponse:
+    async def __call__(self, ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
         version = ctx.api_version
         if request.controller_epoch < self.cache.controller_epoch:
             state_change.warning("broker %d refused UpdateMetadata from controller %d epoch %d (current epoch %d)",

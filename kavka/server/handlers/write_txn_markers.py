@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import WriteTxnMarkersResponse
+from kavka.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 27
 MIN_VERSION = 0
@@ -49,7 +49,7 @@ class WriteTxnMarkersHandler:
         self.now_ms = now_ms
         self.on_offsets_marker = on_offsets_marker
 
-    async def __call__(self, ctx: RequestContext, request) -> WriteTxnMarkersResponse:
+    async def __call__(self, ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         R = WriteTxnMarkersResponse
         answers = []
         for marker in request.markers:

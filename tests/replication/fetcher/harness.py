@@ -29,8 +29,9 @@ from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConf
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
-from kavka.storage.log_manager import LogManager, LogManagerConfig
-from kavka.storage.topic_partition import TopicPartition
+from kavka.storage.log_manager import LogManager
+from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 

@@ -7,7 +7,7 @@ import pytest
 
 from kavka.replication.fetcher.assignments import FetcherAssignments, InitialFetchState
 from kavka.replication.state import BrokerEndPoint
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 
 def test_fetcher_assignments_group_by_source_and_fetcher():

@@ -15,7 +15,7 @@ from kavka.common.errors import ErrorCode
 from kavka.replication.fetcher.assignments import FetcherKey
 from kavka.replication.fetcher.state import FetchPhase
 from kavka.replication.quota import UNLIMITED_RATE
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import TP, batch, state
 from .harness import Cluster

@@ -11,7 +11,7 @@ import time
 
 from kavka.common.errors import ErrorCode
 from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
-from kavka.storage.topic_partition import TopicPartition
+from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import TP, batch, state
 from .harness import Cluster
