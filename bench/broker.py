@@ -2,7 +2,7 @@
 
 Everything is measured in one run on this machine, with identical client
 settings for both brokers, and printed as figures and Kavka/Tansu ratios
-(issue 4, Benchmark):
+(figures of past runs: bench/README.md):
 
 * produce: N records of each size (100 B and 1 KB by default) with acks=all,
   ``linger.ms=5``, ``batch.size=1000000``, to a topic of 1 partition (RF=1)

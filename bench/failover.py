@@ -1,5 +1,5 @@
-"""Replication failover benchmark (the failover half of issue 5's benchmarks; the
-throughput half is ``bench/replication.py``): the controller's side of seed 001's
+"""Replication failover benchmark (the throughput half of replication is
+``bench/replication.py``): the controller's side of seed 001's
 "End-to-end latency during a broker failure" (10K partitions x one 4 ms
 ZooKeeper write each = 40 s) and of a controller failover.
 
@@ -16,11 +16,11 @@ Figures, each with a reference measured in the same run:
 
 * bulk read of every partition state (failover step 7): the multiRead path
   (``KavkaZkClient.get_partition_states``, batches of reads per request)
-  against one ``get`` per partition, all in flight (the previous code);
+  against one ``get`` per partition, all in flight;
 * controller failover: from the new controller's election to the last
   LeaderAndIsr of the full state answered (goal <= 2 s at 10,000); the
   reference is the same failover with the store's multiRead switched off
-  (one ``get`` per partition, as before);
+  (one ``get`` per partition);
 * broker failover: a broker leading a third of the partitions dies; from
   the controller taking the BrokerChange event to the last LeaderAndIsr
   answered (goal <= 1 s at 10,000); the reference is seed 001's model —

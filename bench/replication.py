@@ -2,9 +2,9 @@
 an unreplicated one (RF=1), on one 3-broker Kavka cluster, with confluent-kafka.
 
 Everything is measured in one run on this machine and printed as figures
-and RF=3 / RF=1 ratios (issue 5, Benchmarks). The failover timings of 10,000
-partitions (broker and controller failover) are ``bench/failover.py``. Sections (``--sections``,
-all by default):
+and RF=3 / RF=1 ratios. The failover timings of 10,000 partitions (broker
+and controller failover) are ``bench/failover.py``. Sections
+(``--sections``, all by default):
 
 * ``throughput``: N records of each size produced with acks=all and the
   client settings of ``bench/broker.py`` (``linger.ms=5``,
@@ -34,9 +34,9 @@ figure is kept (a shared 2-core machine swings by 2x between runs). The
 three brokers, the client and ZooKeeper all share the machine's cores, so
 RF=3 pays for two more processes doing the followers' work.
 
-Every loop is bounded by a count and by ``--phase-timeout``. Other helpers
-may add sections (e.g. controller failover timings): each is one function
-taking the running ``Bench`` and reporting through ``Bench.record``.
+Every loop is bounded by a count and by ``--phase-timeout``. A section is
+one function taking the running ``Bench`` and reporting through
+``Bench.record``, listed in ``SECTIONS``.
 
 Run: ``.venv/bin/python bench/replication.py [--records 200000] [--sizes 100,1000]
 [--repeat 2] [--sections throughput,latency,catch-up]``.

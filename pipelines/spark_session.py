@@ -1,6 +1,7 @@
 """The SparkSession the pipeline's jobs run in: local, sized for a 2-core
-machine (see shared/reference/spark-datasource.md), with format "kavka"
-registered.
+machine (``SETTINGS``: two shuffle partitions and default parallelism, a
+1 GB driver with the serial GC and fast JIT start-up, no UI, adaptive
+execution off, loopback only), with format "kavka" registered.
 
 ``spark.sql.shuffle.partitions`` is 2: the streaming aggregation's state
 has one store per shuffle partition, and the value is fixed in the

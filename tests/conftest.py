@@ -70,7 +70,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 # after another on one worker, so a module-scoped cluster starts once. The
 # fault matrix is two units (idempotence off and on), each with its own
 # cluster on its own worker. (xdist's own "loadgroup" does not group under
-# pytest 9.2: pytest-xdist issue 1386.)
+# pytest 9.2: pytest-dev/pytest-xdist#1386.)
 
 def _work_unit(nodeid: str) -> str:
     path, _, rest = nodeid.partition("::")

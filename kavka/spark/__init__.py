@@ -20,6 +20,27 @@ the driver's interpreter): ``source`` (options -> readers and writers),
 ``arrow_records``; ``batch_writer``/``stream_writer`` produce with
 librdkafka, the latter exactly once through ``commit_log``. Nothing else
 in ``kavka`` imports this package.
+
+Modules:
+
+* ``source`` — ``KavkaDataSource``: format ``"kavka"``, its schema, readers
+  and writers.
+* ``options`` — the format's options, parsed and checked once into frozen
+  values; ``schema`` — the rows read and written (Spark's Kafka-source
+  schema, as a ``StructType`` and as Arrow).
+* reading: ``batch_reader`` (``spark.read``), ``stream_reader``
+  (``spark.readStream``: micro-batches, checkpointed offsets),
+  ``offset_lookup`` (subscribed partitions, offsets a position names),
+  ``offsets`` (the offsets JSON of options and checkpoints),
+  ``lost_partitions`` (which partitions of a stream are gone: the
+  data-loss decision), ``ranges`` (offset ranges and how a read is cut into
+  Spark partitions), ``range_reader`` (an executor fetches one range),
+  ``arrow_records`` (fetched batches to Arrow columns, through the C
+  extension ``_recordcols`` or aiokafka's reader).
+* writing: ``writer_rows`` (rows to records, producer settings),
+  ``batch_writer`` (``df.write``), ``stream_writer`` (``writeStream``,
+  each micro-batch exactly once with transactions), ``commit_log`` (the
+  sink's per-task commit records in a compacted topic).
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Decode fetched v2 record batches into the Arrow columns of the
 Kafka-source schema (``kavka.spark.schema``).
 
-Why this decoder: the executor's read path is bound by record decoding
-(fetching the raw bytes with ``kavka.client`` costs ~5 % of the time).
-Measured earlier on the same fetched bytes (100 B records, one core, a
-shared and loaded 2-core machine, so figures swing): a hand-written
-pure-Python walk of the record bytes straight into column lists made
-100-180k records/s; ``kavka.protocol.records`` (a ``Record`` dataclass per
-record) ~70k/s; librdkafka through confluent-kafka (a ``Message`` per
-record) 100-290k/s; aiokafka's record batch reader, compiled with Cython,
-340-450k/s; every one of them makes Python objects per record.
+Why this decoder: the executor's read path is bound by record decoding,
+not by fetching the raw bytes with ``kavka.client``. Every general-purpose
+decoder at hand (a pure-Python walk of the record bytes,
+``kavka.protocol.records`` with a ``Record`` per record, librdkafka through
+confluent-kafka, aiokafka's Cython batch reader) makes Python objects per
+record, and that cost dominated the read. ``bench/arrow_records.py`` and
+``bench/spark.py`` measure it; bench/README.md keeps the figures.
 
 So records are decoded by our C extension ``kavka.spark._recordcols``
 (``_recordcols.c``, built by ``pip install -e .`` through setup.py): it
@@ -31,25 +29,9 @@ the ``spark`` extra) into column lists instead. ``NATIVE`` says which path
 a process uses; ``ColumnBuilder(native=...)`` picks one (the tests run
 both).
 
-Figures, measured 2026-11-21 on the shared 2-core machine (load average
-4-7, so absolute rows/s swing ~2x between runs; compare within a run).
-``bench/arrow_records.py`` (one core, no broker, 200k records of 100 B,
-2000 per batch): C path 4.5M records/s, aiokafka fallback 590k/s,
-``kavka.protocol.records`` 220k/s; with one header per record 3.5M/s,
-130k/s, 150k/s. ``bench/spark.py`` (1M records of 100 B, 4 partitions,
-``local[2]``, best of 3; kavka/parquet, and kavka against the no-op Python
-source in parentheses), each side run twice::
-
-                  before (aiokafka)            after (C _recordcols)
-    count         0.07x (0.34x)  0.12x (0.43x) 0.18x (1.09x)  0.18x (0.84x)
-    scan value    0.10x (0.38x)  0.13x (0.43x) 0.15x (0.85x)  0.23x (0.87x)
-    stream        0.19x (0.66x)  0.17x (0.61x) 0.23x (0.94x)  0.25x (0.81x)
-
-So the read is no longer bound by decoding: it runs at 0.8-1.1x of a
-Python source that does no work at all, which itself reached only
-0.17-0.27x of parquet in these runs. The 0.5x-of-parquet goal is out of
-reach of any Python data source here; what is left is Spark's
-Python-source path (Arrow hand-over to the JVM, rows built there).
+With the C path, what bounds a read is Spark's Python-source path itself
+(Arrow hand-over to the JVM, rows built there), which no Python data
+source avoids.
 
 What ``ColumnBuilder.add_fetch`` keeps: records with ``start <= offset <
 end`` of data batches; control batches are skipped; with read_committed,

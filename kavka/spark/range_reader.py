@@ -1,19 +1,15 @@
 """Executor side of a read: fetch one ``OffsetRange`` from its leader and
 yield it as Arrow record batches (``kavka.spark.schema.arrow_schema``).
 
-Client choice (measured on this machine, 100 B records, one core; see
-``arrow_records`` for the decoder figures): confluent-kafka (librdkafka)
-hands Python one ``Message`` object per record and delivered 100-290k
-records/s even with its fetch queue tuned, and cannot give raw batches.
-Kavka's own client (``kavka.client``) fetches raw v2 batches, which lets
-the decoding be chosen separately: with aiokafka's compiled batch reader
-this range reader made 500-790k records/s end to end (fetch included),
-against ~70k/s through ``kavka.client``'s ``Consumer`` (a ``Record`` per
-record); ``arrow_records`` now decodes with its own C extension, several
-times faster again (figures there). So: ``kavka.client`` for the wire, ``arrow_records`` for the
-bytes. It also keeps leader-epoch fencing, read_committed filtering and
-exact range bounds in our hands. ``bench/spark.py`` measures the whole
-Spark read path.
+Client choice: confluent-kafka (librdkafka) hands Python one ``Message``
+object per record and cannot give raw batches; ``kavka.client``'s
+``Consumer`` builds a ``Record`` per record. Kavka's own client
+(``kavka.client``) fetches raw v2 batches, which lets the decoding be
+chosen separately: ``kavka.client`` for the wire, ``arrow_records`` (a C
+extension, no Python object per record) for the bytes. It also keeps
+leader-epoch fencing, read_committed filtering and exact range bounds in
+our hands. ``bench/spark.py`` measures the whole Spark read path;
+bench/README.md keeps the figures that led to this choice.
 
 Fetch loop: a Fetch (v4+ with the isolation level, so read_committed stops
 at the last stable offset and lists aborted transactions) for the range's

@@ -379,7 +379,7 @@ class LogManager:
                 raise KafkaStorageError("cannot rename the deleted log's directory", log.dir, e) from e
         finally:
             if cleaner is not None:
-                cleaner.manager.abort_cleaning(tp)  # forget its pause, horizons, uncleanable mark
+                cleaner.forget_partition(tp)
         due = self.clock.milliseconds() + self.config.file_delete_delay_ms
         with self._lock:
             self._pending_dir_deletes.append((due, renamed))
@@ -393,7 +393,7 @@ class LogManager:
         cleaner = self.cleaner
         if cleaner is None:
             return self._delete_old_segments(list(self.all_logs().items()), now)
-        paused = cleaner.manager.pause_cleaning_for_non_compacted()
+        paused = cleaner.pause_cleaning_for_non_compacted()
         try:
             deleted = self._delete_old_segments(paused, now)
         finally:
@@ -401,11 +401,11 @@ class LogManager:
                 with suppress(ValueError):  # delete_log forgot the partition meanwhile
                     cleaner.resume_cleaning(tp)
         if not cleaner.running:
-            compacted = cleaner.manager.deletable_logs()
+            compacted = cleaner.deletable_logs()
             try:
                 deleted += self._delete_old_segments(compacted, now)
             finally:
-                cleaner.manager.done_deleting([tp for tp, _log in compacted])
+                cleaner.done_deleting([tp for tp, _log in compacted])
         return deleted
 
     def _delete_old_segments(self, logs: list[tuple[TopicPartition, Log]], now: int) -> int:

@@ -7,9 +7,22 @@ conditional partition-state writes, notifications, configs), and
 ``kavka.zk.registration.BrokerRegistrar`` (keeps /brokers/ids/<id> alive
 across session expiries).
 
-Modules: ``brokers`` (/brokers/...), ``controller_nodes`` (/controller,
-/controller_epoch), ``admin`` (/admin/...), ``notifications`` (sequential
-change notifications), ``config_nodes`` (/config/<type>/<name>), ``cluster``
-(/cluster/id, /latest_producer_id_block, persistent paths), ``codec``
-(errors and JSON helpers).
+Modules:
+
+* znodes of seed 000, one class per znode (path, encode, decode):
+  ``brokers`` (/brokers/ids, /brokers/topics and the partition state
+  znodes), ``controller_nodes`` (/controller, /controller_epoch), ``admin``
+  (/admin/...: tools' requests to the controller), ``notifications``
+  (sequential change notifications), ``config_nodes``
+  (/config/<type>/<name>), ``cluster`` (/cluster/id,
+  /latest_producer_id_block, the persistent paths), ``codec`` (errors
+  naming the path, JSON helpers);
+* the store: ``store_types`` (the ``ZkStore`` seam and its value types),
+  ``store`` (``KazooZkStore`` over kazoo, callbacks re-posted to the loop),
+  ``multi_read`` (ZooKeeper's multiRead request for kazoo), ``memory``
+  (the in-memory double);
+* typed operations: ``client`` (``KavkaZkClient``: registration,
+  controller election, partition state), ``client_admin`` (``AdminZkOps``, its
+  requests, notifications, configs and producer-id operations), ``registration``
+  (``BrokerRegistrar``).
 """

@@ -1,5 +1,6 @@
-"""Helpers of the fault-matrix cluster tests (issue 5, faults.md §Kafka's
-system tests and §Jepsen's anomaly classes): a workload of one acks=all
+"""Helpers of the fault-matrix cluster tests (Kafka's replication system
+tests; Jepsen's anomaly classes for a log: lost, unseen, duplicate and
+inconsistent writes, non-monotonic or skipped offsets): a workload of one acks=all
 producer and one live consumer run from threads while a fault is injected,
 a pure checker of what was acknowledged against what was read, and the
 per-batch fingerprint of every replica's segment files.

@@ -1,4 +1,4 @@
-"""Helpers of the consumer-group tests with real clients (issue 6): a
+"""Helpers of the consumer-group tests with real clients: a
 thread-safe ledger of what each member consumed and which partitions it
 believes it owns, the group as the coordinator describes it
 (DescribeGroups through librdkafka's admin client), and the checks.

@@ -1,5 +1,7 @@
-"""Bad input against a live broker process (DESIGN.md "Bad input never
-costs data"; reference/faults.md §Robustness): hostile or broken frames get
+"""Bad input against a live broker process ("bad input never costs data":
+bounded sizes as ``socket.request.max.bytes`` and ``message.max.bytes``,
+CVE-2022-34917's huge array lengths, CVE-2023-34455's decompression
+bombs): hostile or broken frames get
 the Kafka error or a closed connection, the broker's memory stays bounded,
 and a real client producing and consuming at the same time never notices.
 A batch failing its CRC gets CORRUPT_MESSAGE and appends nothing."""

@@ -5,7 +5,7 @@ key, value, timestamp), list offsets (beginning, end, by time), describe
 and alter configs (aiokafka has only the legacy AlterConfigs, which
 replaces a topic's whole dynamic config), delete the topic; then check
 that every request was sent at aiokafka's preferred version
-(shared/reference/protocol-clients.md).
+(as captured in ``tests/protocol/golden/versions.json``).
 """
 
 from __future__ import annotations

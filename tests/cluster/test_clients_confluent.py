@@ -5,7 +5,7 @@ consume them with ``assign`` from the earliest offset and compare every
 by time) through the consumer and the admin client, describe and alter
 configs (incremental and legacy), delete the topic; then check that every
 request was sent at librdkafka's preferred version
-(shared/reference/protocol-clients.md).
+(as captured in ``tests/protocol/golden/versions.json``).
 
 All requests go through the recording proxy of ``clients.harness``.
 """

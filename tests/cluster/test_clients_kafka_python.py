@@ -4,11 +4,11 @@
 key, value, timestamp), list offsets (beginning, end, by time), describe
 and alter configs (incremental, legacy, reset), delete the topic; then
 check that every request was sent at kafka-python's preferred version
-(shared/reference/protocol-clients.md).
+(as captured in ``tests/protocol/golden/versions.json``).
 
 Idempotence: kafka-python 3.0 turns it on by default (KIP-679) when the
 broker version it infers from ApiVersions is 0.11 or later, and Kavka
-serves InitProducerId (issue 6): the producers here use the default, so
+serves InitProducerId (KIP-98): the producers here use the default, so
 the acks=all and compressed runs are idempotent (InitProducerId, then
 batches with producer id and sequences); with acks=1 or 0 kafka-python
 drops idempotence by itself, with a warning.

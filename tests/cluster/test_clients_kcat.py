@@ -4,7 +4,8 @@ with ``assign`` (kcat -C without -G) from the beginning and compare every
 (partition, offset, key, value) and each record's CreateTime against the
 window it was produced in, list offsets (kcat -Q: earliest, latest, by
 time), list metadata (kcat -L); then check that every request was sent at
-kcat's preferred version (shared/reference/protocol-clients.md).
+kcat's preferred version (as captured in
+``tests/protocol/golden/versions.json``).
 
 kcat has no admin API: the topic is created, described, altered and
 deleted with Kavka's own admin client (``kavka.client.admin``), whose

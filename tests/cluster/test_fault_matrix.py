@@ -1,5 +1,6 @@
-"""The fault matrix of Kafka's replication system test (faults.md §Kafka's
-system tests; issue 5 "Tests that must show it"), with real broker
+"""The fault matrix of Kafka's replication system test
+(kafkatest's replication_test: clean and hard shutdown and bounce, aimed
+at the leader or the controller), with real broker
 processes, a real ZooKeeper and a real client (confluent-kafka).
 
 3 brokers, RF=3, min.insync.replicas=2, unclean election off, acks=all,

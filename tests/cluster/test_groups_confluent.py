@@ -1,5 +1,5 @@
-"""Committed offsets survive killing the coordinator's broker (issue 6,
-seed 002 §6.8: the coordinator moves with the leadership of the group's
+"""Committed offsets survive killing the coordinator's broker (seed 002
+§6.8: the coordinator moves with the leadership of the group's
 ``__consumer_offsets`` partition), with confluent-kafka (librdkafka)
 against a 3-broker Kavka whose ``__consumer_offsets`` has RF=3 - checked
 in the metadata and in ZooKeeper before the kill.

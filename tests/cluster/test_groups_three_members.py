@@ -1,6 +1,6 @@
-"""Issue 6, with each of confluent-kafka, kafka-python, aiokafka and kcat
-(``kcat -G``, librdkafka's balanced consumer, one process per member)
-against a 3-broker Kavka (``__consumer_offsets`` RF=3, the topic RF=3):
+"""Consumer groups split, rebalance and commit with each of confluent-kafka,
+kafka-python, aiokafka and kcat (``kcat -G``, librdkafka's balanced
+consumer, one process per member) against a 3-broker Kavka (``__consumer_offsets`` RF=3, the topic RF=3):
 
 1. three members of one group on a 6-partition topic get disjoint
    assignments covering every partition - each member's own view and the

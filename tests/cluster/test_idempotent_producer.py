@@ -1,5 +1,5 @@
-"""End to end with real broker processes (issue 6, seed 004 leader-failure
-case 2): an idempotent producer keeps producing through a SIGKILL of the
+"""End to end with real broker processes (KIP-98's idempotent producer,
+seed 004 leader-failure case 2): an idempotent producer keeps producing through a SIGKILL of the
 partition leader (3 brokers, RF=3, min.insync.replicas=2, acks=all), and
 retries of batches the old leader had already replicated reach the new
 leader, which learnt the producer's sequences as a follower, and are

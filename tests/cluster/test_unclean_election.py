@@ -1,5 +1,5 @@
 """Unclean leader election, with real processes (seed 000 §如何处理所有
-Replica 都不工作, seed 003 §Broker Failure, faults.md §Jepsen 2013).
+Replica 都不工作, seed 003 §Broker Failure; Jepsen's Kafka 0.8 analysis of 2013).
 
 Two topics with the same replicas [A, B] on a 3-broker cluster (the
 controller is the third broker), min.insync.replicas=1 so the leader alone

@@ -1,6 +1,6 @@
 """The transaction APIs Kavka advertises cover every version the real
-clients were measured sending (``tests/protocol/golden/versions.json``,
-/work/shared/reference/protocol-clients.md), and never more than the
+clients were measured sending (``tests/protocol/golden/versions.json``),
+and never more than the
 schema table can encode: kafka-python infers the broker's version from the
 advertised maxima, so an API advertised beyond what is served would make it
 send requests nobody can answer."""

@@ -1,6 +1,6 @@
 """Fixtures of the Spark data-source tests: one SparkSession for the whole
-session (configured for a 2-core machine as in
-shared/reference/spark-datasource.md, with format "kavka" registered) and
+session (configured for a 2-core machine: ``local[2]``, two shuffle
+partitions, no UI, a 1 GB driver, serial GC; format "kavka" registered) and
 Kavka clusters of real broker processes on the session's ZooKeeper.
 
 ``spark``: the session. ``kavka_cluster``: a 1-broker cluster for the

@@ -1,6 +1,21 @@
 """Record batch v2: header handling for the hot path (``batch``), and record
 encoding, compression, building and reading for everything else.
 
+Modules:
+
+* ``batch`` — the 61-byte batch header: parse, validate (size, magic,
+  CRC32C), patch base offset and leader epoch — without decoding records;
+  iterate the batches of a records section.
+* ``record`` — one record inside a batch: ``SimpleRecord`` (input),
+  ``Record`` (decoded) and their codec; ``varint`` — the varint codec of
+  ``kavka.protocol.varint`` with the record layer's error (``VarintError``).
+* ``builder`` — new batches from records, and the log cleaner's rebuild of
+  a batch from its surviving records.
+* ``reader`` — decode the records of one batch, decompressing (bounded).
+* ``compression`` — the codecs of attribute bits 0-2, every decompression
+  bounded; ``lz4_frame`` — LZ4's frame format as Kafka uses it.
+* ``control`` — control batches: the transaction markers (KIP-98).
+
 Public names are re-exported here; see each module for formats."""
 
 from kavka.protocol.records.batch import (

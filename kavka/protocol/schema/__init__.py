@@ -1,7 +1,10 @@
 """Schema tables of every Kafka API Kavka encodes and decodes.
 
-``kavka.protocol.schema.apis`` holds one module per group of APIs; each
-module exposes ``APIS: list[Api]``. ``registry()`` collects them by key.
+``dsl`` is the compact declarative form (``Api``: fields, the versions
+each exists in, nullability, defaults, tagged fields, the first flexible
+version); ``kavka.protocol.schema.apis`` holds one
+module per group of APIs, each exposing ``APIS: list[Api]``. ``registry()``
+collects them by key.
 """
 
 from __future__ import annotations

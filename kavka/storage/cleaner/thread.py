@@ -35,6 +35,7 @@ from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleanerManager, LogCleaningAbortedError, LogSource
 from kavka.common.clock import Clock, SystemClock
 from kavka.storage.errors import StorageError
+from kavka.storage.log import Log
 from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.retention import delete_old_segments
 from kavka.common.topic_partition import TopicPartition
@@ -210,6 +211,25 @@ class LogCleaner:
         ``log_dir`` when the partition has already left the source)."""
         self.manager.abort_cleaning(tp)
         self.manager.update_checkpoint(tp, None, log_dir)
+
+    def forget_partition(self, tp: TopicPartition) -> None:
+        """Stop and forget ``tp``: its pause, delete horizon and uncleanable
+        mark (its log left the broker; the checkpoint entry is dropped
+        separately)."""
+        self.manager.abort_cleaning(tp)
+
+    def pause_cleaning_for_non_compacted(self) -> list[tuple[TopicPartition, Log]]:
+        """The logs whose policy lacks ``compact``, each paused for the log
+        manager's retention pass; resume each with ``resume_cleaning``."""
+        return self.manager.pause_cleaning_for_non_compacted()
+
+    def deletable_logs(self) -> list[tuple[TopicPartition, Log]]:
+        """Compacted logs marked in progress for a retention pass; give them
+        back with ``done_deleting``."""
+        return self.manager.deletable_logs()
+
+    def done_deleting(self, tps: list[TopicPartition]) -> None:
+        self.manager.done_deleting(tps)
 
     def maybe_truncate_checkpoint(self, tp: TopicPartition, offset: int) -> None:
         self.manager.maybe_truncate_checkpoint(tp, offset)

@@ -28,7 +28,7 @@ Versions (Kafka 3.9 advertises v0 of both; Kafka 4.0-4.3 advertise v0-1):
 
 Layout: one ``Api`` per message in Kavka's DSL, written from Kafka's
 message definitions and the KIPs (facts only). Pure data; read by the codec
-and by the schema tests (``tests/protocol/test_schema_c_facts.py``).
+and by the schema tests (``tests/protocol/test_schema_kio.py``).
 """
 
 from __future__ import annotations

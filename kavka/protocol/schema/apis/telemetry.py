@@ -23,7 +23,7 @@ fields; KIP-482). Kafka 3.7 to 4.3 define version 0 only.
 
 Layout: one ``Api`` per message in Kavka's DSL, written from Kafka's
 message definitions and KIP-714 (facts only). Pure data; read by the codec
-and by the schema tests (``tests/protocol/test_schema_c_facts.py``).
+and by the schema tests (``tests/protocol/test_schema_kio.py``).
 """
 
 from __future__ import annotations

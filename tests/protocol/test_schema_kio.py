@@ -1,10 +1,9 @@
-"""Schema tables of group C (KIP-848 next-generation groups, KIP-714 client
-telemetry) checked against external oracles.
-
-kafka-python 3.0.12 ships no message definitions for these APIs, so the
-field oracle here is kio 0.6.5 (a dev dependency): Python data classes
-generated from Kafka's message definitions by a generator independent of
-Kavka's, one class per version, with its own (Rust) reader and writer.
+"""The schema tables of the APIs kafka-python 3.0.12 does not define
+(KIP-848 next-generation groups, KIP-714 client telemetry) against kio
+0.6.5 (a dev dependency): Python data classes generated from Kafka's
+message definitions by a generator independent of Kavka's, one class per
+version, with its own (Rust) reader and writer.
+- Versions: kio's version modules, and which of them are flexible.
 - Layout: for every version, the flattened sequence of (normalised name,
   type, nullability, tag) must equal kio's, and non-zero scalar defaults
   must agree.
@@ -13,9 +12,8 @@ Kavka's, one class per version, with its own (Rust) reader and writer.
   the same bytes, and kio's bytes decode in Kavka to the same message.
 - Real clients: every golden frame of these APIs (tests/protocol/golden/,
   confluent-kafka) decodes to the same values in Kavka and in kio.
-- Version ranges: what real brokers advertise, as recorded by kafka-python's
-  ``broker_version_data`` (Kafka 3.9: v0; Kafka 4.0-4.3: v0-1 of keys 68 and
-  69), and kio's version modules.
+What real brokers advertise for these APIs is checked in
+test_schema_kafka_python.py (kafka-python's ``broker_version_data``).
 
 Deliberate differences from kio's representation, normalised away: kio
 names time fields without the ``_ms`` suffix (``throttle_time``), types
@@ -34,7 +32,6 @@ import pkgutil
 import re
 import typing
 import uuid
-import warnings
 from pathlib import Path
 
 import pytest
@@ -48,21 +45,17 @@ import schema_strategies as ss
 from kavka.protocol.codec import REQUEST, RESPONSE, decode_body, encode_body
 from kavka.protocol.headers import decode_request, decode_response
 from kavka.protocol.schema import registry
-from kavka.protocol.schema.apis import next_gen_groups, telemetry
 from kavka.protocol.schema.dsl import MISSING, Api
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
-
-MODULES = (next_gen_groups, telemetry)
-GROUP_C = {
+# API key -> (name, kio's package): the APIs kafka-python does not define
+# beyond the ZooKeeper-era ones (test_schema_kafka_python.py asserts which).
+KIO_APIS = {
     68: ("ConsumerGroupHeartbeat", "consumer_group_heartbeat"),
     69: ("ConsumerGroupDescribe", "consumer_group_describe"),
     71: ("GetTelemetrySubscriptions", "get_telemetry_subscriptions"),
     72: ("PushTelemetry", "push_telemetry"),
 }
-OURS: dict[int, Api] = {a.key: a for m in MODULES for a in m.APIS}
+OURS: dict[int, Api] = {key: registry()[key] for key in KIO_APIS}
 SIDES = (REQUEST, RESPONSE)
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -81,13 +74,13 @@ def norm(name: str) -> str:
 # ------------------------------------------------------------------ kio side
 
 def kio_versions(key: int) -> list[int]:
-    package = importlib.import_module(f"kio.schema.{GROUP_C[key][1]}")
+    package = importlib.import_module(f"kio.schema.{KIO_APIS[key][1]}")
     return sorted(int(m.name[1:]) for m in pkgutil.iter_modules(package.__path__)
                   if re.fullmatch(r"v\d+", m.name))
 
 
 def kio_class(key: int, side: str, version: int) -> type:
-    name, snake = GROUP_C[key]
+    name, snake = KIO_APIS[key]
     module = importlib.import_module(f"kio.schema.{snake}.v{version}.{side}")
     return getattr(module, f"{name}{side.capitalize()}")
 
@@ -223,45 +216,25 @@ def known_error_codes(msg, fields, version: int) -> None:
 
 
 def cases():
-    for key in sorted(GROUP_C):
+    for key in sorted(KIO_APIS):
         for side in SIDES:
             for version in range(OURS[key].min_version, OURS[key].max_version + 1):
-                yield pytest.param(key, side, version, id=f"{GROUP_C[key][0]}-{side}-v{version}")
+                yield pytest.param(key, side, version, id=f"{KIO_APIS[key][0]}-{side}-v{version}")
 
 
 # --------------------------------------------------------------------- tests
 
-def test_modules_expose_exactly_group_c():
-    assert {k: a.name for k, a in OURS.items()} == {k: n for k, (n, _) in GROUP_C.items()}
-    reg = registry()
-    for key, api in OURS.items():
-        assert reg[key] is api
+def test_kio_apis_are_registered_by_name():
+    assert {k: a.name for k, a in OURS.items()} == {k: n for k, (n, _) in KIO_APIS.items()}
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
-def test_module_docstring_cites_kips(module):
-    assert module.__doc__ and "KIP-" in module.__doc__
-
-
-@pytest.mark.parametrize("key", sorted(GROUP_C), ids=lambda k: GROUP_C[k][0])
+@pytest.mark.parametrize("key", sorted(KIO_APIS), ids=lambda k: KIO_APIS[k][0])
 def test_versions_match_kio(key):
     api = OURS[key]
     assert kio_versions(key) == list(range(api.min_version, api.max_version + 1))
     for version in kio_versions(key):
         for side in SIDES:
             assert kio_class(key, side, version).__flexible__ == api.is_flexible(version)
-
-
-def test_versions_match_what_real_brokers_advertise():
-    # kafka-python's record of each release's ApiVersions answer. Telemetry
-    # (71, 72) is only advertised with a metrics reporter configured, so it
-    # is absent there; kio's version modules cover it.
-    releases = {v: apis for v, apis in BROKER_API_VERSIONS.items() if v >= (3, 9)}
-    assert (3, 9) in releases and (4, 0) in releases
-    assert releases[(3, 9)][68] == releases[(3, 9)][69] == (0, 0)
-    for key in (68, 69):
-        newest = max(apis[key][1] for apis in releases.values() if key in apis)
-        assert (OURS[key].min_version, OURS[key].max_version) == (0, newest)
 
 
 @pytest.mark.parametrize("key,side,version", list(cases()))
@@ -306,7 +279,7 @@ def _golden_frames():
     for path in sorted(GOLDEN.glob("*.frames")):
         for line_no, line in enumerate(path.read_text().splitlines(), 1):
             f = json.loads(line)
-            if f["api_key"] in GROUP_C and "broker_fault" not in f:
+            if f["api_key"] in KIO_APIS and "broker_fault" not in f:
                 out.append(pytest.param(f, id=f"{path.stem}-line{line_no}-{f['api_name']}-{f['dir']}"))
     return out
 
@@ -314,7 +287,7 @@ def _golden_frames():
 GOLDEN_C = _golden_frames()
 
 
-def test_golden_frames_include_group_c():
+def test_golden_frames_include_the_kio_apis():
     # confluent-kafka sent ConsumerGroupDescribe and GetTelemetrySubscriptions
     # (golden/README.md); a recapture that lost them would shrink this file.
     seen = {(p.values[0]["api_key"], p.values[0]["dir"]) for p in GOLDEN_C}

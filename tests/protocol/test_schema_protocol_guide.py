@@ -1,7 +1,9 @@
-"""The ZooKeeper-era inter-broker schemas (LeaderAndIsr, StopReplica,
-UpdateMetadata, ControlledShutdown), which neither kafka-python nor
-aiokafka defines, against the request/response grammars of the Kafka 3.9
-protocol guide, transcribed here in the guide's own notation.
+"""The schema tables against the Kafka protocol guide: the version ranges
+of the classic APIs (from v0, as the guide documents them, to the latest
+release), the core APIs' ranges and first flexible versions, and the request/response grammars of the ZooKeeper-era
+inter-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata,
+ControlledShutdown), which neither kafka-python nor aiokafka defines,
+transcribed here in the guide's own notation (Kafka 3.9).
 """
 
 from __future__ import annotations
@@ -10,6 +12,31 @@ import pytest
 
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.dsl import Field
+
+# The oldest and newest version Kavka's table must cover: v0 (the protocol
+# guide documents every API from v0, Kafka 4.0 merely stopped serving some)
+# up to Kafka 4.x for live APIs, Kafka 3.9 for the ZooKeeper-only ones.
+EXPECTED_RANGE = {
+    2: (0, 11), 4: (0, 7), 5: (0, 4), 6: (0, 8), 7: (0, 3), 8: (0, 10),
+    9: (0, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
+    15: (0, 6), 16: (0, 5), 17: (0, 1), 19: (0, 7), 20: (0, 6), 21: (0, 2),
+    22: (0, 6), 23: (0, 4),
+}
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED_RANGE))
+def test_version_range_covers_v0_to_latest(key):
+    a = registry()[key]
+    assert (a.min_version, a.max_version) == EXPECTED_RANGE[key]
+
+
+def test_core_apis_ranges_and_first_flexible_versions():
+    reg = registry()
+    assert (reg[0].name, reg[0].max_version, reg[0].flexible_from) == ("Produce", 11, 9)
+    assert (reg[1].name, reg[1].max_version, reg[1].flexible_from) == ("Fetch", 16, 12)
+    assert (reg[3].name, reg[3].max_version, reg[3].flexible_from) == ("Metadata", 12, 9)
+    assert (reg[18].name, reg[18].max_version, reg[18].flexible_from) == ("ApiVersions", 4, 3)
+
 
 _GUIDE_TYPE = {
     "bool": "BOOLEAN", "int8": "INT8", "int16": "INT16", "int32": "INT32",
