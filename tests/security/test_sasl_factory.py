@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from kavka.common.clock import ManualClock
 from kavka.security.sasl.credentials import ScramCredential, ScramFormatter, ScramMechanism
 from kavka.security.sasl.errors import SaslAuthenticationError, UnsupportedSaslMechanismError
-from kavka.security.sasl.factory import SaslServerFactory, sasl_client_for
+from kavka.security.sasl.factory import SaslServerFactory, sasl_client_for, sasl_client_from_properties
 from kavka.security.sasl.mechanism import SaslClient, SaslServer, negotiated_session_lifetime_ms
-from kavka.security.sasl.oauthbearer import OAuthBearerConfigError
+from kavka.security.sasl.oauthbearer import OAuthBearerConfigError, UnsecuredJws, librdkafka_unsecured_token
+from kavka.security.sasl.scram import ScramSaslClient
 
 NOW_MS = 1_700_000_000_000
 CREDS = {(m.mechanism_name, "alice"): ScramFormatter(m).generate_credential("alice-secret") for m in ScramMechanism}
@@ -141,3 +142,97 @@ def test_a_large_hostile_token_is_refused_quickly() -> None:
                 server.evaluate_response(token)
             except SaslAuthenticationError:
                 pass
+
+
+# client.properties in either dialect
+
+@pytest.mark.parametrize("props", [
+    {"sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"},
+    {"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": "alice-secret"},
+    {"sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config": SCRAM_JAAS},
+    {"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": OAUTH_JAAS},
+    {"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+     "sasl.oauthbearer.config": "principal=alice scope=a,b lifeSeconds=60 extension_traceId=x1"},
+])
+def test_a_client_from_properties_authenticates(props: dict[str, str]) -> None:
+    client = sasl_client_from_properties(props, clock=ManualClock(NOW_MS))
+    server = factory().create(client.mechanism)
+    run(client, server)
+    assert server.complete and server.authorization_id == "alice"
+
+
+@pytest.mark.parametrize("props, match", [
+    ({}, "sasl.mechanism is not set"),
+    ({"sasl.mechanism": "GSSAPI"}, "GSSAPI is not supported"),
+    ({"sasl.mechanism": "PLAIN", "sasl.username": "alice"}, "PLAIN needs sasl.password"),
+    ({"sasl.mechanism": "SCRAM-SHA-256", "sasl.password": "x"}, "needs sasl.username"),
+    ({"sasl.mechanism": "PLAIN", "sasl.jaas.config": PLAIN_JAAS, "sasl.username": "alice"}, "not both"),
+    ({"sasl.mechanism": "OAUTHBEARER", "sasl.oauthbearer.config": "principal=alice"},
+     "enable.sasl.oauthbearer.unsecure.jwt=true"),
+    ({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+      "sasl.oauthbearer.config": "scope=a"}, "principal=<value> is required"),
+    ({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+      "sasl.oauthbearer.config": "principal=a principal=b"}, "cannot be specified multiple times"),
+    ({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+      "sasl.oauthbearer.config": "principal=a lifeSeconds=0"}, "lifeSeconds must be a positive integer"),
+    ({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+      "sasl.oauthbearer.config": "principal=a colour=red"}, "unrecognized key 'colour'"),
+    ({"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+      "sasl.oauthbearer.config": "principal=a extension_auth=x"}, "Extension name auth is invalid"),
+])
+def test_properties_that_cannot_work_are_refused_naming_the_key(props: dict[str, str], match: str) -> None:
+    with pytest.raises(ValueError, match=match) as e:
+        sasl_client_from_properties(props, source="client.properties")
+    assert str(e.value).startswith("client.properties") or "sasl.oauthbearer.config" in str(e.value)
+    assert "alice-secret" not in str(e.value)
+
+
+def test_librdkafka_token_claims() -> None:
+    token = librdkafka_unsecured_token("principalClaimName=azp principal=svc scopeClaimName=roles scope=r1,r2",
+                                       ManualClock(NOW_MS))
+    claims = UnsecuredJws.parse(token.value).claims
+    assert claims == {"azp": "svc", "iat": NOW_MS // 1000, "exp": NOW_MS // 1000 + 3600, "roles": ["r1", "r2"]}
+    assert token.principal_name == "svc" and token.lifetime_ms == (NOW_MS // 1000 + 3600) * 1000
+
+
+# Mutations of a valid exchange: any change to the client's final message fails it
+
+@settings(max_examples=200, deadline=None)
+@given(mechanism=st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]), data=st.data())
+def test_any_change_to_a_valid_client_final_message_fails(mechanism: str, data: st.DataObject) -> None:
+    scram = ScramMechanism.of(mechanism)
+    assert scram is not None
+    server = factory(nonce_source=lambda: "servernonce").create(mechanism)
+    client = ScramSaslClient(scram, "alice", "alice-secret", nonce="clientnonce")
+    final = client.evaluate_challenge(server.evaluate_response(client.initial_response()))
+    assert final is not None
+    i = data.draw(st.integers(0, len(final) - 1))
+    op = data.draw(st.sampled_from(["flip", "drop", "insert"]))
+    if op == "flip":
+        mutated = final[:i] + bytes([final[i] ^ data.draw(st.integers(1, 255))]) + final[i + 1:]
+    elif op == "drop":
+        mutated = final[:i] + final[i + 1:]
+    else:
+        mutated = final[:i] + bytes([data.draw(st.integers(0, 255))]) + final[i:]
+    try:
+        server.evaluate_response(mutated)
+    except SaslAuthenticationError:
+        assert not server.complete
+        return
+    pytest.fail(f"mutated client-final accepted: {op} at {i}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(mechanism=st.sampled_from(MECHANISMS), challenges=st.lists(tokens(), min_size=1, max_size=3))
+def test_a_hostile_server_only_ever_raises_sasl_authentication_error_in_clients(
+        mechanism: str, challenges: list[bytes]) -> None:
+    client = sasl_client_for(mechanism, {"PLAIN": PLAIN_JAAS, "OAUTHBEARER": OAUTH_JAAS}.get(mechanism, SCRAM_JAAS),
+                             clock=ManualClock(NOW_MS))
+    client.initial_response()
+    for challenge in challenges:
+        try:
+            if client.evaluate_challenge(challenge) is None:
+                return
+        except SaslAuthenticationError:
+            assert not client.complete
+            return

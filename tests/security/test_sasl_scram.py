@@ -335,3 +335,25 @@ def test_client_first_message_format() -> None:
     parsed = ClientFirstMessage.parse(b"n,,n=a=2Cb,r=n1,tokenauth=true")
     assert (parsed.username, parsed.nonce, dict(parsed.extensions)) == ("a,b", "n1", {"tokenauth": "true"})
     assert parsed.bare == "n=a=2Cb,r=n1,tokenauth=true"
+
+
+def test_a_non_canonical_base64_proof_is_refused() -> None:
+    """Base64 with stray bits in the last character decodes to the same
+    bytes; only the canonical form is accepted (one encoding per proof)."""
+    server, final = _client_final()
+    head, proof = final.rsplit(b",p=", 1)
+    assert proof.endswith(b"=")
+    last = proof[-2:-1]
+    alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    twin = alphabet[alphabet.index(last) ^ 1:][:1]  # differs only in a bit the decoder drops
+    sloppy = proof[:-2] + twin + b"="
+    assert base64.b64decode(sloppy) == base64.b64decode(proof) and sloppy != proof
+    with pytest.raises(SaslAuthenticationError) as e:
+        server.evaluate_response(head + b",p=" + sloppy)
+    assert "canonical" in e.value.reason
+
+
+def test_no_authorization_id_before_completion() -> None:
+    server = server_for(SHA256, {"alice": "pw"})
+    server.evaluate_response(b"n,,n=alice,r=abc")
+    assert server.authorization_id == "" and not server.complete

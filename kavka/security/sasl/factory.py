@@ -1,6 +1,8 @@
 """What a listener's SASL setup builds: the broker's ``SaslServerFactory``
 (one per listener, from ``sasl.enabled.mechanisms`` and the listener's JAAS
-configs) and ``sasl_client_for`` (a client's SaslClient from a JAAS entry).
+configs); and a client's SaslClient from a JAAS config (``sasl_client_for``)
+or from client properties in the Java or librdkafka dialect
+(``sasl_client_from_properties``).
 
 Built once by the composition root; ``create`` is called per exchange from
 the network layer's event loop (cheap: no I/O, no key derivation).
@@ -20,6 +22,7 @@ from kavka.security.sasl.oauthbearer import (
     OAuthBearerSaslClient,
     OAuthBearerSaslServer,
     OAuthBearerUnsecuredValidator,
+    librdkafka_unsecured_token,
     unsecured_login_token,
 )
 from kavka.security.sasl.plain import PlainSaslClient, PlainSaslServer
@@ -116,4 +119,43 @@ def sasl_client_from_entry(mechanism: str, entry: JaasConfigEntry, *, config_key
         raise ValueError(f"sasl.mechanism: {mechanism} is not supported (Kavka supports {', '.join(SUPPORTED_MECHANISMS)})")
     if entry.options.get("tokenauth", "").lower() == "true":
         raise ValueError(f"{config_key}: tokenauth=true (delegation tokens) is not supported")
+    return ScramSaslClient(scram, username, password)
+
+
+def sasl_client_from_properties(properties: Mapping[str, str], *, source: str = "client properties",
+                                clock: Clock | None = None) -> SaslClient:
+    """The SaslClient a client.properties file describes, in either
+    dialect: the Java client's ``sasl.mechanism`` + ``sasl.jaas.config``, or
+    librdkafka's ``sasl.username``/``sasl.password`` (PLAIN, SCRAM) and
+    ``sasl.oauthbearer.config`` with ``enable.sasl.oauthbearer.unsecure.jwt=true``
+    (OAUTHBEARER). Raises ValueError naming ``source`` and the key."""
+    mechanism = properties.get("sasl.mechanism", properties.get("sasl.mechanisms", "")).strip()
+    if not mechanism:
+        raise ValueError(f"{source}: sasl.mechanism is not set (Kafka's default, GSSAPI, is not supported; "
+                         f"use one of {', '.join(SUPPORTED_MECHANISMS)})")
+    if mechanism not in SUPPORTED_MECHANISMS:
+        raise ValueError(f"{source}: sasl.mechanism {mechanism} is not supported "
+                         f"(Kavka supports {', '.join(SUPPORTED_MECHANISMS)})")
+    clock = clock if clock is not None else SystemClock()
+    jaas = properties.get("sasl.jaas.config")
+    librdkafka_keys = [k for k in ("sasl.username", "sasl.password", "sasl.oauthbearer.config") if k in properties]
+    if jaas is not None:
+        if librdkafka_keys:
+            raise ValueError(f"{source}: give sasl.jaas.config or {'/'.join(librdkafka_keys)}, not both")
+        return sasl_client_for(mechanism, jaas, config_key=f"{source}: sasl.jaas.config", clock=clock)
+    if mechanism == OAUTHBEARER:
+        if properties.get("enable.sasl.oauthbearer.unsecure.jwt", "false").strip().lower() != "true":
+            raise ValueError(f"{source}: OAUTHBEARER needs enable.sasl.oauthbearer.unsecure.jwt=true with "
+                             "sasl.oauthbearer.config (or a sasl.jaas.config with OAuthBearerLoginModule)")
+        token = librdkafka_unsecured_token(properties.get("sasl.oauthbearer.config", ""), clock)
+        return OAuthBearerSaslClient(token.value, extensions=token.extensions)
+    username = properties.get("sasl.username", "")
+    password = properties.get("sasl.password", "")
+    if not username or not password:
+        missing = "sasl.username" if not username else "sasl.password"
+        raise ValueError(f"{source}: {mechanism} needs {missing} (or sasl.jaas.config)")
+    if mechanism == PLAIN:
+        return PlainSaslClient(username, password)
+    scram = ScramMechanism.of(mechanism)
+    assert scram is not None
     return ScramSaslClient(scram, username, password)

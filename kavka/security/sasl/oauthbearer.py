@@ -414,6 +414,10 @@ class OAuthBearerSaslClient:
         return self._initial.to_bytes()
 
     def evaluate_challenge(self, challenge: bytes) -> bytes | None:
+        if self._state == "RECEIVE_SERVER_MESSAGE_AFTER_FAILURE":
+            # the server should have failed the exchange after our %x01
+            self._state = "FAILED"
+            raise SaslAuthenticationError(f"OAUTHBEARER authentication failed: {self.server_error}")
         if self._state != "RECEIVE_SERVER_FIRST_MESSAGE":
             raise IllegalSaslStateError(f"Unexpected challenge in OAUTHBEARER client state {self._state}")
         if challenge:
@@ -505,3 +509,57 @@ def _list_claim(value: str) -> list[str]:
     if rest.startswith(delimiter) or rest.endswith(delimiter) or delimiter * 2 in rest:
         elements.append("")
     return elements
+
+
+LIBRDKAFKA_OAUTHBEARER_CONFIG = "sasl.oauthbearer.config"
+
+
+def librdkafka_unsecured_token(config: str, clock: Clock) -> UnsecuredLoginToken:
+    """The unsecured token librdkafka mints from ``sasl.oauthbearer.config``
+    (with ``enable.sasl.oauthbearer.unsecure.jwt=true``), so that a
+    client.properties written for confluent-kafka or kcat works with Kavka's
+    tools too: space-separated ``principal=<name>`` (required),
+    ``principalClaimName`` (default sub), ``scope=<a,b>``, ``scopeClaimName``
+    (default scope), ``lifeSeconds`` (default 3600) and
+    ``extension_<name>=<value>``. Raises OAuthBearerConfigError naming the
+    key; values are never quoted in messages."""
+    what = f"Invalid {LIBRDKAFKA_OAUTHBEARER_CONFIG}"
+    settings: dict[str, str] = {}
+    extensions: dict[str, str] = {}
+    for item in config.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise OAuthBearerConfigError(f"{what}: expected key=value, found an element without '='")
+        if key.startswith("extension_") and len(key) > len("extension_"):
+            name = key[len("extension_"):]
+            if name in extensions:
+                raise OAuthBearerConfigError(f"{what}: {key} cannot be specified multiple times")
+            extensions[name] = value
+            continue
+        if key not in ("principal", "principalClaimName", "scope", "scopeClaimName", "lifeSeconds"):
+            raise OAuthBearerConfigError(f"{what}: unrecognized key {key[:40]!r} (expected principal, "
+                                         "principalClaimName, scope, scopeClaimName, lifeSeconds, extension_<name>)")
+        if key in settings:
+            raise OAuthBearerConfigError(f"{what}: {key} cannot be specified multiple times")
+        if not value:
+            raise OAuthBearerConfigError(f"{what}: {key} has an empty value")
+        settings[key] = value
+    principal = settings.get("principal")
+    if principal is None:
+        raise OAuthBearerConfigError(f"{what}: principal=<value> is required")
+    life = settings.get("lifeSeconds", str(DEFAULT_LIFETIME_SECONDS))
+    if not re.fullmatch(r"[0-9]{1,9}", life) or int(life) <= 0:
+        raise OAuthBearerConfigError(f"{what}: lifeSeconds must be a positive integer")
+    try:
+        validate_extensions(extensions)
+    except ValueError as e:
+        raise OAuthBearerConfigError(f"{what}: {e}") from None
+    now_s = clock.milliseconds() // 1000
+    claims: dict[str, Any] = {settings.get("principalClaimName", DEFAULT_PRINCIPAL_CLAIM_NAME): principal,
+                              "iat": now_s, "exp": now_s + int(life)}
+    if "scope" in settings:
+        claims[settings.get("scopeClaimName", DEFAULT_SCOPE_CLAIM_NAME)] = [
+            s for s in settings["scope"].split(",") if s]
+    header = json.dumps({"alg": "none"}, separators=(",", ":")).encode()
+    body = json.dumps(claims, separators=(",", ":")).encode()
+    return UnsecuredLoginToken(f"{_b64url(header)}.{_b64url(body)}.", principal, claims["exp"] * 1000, extensions)

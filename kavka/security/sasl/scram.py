@@ -95,9 +95,14 @@ def _b64decode(value: str, what: str) -> bytes:
     if not _B64.fullmatch(value):
         raise ScramFormatError(f"{what} is not base64")
     try:
-        return base64.b64decode(value, validate=True)
+        decoded = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         raise ScramFormatError(f"{what} is not base64") from None
+    # canonical only (RFC 4648 §3.5): one encoding per value, so no two
+    # different messages carry the same proof
+    if base64.b64encode(decoded).decode("ascii") != value:
+        raise ScramFormatError(f"{what} is not canonical base64")
+    return decoded
 
 
 def _attribute(part: str, name: str, what: str) -> str:
