@@ -16,4 +16,8 @@ Modules:
   wildcard and PREFIXED patterns, DENY over ALLOW, implied operations,
   ``allow.everyone.if.no.acl.found``) with Kafka's audit log; fed by the
   broker's ZooKeeper-backed ``kavka.server.acl_manager``.
+- ``sasl``: SASL authentication, sans-IO: PLAIN, SCRAM-SHA-256/512 and
+  OAUTHBEARER (unsecured JWTs) on both sides, SCRAM credentials as stored
+  under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
+  ``SaslServerFactory`` the network layer asks for one server per exchange.
 """

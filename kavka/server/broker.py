@@ -112,6 +112,7 @@ from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.acl_store import ZkAclStore
@@ -132,7 +133,7 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.static_config = config
         self.configs: BrokerConfigs | None = None
-        self.broker_id = config.broker_id
+        self.broker_id = BrokerId(config.broker_id)
         self.store: KazooZkStore | None = None
         self.zk: KavkaZkClient | None = None
         self.log_manager: LogManager | None = None
