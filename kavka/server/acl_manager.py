@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
@@ -44,6 +44,8 @@ from kavka.zk.codec import ZnodePathError
 from kavka.zk.store_types import SessionEvent, SessionState, ZkError
 
 log = logging.getLogger("kavka.acl")
+
+Entries = frozenset[AccessControlEntry]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +151,7 @@ class AclManager:
             for pattern, indexes in by_pattern.items():
                 added = frozenset(bindings[i].entry for i in indexes)
                 try:
-                    await self._update(pattern, lambda current, added=added: current | added)
+                    await self._update(pattern, added.union)
                 except ZkError as e:
                     for i in indexes:
                         results[i] = AclCreateResult(ErrorCode.UNKNOWN_SERVER_ERROR,
@@ -192,7 +194,7 @@ class AclManager:
         return [AclDeleteResult(ErrorCode.INVALID_REQUEST, problems[i]) if problems[i] is not None
                 else AclDeleteResult(matches=tuple(matches[i])) for i in range(len(filters))]
 
-    async def _update(self, pattern: ResourcePattern, change) -> None:  # type: ignore[no-untyped-def]
+    async def _update(self, pattern: ResourcePattern, change: Callable[[Entries], Entries]) -> None:
         """Under the lock: write the change, then the cache, then the notification."""
         before, after = await self.acl_store.update(pattern, change)
         self.authorizer.update_cache(pattern, after)
