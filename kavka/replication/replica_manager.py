@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,6 +193,10 @@ class ReplicaManager:
         self.clock = clock or log_manager.clock or SystemClock()
         self.controller_epoch = 0  # seed 002 §6.3 (1)
         self._partitions: dict[TopicPartition, Partition] = {}
+        # Topic ids of the partitions hosted here (LeaderAndIsr v5+): a leader
+        # resolves a follower's Fetch v13+ by them even before the
+        # controller's UpdateMetadata names a new topic.
+        self._topic_names: dict[uuid.UUID, str] = {}
         self.fetcher_manager: FetcherManager = fetcher_manager or FetcherAssignments(config.num_replica_fetchers)
         self._known_partition = known_partition
         self.leader_quota = leader_quota  # seed 002 §8: None serves followers unthrottled
@@ -381,6 +386,19 @@ class ReplicaManager:
             partition.maybe_increment_hw()
             self.complete_delayed_requests(tp)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The topic a partition hosted here has ``topic_id`` (KIP-516), or None."""
+        return self._topic_names.get(topic_id)
+
+    def has_open_transaction(self, tp: TopicPartition, producer_id: int) -> bool | None:
+        """Whether ``producer_id`` has a transaction open in ``tp`` (data
+        appended, no marker yet); None when ``tp`` is not hosted here."""
+        partition = self.get_partition(tp)
+        if partition is None:
+            return None
+        entry = partition.log.producer_state.last_entry(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
     # ---- offsets -------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(
         self, tp: TopicPartition, timestamp: int, isolation: FetchIsolation | None, current_leader_epoch: int = -1
@@ -452,6 +470,9 @@ class ReplicaManager:
                     state.leader_epoch, local_epoch,
                 )
                 errors[tp] = int(ErrorCode.STALE_CONTROLLER_EPOCH)
+        for tp, state in accepted.items():
+            if state.topic_id is not None:
+                self._topic_names[state.topic_id] = tp.topic
         # Step 3: split by role.
         to_lead = {tp: s for tp, s in accepted.items() if s.leader == self.broker_id}
         to_follow = {tp: s for tp, s in accepted.items() if s.leader != self.broker_id}
@@ -554,7 +575,9 @@ class ReplicaManager:
         return StopReplicaResult(int(ErrorCode.NONE), errors)
 
     def _stop_replica(self, tp: TopicPartition, delete: bool) -> ErrorCode:
-        self._partitions.pop(tp, None)
+        partition = self._partitions.pop(tp, None)
+        if delete and partition is not None and partition.topic_id is not None:
+            self._topic_names.pop(partition.topic_id, None)
         self.complete_delayed_requests(tp)  # they now answer NOT_LEADER / unknown
         state_change_logger.info("broker %d stopped replica %s (delete=%s)", self.broker_id, tp, delete)
         if delete:

@@ -387,6 +387,10 @@ class KazooZkStore(ZkStoreBase):
         client = self._require()
         await self._await(client.ensure_path_async(check_path(path)), path)
 
+    async def sync(self, path: str) -> None:
+        client = self._require()
+        await self._await(client.sync_async(check_path(path)), path)
+
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         client = self._require()
         if not ops:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.broker_config import KafkaConfig
@@ -62,6 +63,7 @@ class ReplicaFetcherManager:
         throttled: Callable[[TopicPartition], bool] | None = None,
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
+        broker_epoch: Callable[[], int | None] = lambda: None,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
         self.broker_id = broker_id
@@ -72,6 +74,7 @@ class ReplicaFetcherManager:
         self._throttled = throttled or (lambda tp: False)
         self._autostart = autostart
         self._now = now
+        self._broker_epoch = broker_epoch
         self.quota = ReplicationQuota(config().throttled_rate, now())
         self._runners: dict[FetcherKey, ReplicaFetcher] = {}
         self._owner: dict[TopicPartition, FetcherKey] = {}
@@ -84,18 +87,26 @@ class ReplicaFetcherManager:
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
+        broker_epoch: Callable[[], int | None] = lambda: None,
     ) -> "ReplicaFetcherManager":
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
-        returns the current one; Kafka's keys are read each fetch round."""
+        returns the current one; Kafka's keys are read each fetch round.
+        ``broker_epoch()``: this broker's registration czxid, which its
+        Fetch requests carry (KIP-903) so that leaders believe its replica id."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
             num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
+            broker_epoch=broker_epoch,
         )
+
+    def _topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+        partition = self._get_partition(tp)
+        return partition.topic_id if partition is not None else None
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
         return RemoteLeaderEndPoint(
             leader, self.broker_id, request_timeout_ms=self._config().socket_timeout_ms,
-            client_id=f"broker-{self.broker_id}-fetcher",
+            client_id=f"broker-{self.broker_id}-fetcher", broker_epoch=self._broker_epoch, topic_id=self._topic_id,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------

@@ -4,7 +4,9 @@
 Versions 0-9: v1 generation and member id; v2-4 a retention time (the
 broker's ``offsets.retention.minutes`` governs, as in Kafka since KIP-211);
 v6 the committed leader epoch; v7 group.instance.id. v10's topic ids are
-not served.
+not served. Needs READ on the group (else every partition is
+GROUP_AUTHORIZATION_FAILED) and READ on each topic (else its partitions
+are TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
 from kavka.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 8
@@ -20,26 +24,39 @@ MAX_VERSION = 9
 
 
 class OffsetCommitHandler:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: GroupCoordinator, auth: AuthHelper) -> None:
         self.coordinator = coordinator
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         version = ctx.api_version
+        R = OffsetCommitResponse
+        order = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        denied: dict[tuple[str, int], ErrorCode] = {}
+        if not self.auth.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            denied = dict.fromkeys(order, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        else:
+            readable = self.auth.filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                                      (t for t, _ in order))
+            denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in order if tp[0] not in readable}
         commits = {}
-        order = []
         for t in request.topics:
             for p in t.partitions:
-                order.append((t.name, p.partition_index))
-                commits[(t.name, p.partition_index)] = (
-                    p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
-        code, results = await self.coordinator.commit_offsets(
-            request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
-            request.member_id if version >= 1 else "", request.group_instance_id if version >= 7 else None,
-            commits)
-        R = OffsetCommitResponse
+                if (t.name, p.partition_index) not in denied:
+                    commits[(t.name, p.partition_index)] = (
+                        p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
+        code, results = ErrorCode.NONE, dict[tuple[str, int], ErrorCode]()
+        if commits:
+            code, results = await self.coordinator.commit_offsets(
+                request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
+                request.member_id if version >= 1 else "", request.group_instance_id if version >= 7 else None,
+                commits)
         by_topic: dict[str, list] = {}
         for tp in dict.fromkeys(order):
-            e = results.get(tp, code) if code is ErrorCode.NONE else code
+            if tp in denied:
+                e = denied[tp]
+            else:
+                e = results.get(tp, code) if code is ErrorCode.NONE else code
             by_topic.setdefault(tp[0], []).append(R.Topics.Partitions(partition_index=tp[1], error_code=int(e)))
         return R(throttle_time_ms=0, topics=[R.Topics(name=n, partitions=ps) for n, ps in by_topic.items()])
 

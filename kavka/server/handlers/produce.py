@@ -12,37 +12,80 @@ Metadata round trip. Idempotent batches are checked against the
 partition's producer state (``kavka.storage.producer_state.manager``): a retried
 duplicate answers NONE with its original base offset; sequence gaps and
 fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
+
+Authorization (Kafka 3.9's): a request whose batches are transactional
+(the first batch of any partition says so) needs WRITE on its
+``transactional_id``, else every partition is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE, else its
+partitions are TOPIC_AUTHORIZATION_FAILED (asked before the topic's
+existence). An idempotent producer's right to write is checked when it gets
+its producer id (InitProducerId: IDEMPOTENT_WRITE on the cluster or WRITE
+on some topic, KIP-679), not per Produce. With acks=0 an unauthorized
+partition is dropped, unanswered like the rest.
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
+from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 11
 
 
+def _first_batch_transactional(records: bytes | memoryview | None) -> bool:
+    """Kafka's ``RequestUtils.hasTransactionalRecords`` test of one
+    partition: its first batch; a damaged one is left to the log's validation."""
+    if not records:
+        return False
+    try:
+        for _pos, header in iter_batches(records, check_crc=False):
+            return header.is_transactional
+    except InvalidRecordBatch:
+        return False
+    return False
+
+
 class ProduceHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, auth: AuthHelper) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
+        self.auth = auth
+
+    def _denied(self, ctx: RequestContext, request: ProduceRequest) -> tuple[ErrorCode, set[str]]:
+        """A request-wide refusal (NONE if none) and the topics the session
+        may not WRITE to."""
+        if any(_first_batch_transactional(p.records) for t in request.topic_data for p in t.partition_data):
+            tid = request.transactional_id if ctx.api_version >= 3 else None
+            if tid is None or not self.auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+                return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, set()
+        names = [t.name for t in request.topic_data for _ in t.partition_data]
+        writable = self.auth.filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+        return ErrorCode.NONE, {n for n in names if n not in writable}
 
     async def __call__(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
         version = ctx.api_version
         entries: dict[TopicPartition, bytes | memoryview] = {}
-        early: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        early: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
         order: list[TopicPartition] = []
+        refusal, denied = self._denied(ctx, request)
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
                 order.append(tp)
-                if tp in entries or tp in early:
+                if refusal is not ErrorCode.NONE:
+                    early[tp] = (refusal, None)
+                elif topic.name in denied:
+                    early[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                elif tp in entries or tp in early:
                     early[tp] = (ErrorCode.INVALID_REQUEST, f"{tp} appears twice in one request")
                     entries.pop(tp, None)
                 elif p.records is None or len(p.records) == 0:
