@@ -39,19 +39,23 @@ class DescribeGroupsHandler:
                                     group_state="", protocol_type="", protocol_data="", members=[]))
                 continue
             code, g = self.coordinator.describe_group(group_id)
-            if code is not ErrorCode.NONE or g is None:
+            if code is not ErrorCode.NONE:
                 out.append(R.Groups(error_code=int(code), group_id=group_id,
                                     group_state=GroupState.DEAD.value, protocol_type="", protocol_data=""))
                 continue
-            stable = g.state is GroupState.STABLE
-            members = [R.Groups.Members(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                        client_id=m.client_id, client_host=m.client_host,
-                                        member_metadata=m.metadata_for(g.protocol or "") if stable else b"",
-                                        member_assignment=m.assignment if stable else b"")
-                       for m in g.members.values()]
-            entry = R.Groups(error_code=0, group_id=group_id, group_state=g.state.value,
-                             protocol_type=g.protocol_type or "", protocol_data=g.protocol or "",
-                             members=members)
+            if g is None:  # unknown: described as Dead, without error (Kafka's DeadGroup summary)
+                entry = R.Groups(error_code=0, group_id=group_id, group_state=GroupState.DEAD.value,
+                                 protocol_type="", protocol_data="", members=[])
+            else:
+                stable = g.state is GroupState.STABLE
+                members = [R.Groups.Members(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                            client_id=m.client_id, client_host=m.client_host,
+                                            member_metadata=m.metadata_for(g.protocol or "") if stable else b"",
+                                            member_assignment=m.assignment if stable else b"")
+                           for m in g.members.values()]
+                entry = R.Groups(error_code=0, group_id=group_id, group_state=g.state.value,
+                                 protocol_type=g.protocol_type or "", protocol_data=g.protocol or "",
+                                 members=members)
             if include_ops:
                 entry.authorized_operations = self.auth.authorized_operations(ctx, ResourceType.GROUP, group_id)
             out.append(entry)
