@@ -3,8 +3,8 @@ leads, with acks 0, 1 or -1 (seed 003; seed 002 §6.5).
 
 Versions 3-11: every version that carries record batch v2 (v0-2 carry the
 old message sets, which Kafka 4 dropped too). The batches go to the replica
-manager as the opaque bytes the client sent (the hot path never decodes
-records). acks=0 gets no response at all, as in Kafka; acks=-1 answers
+manager as the bytes the client sent; the leader's log walks their records
+in C without decoding them into objects. acks=0 gets no response at all, as in Kafka; acks=-1 answers
 when the high watermark passes every batch or ``timeout_ms`` runs out
 (DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
 current leader (v10+, KIP-951) so the client can redirect without a
