@@ -127,7 +127,7 @@ async def _quiet(ctl: KafkaController) -> None:
                 return
 
 
-async def _failover(broker, broker_id: int, transport: AnsweringTransport, partitions: int, pauses: "GcPauses", *,
+async def _failover(broker, broker_id: int, transport: AnsweringTransport, partitions: int, pauses: GcPauses, *,
                     multi_read: bool = True) -> tuple[KafkaController, float, float]:
     """A controller starts on ``broker`` and takes over; seconds from its
     election to the last LeaderAndIsr of the full state answered, and the

@@ -51,8 +51,8 @@ def make_records(count: int, value_size: int) -> list[SimpleRecord]:
 def kafka_python_pair(codec: Compression):
     """(build, read) closures over kafka-python, or None if it lacks the codec."""
     try:
-        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
         from kafka import codec as kcodec
+        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
     except ImportError:
         return None
     available = {

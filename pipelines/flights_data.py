@@ -38,8 +38,8 @@ import importlib.util
 import io
 import json
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 FLIGHT_INT_COLUMNS = ("year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
                       "sched_arr_time", "arr_delay", "flight", "air_time", "distance", "hour", "minute")

@@ -30,8 +30,8 @@ from kavka.client.admin_types import (
 )
 from kavka.client.cluster import Cluster
 from kavka.client.metadata import ClusterMetadata, TopicMetadata
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.common.topic_partition import TopicPartition
 
 # Entity codes worth retrying in admin calls (metadata moves); other
 # retriable codes such as REQUEST_TIMED_OUT on CreateTopics mean the

@@ -79,7 +79,7 @@ class _KafkaProtocol(asyncio.Protocol):
     """Transport glue: feeds bytes to the connection, reports loss, and
     implements write flow control for ``drain``."""
 
-    def __init__(self, conn: "BrokerConnection") -> None:
+    def __init__(self, conn: BrokerConnection) -> None:
         self._conn = conn
         self._paused = False
         self._drain_waiters: list[asyncio.Future] = []
@@ -161,7 +161,7 @@ class BrokerConnection:
     def in_flight(self) -> int:
         return len(self._pending)
 
-    async def connect(self) -> "BrokerConnection":
+    async def connect(self) -> BrokerConnection:
         """Open the socket and negotiate versions. Raises ``ConnectFailed``."""
         if self._transport is not None:
             raise RuntimeError(f"{self!r} is already connected (or was closed); make a new one")
@@ -183,7 +183,7 @@ class BrokerConnection:
             raise
         return self
 
-    async def __aenter__(self) -> "BrokerConnection":
+    async def __aenter__(self) -> BrokerConnection:
         if self._transport is None:
             await self.connect()
         return self

@@ -12,9 +12,10 @@ Pure values and functions; any thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -148,13 +149,13 @@ class ConfigDef:
         doc: str = "",
         validator: Validator | None = None,
         nullable: bool = False,
-    ) -> "ConfigDef":
+    ) -> ConfigDef:
         if name in self.keys:
             raise ValueError(f"config key {name} defined twice")
         self.keys[name] = ConfigKey(name, type, default, doc, validator, nullable)
         return self
 
-    def extend(self, other: "ConfigDef") -> "ConfigDef":
+    def extend(self, other: ConfigDef) -> ConfigDef:
         for key in other.keys.values():
             if key.name in self.keys:
                 raise ValueError(f"config key {key.name} defined twice")

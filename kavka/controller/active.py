@@ -39,12 +39,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.channel import ControllerChannelManager
 from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
-from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import (
     BrokerChange,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.zk.client import ControllerClaim, KavkaZkClient
 from kavka.zk.controller_nodes import CONTROLLER_PATH
@@ -125,7 +125,7 @@ class ControllerElector:
                 log.info("controller election attempt failed (%s); retrying in %.1fs", e, self._backoff)
                 try:
                     await asyncio.wait_for(self._wake.wait(), self._backoff)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
                 self._wake.set()
 

@@ -24,12 +24,12 @@ topic being deleted is not reassigned) and the epoch's
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import ReassignPartitions
 from kavka.controller.reassignment import PartitionReassigner, remove_from_reassign_znode

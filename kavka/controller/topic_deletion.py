@@ -24,11 +24,11 @@ the controller's event task.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState

@@ -9,10 +9,10 @@ import uuid
 
 from kavka.protocol.message_base import (
     FRESH,
-    Message,
     REQUEST,
     RESPONSE,
     ZERO_UUID,
+    Message,
     build_struct,
     camel,
     default_of,

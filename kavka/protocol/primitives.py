@@ -33,12 +33,12 @@ import struct
 import uuid
 
 from kavka.protocol.errors import DecodeError
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 
 # Varints come from the one codec Kavka has (see its docstring); its readers
 # raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
 from kavka.protocol.varint import read_uvarint, read_varint, read_varlong  # noqa: F401
 
-from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 BOOL = struct.Struct(">?")
 UUID16 = struct.Struct(">16s")
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 import uuid
 
 from kavka.protocol.errors import EncodeError
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 
 # The one varint codec (kavka.protocol.varint) under the wire's names.
 from kavka.protocol.varint import encode_uvarint as write_uvarint
 from kavka.protocol.varint import encode_varint as write_varint  # noqa: F401
 from kavka.protocol.varint import encode_varlong as write_varlong  # noqa: F401
-
-from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
 
 
 def write_int8(v: int) -> bytes: return INT8.pack(v)

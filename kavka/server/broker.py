@@ -36,6 +36,7 @@ import logging
 import time
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
@@ -103,7 +104,6 @@ from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient

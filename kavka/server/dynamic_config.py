@@ -29,14 +29,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.zk.client import KavkaZkClient
-from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.codec import ZnodeDataError
+from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.store_types import NoNodeError, SessionEvent, SessionState, WatchEvent, ZkError
 
 log = logging.getLogger("kavka.dynamic_config")

@@ -17,7 +17,7 @@ Not thread-safe: the owning ``LocalLog`` works on it under its log's lock;
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from kavka.storage.segment import LogSegment
 

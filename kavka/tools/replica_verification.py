@@ -37,8 +37,8 @@ from datetime import datetime
 from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.cluster import Cluster
 from kavka.client.errors import ClientConnectionError
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage
 from kavka.tools.replica_compare import Mismatch, ReplicaFetch, batches_below, compare, lag

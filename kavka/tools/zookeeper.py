@@ -130,7 +130,7 @@ class ZooKeeperServer:
         assert self.data_dir is not None
         return self.data_dir / "zookeeper.log"
 
-    def __enter__(self) -> "ZooKeeperServer":
+    def __enter__(self) -> ZooKeeperServer:
         self.start()
         return self
 

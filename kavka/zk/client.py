@@ -26,13 +26,21 @@ store's event loop.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 from kavka.zk.admin import DeleteTopicZNode
-from kavka.zk.brokers import BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, TOPICS_PATH, BrokerIdZNode, PartitionStateZNode, TopicZNode
+from kavka.zk.brokers import (
+    BROKER_IDS_PATH,
+    BROKER_SEQUENCE_ID_PATH,
+    TOPICS_PATH,
+    BrokerIdZNode,
+    PartitionStateZNode,
+    TopicZNode,
+)
 from kavka.zk.client_admin import AdminZkOps
 from kavka.zk.cluster import PERSISTENT_PATHS, ClusterIdZNode, generated_broker_id
 from kavka.zk.config_nodes import ConfigEntityZNode
@@ -43,9 +51,9 @@ from kavka.zk.store_types import (
     CreateOp,
     DeleteOp,
     MultiOpError,
-    Op,
     NodeExistsError,
     NoNodeError,
+    Op,
     SetDataOp,
     WatchCallback,
     WatchEvent,
@@ -169,7 +177,7 @@ class KavkaZkClient(AdminZkOps):
                     ) from None
                 try:
                     await asyncio.wait_for(gone.wait(), remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
     async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:

@@ -14,13 +14,17 @@ A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
 from kavka.zk.cluster import ProducerIdBlockZNode
 from kavka.zk.codec import sequence_number
 from kavka.zk.config_nodes import ConfigEntityZNode
-from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, ConfigChangeNotificationZNode, IsrChangeNotificationZNode
+from kavka.zk.notifications import (
+    ISR_CHANGE_NOTIFICATION_PATH,
+    ConfigChangeNotificationZNode,
+    IsrChangeNotificationZNode,
+)
 from kavka.zk.store_types import NodeExistsError, NoNodeError, WatchCallback, ZkStore
 
 

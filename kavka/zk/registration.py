@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
@@ -80,6 +80,6 @@ class BrokerRegistrar:
                     log.warning("broker registration failed, retrying in %.1fs: %s", self._backoff, e)
                     try:
                         await asyncio.wait_for(self._wake.wait(), self._backoff)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                     self._wake.clear()

@@ -28,7 +28,8 @@ import asyncio
 import logging
 import threading
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
+from kavka.protocol.errors import UnsupportedVersionError
 from kavka.protocol.framing import FrameDecoder, frame
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response
-from kavka.protocol.errors import UnsupportedVersionError
 from kavka.protocol.records import iter_batches, patch_base_offset, validate_batch
 from kavka.protocol.schema import registry
 
@@ -52,7 +52,7 @@ class FakeBroker:
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self) -> "FakeBroker":
+    async def start(self) -> FakeBroker:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -153,7 +153,7 @@ class FakeCluster:
                                33: self._alter_configs, 44: self._incremental_alter_configs,
                                60: self._describe_cluster})
 
-    async def start(self) -> "FakeCluster":
+    async def start(self) -> FakeCluster:
         for b in self.brokers:
             await b.start()
         return self

@@ -10,8 +10,8 @@ from client_fakes import FakeCluster
 
 from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import NoBrokersAvailable
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from kavka.common.topic_partition import TopicPartition
 
 LIMIT = 20.0
 pytestmark = pytest.mark.async_timeout(LIMIT)

@@ -9,8 +9,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from .cluster_helpers import (ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders,
-                             produce, wait_until)
+
+from .cluster_helpers import (
+    ProducerThread,
+    ZkView,
+    consume,
+    consume_to_end,
+    create_topic,
+    delete_topic,
+    leaders,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 

@@ -14,11 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
-from .cluster_helpers import (ProducerThread, RawConnection, consume, consume_to_end, create_topic, leaders, produce,
-                             wait_until)
 
 from kavka.protocol.messages import ApiVersionsRequest
 from kavka.tools.zookeeper import free_port
+
+from .cluster_helpers import (
+    ProducerThread,
+    RawConnection,
+    consume,
+    consume_to_end,
+    create_topic,
+    leaders,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 

@@ -20,9 +20,19 @@ from __future__ import annotations
 import time
 
 import pytest
-from .cluster_helpers import (ZkView, consume, create_topic, leaders, metadata_from, produce, produce_error,
-                             set_topic_config, wait_until)
 from kazoo.client import KazooClient
+
+from .cluster_helpers import (
+    ZkView,
+    consume,
+    create_topic,
+    leaders,
+    metadata_from,
+    produce,
+    produce_error,
+    set_topic_config,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 

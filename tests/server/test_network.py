@@ -30,7 +30,7 @@ class Client:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def connect(cls, address: tuple[str, int]) -> "Client":
+    async def connect(cls, address: tuple[str, int]) -> Client:
         return cls(*await asyncio.open_connection(*address))
 
     def send_request(self, body, version: int, correlation_id: int) -> None:

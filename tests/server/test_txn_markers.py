@@ -14,12 +14,12 @@ import socket
 import pytest
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersResponse
 from kavka.server.handlers import api_versions
 from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
 from kavka.server.txn_markers import BrokerMarkerWriter
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 LIMIT = 20.0

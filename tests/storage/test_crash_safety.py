@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kavka.protocol.records.batch import validate_batch
 from kavka.common.clock import ManualClock
+from kavka.protocol.records.batch import validate_batch
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 

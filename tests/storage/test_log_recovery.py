@@ -16,7 +16,6 @@ from kavka.storage.segment import LogSegment
 
 from .conftest import STORAGE_SETTINGS, make_batch, read_all, scan_dir, small_config
 
-
 CFG = small_config(**{"segment.bytes": 1200})
 
 

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kavka.cli import main
+from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 

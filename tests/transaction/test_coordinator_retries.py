@@ -11,12 +11,12 @@ import asyncio
 import itertools
 
 from kavka.common.errors import ErrorCode
+from kavka.protocol.records import iter_batches, iter_records
 from kavka.transaction.coordinator import CoordinatorFencedError, TransactionConfig, TransactionCoordinator
 from kavka.transaction.records import decode_value
-from kavka.protocol.records import iter_batches, iter_records
 from kavka.transaction.state import TransactionState, partition_for
 
-from .test_coordinator import A, B, TID, MemoryLog, Markers, owned, settle
+from .test_coordinator import TID, A, B, Markers, MemoryLog, owned, settle
 
 S = TransactionState
 FAST = TransactionConfig(num_partitions=4, retry_backoff_ms=2, max_retry_backoff_ms=8)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.protocol.states import ZnodeStat
 

@@ -90,7 +90,7 @@ PRIMITIVES = frozenset(
 class Struct:
     """A single (non-array) nested struct."""
 
-    fields: tuple["Field", ...]
+    fields: tuple[Field, ...]
 
 
 FieldType = Union[str, tuple["Field", ...], Struct]
@@ -129,7 +129,7 @@ class Field:
         return isinstance(self.type, Struct)
 
     @property
-    def struct_fields(self) -> tuple["Field", ...]:
+    def struct_fields(self) -> tuple[Field, ...]:
         if isinstance(self.type, tuple):
             return self.type
         if isinstance(self.type, Struct):

@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import InitialFetchState
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import (
@@ -63,7 +64,6 @@ from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartiti
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.errors import UnexpectedAppendOffsetError
 from kavka.storage.log_manager import LogManager
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

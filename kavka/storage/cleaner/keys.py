@@ -16,7 +16,7 @@ inflated with the reader's bounded ``records_section``. Pure; any thread.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kavka.protocol.records.batch import HEADER_SIZE, Compression, CorruptRecordBatch, validate_batch
 from kavka.protocol.records.reader import DEFAULT_MAX_DECOMPRESSED, records_section

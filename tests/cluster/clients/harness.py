@@ -16,9 +16,9 @@ import asyncio
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from kavka.tools.cluster import BrokerProcess, LocalCluster
 
@@ -213,7 +213,7 @@ class Negotiated:
     software: frozenset[tuple[str, str]] = frozenset()  # from ApiVersions v3+
 
     @classmethod
-    def of(cls, calls: list[ApiCall]) -> "Negotiated":
+    def of(cls, calls: list[ApiCall]) -> Negotiated:
         seen: dict[int, set[int]] = defaultdict(set)
         for c in calls:
             seen[c.api_key].add(c.api_version)

@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import FetcherKey
 from kavka.replication.fetcher.state import FetchPhase
 from kavka.replication.quota import UNLIMITED_RATE
-from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import TP, batch, state
 from .harness import Cluster
