@@ -85,15 +85,15 @@ def bench_codecs(args) -> None:
     for name in args.codecs:
         codec = Compression[name.upper()]
         raw = build_batch(records, compression=codec)
-        t_build = best_of(args.repeat, lambda: build_batch(records, compression=codec))
-        t_iter = best_of(args.repeat, lambda: sum(1 for _ in iter_records(raw)))
+        t_build = best_of(args.repeat, lambda codec=codec: build_batch(records, compression=codec))
+        t_iter = best_of(args.repeat, lambda raw=raw: sum(1 for _ in iter_records(raw)))
         ref = kafka_python_pair(codec)
         kp_build = kp_iter = "n/a"
         if ref is not None:
             kbuild, kread = ref
             kraw = kbuild(records)
-            kb = best_of(args.repeat, lambda: kbuild(records))
-            ki = best_of(args.repeat, lambda: kread(kraw))
+            kb = best_of(args.repeat, lambda kbuild=kbuild: kbuild(records))
+            ki = best_of(args.repeat, lambda kread=kread, kraw=kraw: kread(kraw))
             # Ratios > 1 mean Kavka is faster than kafka-python.
             kp_build = f"x{kb / t_build:.2f}"
             kp_iter = f"x{ki / t_iter:.2f}"

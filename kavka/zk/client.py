@@ -158,9 +158,11 @@ class KavkaZkClient(AdminZkOps):
                 assert stat is not None
                 return stat.czxid
             except NodeExistsError:
+                # Bound per pass: a watch set by an earlier pass of this loop
+                # sets that pass's event, not the one this pass waits on.
                 gone = asyncio.Event()
 
-                def on_change(event: WatchEvent) -> None:
+                def on_change(event: WatchEvent, gone: asyncio.Event = gone) -> None:
                     gone.set()
 
                 stat = await self.store.exists(path, watch=on_change)
