@@ -72,7 +72,7 @@ def _converters(columns: Iterable[str], int_columns: Iterable[str], float_column
 def _typed(row: list[str], converters: list) -> dict:
     """One CSV row as a dict; ``NA`` (R's missing value) becomes None."""
     return {name: None if text == "NA" or text == "" else convert(text)
-            for (name, convert), text in zip(converters, row)}
+            for (name, convert), text in zip(converters, row, strict=True)}
 
 
 def _within(row: dict, days: int | None) -> bool:

@@ -261,7 +261,7 @@ class ActiveController:
                 return None
 
         found = await asyncio.gather(*(one(i) for i in ids))
-        return {i: f for i, f in zip(ids, found) if f is not None}
+        return {i: f for i, f in zip(ids, found, strict=True) if f is not None}
 
     def _set_assignment(self, topic: TopicZNode, only: set[int] | None = None) -> list[TopicPartition]:
         ctx = self.context
@@ -299,7 +299,7 @@ class ActiveController:
             return with_id, new_version
 
         found = await asyncio.gather(*(one(t) for t in topics))
-        return {t: f[0] for t, f in zip(topics, found) if f is not None}
+        return {t: f[0] for t, f in zip(topics, found, strict=True) if f is not None}
 
     async def on_controller_failover(self) -> None:
         zk, ctx, cfg = self.zk, self.context, self.config

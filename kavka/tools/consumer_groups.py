@@ -146,7 +146,7 @@ def _describe(admin, bootstrap: str, group: str) -> int:
                      m.host if m else "-", m.client_id if m else "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return 0
 
 

@@ -168,7 +168,7 @@ class _Verifier:
         brokers = sorted(by_broker)
         answers = await asyncio.gather(*(self._fetch(b, by_broker[b]) for b in brokers), return_exceptions=True)
         fetched: dict[TopicPartition, dict[int, object]] = {tp: {} for tp in self.replicas}
-        for broker, answer in zip(brokers, answers):
+        for broker, answer in zip(brokers, answers, strict=True):
             if isinstance(answer, (KafkaError, ClientConnectionError, OSError, asyncio.TimeoutError)):
                 if broker not in self.down:
                     print(f"{_now()}: broker {broker} did not answer ({answer}); its partitions wait for it",

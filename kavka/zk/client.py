@@ -200,7 +200,7 @@ class KavkaZkClient(AdminZkOps):
 
         ids = list(ids)
         found = await asyncio.gather(*(self._bounded(one(i)) for i in ids))
-        return {i: b for i, b in zip(ids, found) if b is not None}
+        return {i: b for i, b in zip(ids, found, strict=True) if b is not None}
 
     # -- controller -------------------------------------------------------------------------------
 
@@ -282,7 +282,7 @@ class KavkaZkClient(AdminZkOps):
     async def get_topics_assignments(self, topics: Iterable[str]) -> dict[str, TopicZNode]:
         topics = list(topics)
         found = await asyncio.gather(*(self._bounded(self.get_topic(t)) for t in topics))
-        return {t: z[0] for t, z in zip(topics, found) if z is not None}
+        return {t: z[0] for t, z in zip(topics, found, strict=True) if z is not None}
 
     async def create_topic(self, topic: TopicZNode, config: Mapping[str, str]) -> None:
         """Write the topic's config, then its assignment (the controller acts
@@ -352,8 +352,8 @@ class KavkaZkClient(AdminZkOps):
         chunks = [keys[lo : lo + size] for lo in range(0, len(keys), size)]
         answers = await asyncio.gather(*(self._bounded(batch(c)) for c in chunks))
         out: dict[tuple[str, int], tuple[PartitionStateZNode, int]] = {}
-        for chunk, answer in zip(chunks, answers):
-            for (t, p), found in zip(chunk, answer):
+        for chunk, answer in zip(chunks, answers, strict=True):
+            for (t, p), found in zip(chunk, answer, strict=True):
                 if found is not None:
                     data, stat = found
                     out[(t, p)] = PartitionStateZNode.decode(data, PartitionStateZNode.path(t, p)), stat.version
@@ -372,7 +372,7 @@ class KavkaZkClient(AdminZkOps):
 
         keys = list(partitions)
         found = await asyncio.gather(*(self._bounded(one(t, p)) for t, p in keys))
-        return {k: v for k, v in zip(keys, found) if v is not None}
+        return {k: v for k, v in zip(keys, found, strict=True) if v is not None}
 
     async def create_partition_states(self, claim: ControllerClaim, states: Sequence[PartitionStateZNode]) -> dict[tuple[str, int], PartitionWrite]:
         """New partitions' first leader and ISR (seed 000 §创建 Topic 3.2),
@@ -391,7 +391,7 @@ class KavkaZkClient(AdminZkOps):
             return _refused(cause)
 
         results = await self._fenced_batches(claim, items, on_error)
-        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(0)) for s, r in zip(states, results)}
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(0)) for s, r in zip(states, results, strict=True)}
 
     async def update_partition_states(
         self, claim: ControllerClaim, updates: Sequence[tuple[PartitionStateZNode, int]]
@@ -402,7 +402,7 @@ class KavkaZkClient(AdminZkOps):
         controller was deposed."""
         items: list[list[Op]] = [[SetDataOp(s.znode_path, s.encode(), v)] for s, v in updates]
         results = await self._fenced_batches(claim, items, lambda ops, k, cause: _refused(cause))
-        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(r[0].version)) for (s, _), r in zip(updates, results)}
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(r[0].version)) for (s, _), r in zip(updates, results, strict=True)}
 
     async def _fenced_batches(
         self,

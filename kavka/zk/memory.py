@@ -339,7 +339,7 @@ class InMemoryZkStore(ZkStoreBase):
         pending: dict[str, _Node | None] = {}
         plan: list[tuple[Op, str]] = []
         fulls = [self._root(op.path) for op in ops]
-        for i, (op, full) in enumerate(zip(ops, fulls)):
+        for i, (op, full) in enumerate(zip(ops, fulls, strict=True)):
             try:
                 if isinstance(op, CreateOp):
                     actual = self._server.check_create(full, op.sequential, pending)

@@ -339,7 +339,7 @@ class KazooZkStore(ZkStoreBase):
                 self._multi_read = False
             else:
                 out: list[tuple[bytes, ZnodeStat] | None] = []
-                for path, r in zip(paths, results):
+                for path, r in zip(paths, results, strict=True):
                     if isinstance(r, kz.NoNodeError):
                         out.append(None)
                     elif isinstance(r, Exception):
@@ -416,7 +416,7 @@ class KazooZkStore(ZkStoreBase):
             cause = _translate(err, op.path, getattr(op, "version", None))
             raise MultiOpError(i, op, cause if isinstance(cause, ZkError) else ZkError(str(cause), op.path))
         out: list[OpResult] = []
-        for op, r in zip(ops, results):
+        for op, r in zip(ops, results, strict=True):
             if isinstance(op, CreateOp):
                 out.append(r)
             elif isinstance(op, SetDataOp):

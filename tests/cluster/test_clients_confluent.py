@@ -84,7 +84,7 @@ def _wait_leaders(admin: AdminClient, topic: str, partitions: int = PARTITIONS) 
 
 
 def _produce(cluster, plan: Plan) -> None:
-    for run, acks in zip(plan.runs, ("1", "all")):
+    for run, acks in zip(plan.runs, ("1", "all"), strict=True):
         producer = Producer(_conf(cluster, acks=acks, **{"linger.ms": 5, "batch.size": PRODUCER_BATCH_BYTES}))
         delivered: list[tuple] = []
 

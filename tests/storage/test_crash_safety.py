@@ -165,7 +165,7 @@ class CrashSafety(RuleBasedStateMachine):
         n = len(served)
         lo = self.flushed if expected_min is None else expected_min
         assert lo <= n <= expected_max, (lo, n, expected_max)
-        for (header, raw), (base, last, expected_body) in zip(served, self.model):
+        for (header, raw), (base, last, expected_body) in zip(served, self.model, strict=False):
             validate_batch(raw)
             assert (header.base_offset, header.last_offset) == (base, last)
             assert body(raw) == expected_body

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -39,7 +40,7 @@ def assert_indexes_agree(log):
         for e in seg.offset_index.entries_list():
             assert e.position in batches and batches[e.position].last_offset == e.offset
         ts = seg.time_index.entries_list()
-        assert all(a.timestamp < b.timestamp and a.offset <= b.offset for a, b in zip(ts, ts[1:]))
+        assert all(a.timestamp < b.timestamp and a.offset <= b.offset for a, b in pairwise(ts))
         for e in ts:
             assert any(h.last_offset == e.offset and h.max_timestamp == e.timestamp for h in batches.values())
 
