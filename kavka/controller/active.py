@@ -37,6 +37,7 @@ the controller's event task; after each event the controller calls
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -449,10 +450,8 @@ class ActiveController:
 
     async def _delete_paths(self, paths: list[str]) -> None:
         for path in paths:
-            try:
+            with contextlib.suppress(NoNodeError):
                 await self.zk.store.delete(path)
-            except NoNodeError:
-                pass
 
     async def close(self) -> None:
         self.elections.close()

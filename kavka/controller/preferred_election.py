@@ -32,6 +32,7 @@ partition state machine, the topic deletion manager, the event queue's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -179,10 +180,8 @@ class LeaderElections:
         await self._delete_znode()
 
     async def _delete_znode(self) -> None:
-        try:
+        with contextlib.suppress(NoNodeError):
             await self.zk.store.delete(PREFERRED_REPLICA_ELECTION_PATH)
-        except NoNodeError:
-            pass
 
     # -- auto leader rebalance -----------------------------------------------------------------
 

@@ -23,6 +23,7 @@ topic being deleted is not reassigned) and the epoch's
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -94,10 +95,8 @@ class ReassignmentRequests:
             return await self.zk.get_reassignment(self.watches(ReassignPartitions()))
         except ZnodeDataError as e:
             log.error("controller: deleting malformed %s: %s", REASSIGN_PARTITIONS_PATH, e)
-            try:
+            with contextlib.suppress(NoNodeError):
                 await self.zk.store.delete(REASSIGN_PARTITIONS_PATH)
-            except NoNodeError:
-                pass
             return None
 
     async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[int, ...]]:

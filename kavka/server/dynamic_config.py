@@ -27,6 +27,7 @@ Runs on the broker's event loop; watch callbacks arrive there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -140,10 +141,8 @@ class DynamicConfigManager:
                             await self._apply(note.entity_type, note.entity_name)
                         self.last_executed = seq
                     if now - stat.ctime > CHANGE_EXPIRATION_MS:
-                        try:
+                        with contextlib.suppress(NoNodeError):
                             await self.zk.store.delete(path)
-                        except NoNodeError:
-                            pass
                 if not self._again:
                     return
         finally:

@@ -23,6 +23,7 @@ Call from any thread; each instance owns one process. Also runnable as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -232,10 +233,8 @@ class ZooKeeperServer:
         proc = self._process
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
         self._kill()
         if self._own_dir and self.data_dir is not None:
             shutil.rmtree(self.data_dir, ignore_errors=True)

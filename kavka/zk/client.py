@@ -26,6 +26,7 @@ store's event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -177,10 +178,8 @@ class KavkaZkClient(AdminZkOps):
                         "is another broker running with the same broker.id?",
                         path,
                     ) from None
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(gone.wait(), remaining)
-                except TimeoutError:
-                    pass
 
     async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
         children = await self.store.get_children(BROKER_IDS_PATH, watch)
@@ -230,10 +229,8 @@ class KavkaZkClient(AdminZkOps):
         broker holds ``/controller`` or won the epoch first."""
         current = await self.get_controller_epoch()
         if current is None:
-            try:
+            with contextlib.suppress(NodeExistsError):
                 await self.store.create(ControllerEpochZNode.path(), ControllerEpochZNode(INITIAL_CONTROLLER_EPOCH).encode())
-            except NodeExistsError:
-                pass
             current = await self.get_controller_epoch()
             assert current is not None
         epoch, version = current
@@ -252,10 +249,8 @@ class KavkaZkClient(AdminZkOps):
 
     async def resign_controller(self, claim: ControllerClaim) -> None:
         """Delete ``/controller`` if this controller's epoch still holds."""
-        try:
+        with contextlib.suppress(MultiOpError):  # already gone or another controller: nothing of ours to remove
             await self.store.multi([CheckOp(ControllerEpochZNode.path(), claim.epoch_zk_version), DeleteOp(ControllerZNode.path())])
-        except MultiOpError:
-            pass  # already gone or another controller: nothing of ours to remove
 
     async def _fenced(self, claim: ControllerClaim, ops: Sequence[Op]) -> list[Any]:
         try:
@@ -379,10 +374,8 @@ class KavkaZkClient(AdminZkOps):
         with their parent znodes, in fenced multis of up to ``batch_size``
         partitions. A partition whose state already exists reports ``conflict``."""
         for topic in {s.topic for s in states}:
-            try:
+            with contextlib.suppress(NodeExistsError):
                 await self.store.create(PartitionStateZNode.partitions_path(topic), b"")
-            except NodeExistsError:
-                pass
         items: list[list[Op]] = [[CreateOp(PartitionStateZNode.partition_path(s.topic, s.partition)), CreateOp(s.znode_path, s.encode())] for s in states]
 
         def on_error(ops: list[Op], k: int, cause: ZkError) -> list[Op] | PartitionWrite:

@@ -14,6 +14,7 @@ A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 
 from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
@@ -34,10 +35,8 @@ class AdminZkOps:
     store: ZkStore
 
     async def request_topic_deletion(self, topic: str) -> None:
-        try:
+        with contextlib.suppress(NodeExistsError):
             await self.store.create(DeleteTopicZNode.path(topic), b"", make_parents=True)
-        except NodeExistsError:
-            pass
 
     async def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
         return await self.store.get_children(DELETE_TOPICS_PATH, watch)

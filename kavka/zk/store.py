@@ -25,6 +25,7 @@ One instance per event loop; start it before use and close it once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -95,10 +96,8 @@ class _LoopHandoff:
             if self._scheduled:
                 return
             self._scheduled = True
-        try:
+        with contextlib.suppress(RuntimeError):  # loop closed
             self._loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:
-            pass  # loop closed
 
     def _drain(self) -> None:
         with self._lock:

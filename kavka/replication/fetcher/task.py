@@ -42,6 +42,7 @@ Event loop only: every log mutation happens between awaits, on the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -174,10 +175,8 @@ class ReplicaFetcher:
                 wait = min(wait, s.delayed_until - now)
             elif s.phase is FetchPhase.FETCHING:  # ready but left out: throttled
                 wait = min(wait, self._quota.seconds_until_available(now))
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), max(wait, MIN_IDLE_S))
-        except TimeoutError:
-            pass
 
     # ---- one round -------------------------------------------------------------------------------
     async def run_once(self) -> bool:

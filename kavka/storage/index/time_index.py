@@ -16,6 +16,7 @@ Owned by a ``LogSegment``; guarded by its ``Log``'s lock.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,10 +110,8 @@ class TimeIndex(IndexFile):
 
     def restore(self, entries: int, last: TimestampOffset) -> None:
         """Undo appends after a failed write (best effort on disk)."""
-        try:
+        with contextlib.suppress(OSError):
             self.truncate_to_entries(entries)
-        except OSError:
-            pass
         self._last = last
 
     def entries_list(self) -> list[TimestampOffset]:
