@@ -240,10 +240,7 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("handler for API %d v%d failed (%s); closing the connection",
                           header.api_key, header.api_version, self._who(header))
             return False
-        if inspect.isawaitable(result):
-            fut = asyncio.ensure_future(result)
-        else:
-            fut = result
+        fut = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
         await self._outbox.put((header, fut))
         return True
 
