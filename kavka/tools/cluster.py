@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from kavka.tools.zookeeper import ZooKeeperServer, free_port
 
@@ -42,7 +43,7 @@ class BrokerProcess:
     directory: Path
     properties: Path
     process: subprocess.Popen | None = None
-    log_file: object = field(default=None, repr=False)
+    log_file: BinaryIO | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
@@ -281,7 +282,7 @@ class LocalCluster:
 
         from kavka.protocol.framing import frame
         from kavka.protocol.headers import RequestHeader, decode_response, encode_request
-        from kavka.protocol.messages import MetadataRequest
+        from kavka.protocol.messages import MetadataRequest, MetadataResponse
 
         request = encode_request(RequestHeader(3, 1, 1, "kavka-cluster"), MetadataRequest(topics=[]))
         host, port = "127.0.0.1", self.brokers[broker_id].port
@@ -297,6 +298,7 @@ class LocalCluster:
         except OSError:
             return False
         _, response = decode_response(3, 1, data[4:])
+        assert isinstance(response, MetadataResponse)  # the body of a Metadata (key 3) response
         return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
 
     def wait_ready(self, ids: set[int], timeout: float = 60.0) -> None:
