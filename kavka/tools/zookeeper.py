@@ -34,7 +34,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
@@ -113,7 +112,6 @@ class ZooKeeperServer:
         self._fsync = fsync
         self._heap_mb = heap_mb
         self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: BinaryIO | None = None
 
     @property
     def connect_string(self) -> str:
@@ -198,10 +196,12 @@ class ZooKeeperServer:
             MAIN_CLASS,
             str(cfg),
         ]
-        self._log_file = open(self.log_path, "ab")
-        self._process = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, cwd=self.data_dir, start_new_session=True
-        )
+        # ZooKeeper writes its log through its own copy of the descriptor.
+        with open(self.log_path, "ab") as log_file:
+            self._process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, cwd=self.data_dir,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -225,9 +225,6 @@ class ZooKeeperServer:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; remove an owned data dir."""
