@@ -45,6 +45,7 @@ class FakeBroker:
         self.silent: set[int] = set()
         self.close_on: set[int] = set()
         self.received: list[RequestHeader] = []
+        self._received_more = asyncio.Event()
         self.connections = 0
         self.host = "127.0.0.1"
         self.port = 0
@@ -68,6 +69,12 @@ class FakeBroker:
             await self._server.wait_closed()
             self._server = None
 
+    async def received_requests(self, api_key: int, count: int) -> None:
+        """Until ``count`` requests of ``api_key`` have arrived."""
+        while sum(h.api_key == api_key for h in self.received) < count:
+            self._received_more.clear()
+            await self._received_more.wait()
+
     def kill_connections(self) -> None:
         for w in list(self._writers):
             w.close()
@@ -88,6 +95,7 @@ class FakeBroker:
                     except UnsupportedVersionError as e:
                         header, body = e.header, None
                     self.received.append(header)
+                    self._received_more.set()
                     if header.api_key in self.close_on:
                         writer.close()
                         return

@@ -195,7 +195,8 @@ class Cluster:
         assert len(live) <= 1, f"two active controllers: {[c.broker_id for c in live]}"
         return live[0] if live else None
 
-    async def until(self, predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> None:
+    # ``timeout`` is an assertion's deadline: its failure names what was awaited.
+    async def until(self, predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> None:  # noqa: ASYNC109
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

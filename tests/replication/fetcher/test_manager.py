@@ -21,8 +21,9 @@ from ..conftest import TP, batch, state
 from .harness import Cluster
 
 
-async def eventually(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+async def eventually(predicate) -> None:
+    """Until ``predicate()`` holds; fails after 10 s."""
+    deadline = time.monotonic() + 10.0
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.01)
@@ -229,5 +230,5 @@ async def test_an_idle_fetcher_wakes_for_new_partitions(tmp_path, clock):
     await asyncio.sleep(0.05)  # the fetcher is asleep
     c.leader_and_isr([state(1, 0, (1, 2), tp=other)])
     await c[1].rm.append_records(30_000, 1, {other: batch(3)})
-    await eventually(lambda: c[2].log(other).log_end_offset == 3, timeout=10)
+    await eventually(lambda: c[2].log(other).log_end_offset == 3)
     await c.close()
