@@ -229,7 +229,7 @@ def produce(broker: BrokerUnderTest, topic: str, partitions: int, records: int, 
         except BufferError:  # the client's queue is full: let it drain
             p.poll(0.001)
             if time.monotonic() > deadline:
-                raise RuntimeError(f"produce to {broker.name} timed out after {i} records")
+                raise RuntimeError(f"produce to {broker.name} timed out after {i} records") from None
     left = p.flush(max(0.1, deadline - time.monotonic()))
     seconds = time.perf_counter() - start
     run = Run(records, records * size, seconds, cpu_seconds(broker.pid) - cpu0, client_cpu() - ccpu0)

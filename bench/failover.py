@@ -181,7 +181,7 @@ async def run(connect: str, partitions: int, sample: int, profile: bool = False)
     keys = [(t, p) for t in topics for p in range(min(PARTITIONS_PER_TOPIC, partitions - topics.index(t) * PARTITIONS_PER_TOPIC))]
 
     # Bulk read: multiRead batches vs one get per partition (all in flight).
-    for attempt in range(2):  # the second round is the figure (warm caches, JIT-free but warm kazoo)
+    for _ in range(2):  # the second round is the figure (warm caches, JIT-free but warm kazoo)
         t0 = time.perf_counter()
         got = await admin.get_partition_states(keys)
         out["read_multi_s"] = time.perf_counter() - t0

@@ -192,7 +192,7 @@ def _catch_up_once(bench: Bench, topic: str, follower: int, throttled: bool) -> 
         except BufferError:
             p.poll(0.01)
             if time.monotonic() > deadline:
-                raise RuntimeError("producing the catch-up backlog timed out")
+                raise RuntimeError("producing the catch-up backlog timed out") from None
     if p.flush(max(0.1, deadline - time.monotonic())):
         raise RuntimeError("producing the catch-up backlog timed out")
     target = _follower_bytes(bench, LEADER, topic)

@@ -225,10 +225,8 @@ def load_properties(text: str, source: str = "") -> dict[str, str]:
         while line.endswith("\\") and i < len(lines):
             line = line[:-1] + lines[i].strip()
             i += 1
-        for sep_pos, ch in enumerate(line):
-            if ch in "=:":
-                break
-        else:
+        sep_pos = next((pos for pos, ch in enumerate(line) if ch in "=:"), None)
+        if sep_pos is None:
             raise ConfigError(line, f"line {lineno} has no '=' (expected key=value)", source)
         key, value = line[:sep_pos].strip(), line[sep_pos + 1 :].strip()
         if not key:

@@ -30,7 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol, Union
+from typing import Protocol
 
 
 class ZkError(Exception):
@@ -180,9 +180,9 @@ class CheckOp:
     version: int
 
 
-Op = Union[CreateOp, SetDataOp, DeleteOp, CheckOp]
+Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 # Per op: the created path (CreateOp), the new stat (SetDataOp), None otherwise.
-OpResult = Union[str, ZnodeStat, None]
+OpResult = str | ZnodeStat | None
 
 
 class ZkStore(Protocol):

@@ -54,7 +54,7 @@ def test_exactly_the_eligible_partitions_of_imbalanced_brokers(parts, live, shut
         if imbalance[preferred].ratio > pct / 100:
             expected.append(tp)
     assert chosen == sorted(expected)
-    for b, imb in imbalance.items():
+    for imb in imbalance.values():
         assert 0.0 <= imb.ratio <= 1.0
         assert set(imb.led_elsewhere) <= set(imb.preferred)
 

@@ -70,7 +70,7 @@ def test_deep_iteration_prints_records_and_markers(segment_dir):
     assert result.returncode == 0
     records = [l for l in result.stdout.splitlines() if l.startswith("| offset:")]
     assert len(records) == 30
-    assert records[3].startswith("| offset: 3 CreateTime: %d keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]" % (T0 + 3))
+    assert records[3].startswith(f"| offset: 3 CreateTime: {T0 + 3} keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]")
     assert "endTxnMarker: COMMIT coordinatorEpoch: 7" in records[29]
     assert "payload" not in result.stdout
     data = cli("--print-data-log", str(segment_dir / f"{SEG}.log"))

@@ -23,7 +23,6 @@ Pure data; imported by the codec and by tests that generate round trips.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 _OPEN = 1 << 15  # larger than any version
 
@@ -93,7 +92,7 @@ class Struct:
     fields: tuple[Field, ...]
 
 
-FieldType = Union[str, tuple["Field", ...], Struct]
+FieldType = str | tuple["Field", ...] | Struct
 
 
 @dataclass(frozen=True, slots=True)

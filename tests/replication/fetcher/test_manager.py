@@ -33,7 +33,7 @@ async def test_running_fetchers_catch_up_and_complete_acks_all(tmp_path, clock):
     c = Cluster(tmp_path, clock, (1, 2, 3), wait_max_ms=100, autostart=True, now=time.monotonic)
     other = TopicPartition("orders", 1)
     c.leader_and_isr([state(1, 0, (1, 2, 3)), state(2, 0, (2, 1, 3), tp=other)])
-    for i in range(20):
+    for _ in range(20):
         answer = await asyncio.wait_for(c[1].rm.append_records(30_000, -1, {TP: batch(5)}), 10)
         assert answer[TP].error is ErrorCode.NONE
         await c[2].rm.append_records(30_000, 1, {other: batch(2)})
