@@ -119,7 +119,10 @@ def expected_after_clean(original: list[Seen], end_offset: int, drop_tombstones:
             latest[r.key] = r.offset
     out = []
     for r in original:
-        if r.offset >= end_offset or r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None):
+        # kept: beyond the cleaned range, or the latest record of its key
+        if r.offset >= end_offset or (
+            r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None)
+        ):
             out.append(r)
     return out
 
