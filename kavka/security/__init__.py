@@ -11,4 +11,8 @@ Modules:
   ``AccessControlEntry``, ``AclBinding`` and the ``Action`` an API asks for.
 - ``authorizer``: the ``Authorizer`` seam a broker consults when
   ``authorizer.class.name`` is set.
+- ``sasl``: SASL authentication, sans-IO: PLAIN, SCRAM-SHA-256/512 and
+  OAUTHBEARER (unsecured JWTs) on both sides, SCRAM credentials as stored
+  under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
+  ``SaslServerFactory`` the network layer asks for one server per exchange.
 """

@@ -36,6 +36,7 @@ import logging
 import time
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
@@ -122,7 +123,7 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.static_config = config
         self.configs: BrokerConfigs | None = None
-        self.broker_id = config.broker_id
+        self.broker_id = BrokerId(config.broker_id)
         self.store: KazooZkStore | None = None
         self.zk: KavkaZkClient | None = None
         self.log_manager: LogManager | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,7 @@ class TimeIndex(IndexFile):
         self._last = TimestampOffset(timestamp, offset)
         return True
 
-    def _slot_for(self, key, value: int) -> int:
+    def _slot_for(self, key: Callable[[tuple[int, int]], int], value: int) -> int:
         view = self.view()
         lo, hi = 0, self.entries - 1
         found = -1
