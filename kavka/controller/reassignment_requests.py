@@ -29,8 +29,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
-from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.controller.context import ControllerContext, ReplicaAssignment, as_broker_ids
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import ReassignPartitions
 from kavka.controller.reassignment import PartitionReassigner, remove_from_reassign_znode
@@ -99,17 +100,17 @@ class ReassignmentRequests:
                 await self.zk.store.delete(REASSIGN_PARTITIONS_PATH)
             return None
 
-    async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[int, ...]]:
+    async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[BrokerId, ...]]:
         """The znode's valid entries; invalid ones are logged and removed from it."""
         if node is None:
             return {}
-        valid: dict[TopicPartition, tuple[int, ...]] = {}
+        valid: dict[TopicPartition, tuple[BrokerId, ...]] = {}
         invalid: list[TopicPartition] = []
         for topic, partition, replicas in node.reassignments:
             tp = TopicPartition(topic, partition)
             verdict = self.validate(tp, replicas)
             if verdict.code is ErrorCode.NONE:
-                valid[tp] = replicas
+                valid[tp] = as_broker_ids(replicas)
             else:
                 log.error("controller: ignoring reassignment of %s to %s from %s: %s", tp, list(replicas), REASSIGN_PARTITIONS_PATH, verdict.message)
                 invalid.append(tp)
@@ -160,7 +161,7 @@ class ReassignmentRequests:
             out[tp] = verdict
             if verdict.code is ErrorCode.NONE:
                 await self._supersede_znode(tp)
-                await reassigner.reassign(tp, replicas)
+                await reassigner.reassign(tp, as_broker_ids(replicas))
         return out
 
     async def _supersede_znode(self, tp: TopicPartition) -> None:

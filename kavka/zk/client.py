@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+from kavka.common.ids import BrokerId
 from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import (
     BROKER_IDS_PATH,
@@ -181,9 +182,9 @@ class KavkaZkClient(AdminZkOps):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(gone.wait(), remaining)
 
-    async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
+    async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[BrokerId]:
         children = await self.store.get_children(BROKER_IDS_PATH, watch)
-        return sorted(int(c) for c in children if c.isdigit())
+        return sorted(BrokerId(int(c)) for c in children if c.isdigit())
 
     async def get_brokers(self, ids: Iterable[int]) -> dict[int, BrokerIdZNode]:
         """Registrations of ``ids`` that still exist (a broker may die between

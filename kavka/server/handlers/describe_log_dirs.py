@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.storage.log_manager import LogManager
@@ -32,7 +33,7 @@ class DescribeLogDirsHandler:
         wanted = None
         if request.topics is not None:
             wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-        held = []  # (partition, its directory, its size)
+        held: list[tuple[TopicPartition, Path, int]] = []  # (partition, its directory, its size)
         for tp, log in sorted(self.log_manager.all_logs().items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
             if wanted is not None and (tp.topic, tp.partition) not in wanted:
                 continue
@@ -49,10 +50,10 @@ class DescribeLogDirsHandler:
                 R.Results.Topics.Partitions(partition_index=tp.partition, partition_size=size,
                                             offset_lag=0, is_future_key=False))
         results = []
-        for directory, topics in per_dir.items():
-            entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=directory, topics=[
+        for dir_name, topics in per_dir.items():
+            entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=dir_name, topics=[
                 R.Results.Topics(name=name, partitions=parts) for name, parts in topics.items()])
-            disk = usage[directory]
+            disk = usage[dir_name]
             if disk is None:
                 entry.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
                 entry.topics = []
