@@ -130,10 +130,10 @@ def main() -> None:
                 label = f"{batch_bytes // 1024} KiB {codec.name.lower()}"
                 extra = ""
                 if codec is Compression.NONE:
-                    t_walk = min(timed(lambda: walk_all(batches[1:], walk_records)) for _ in range(args.repeat))
+                    t_walk = min(timed(lambda b=batches: walk_all(b[1:], walk_records)) for _ in range(args.repeat))
                     extra = f"{'—':>18}{records / t_walk / 1e6:>8.1f} M/s"
                 else:
-                    t_d = min(timed(lambda: decompress_all(batches)) for _ in range(args.repeat))
+                    t_d = min(timed(lambda b=batches: decompress_all(b)) for _ in range(args.repeat))
                     extra = f"{records / t_d / 1e6:>14.2f} M/s{'':>12}"
                 print(f"{label:<16}{records / t_v / 1e6:>10.2f} M/s{records / t_u / 1e6:>10.2f} M/s"
                       f"{t_u / t_v:>7.2f}x{extra}")

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
 from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, SubscribePattern, spelled
@@ -53,7 +53,7 @@ class OffsetLookup:
                                                                                           "60000")))
         self._started = False
 
-    def __enter__(self) -> "OffsetLookup":
+    def __enter__(self) -> OffsetLookup:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -149,7 +149,9 @@ class OffsetLookup:
             rest = [tp for tp in tps if tp not in position.offsets]
             fallback = self.latest(rest) if ending else self.earliest(rest)
             return {**fallback, **self._by_timestamp(stamps, option, ending)}
-        return self._by_timestamp({tp: position.timestamp for tp in tps}, option, ending)
+        timestamp = position.timestamp
+        assert timestamp is not None  # the remaining kind, "timestamp", carries one (Position)
+        return self._by_timestamp({tp: timestamp for tp in tps}, option, ending)
 
     def _by_timestamp(self, stamps: Mapping[TopicPartition, int], option: str,
                       ending: bool) -> dict[TopicPartition, int]:

@@ -67,7 +67,7 @@ class ConsumerThread:
         finally:
             self._consumer.close()
 
-    def start(self) -> "ConsumerThread":
+    def start(self) -> ConsumerThread:
         self._thread.start()
         return self
 

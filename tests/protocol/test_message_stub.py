@@ -85,7 +85,7 @@ def test_stub_classes_match_the_runtime_classes():
         for side in ("Request", "Response"):
             name = f"{a.name}{side}"
             cls = getattr(messages, name)
-            assert cls.API_KEY == a.key
+            assert a.key == cls.API_KEY
             _check_class(cls, top[name])
 
 

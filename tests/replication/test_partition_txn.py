@@ -8,8 +8,8 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import iter_batches
 from kavka.protocol.records.builder import SimpleRecord, build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
-from kavka.storage.append_origin import AppendOrigin
 from kavka.replication.requests import AbortedTransaction, FetchIsolation
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
 
 from .conftest import T0, batch, make_partition, state

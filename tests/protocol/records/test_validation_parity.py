@@ -19,8 +19,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kavka.protocol.records import Compression, build_batch, decode_batch
 from kavka.protocol.records.batch import HEADER_SIZE, TimestampType, parse_header
 from kavka.protocol.records.builder import assemble_batch
-from kavka.protocol.records.record import encode_record
 from kavka.protocol.records.reader import records_section
+from kavka.protocol.records.record import encode_record
 from kavka.protocol.records.validation import NATIVE, TS_ALWAYS, TS_NONE, TS_RANGE, walk_records
 from kavka.protocol.records.varint import write_varint, write_varlong
 
