@@ -139,8 +139,12 @@ async def propagation(changes: int) -> None:
             start = time.perf_counter()
             await writer.create_acls([AclBinding(ResourcePattern(ResourceType.TOPIC, name),
                                                  AccessControlEntry("User:alice", "*", AclOperation.READ, ALLOW))])
-            while not reader.authorizer.authorize(alice, [action])[0]:
+            for _ in range(60_000):  # polled every 0.5 ms, 30 s at most
+                if reader.authorizer.authorize(alice, [action])[0]:
+                    break
                 await asyncio.sleep(0.0005)
+            else:
+                raise SystemExit(f"{name}: the second broker's cache never answered in 30 s")
             lat.append(time.perf_counter() - start)
             start = time.perf_counter()
             await stores[0].create(f"/bench-ref-{i}", b"x")

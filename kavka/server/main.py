@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import logging.handlers
@@ -122,10 +123,8 @@ async def _serve(config) -> int:
     if not starting.done():
         logging.getLogger("kavka.server").info("broker %d: stop requested during startup", config.broker_id)
         starting.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
             await starting
-        except (asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
-            pass
         await server.shutdown()
         return 0
     stopping.cancel()

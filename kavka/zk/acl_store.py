@@ -26,7 +26,14 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from kavka.security.acl import CONCRETE_RESOURCE_TYPES, AccessControlEntry, PatternType, ResourcePattern, ResourceType, parse_name
+from kavka.security.acl import (
+    CONCRETE_RESOURCE_TYPES,
+    AccessControlEntry,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    parse_name,
+)
 from kavka.zk.acls import ACL_PERSISTENT_PATHS, ResourceAclsZNode, change_znode, store_path
 from kavka.zk.store_types import BadVersionError, NodeExistsError, NoNodeError, ZkError, ZkStore
 
@@ -104,7 +111,7 @@ class ZkAclStore:
                 except NoNodeError:
                     continue
                 paths = [f"{root}/{type_name}/{name}" for name in names]
-                for path, got in zip(paths, await self.store.get_many(paths)):
+                for path, got in zip(paths, await self.store.get_many(paths), strict=True):
                     if got is not None:
                         node = ResourceAclsZNode.decode(got[0], path)
                         if node.entries:

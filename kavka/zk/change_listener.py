@@ -28,6 +28,7 @@ Runs on the store's event loop; watch callbacks arrive there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -120,7 +121,7 @@ class ChangeNotificationListener:
                     del self._ctimes[gone]
                 new = sorted((s, c) for c in children if c not in self._ctimes and (s := self._sequence(c)) is not None)
                 read = await self.store.get_many([f"{self.root}/{c}" for _, c in new])
-                for (seq, child), got in zip(new, read):
+                for (seq, child), got in zip(new, read, strict=True):
                     if got is None:
                         continue  # purged by another broker meanwhile
                     data, stat = got
@@ -137,10 +138,8 @@ class ChangeNotificationListener:
                 now = self.clock_ms()
                 for child, ctime in list(self._ctimes.items()):
                     if now - ctime > self.expiration_ms:
-                        try:
+                        with contextlib.suppress(NoNodeError):
                             await self.store.delete(f"{self.root}/{child}")
-                        except NoNodeError:
-                            pass
                         del self._ctimes[child]
                 if not self._again:
                     return

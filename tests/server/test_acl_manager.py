@@ -163,7 +163,7 @@ async def test_create_refuses_invalid_bindings_with_their_reason_and_stores_the_
     assert [r.error for r in results[1:]] == [ErrorCode.INVALID_REQUEST] * len(bad)
     messages = [r.message or "" for r in results[1:]]
     for needle, message in zip(["ANY", "MATCH", "ANY", "UNKNOWN", "Type:name", "empty resource name", "kafka-cluster",
-                                "invalid resource name", "PREFIXED", "znode name", "U+0009"], messages):
+                                "invalid resource name", "PREFIXED", "znode name", "U+0009"], messages, strict=True):
         assert needle in message and message.startswith("Failed to create ACL"), message
     assert [b.pattern.name for b in one.authorizer.acls(ANY_BINDING)] == ["good"]
 

@@ -11,7 +11,14 @@ import json
 
 import pytest
 
-from kavka.security.acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
+from kavka.security.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kavka.zk.acl_store import AclUpdateError, ZkAclStore
 from kavka.zk.acls import ACL_CHANGE_PREFIX, LiteralAclChangeZNode, ResourceAclsZNode
 from kavka.zk.change_listener import ChangeNotificationListener

@@ -17,11 +17,11 @@ fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 0
 MIN_VERSION = 3
