@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kavka.protocol.records import Compression, SimpleRecord, build_batch, decode_batch, iter_batches
+from kavka.protocol.records import Compression, SimpleRecord, build_batch, decode_batch, iter_batches, validation
 from kavka.protocol.records.batch import HEADER_SIZE, TimestampType, parse_header, validate_batch
 from kavka.protocol.records.builder import assemble_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
@@ -45,6 +45,15 @@ def batch_from_section(section: bytes, count: int, *, last_offset_delta: int | N
         producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1, base_sequence=base_sequence,
         partition_leader_epoch=-1,
     )
+
+
+@pytest.fixture(autouse=True, params=[pytest.param(True, id="C"), pytest.param(False, id="python")])
+def walk_path(request, monkeypatch):
+    """Every test on both record walks: the C extension and the fallback a
+    broker without a compiler runs."""
+    if request.param and not validation.NATIVE:
+        pytest.skip("kavka.protocol.records._validate is not built here")
+    monkeypatch.setattr(validation, "NATIVE", request.param)
 
 
 @pytest.fixture
