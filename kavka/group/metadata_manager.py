@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Iterator, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 from kavka.common.errors import ErrorCode
 from kavka.group.records import (
@@ -282,7 +283,7 @@ class GroupMetadataManager:
                 code = ErrorCode.GROUP_ID_NOT_FOUND
             elif g is not None and g.state is not GroupState.EMPTY:
                 code = ErrorCode.NON_EMPTY_GROUP
-            if code is ErrorCode.NONE:
+            if code is ErrorCode.NONE and g is not None:  # not None: checked above
                 tombstones = [SimpleRecord(encode_key(OffsetKey(group_id, t, p)), None, self.now_ms())
                               for t, p in g.offsets]
                 tombstones.append(SimpleRecord(encode_key(GroupMetadataKey(group_id)), None, self.now_ms()))

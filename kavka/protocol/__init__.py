@@ -20,5 +20,5 @@ Modules (entry points first):
   build anything;
 * ``errors`` — ``DecodeError`` (and ``FrameSizeError``, ``UnknownApiError``,
   ``UnsupportedVersionError``) and ``EncodeError``;
-* ``records`` — record batch v2 (opaque on the hot path).
+* ``records`` — record batch v2 (walked, not decoded, on the hot path).
 """

@@ -95,11 +95,11 @@ class DecodeBudget:
         self.frame_size = frame_size
 
     @classmethod
-    def for_request(cls, frame_size: int) -> "DecodeBudget":
+    def for_request(cls, frame_size: int) -> DecodeBudget:
         return cls(AMPLIFICATION * frame_size + ALLOWANCE, frame_size)
 
     @classmethod
-    def unlimited(cls) -> "DecodeBudget":
+    def unlimited(cls) -> DecodeBudget:
         return cls(UNLIMITED)
 
     @property

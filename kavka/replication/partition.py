@@ -50,7 +50,9 @@ loop (the ``Log`` has its own lock for the log manager's threads).
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
+from kavka.common.clock import Clock
 from kavka.common.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -60,6 +62,9 @@ from kavka.common.errors import (
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
 )
+from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.replica import Replica
 from kavka.replication.requests import (
     DEBUGGING_CONSUMER_ID,
@@ -71,19 +76,27 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import PartitionState, isr_proposal
-from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
-from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
-from kavka.common.clock import Clock
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
 from kavka.storage.log_append import LogAppendInfo
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
 
 EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405)
+
+
+class _ReadOffsets(TypedDict):
+    """The leader's offsets at read time, which every ``LogReadResult`` of
+    a read carries (its keyword arguments)."""
+
+    fetch_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    leader_end_offset: int
 
 
 class Partition:
@@ -138,7 +151,7 @@ class Partition:
             return True
         return False
 
-    def _update_assignment(self, replicas: tuple[int, ...]) -> None:
+    def _update_assignment(self, replicas: tuple[BrokerId, ...]) -> None:
         self.assigned_replicas = replicas
         self._remote = {
             r: self._remote.get(r) or Replica(r) for r in replicas if r != self.local_broker_id
@@ -201,7 +214,7 @@ class Partition:
         return changed
 
     # ---- high watermark --------------------------------------------------------------------
-    def _hw_isr(self) -> set[int]:
+    def _hw_isr(self) -> set[BrokerId]:
         members = set(self.isr)
         if self._pending_isr is not None:
             members.update(self._pending_isr.leader_and_isr.isr)
@@ -237,7 +250,7 @@ class Partition:
         replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
         return True
 
-    def maybe_expand_isr(self, replica_id: int) -> LeaderIsrAndControllerEpoch | None:
+    def maybe_expand_isr(self, replica_id: BrokerId) -> LeaderIsrAndControllerEpoch | None:
         """Propose adding a follower that caught up: its LEO reached the HW
         and the start of the current leader epoch (Kafka's rule). None when
         nothing to do or another ISR write is in flight."""
@@ -251,10 +264,10 @@ class Partition:
             return None
         return self._propose(self.isr + (replica_id,))
 
-    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[BrokerId]:
         """ISR followers not caught up within ``max_lag_ms`` (seed 002 code 3-3)."""
         leo = self.log.log_end_offset
-        out = []
+        out: list[BrokerId] = []
         for broker_id in self.isr:
             if broker_id == self.local_broker_id:
                 continue
@@ -317,7 +330,8 @@ class Partition:
             )
 
     def append_records_to_leader(
-        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None
+        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 002 §6.5 appendMessagesToLeader):
         refuse when not leader, or for acks=-1 when the ISR is smaller than
@@ -330,7 +344,7 @@ class Partition:
                 f"{self.topic_partition} has {len(self.isr)} in-sync replicas {list(self.isr)}, fewer than "
                 f"min.insync.replicas={min_isr}; nothing was written"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin)
         self.maybe_increment_hw()
         return info
 
@@ -416,7 +430,7 @@ class Partition:
             log = self.log
             hw, leo, start = log.high_watermark, log.log_end_offset, log.log_start_offset
             lso = self.last_stable_offset()
-            snapshot = dict(
+            snapshot = _ReadOffsets(
                 fetch_offset=fetch_offset,
                 high_watermark=hw,
                 last_stable_offset=lso,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.storage.errors import StorageError
+from kavka.storage.errors import RecordError
 
 CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
@@ -41,7 +41,7 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"
 
     @classmethod
-    def of(cls, replica_id: int, isolation_level: int) -> "FetchIsolation":
+    def of(cls, replica_id: int, isolation_level: int) -> FetchIsolation:
         """Kafka's choice: a follower reads to the LEO; a consumer with
         isolation_level 1 (READ_COMMITTED) to the last stable offset, else to
         the high watermark."""
@@ -124,7 +124,7 @@ class LogReadResult:
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
-    def to_partition_data(self) -> "FetchPartitionData":
+    def to_partition_data(self) -> FetchPartitionData:
         return FetchPartitionData(
             self.error,
             self.high_watermark,
@@ -145,7 +145,7 @@ class FetchPartitionData:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
+    records: bytes | memoryview = b""  # a Fetch response's field, as the codec decodes it
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
@@ -162,15 +162,14 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()  # the refused records (KIP-467; Produce v8+)
 
 
 def error_code_of(exc: BaseException) -> ErrorCode:
     """The Kafka error code for an exception raised by a layer below
     (DESIGN.md convention 6); UNKNOWN_SERVER_ERROR for anything unexpected."""
-    if isinstance(exc, KafkaError):
+    if isinstance(exc, KafkaError):  # StorageError among them
         return exc.code
-    if isinstance(exc, StorageError):
-        return ErrorCode[exc.code_name]
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader, parse_header
 from kavka.storage.errors import KafkaStorageError
@@ -124,7 +124,8 @@ class FileRecords:
         raw = self.read(position, LOG_OVERHEAD)
         if len(raw) < LOG_OVERHEAD:
             return None
-        return _INT32.unpack_from(raw, 8)[0] + LOG_OVERHEAD
+        size: int = _INT32.unpack_from(raw, 8)[0]
+        return size + LOG_OVERHEAD
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; return the bytes removed."""

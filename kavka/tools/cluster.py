@@ -24,9 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Mapping
 
 from kavka.tools.zookeeper import ZooKeeperServer, free_port
 
@@ -42,7 +42,6 @@ class BrokerProcess:
     directory: Path
     properties: Path
     process: subprocess.Popen | None = None
-    log_file: BinaryIO | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
@@ -54,6 +53,13 @@ class BrokerProcess:
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def popen(self) -> subprocess.Popen:
+        """The broker's process (it may have exited since); ClusterError if
+        it was never started."""
+        if self.process is None:
+            raise ClusterError(f"broker {self.broker_id} was never started")
+        return self.process
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -106,7 +112,7 @@ class LocalCluster:
         for b in self.brokers.values():
             self._write_properties(b)
             self.start_broker(b.broker_id)
-            say(f"started broker {b.broker_id} on {b.address} (pid {b.process.pid})")
+            say(f"started broker {b.broker_id} on {b.address} (pid {b.popen().pid})")
         self.wait_ready(set(self.brokers), timeout)
 
     def _write_properties(self, b: BrokerProcess) -> None:
@@ -134,35 +140,34 @@ class LocalCluster:
             return b
         if not b.properties.exists():
             self._write_properties(b)
-        b.log_file = open(b.log_path, "ab", buffering=0)
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        b.process = subprocess.Popen(
-            [sys.executable, "-m", "kavka", "server", "start", str(b.properties)],
-            stdout=b.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True)
+        # The broker writes its log through its own copy of the descriptor.
+        with open(b.log_path, "ab", buffering=0) as log_file:
+            b.process = subprocess.Popen(
+                [sys.executable, "-m", "kavka", "server", "start", str(b.properties)],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                start_new_session=True)
         return b
 
     def stop_broker(self, broker_id: int, sig: int | None = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         """Signal a broker (``sig`` None: it was signalled already) and wait
         for it; SIGKILL after ``timeout``. Returns its exit code."""
         b = self.brokers[broker_id]
-        if b.process is None:
+        proc = b.process
+        if proc is None:
             return None
-        if b.process.poll() is None:
+        if proc.poll() is None:
             if sig is not None:
-                b.process.send_signal(sig)
+                proc.send_signal(sig)
             if sig != signal.SIGKILL:
-                b.process.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
+                proc.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
             try:
-                b.process.wait(timeout)
+                proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                b.process.kill()
-                b.process.wait(10)
-        if b.log_file is not None:
-            b.log_file.close()
-            b.log_file = None
-        return b.process.returncode
+                proc.kill()
+                proc.wait(10)
+        return proc.returncode
 
     def kill_broker(self, broker_id: int) -> None:
         """kill -9."""
@@ -175,12 +180,12 @@ class LocalCluster:
         b = self.brokers[broker_id]
         if not b.running():
             raise ClusterError(f"broker {broker_id} is not running")
-        b.process.send_signal(signal.SIGSTOP)
+        b.popen().send_signal(signal.SIGSTOP)
 
     def resume_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]
         if b.running():
-            b.process.send_signal(signal.SIGCONT)
+            b.popen().send_signal(signal.SIGCONT)
 
     def restart_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         self.stop_broker(broker_id)
@@ -190,7 +195,7 @@ class LocalCluster:
     def stop(self) -> None:
         signalled = [b for b in self.brokers.values() if b.running()]
         for b in signalled:
-            b.process.send_signal(signal.SIGTERM)
+            b.popen().send_signal(signal.SIGTERM)
         for b in self.brokers.values():
             # A broker that got SIGTERM above is only waited for: a second
             # signal makes it exit at once, without its clean shutdown.
@@ -204,7 +209,7 @@ class LocalCluster:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.start()
         return self
 
@@ -265,7 +270,7 @@ class LocalCluster:
                     and b.process.poll() is not None]
             if dead:
                 b = dead[0]
-                raise ClusterError(f"broker {b.broker_id} exited with code {b.process.returncode}; "
+                raise ClusterError(f"broker {b.broker_id} exited with code {b.popen().returncode}; "
                                    f"last lines of {b.log_path}:\n{b.log_tail()}")
             if ids <= self.registered():
                 return

@@ -16,7 +16,9 @@ Owned by a ``LogSegment``; guarded by its ``Log``'s lock.
 
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +78,7 @@ class TimeIndex(IndexFile):
         self._last = TimestampOffset(timestamp, offset)
         return True
 
-    def _slot_for(self, key, value: int) -> int:
+    def _slot_for(self, key: Callable[[tuple[int, int]], int], value: int) -> int:
         view = self.view()
         lo, hi = 0, self.entries - 1
         found = -1
@@ -109,10 +111,8 @@ class TimeIndex(IndexFile):
 
     def restore(self, entries: int, last: TimestampOffset) -> None:
         """Undo appends after a failed write (best effort on disk)."""
-        try:
+        with contextlib.suppress(OSError):
             self.truncate_to_entries(entries)
-        except OSError:
-            pass
         self._last = last
 
     def entries_list(self) -> list[TimestampOffset]:
