@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.protocol.records import iter_batches, iter_records
 
@@ -182,8 +182,11 @@ class Consumer:
         by_topic: dict[str, list] = {}
         for tp in tps:
             pm = self.cluster.metadata.partition(tp)
+            position = self._positions[tp]
+            if position is None:  # poll() resets every missing position before it fetches
+                raise ValueError(f"{tp} has no position to fetch from")
             by_topic.setdefault(tp.topic, []).append(R.Topics.Partitions(
-                partition=tp.partition, fetch_offset=self._positions[tp],
+                partition=tp.partition, fetch_offset=position,
                 partition_max_bytes=self.max_partition_fetch_bytes,
                 current_leader_epoch=pm.leader_epoch if pm is not None else -1))
         conn = await self.cluster.connection(leader)

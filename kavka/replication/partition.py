@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 from typing import TypedDict
 
+from kavka.common.clock import Clock
 from kavka.common.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -61,6 +62,9 @@ from kavka.common.errors import (
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
 )
+from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.replica import Replica
 from kavka.replication.requests import (
     DEBUGGING_CONSUMER_ID,
@@ -72,14 +76,10 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import PartitionState, isr_proposal
-from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
-from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
-from kavka.common.clock import Clock
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
 from kavka.storage.log_append import LogAppendInfo
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")

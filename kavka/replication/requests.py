@@ -40,7 +40,7 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"
 
     @classmethod
-    def of(cls, replica_id: int, isolation_level: int) -> "FetchIsolation":
+    def of(cls, replica_id: int, isolation_level: int) -> FetchIsolation:
         """Kafka's choice: a follower reads to the LEO; a consumer with
         isolation_level 1 (READ_COMMITTED) to the last stable offset, else to
         the high watermark."""
@@ -123,7 +123,7 @@ class LogReadResult:
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
-    def to_partition_data(self) -> "FetchPartitionData":
+    def to_partition_data(self) -> FetchPartitionData:
         return FetchPartitionData(
             self.error,
             self.high_watermark,

@@ -23,8 +23,9 @@ Runs on the broker's event loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.common.broker_config_keys import BROKER_CONFIG, DYNAMIC_BROKER_KEYS, TOPIC_SYNONYMS
@@ -108,6 +109,7 @@ class ConfigRepository:
                     synonyms.append((broker_key, default_layer[broker_key], SOURCE_DYNAMIC_DEFAULT_BROKER))
                 if broker_key in self.static.originals:
                     synonyms.append((broker_key, render(self.static.originals[broker_key]), SOURCE_STATIC_BROKER))
+            value: str | None
             if name in overrides:
                 value, source = overrides[name], SOURCE_DYNAMIC_TOPIC
             elif name in defaults and synonyms:

@@ -29,9 +29,11 @@ Runs on the broker's event loop; watch callbacks arrive there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.common.broker_config_keys import BROKER_CONFIG
@@ -40,8 +42,8 @@ from kavka.security.sasl.credentials import ScramMechanism
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.zk.client import KavkaZkClient
-from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.codec import ZnodeDataError
+from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.store_types import NoNodeError, SessionEvent, SessionState, WatchEvent, ZkError
 
 log = logging.getLogger("kavka.dynamic_config")
@@ -65,6 +67,8 @@ class DynamicConfigManager:
         self._processing = False
         self._again = False
         self._stopped = False
+        # the loop holds only weak references to tasks: a catch-up must not vanish mid-way
+        self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.zk.store.add_session_listener(self._on_session)
@@ -91,16 +95,21 @@ class DynamicConfigManager:
         if self._stopped:
             return
         if event.state is SessionState.NEW_SESSION:
-            asyncio.get_running_loop().create_task(self._in_background(self._catch_up, "catching up after a new session"))
+            self._spawn(self._catch_up, "catching up after a new session")
         elif event.state is SessionState.RECONNECTED:
             # Same session: notifications are still there, but a read that
             # failed with the connection left the watch unarmed.
-            asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
+            self._spawn(self._process, "reading /config/changes")
 
     def _on_change(self, event: WatchEvent) -> None:
         if self._stopped:
             return
-        asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
+        self._spawn(self._process, "reading /config/changes")
+
+    def _spawn(self, work: Callable[[], Awaitable[None]], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._in_background(work, what))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _in_background(self, work: Callable[[], Awaitable[None]], what: str) -> None:
         """A ZooKeeper failure here is logged, not raised into a task nobody
@@ -140,10 +149,8 @@ class DynamicConfigManager:
                             await self._apply(note.entity_type, note.entity_name)
                         self.last_executed = seq
                     if now - stat.ctime > CHANGE_EXPIRATION_MS:
-                        try:
+                        with contextlib.suppress(NoNodeError):
                             await self.zk.store.delete(path)
-                        except NoNodeError:
-                            pass
                 if not self._again:
                     return
         finally:

@@ -7,15 +7,20 @@ came from and what is allowed. SIGTERM or SIGINT shuts the broker down
 cleanly (the log manager writes ``.kafka_cleanshutdown``); a second signal
 exits at once. Logs go to stderr; the state-change log (logger
 ``kavka.state.change``) also goes to ``state-change.log`` in the first log
-directory.
+directory. The authorizer's audit log (logger ``kafka.authorizer.logger``:
+denied requests) goes only to ``kafka-authorizer.log`` there, as Kafka's
+log4j.properties sends it (rotated at 10 MB, five files kept, so a client
+hammering the broker with denied requests cannot fill the disk).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -23,9 +28,10 @@ import sys
 from kavka.common.broker_config import from_properties_file
 from kavka.common.config import ConfigError
 from kavka.storage.errors import KafkaStorageError
+from kavka.zk.codec import ZnodeDataError
 from kavka.zk.store_types import ZkError
 
-_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError)
+_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError, ZnodeDataError)
 
 DESCRIPTION = "Run a Kavka broker in the foreground: kavka server start server.properties [--override k=v ...]"
 
@@ -42,7 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
 
 
-def _setup_logging(level: str, state_change_path: str | None) -> None:
+AUTHORIZER_LOG_BYTES = 10 * 1024 * 1024
+AUTHORIZER_LOG_BACKUPS = 5
+
+
+def _setup_logging(level: str, state_change_path: str | None, authorizer_path: str | None = None) -> None:
     fmt = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
     logging.basicConfig(level=getattr(logging, level), format=fmt, stream=sys.stderr)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
@@ -51,6 +61,16 @@ def _setup_logging(level: str, state_change_path: str | None) -> None:
         handler.setFormatter(logging.Formatter(fmt))
         for name in ("kavka.state.change", "state.change.logger"):
             logging.getLogger(name).addHandler(handler)
+    if authorizer_path:
+        from kavka.security.acl_authorizer import AUDIT_LOGGER
+
+        audit = logging.handlers.RotatingFileHandler(authorizer_path, maxBytes=AUTHORIZER_LOG_BYTES,
+                                                     backupCount=AUTHORIZER_LOG_BACKUPS)
+        audit.setFormatter(logging.Formatter(fmt))
+        audit_logger = logging.getLogger(AUDIT_LOGGER)
+        audit_logger.addHandler(audit)
+        audit_logger.setLevel(logging.INFO)  # Kafka's default, whatever the broker's level
+        audit_logger.propagate = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kavka server: {e}", file=sys.stderr)
         return 2
     os.makedirs(config.log_dirs[0], exist_ok=True)
-    _setup_logging(args.log_level, os.path.join(config.log_dirs[0], "state-change.log"))
+    _setup_logging(args.log_level, os.path.join(config.log_dirs[0], "state-change.log"),
+                   os.path.join(config.log_dirs[0], "kafka-authorizer.log"))
     try:
         import uvloop  # noqa: F401
     except ImportError:
@@ -102,10 +123,8 @@ async def _serve(config) -> int:
     if not starting.done():
         logging.getLogger("kavka.server").info("broker %d: stop requested during startup", config.broker_id)
         starting.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
             await starting
-        except (asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
-            pass
         await server.shutdown()
         return 0
     stopping.cancel()

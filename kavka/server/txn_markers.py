@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersRequest
 from kavka.server.metadata_cache import MetadataCache
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 log = logging.getLogger("kavka.transaction")
@@ -94,7 +94,7 @@ class BrokerMarkerWriter:
         for marker in response.markers:
             for t in marker.topics:
                 for p in t.partitions:
-                    code = ErrorCode(p.error_code)
+                    code = ErrorCode.of(p.error_code)
                     tp = TopicPartition(t.name, p.partition_index)
                     if code is ErrorCode.NONE:
                         done.add(tp)

@@ -52,10 +52,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kavka.common.clock import Clock, SystemClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import (
     EARLIEST_TIMESTAMP,
@@ -78,14 +79,13 @@ from kavka.storage.log_append import (
     validate_leader_batches,
 )
 from kavka.storage.log_config import LogConfig
+from kavka.storage.log_dir_names import parse_topic_partition
 from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
-from kavka.common.topic_partition import TopicPartition
-from kavka.storage.log_dir_names import parse_topic_partition
 
 logger = logging.getLogger(__name__)
 

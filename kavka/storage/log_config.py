@@ -15,8 +15,9 @@ log swaps it in. Any thread.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from kavka.common.config import ConfigDef, ConfigError, ConfigType, OneOf, Range
 from kavka.common.throttled_replicas import ThrottledReplicas, validate_throttled_replicas
@@ -138,7 +139,7 @@ class LogConfig:
     follower_replication_throttled_replicas: tuple[str, ...] = ()
 
     @classmethod
-    def from_props(cls, props: Mapping[str, Any], *, source: str = "topic config") -> "LogConfig":
+    def from_props(cls, props: Mapping[str, Any], *, source: str = "topic config") -> LogConfig:
         """Build from topic-level keys (raw strings or typed values); missing
         keys take Kafka's defaults. Raises ``ConfigError`` naming the key."""
         parsed = TOPIC_CONFIG_DEF.parse(props, source=source)
@@ -160,7 +161,7 @@ class LogConfig:
     @classmethod
     def with_defaults(
         cls, defaults: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
-    ) -> "LogConfig":
+    ) -> LogConfig:
         """Topic override, else the given topic-level default (the broker's
         ``log.*`` settings translated by
         ``kavka.common.broker_config.log_defaults``), else Kafka's default.

@@ -15,7 +15,8 @@ A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 
 from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
 from kavka.zk.cluster import ProducerIdBlockZNode
@@ -36,10 +37,8 @@ class AdminZkOps:
     store: ZkStore
 
     async def request_topic_deletion(self, topic: str) -> None:
-        try:
+        with contextlib.suppress(NodeExistsError):
             await self.store.create(DeleteTopicZNode.path(topic), b"", make_parents=True)
-        except NodeExistsError:
-            pass
 
     async def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
         return await self.store.get_children(DELETE_TOPICS_PATH, watch)
@@ -158,7 +157,7 @@ class AdminZkOps:
         names = await self.get_entity_names(entity_type)
         paths = [ConfigEntityZNode.path(entity_type, n) for n in names]
         out: dict[str, dict[str, str]] = {}
-        for name, path, found in zip(names, paths, await self.store.get_many(paths)):
+        for name, path, found in zip(names, paths, await self.store.get_many(paths), strict=True):
             if found is not None:
                 out[name] = dict(ConfigEntityZNode.decode(found[0], path).config)
         return out

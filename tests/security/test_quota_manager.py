@@ -22,9 +22,9 @@ from kavka.security.quota.rate import INT32_MAX, QuotaWindow, SampledRate, throt
 WINDOW = QuotaWindow(samples=11, window_ms=1000)
 
 
-def produce_manager(clock, quota: float = 500.0, entity=ClientQuotaEntity(DEFAULT)) -> ClientQuotaManager:
+def produce_manager(clock, quota: float = 500.0, entity: ClientQuotaEntity | None = None) -> ClientQuotaManager:
     m = ClientQuotaManager(QuotaType.PRODUCE, WINDOW, clock)
-    m.update_quota(entity, quota)
+    m.update_quota(entity or ClientQuotaEntity(DEFAULT), quota)
     return m
 
 

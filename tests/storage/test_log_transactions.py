@@ -4,10 +4,10 @@ the index rebuilt after a crash or cut on truncation."""
 
 from __future__ import annotations
 
-from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.common.clock import ManualClock
-from kavka.storage.log import Log
+from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.index.transaction_index import AbortedTxn
+from kavka.storage.log import Log
 from tests.storage.conftest import T0, make_batch, small_config
 
 

@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kavka.cli import main
+from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 
@@ -70,7 +70,7 @@ def test_deep_iteration_prints_records_and_markers(segment_dir):
     assert result.returncode == 0
     records = [l for l in result.stdout.splitlines() if l.startswith("| offset:")]
     assert len(records) == 30
-    assert records[3].startswith("| offset: 3 CreateTime: %d keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]" % (T0 + 3))
+    assert records[3].startswith(f"| offset: 3 CreateTime: {T0 + 3} keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]")
     assert "endTxnMarker: COMMIT coordinatorEpoch: 7" in records[29]
     assert "payload" not in result.stdout
     data = cli("--print-data-log", str(segment_dir / f"{SEG}.log"))

@@ -18,12 +18,12 @@ from __future__ import annotations
 import uuid
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -103,7 +103,7 @@ class FetchHandler:
             for broker_id in sorted(leaders_wanted):
                 b = self.cache.alive_broker(broker_id)
                 ep = b.endpoint(ctx.listener) if b is not None else None
-                if ep is not None:
+                if b is not None and ep is not None:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response

@@ -9,14 +9,14 @@ this broker gets STALE_BROKER_EPOCH (KIP-380).
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_EPOCH
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 5
 MIN_VERSION = 0
@@ -67,7 +67,7 @@ class StopReplicaHandler:
                 continue
             result = self.replica_manager.stop_replicas(request.controller_id, request.controller_epoch, tps, delete)
             if result.error != int(ErrorCode.NONE):
-                top = ErrorCode(result.error)
+                top = ErrorCode.of(result.error)
             elif self.on_stopped is not None:
                 self.on_stopped(tps)
             errors.update(result.partition_errors)

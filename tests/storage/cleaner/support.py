@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kavka.common.clock import ManualClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import Compression, RecordBatchHeader, iter_batches
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import LogCleaner
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.common.topic_partition import TopicPartition
 
 
 class StaticSource:
@@ -119,9 +119,10 @@ def expected_after_clean(original: list[Seen], end_offset: int, drop_tombstones:
             latest[r.key] = r.offset
     out = []
     for r in original:
-        if r.offset >= end_offset:
-            out.append(r)
-        elif r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None):
+        # kept: beyond the cleaned range, or the latest record of its key
+        if r.offset >= end_offset or (
+            r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None)
+        ):
             out.append(r)
     return out
 

@@ -8,15 +8,15 @@ of an open transaction is cleaned; a producer's last batch stays (empty)."""
 
 from __future__ import annotations
 
+from kavka.common.clock import ManualClock
+from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
-from kavka.protocol.records.batch import parse_header
-from kavka.common.clock import ManualClock
-from kavka.storage.log import Log
 from kavka.storage.index.transaction_index import AbortedTxn
+from kavka.storage.log import Log
 
-from .support import append, compact_config, make_cleaner, read_headers, read_records
 from ..conftest import T0, make_batch
+from .support import append, compact_config, make_cleaner, read_headers, read_records
 
 COMMIT, ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT
 

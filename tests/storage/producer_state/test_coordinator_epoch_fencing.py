@@ -12,8 +12,8 @@ import pytest
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
-from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, coordinator_epochs
 from kavka.storage.producer_state.append_check import TransactionCoordinatorFencedError
+from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of, coordinator_epochs
 from tests.storage.conftest import T0, make_batch
 from tests.storage.test_log_transactions import open_log, txn
 
