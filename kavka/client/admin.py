@@ -18,6 +18,7 @@ One event loop; used by ``kavka topics`` and tests.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kavka.client import admin_requests as rq
 from kavka.client.admin_types import (
@@ -44,7 +45,7 @@ class AdminError(KafkaError):
     """One or more entities failed. ``code`` is the first failure's code;
     ``errors`` maps every failed entity to its typed error."""
 
-    def __init__(self, operation: str, errors: Mapping[object, KafkaError]) -> None:
+    def __init__(self, operation: str, errors: Mapping[Any, KafkaError]) -> None:
         self.errors = dict(errors)
         first = next(iter(self.errors.values()))
         detail = "; ".join(f"{k}: {e}" for k, e in self.errors.items())
@@ -107,11 +108,11 @@ class KafkaAdmin:
     # -- topics ----------------------------------------------------------------------
 
     async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False) -> None:
-        topics = {t.name: t for t in topics}
+        by_name = {t.name: t for t in topics}
         send = self._to_controller(
-            lambda names, conn: rq.create_topics([topics[n] for n in names], self.timeout_ms, validate_only, conn),
+            lambda names, conn: rq.create_topics([by_name[n] for n in names], self.timeout_ms, validate_only, conn),
             rq.parse_create_topics)
-        await self._per_entity("CreateTopics", topics, send)
+        await self._per_entity("CreateTopics", by_name, send)
 
     async def delete_topics(self, names: Iterable[str]) -> None:
         send = self._to_controller(lambda names, conn: rq.delete_topics(names, self.timeout_ms, conn),

@@ -24,9 +24,10 @@ and (for the controller's channel and follower fetchers) by brokers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import ClientConnectionError, NoBrokersAvailable
@@ -40,16 +41,18 @@ from kavka.common.errors import (
     error_for,
 )
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES
-from kavka.protocol.messages import Message, MetadataRequest
+from kavka.protocol.messages import MetadataRequest, ProduceRequest, ProduceResponse, Request, Response
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Response)
 METADATA_KEY = 3
 
 
 def parse_bootstrap(servers: str | Iterable[str] | Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
     """``"h:p,h:p"`` (or a list of "h:p" or (host, port)) -> [(host, port)].
     IPv6 hosts are written in brackets: ``[::1]:9092``."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    items: list[str | tuple[str, int]] = []
+    items += servers.split(",") if isinstance(servers, str) else servers
     out: list[tuple[str, int]] = []
     for item in items:
         if isinstance(item, tuple):
@@ -154,7 +157,7 @@ class Cluster:
         if task is None:
             task = asyncio.ensure_future(self._new_connection(node.host, node.port, node_id).connect())
             self._opening[node_id] = task
-            task.add_done_callback(lambda _t, n=node_id: self._opened(n, _t))
+            task.add_done_callback(functools.partial(self._opened, node_id))
         return await asyncio.shield(task)
 
     def _opened(self, node_id: int, task: asyncio.Task) -> None:
@@ -167,7 +170,13 @@ class Cluster:
             else:
                 self._conns[node_id] = conn
 
-    async def send(self, node_id: int, body: Message, **kw) -> Message | None:
+    @overload
+    async def send(self, node_id: int, body: ProduceRequest, **kw: Any) -> ProduceResponse | None: ...
+
+    @overload
+    async def send(self, node_id: int, body: Request[R], **kw: Any) -> R: ...
+
+    async def send(self, node_id: int, body: Request[R], **kw: Any) -> R | None:
         """One request to one node (no retry). ``kw`` as for
         ``BrokerConnection.request``."""
         conn = await self.connection(node_id)

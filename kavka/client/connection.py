@@ -32,22 +32,24 @@ from __future__ import annotations
 import asyncio
 import struct
 from dataclasses import dataclass
+from typing import TypeVar, cast, overload
 
 from kavka.client.errors import ConnectFailed, ConnectionClosed, RequestTimedOut, UnsupportedVersion
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameDecoder, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
-from kavka.protocol.messages import ApiVersionsRequest, Message
+from kavka.protocol.buffers import Buffer
+from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
 from kavka.protocol.schema import registry
 
 CLIENT_SOFTWARE_NAME = "kavka"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0
 # The ApiVersions version sent first (KIP-511 added the client software
 # fields in v3; v3 is what librdkafka and Kafka's own client send).
 HANDSHAKE_VERSION = 3
+R = TypeVar("R", bound=Response)
 
 # Versions above which this client would need features it does not have:
 # Fetch v13+ names topics by id only (KIP-516), and this client addresses
@@ -70,7 +72,7 @@ class VersionRange:
 class _Pending:
     api_key: int
     version: int
-    future: asyncio.Future
+    future: asyncio.Future[Message]
     timer: asyncio.TimerHandle | None
     timeout_ms: int
 
@@ -227,21 +229,33 @@ class BrokerConnection:
                 f"client v{api.min_version}-v{min(api.max_version, CLIENT_MAX_VERSIONS.get(api_key, 1 << 15))}{cap}")
         return hi
 
+    @overload
+    async def request(  # type: ignore[overload-overlap]  # acks=0 (no response) is a value, not a type
+        self, body: ProduceRequest, version: int | None = None, *, max_version: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> ProduceResponse | None: ...
+
+    @overload
+    async def request(
+        self, body: Request[R], version: int | None = None, *, max_version: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> R: ...
+
     async def request(
         self,
-        body: Message,
+        body: Request[R],
         version: int | None = None,
         *,
         max_version: int | None = None,
         timeout_ms: int | None = None,
-    ) -> Message | None:
+    ) -> R | None:
         """Send ``body`` and return the decoded response body (None for a
         Produce with acks=0). ``version`` forces a version (checked against
         the broker's range once known); otherwise the highest common one at
         most ``max_version`` is used. Raises ``ConnectionClosed``,
         ``RequestTimedOut``, ``UnsupportedVersion``, or ``DecodeError`` for
         a response that does not decode."""
-        if self._closed_error is not None or self._transport is None:
+        if self._closed_error is not None or self._transport is None or self._protocol is None or self._loop is None:
             raise ConnectionClosed(f"{self!r} is not open"
                                    + (f" ({self._closed_error.message})" if self._closed_error else ""))
         api_key = body.API_KEY
@@ -255,8 +269,8 @@ class BrokerConnection:
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         payload = encode_request(RequestHeader(api_key, version, correlation_id, self.client_id), body)
-        expects_response = not (api_key == PRODUCE_KEY and body.acks == 0)
-        fut: asyncio.Future | None = None
+        expects_response = not (isinstance(body, ProduceRequest) and body.acks == 0)
+        fut: asyncio.Future[Message] | None = None
         if expects_response:
             fut = self._loop.create_future()
             timeout = timeout_ms if timeout_ms is not None else self.request_timeout_ms
@@ -268,7 +282,8 @@ class BrokerConnection:
             if self._closed_error is not None:
                 raise ConnectionClosed(f"{self!r} closed while sending: {self._closed_error.message}")
             return None
-        return await fut
+        # decoded with the response class of body's API key: R
+        return cast(R, await fut)
 
     # -- events from the transport -------------------------------------------------
 
@@ -298,7 +313,7 @@ class BrokerConnection:
                 pending.future.set_exception(e)
 
     @staticmethod
-    def _decode(pending: _Pending, f: bytes) -> Message:
+    def _decode(pending: _Pending, f: Buffer) -> Message:
         version = pending.version
         if pending.api_key == API_VERSIONS_KEY and len(f) >= 6 and _INT16.unpack_from(f, 4)[0] != 0:
             # A broker encodes an ApiVersions error body at v0 (KIP-511).

@@ -203,11 +203,11 @@ class Consumer:
         if getattr(resp, "error_code", 0):
             raise error_for(resp.error_code, "Fetch failed")
         out: list[ConsumerRecord] = []
-        for t in resp.responses:
-            for p in t.partitions:
-                tp = TopicPartition(t.topic, p.partition_index)
+        for topic in resp.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
                 if tp in self._positions and self._positions[tp] is not None:
-                    await self._partition_data(tp, p, out)
+                    await self._partition_data(tp, data, out)
         return out
 
     async def _partition_data(self, tp: TopicPartition, p, out: list[ConsumerRecord]) -> None:
@@ -226,6 +226,7 @@ class Consumer:
         if not data:
             return
         position = self._positions[tp]
+        assert position is not None  # _fetch passes only partitions with a position
         aborted = sorted((a.first_offset, a.producer_id) for a in (p.aborted_transactions or ()))
         open_aborted: set[int] = set()
         progressed = False

@@ -11,7 +11,8 @@ Modules:
   ``LeaderIsrAndControllerEpoch``.
 * ``ids`` — ``NewType`` ids with Kafka's names (``BrokerId``,
   ``LeaderEpoch``, ``ControllerEpoch``, ``BrokerEpoch``, ``ProducerId``,
-  ``ProducerEpoch``) and the -1 sentinels ``NO_LEADER`` / ``NO_EPOCH``.
+  ``ProducerEpoch``) and the -1 sentinels ``NO_LEADER`` / ``NO_EPOCH``
+  (and ``NO_PRODUCER_ID`` / ``NO_PRODUCER_EPOCH``).
 * ``clock`` — the ``Clock`` seam, ``SystemClock`` and the tests'
   ``ManualClock``.
 * ``errors`` — the one ``ErrorCode`` table and the typed exceptions for it.

@@ -18,6 +18,7 @@ Pure data and exceptions: any layer, any thread.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeVar
 
 
 class ErrorCode(IntEnum):
@@ -175,7 +176,8 @@ class ErrorCode(IntEnum):
         """The member for ``code``; UNKNOWN_SERVER_ERROR for a code this table
         does not know (a newer broker's), as Kafka clients do."""
         try:
-            return cls(code)
+            # a lookup by value (EnumMeta.__call__); mypy checks it against __new__'s signature
+            return cls(code)  # type: ignore[call-arg]
         except ValueError:
             return cls.UNKNOWN_SERVER_ERROR
 
@@ -204,75 +206,288 @@ class KafkaError(Exception):
 _BY_CODE: dict[int, type[KafkaError]] = {}
 
 
-def _typed(code: ErrorCode, name: str) -> type[KafkaError]:
-    cls = type(name, (KafkaError,), {"code": code, "__doc__": f"{code.name}: {code.message}."})
-    cls.__module__ = __name__
-    _BY_CODE[int(code)] = cls
+_E = TypeVar("_E", bound=KafkaError)
+
+
+def _typed(cls: type[_E]) -> type[_E]:
+    """Register the named exception of ``cls.code`` for ``error_for``; its
+    docstring is the code's name and meaning."""
+    cls.__doc__ = f"{cls.code.name}: {cls.code.message}."
+    _BY_CODE[int(cls.code)] = cls
     return cls
 
 
 # One named exception per code the broker raises from its layers; every other
-# code uses KafkaError(code=...) or error_for(code).
-OffsetOutOfRangeError = _typed(ErrorCode.OFFSET_OUT_OF_RANGE, "OffsetOutOfRangeError")
-CorruptMessageError = _typed(ErrorCode.CORRUPT_MESSAGE, "CorruptMessageError")
-UnknownTopicOrPartitionError = _typed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "UnknownTopicOrPartitionError")
-LeaderNotAvailableError = _typed(ErrorCode.LEADER_NOT_AVAILABLE, "LeaderNotAvailableError")
-NotLeaderOrFollowerError = _typed(ErrorCode.NOT_LEADER_OR_FOLLOWER, "NotLeaderOrFollowerError")
-RequestTimedOutError = _typed(ErrorCode.REQUEST_TIMED_OUT, "RequestTimedOutError")
-ReplicaNotAvailableError = _typed(ErrorCode.REPLICA_NOT_AVAILABLE, "ReplicaNotAvailableError")
-MessageTooLargeError = _typed(ErrorCode.MESSAGE_TOO_LARGE, "MessageTooLargeError")
-StaleControllerEpochError = _typed(ErrorCode.STALE_CONTROLLER_EPOCH, "StaleControllerEpochError")
-NotCoordinatorError = _typed(ErrorCode.NOT_COORDINATOR, "NotCoordinatorError")
-CoordinatorNotAvailableError = _typed(ErrorCode.COORDINATOR_NOT_AVAILABLE, "CoordinatorNotAvailableError")
-CoordinatorLoadInProgressError = _typed(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "CoordinatorLoadInProgressError")
-InvalidTopicError = _typed(ErrorCode.INVALID_TOPIC_EXCEPTION, "InvalidTopicError")
-RecordListTooLargeError = _typed(ErrorCode.RECORD_LIST_TOO_LARGE, "RecordListTooLargeError")
-NotEnoughReplicasError = _typed(ErrorCode.NOT_ENOUGH_REPLICAS, "NotEnoughReplicasError")
-NotEnoughReplicasAfterAppendError = _typed(
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, "NotEnoughReplicasAfterAppendError"
-)
-InvalidRequiredAcksError = _typed(ErrorCode.INVALID_REQUIRED_ACKS, "InvalidRequiredAcksError")
-IllegalGenerationError = _typed(ErrorCode.ILLEGAL_GENERATION, "IllegalGenerationError")
-UnknownMemberIdError = _typed(ErrorCode.UNKNOWN_MEMBER_ID, "UnknownMemberIdError")
-RebalanceInProgressError = _typed(ErrorCode.REBALANCE_IN_PROGRESS, "RebalanceInProgressError")
-InvalidTimestampError = _typed(ErrorCode.INVALID_TIMESTAMP, "InvalidTimestampError")
-TopicAlreadyExistsError = _typed(ErrorCode.TOPIC_ALREADY_EXISTS, "TopicAlreadyExistsError")
-InvalidPartitionsError = _typed(ErrorCode.INVALID_PARTITIONS, "InvalidPartitionsError")
-InvalidReplicationFactorError = _typed(ErrorCode.INVALID_REPLICATION_FACTOR, "InvalidReplicationFactorError")
-InvalidReplicaAssignmentError = _typed(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "InvalidReplicaAssignmentError")
-InvalidConfigError = _typed(ErrorCode.INVALID_CONFIG, "InvalidConfigError")
-NotControllerError = _typed(ErrorCode.NOT_CONTROLLER, "NotControllerError")
-InvalidRequestError = _typed(ErrorCode.INVALID_REQUEST, "InvalidRequestError")
-OutOfOrderSequenceNumberError = _typed(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, "OutOfOrderSequenceNumberError")
-DuplicateSequenceNumberError = _typed(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, "DuplicateSequenceNumberError")
-InvalidProducerEpochError = _typed(ErrorCode.INVALID_PRODUCER_EPOCH, "InvalidProducerEpochError")
-InvalidTxnStateError = _typed(ErrorCode.INVALID_TXN_STATE, "InvalidTxnStateError")
-InvalidProducerIdMappingError = _typed(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "InvalidProducerIdMappingError")
-ConcurrentTransactionsError = _typed(ErrorCode.CONCURRENT_TRANSACTIONS, "ConcurrentTransactionsError")
-KafkaStorageError = _typed(ErrorCode.KAFKA_STORAGE_ERROR, "KafkaStorageError")
-LogDirNotFoundError = _typed(ErrorCode.LOG_DIR_NOT_FOUND, "LogDirNotFoundError")
-UnknownProducerIdError = _typed(ErrorCode.UNKNOWN_PRODUCER_ID, "UnknownProducerIdError")
-ReassignmentInProgressError = _typed(ErrorCode.REASSIGNMENT_IN_PROGRESS, "ReassignmentInProgressError")
-NonEmptyGroupError = _typed(ErrorCode.NON_EMPTY_GROUP, "NonEmptyGroupError")
-GroupIdNotFoundError = _typed(ErrorCode.GROUP_ID_NOT_FOUND, "GroupIdNotFoundError")
-TopicDeletionDisabledError = _typed(ErrorCode.TOPIC_DELETION_DISABLED, "TopicDeletionDisabledError")
-FencedLeaderEpochError = _typed(ErrorCode.FENCED_LEADER_EPOCH, "FencedLeaderEpochError")
-UnknownLeaderEpochError = _typed(ErrorCode.UNKNOWN_LEADER_EPOCH, "UnknownLeaderEpochError")
-StaleBrokerEpochError = _typed(ErrorCode.STALE_BROKER_EPOCH, "StaleBrokerEpochError")
-OffsetNotAvailableError = _typed(ErrorCode.OFFSET_NOT_AVAILABLE, "OffsetNotAvailableError")
-MemberIdRequiredError = _typed(ErrorCode.MEMBER_ID_REQUIRED, "MemberIdRequiredError")
-PreferredLeaderNotAvailableError = _typed(
-    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "PreferredLeaderNotAvailableError"
-)
-EligibleLeadersNotAvailableError = _typed(
-    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "EligibleLeadersNotAvailableError"
-)
-ElectionNotNeededError = _typed(ErrorCode.ELECTION_NOT_NEEDED, "ElectionNotNeededError")
-NoReassignmentInProgressError = _typed(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "NoReassignmentInProgressError")
-InvalidRecordError = _typed(ErrorCode.INVALID_RECORD, "InvalidRecordError")
-ProducerFencedError = _typed(ErrorCode.PRODUCER_FENCED, "ProducerFencedError")
-UnknownTopicIdError = _typed(ErrorCode.UNKNOWN_TOPIC_ID, "UnknownTopicIdError")
-InconsistentTopicIdError = _typed(ErrorCode.INCONSISTENT_TOPIC_ID, "InconsistentTopicIdError")
+# code uses KafkaError(code=...) or error_for(code). Class statements (not
+# made by a function) so that type checkers see them as classes.
+@_typed
+class OffsetOutOfRangeError(KafkaError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+@_typed
+class CorruptMessageError(KafkaError):
+    code = ErrorCode.CORRUPT_MESSAGE
+
+
+@_typed
+class UnknownTopicOrPartitionError(KafkaError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@_typed
+class LeaderNotAvailableError(KafkaError):
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+
+
+@_typed
+class NotLeaderOrFollowerError(KafkaError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+@_typed
+class RequestTimedOutError(KafkaError):
+    code = ErrorCode.REQUEST_TIMED_OUT
+
+
+@_typed
+class ReplicaNotAvailableError(KafkaError):
+    code = ErrorCode.REPLICA_NOT_AVAILABLE
+
+
+@_typed
+class MessageTooLargeError(KafkaError):
+    code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+@_typed
+class StaleControllerEpochError(KafkaError):
+    code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+@_typed
+class NotCoordinatorError(KafkaError):
+    code = ErrorCode.NOT_COORDINATOR
+
+
+@_typed
+class CoordinatorNotAvailableError(KafkaError):
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+@_typed
+class CoordinatorLoadInProgressError(KafkaError):
+    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+@_typed
+class InvalidTopicError(KafkaError):
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+@_typed
+class RecordListTooLargeError(KafkaError):
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+@_typed
+class NotEnoughReplicasError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+
+
+@_typed
+class NotEnoughReplicasAfterAppendError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+@_typed
+class InvalidRequiredAcksError(KafkaError):
+    code = ErrorCode.INVALID_REQUIRED_ACKS
+
+
+@_typed
+class IllegalGenerationError(KafkaError):
+    code = ErrorCode.ILLEGAL_GENERATION
+
+
+@_typed
+class UnknownMemberIdError(KafkaError):
+    code = ErrorCode.UNKNOWN_MEMBER_ID
+
+
+@_typed
+class RebalanceInProgressError(KafkaError):
+    code = ErrorCode.REBALANCE_IN_PROGRESS
+
+
+@_typed
+class InvalidTimestampError(KafkaError):
+    code = ErrorCode.INVALID_TIMESTAMP
+
+
+@_typed
+class TopicAlreadyExistsError(KafkaError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+@_typed
+class InvalidPartitionsError(KafkaError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+@_typed
+class InvalidReplicationFactorError(KafkaError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+@_typed
+class InvalidReplicaAssignmentError(KafkaError):
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+@_typed
+class InvalidConfigError(KafkaError):
+    code = ErrorCode.INVALID_CONFIG
+
+
+@_typed
+class NotControllerError(KafkaError):
+    code = ErrorCode.NOT_CONTROLLER
+
+
+@_typed
+class InvalidRequestError(KafkaError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+@_typed
+class OutOfOrderSequenceNumberError(KafkaError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+@_typed
+class DuplicateSequenceNumberError(KafkaError):
+    code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+
+
+@_typed
+class InvalidProducerEpochError(KafkaError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+@_typed
+class InvalidTxnStateError(KafkaError):
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+@_typed
+class InvalidProducerIdMappingError(KafkaError):
+    code = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+@_typed
+class ConcurrentTransactionsError(KafkaError):
+    code = ErrorCode.CONCURRENT_TRANSACTIONS
+
+
+@_typed
+class KafkaStorageError(KafkaError):
+    code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+@_typed
+class LogDirNotFoundError(KafkaError):
+    code = ErrorCode.LOG_DIR_NOT_FOUND
+
+
+@_typed
+class UnknownProducerIdError(KafkaError):
+    code = ErrorCode.UNKNOWN_PRODUCER_ID
+
+
+@_typed
+class ReassignmentInProgressError(KafkaError):
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+@_typed
+class NonEmptyGroupError(KafkaError):
+    code = ErrorCode.NON_EMPTY_GROUP
+
+
+@_typed
+class GroupIdNotFoundError(KafkaError):
+    code = ErrorCode.GROUP_ID_NOT_FOUND
+
+
+@_typed
+class TopicDeletionDisabledError(KafkaError):
+    code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
+@_typed
+class FencedLeaderEpochError(KafkaError):
+    code = ErrorCode.FENCED_LEADER_EPOCH
+
+
+@_typed
+class UnknownLeaderEpochError(KafkaError):
+    code = ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+@_typed
+class StaleBrokerEpochError(KafkaError):
+    code = ErrorCode.STALE_BROKER_EPOCH
+
+
+@_typed
+class OffsetNotAvailableError(KafkaError):
+    code = ErrorCode.OFFSET_NOT_AVAILABLE
+
+
+@_typed
+class MemberIdRequiredError(KafkaError):
+    code = ErrorCode.MEMBER_ID_REQUIRED
+
+
+@_typed
+class PreferredLeaderNotAvailableError(KafkaError):
+    code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+
+
+@_typed
+class EligibleLeadersNotAvailableError(KafkaError):
+    code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+@_typed
+class ElectionNotNeededError(KafkaError):
+    code = ErrorCode.ELECTION_NOT_NEEDED
+
+
+@_typed
+class NoReassignmentInProgressError(KafkaError):
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+
+
+@_typed
+class InvalidRecordError(KafkaError):
+    code = ErrorCode.INVALID_RECORD
+
+
+@_typed
+class ProducerFencedError(KafkaError):
+    code = ErrorCode.PRODUCER_FENCED
+
+
+@_typed
+class UnknownTopicIdError(KafkaError):
+    code = ErrorCode.UNKNOWN_TOPIC_ID
+
+
+@_typed
+class InconsistentTopicIdError(KafkaError):
+    code = ErrorCode.INCONSISTENT_TOPIC_ID
 
 
 def error_for(code: int | ErrorCode, message: str | None = None) -> KafkaError:

@@ -20,7 +20,11 @@ wire (Metadata, LeaderAndIsr, UpdateMetadata, StopReplica,
 ControlledShutdown, Fetch's current leader epoch) and in the partition
 state znode (``"leader": -1``) for "no leader" and "no / unknown epoch":
 a partition without a live leader, a request that does not fence on an
-epoch, a leader epoch not known yet.
+epoch, a leader epoch not known yet. ``NO_PRODUCER_ID`` and
+``NO_PRODUCER_EPOCH`` are -1 for "no producer" (InitProducerId before a
+producer has an id, the producer state of the log; KIP-98); the record
+batch header's own defaults are the codec's, in
+``kavka.protocol.records.batch``, with the same values.
 
 Pure values; any thread.
 """
@@ -41,3 +45,6 @@ NO_LEADER = BrokerId(-1)
 
 NO_EPOCH = -1
 """No epoch: unknown, or "do not fence" in a request (leader, controller or broker epoch)."""
+
+NO_PRODUCER_ID = ProducerId(-1)
+NO_PRODUCER_EPOCH = ProducerEpoch(-1)

@@ -379,8 +379,8 @@ class ActiveController:
         if not new:
             return
         created: list[TopicPartition] = []
-        for topic in (await self._read_topics(new)).values():
-            created += self._set_assignment(topic)
+        for node in (await self._read_topics(new)).values():
+            created += self._set_assignment(node)
         log.info("controller: new topics %s (%d partitions)", new, len(created))
         await self.on_new_partition_creation(created)
 

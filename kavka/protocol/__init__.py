@@ -12,10 +12,9 @@ Modules (entry points first):
   them through ``messages.pyi``, written by ``stubgen``
   (``python -m kavka.protocol.stubgen``) from the same schema table;
 * ``codec`` — body encode/decode for any API and version, from
-  ``schema`` (the declarative tables) through compiled ``plan``s (decoder
-  half ``plan_decode``, encoder half ``plan_encode``) built on ``fieldio``,
-  ``primitives`` and ``writers`` (fixed-size layouts in ``structs``, varints
-  in ``varint``);
+  ``schema`` (the declarative tables) through compiled ``plan``s built on
+  ``fieldio``, ``primitives`` and ``writers`` (fixed-size layouts in
+  ``structs``, varints in ``varint``);
 * ``errors`` — ``DecodeError`` (and ``FrameSizeError``, ``UnknownApiError``,
   ``UnsupportedVersionError``) and ``EncodeError``;
 * ``records`` — record batch v2 (opaque on the hot path).

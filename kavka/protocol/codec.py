@@ -20,14 +20,15 @@ Sans-IO, synchronous, no global mutable state besides the plan cache
 
 from __future__ import annotations
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.messages import REQUEST, RESPONSE, Message, message_class
-from kavka.protocol.plan import compile_plan
+from kavka.protocol.plan import Plan, compile_plan
 from kavka.protocol.schema import registry
 
 __all__ = ["REQUEST", "RESPONSE", "decode_body", "encode_body", "encode_body_parts", "plan_for", "label"]
 
-_PLANS: dict[tuple[int, str, int], tuple] = {}
+_PLANS: dict[tuple[int, str, int], Plan] = {}
 
 
 def label(api_key: int, side: str, version: int) -> str:
@@ -37,7 +38,7 @@ def label(api_key: int, side: str, version: int) -> str:
     return f"{name} v{version} {side}"
 
 
-def plan_for(api_key: int, side: str, version: int) -> tuple:
+def plan_for(api_key: int, side: str, version: int) -> Plan:
     """``(decode, encode, source)`` for one API side and version."""
     key = (api_key, side, version)
     plan = _PLANS.get(key)
@@ -54,7 +55,7 @@ def plan_for(api_key: int, side: str, version: int) -> tuple:
     return plan
 
 
-def decode_body(api_key: int, side: str, version: int, buf, pos: int = 0,
+def decode_body(api_key: int, side: str, version: int, buf: Buffer, pos: int = 0,
                 *, allow_trailing: bool = False) -> Message:
     """Decode a whole request or response body from ``buf[pos:]``; every
     byte must be consumed unless ``allow_trailing``. ``records`` fields
@@ -73,7 +74,7 @@ def decode_body(api_key: int, side: str, version: int, buf, pos: int = 0,
     return msg
 
 
-def encode_body_parts(msg: Message, version: int, out: list) -> None:
+def encode_body_parts(msg: Message, version: int, out: list[Buffer]) -> None:
     """Append the encoding of ``msg`` at ``version`` to ``out`` (a list of
     bytes-like parts; records are appended without copying)."""
     try:
@@ -88,6 +89,6 @@ def encode_body_parts(msg: Message, version: int, out: list) -> None:
 
 
 def encode_body(msg: Message, version: int) -> bytes:
-    out: list = []
+    out: list[Buffer] = []
     encode_body_parts(msg, version, out)
     return b"".join(out)

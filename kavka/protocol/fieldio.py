@@ -15,10 +15,21 @@ Pure functions; any thread.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from kavka.protocol import primitives as p
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
+from kavka.protocol.message_base import Message
 from kavka.protocol.schema.dsl import Field
+
+# fn(buf, pos) -> (value, pos after it); the value's type is the field's
+ReadFn: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]
+# fn(value, out) appends the value's encoding to out
+WriteFn: TypeAlias = Callable[[Any, list[Buffer]], None]
+# fn(buf, pos, min_element_size) -> (count or -1, pos after it)
+ArrayLenReadFn: TypeAlias = Callable[[Buffer, int, int], tuple[int, int]]
 
 _NULL32 = p.INT32.pack(-1)
 
@@ -31,9 +42,9 @@ def field_kind(f: Field) -> str:
         return "structs"
     if f.is_struct:
         return "struct"
-    if f.type.startswith("[]"):
+    if f.type_name.startswith("[]"):
         return "prims"
-    if f.type in p.STRUCT_CODE:
+    if f.type_name in p.STRUCT_CODE:
         return "fixed"
     return "scalar"
 
@@ -72,8 +83,8 @@ def not_null(what: str) -> DecodeError:
     return DecodeError(f"null {what} where this version does not allow null")
 
 
-def _no_null_reader(read, what: str):
-    def r(buf, pos):
+def _no_null_reader(read: ReadFn, what: str) -> ReadFn:
+    def r(buf: Buffer, pos: int) -> tuple[Any, int]:
         v, pos = read(buf, pos)
         if v is None:
             raise not_null(what)
@@ -90,7 +101,7 @@ def elem_size(type_name: str, flexible: bool) -> int:
     return 1 if flexible else 4  # bytes, records
 
 
-def _scalar_reader(t: str, nullable: bool, flexible: bool):
+def _scalar_reader(t: str, nullable: bool, flexible: bool) -> ReadFn:
     if t in p.STRUCT_CODE:
         s = struct.Struct(">" + p.STRUCT_CODE[t])
         return p._fixed_reader(s, t)
@@ -110,27 +121,29 @@ def _scalar_reader(t: str, nullable: bool, flexible: bool):
     raise ValueError(f"unknown primitive type {t!r}")
 
 
-def array_len_reader(flexible: bool):
+def array_len_reader(flexible: bool) -> ArrayLenReadFn:
     return p.read_compact_array_len if flexible else p.read_array_len
 
 
-def reader_for(f: Field, version: int, flexible: bool, child=None, min_child: int = 1):
+def reader_for(f: Field, version: int, flexible: bool, child: ReadFn | None = None, min_child: int = 1) -> ReadFn:
     nullable = version in f.nullable
     if f.is_struct_array:
+        assert child is not None  # a struct's fields need its decoder
         return struct_array_reader(child, flexible, nullable, min_child)
     if f.is_struct:
+        assert child is not None
         return struct_reader(child, nullable)
-    if f.type.startswith("[]"):
-        return prim_array_reader(f.type[2:], flexible, nullable)
-    return _scalar_reader(f.type, nullable, flexible)
+    if f.type_name.startswith("[]"):
+        return prim_array_reader(f.type_name[2:], flexible, nullable)
+    return _scalar_reader(f.type_name, nullable, flexible)
 
 
-def struct_reader(child, nullable: bool):
+def struct_reader(child: ReadFn, nullable: bool) -> ReadFn:
     """A single struct; nullable structs carry an int8 marker (-1 = null)."""
     if not nullable:
         return child
 
-    def r(buf, pos):
+    def r(buf: Buffer, pos: int) -> tuple[Any, int]:
         marker, pos = p.read_int8(buf, pos)
         if marker < 0:
             return None, pos
@@ -138,10 +151,10 @@ def struct_reader(child, nullable: bool):
     return r
 
 
-def struct_array_reader(child, flexible: bool, nullable: bool, min_size: int):
+def struct_array_reader(child: ReadFn, flexible: bool, nullable: bool, min_size: int) -> ReadFn:
     read_len = array_len_reader(flexible)
 
-    def r(buf, pos):
+    def r(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
         n, pos = read_len(buf, pos, min_size)
         if n < 0:
             if not nullable:
@@ -158,13 +171,13 @@ def struct_array_reader(child, flexible: bool, nullable: bool, min_size: int):
     return r
 
 
-def prim_array_reader(elem: str, flexible: bool, nullable: bool):
+def prim_array_reader(elem: str, flexible: bool, nullable: bool) -> ReadFn:
     read_len = array_len_reader(flexible)
     size = elem_size(elem, flexible)
     if elem in p.STRUCT_CODE:
         code = p.STRUCT_CODE[elem]
 
-        def r(buf, pos):
+        def r(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
             n, pos = read_len(buf, pos, size)
             if n < 0:
                 if not nullable:
@@ -174,7 +187,7 @@ def prim_array_reader(elem: str, flexible: bool, nullable: bool):
         return r
     one = _scalar_reader(elem, False, flexible)
 
-    def r2(buf, pos):
+    def r2(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
         n, pos = read_len(buf, pos, size)
         if n < 0:
             if not nullable:
@@ -188,7 +201,7 @@ def prim_array_reader(elem: str, flexible: bool, nullable: bool):
     return r2
 
 
-def read_tags(o, buf, pos: int, known: dict) -> int:
+def read_tags(o: Message, buf: Buffer, pos: int, known: dict[int, tuple[str, ReadFn]]) -> int:
     """Parse a tagged-field block into ``o``: known tags by ``known[tag] =
     (attribute, reader)``, others kept raw in ``o._unknown_tags``."""
     count, pos = p.read_uvarint(buf, pos)
@@ -228,15 +241,16 @@ def read_tags(o, buf, pos: int, known: dict) -> int:
 # ---------------------------------------------------------------- writers
 
 
-def _no_null_writer(write, what: str):
-    def w(v, out):
+def _no_null_writer(write: WriteFn, what: str) -> WriteFn:
+    def w(v: Any, out: list[Buffer]) -> None:
         if v is None:
             raise EncodeError(f"null {what} where this version does not allow null")
         write(v, out)
     return w
 
 
-def _scalar_writer(t: str, nullable: bool, flexible: bool):
+def _scalar_writer(t: str, nullable: bool, flexible: bool) -> WriteFn:
+    w: WriteFn
     if t in p.STRUCT_CODE:
         pack = struct.Struct(">" + p.STRUCT_CODE[t]).pack
         w = lambda v, out: out.append(pack(v))  # noqa: E731
@@ -246,8 +260,8 @@ def _scalar_writer(t: str, nullable: bool, flexible: bool):
         enc = p.write_compact_nullable_string if flexible else p.write_nullable_string
         w = lambda v, out: out.append(enc(v))  # noqa: E731
     elif t == "bytes":
-        enc = p.write_compact_nullable_bytes if flexible else p.write_nullable_bytes
-        w = lambda v, out: out.append(enc(v))  # noqa: E731
+        enc_bytes = p.write_compact_nullable_bytes if flexible else p.write_nullable_bytes
+        w = lambda v, out: out.append(enc_bytes(v))  # noqa: E731
     elif t == "records":
         w = records_writer(flexible)
     else:
@@ -257,10 +271,10 @@ def _scalar_writer(t: str, nullable: bool, flexible: bool):
     return w
 
 
-def records_writer(flexible: bool):
+def records_writer(flexible: bool) -> WriteFn:
     """Records are appended as given (no copy until the final join)."""
     if flexible:
-        def w(v, out):
+        def w(v: Any, out: list[Buffer]) -> None:
             if v is None:
                 out.append(b"\x00")
             else:
@@ -269,7 +283,7 @@ def records_writer(flexible: bool):
     else:
         pack = p.INT32.pack
 
-        def w(v, out):
+        def w(v: Any, out: list[Buffer]) -> None:
             if v is None:
                 out.append(_NULL32)
             else:
@@ -278,26 +292,28 @@ def records_writer(flexible: bool):
     return w
 
 
-def array_len_writer(flexible: bool):
+def array_len_writer(flexible: bool) -> Callable[[int | None], bytes]:
     return p.write_compact_array_len if flexible else p.write_array_len
 
 
-def writer_for(f: Field, version: int, flexible: bool, child=None):
+def writer_for(f: Field, version: int, flexible: bool, child: WriteFn | None = None) -> WriteFn:
     nullable = version in f.nullable
     if f.is_struct_array:
+        assert child is not None  # a struct's fields need its encoder
         return struct_array_writer(child, flexible, nullable)
     if f.is_struct:
+        assert child is not None
         return struct_writer(child, nullable)
-    if f.type.startswith("[]"):
-        return prim_array_writer(f.type[2:], flexible, nullable)
-    return _scalar_writer(f.type, nullable, flexible)
+    if f.type_name.startswith("[]"):
+        return prim_array_writer(f.type_name[2:], flexible, nullable)
+    return _scalar_writer(f.type_name, nullable, flexible)
 
 
-def struct_writer(child, nullable: bool):
+def struct_writer(child: WriteFn, nullable: bool) -> WriteFn:
     if not nullable:
         return child
 
-    def w(v, out):
+    def w(v: Any, out: list[Buffer]) -> None:
         if v is None:
             out.append(b"\xff")
         else:
@@ -306,10 +322,10 @@ def struct_writer(child, nullable: bool):
     return w
 
 
-def struct_array_writer(child, flexible: bool, nullable: bool):
+def struct_array_writer(child: WriteFn, flexible: bool, nullable: bool) -> WriteFn:
     alen = array_len_writer(flexible)
 
-    def w(v, out):
+    def w(v: Any, out: list[Buffer]) -> None:
         if v is None:
             if not nullable:
                 raise EncodeError("null array where this version does not allow null")
@@ -324,12 +340,12 @@ def struct_array_writer(child, flexible: bool, nullable: bool):
     return w
 
 
-def prim_array_writer(elem: str, flexible: bool, nullable: bool):
+def prim_array_writer(elem: str, flexible: bool, nullable: bool) -> WriteFn:
     alen = array_len_writer(flexible)
     if elem in p.STRUCT_CODE:
         code = p.STRUCT_CODE[elem]
 
-        def w(v, out):
+        def w(v: Any, out: list[Buffer]) -> None:
             if v is None:
                 if not nullable:
                     raise EncodeError("null array where this version does not allow null")
@@ -340,7 +356,7 @@ def prim_array_writer(elem: str, flexible: bool, nullable: bool):
         return w
     one = _scalar_writer(elem, False, flexible)
 
-    def w2(v, out):
+    def w2(v: list[Any] | None, out: list[Buffer]) -> None:
         if v is None:
             if not nullable:
                 raise EncodeError("null array where this version does not allow null")
@@ -352,10 +368,10 @@ def prim_array_writer(elem: str, flexible: bool, nullable: bool):
     return w2
 
 
-def write_tags(out: list, known: list | None, unknown: dict | None) -> None:
+def write_tags(out: list[Buffer], known: list[tuple[int, Buffer]] | None, unknown: dict[int, bytes] | None) -> None:
     """Emit a tagged-field block from known ``(tag, payload)`` pairs and
     unknown tags kept from decoding (known tags win on a clash)."""
-    items = dict(unknown or {})
+    items: dict[int, Buffer] = dict(unknown or {})
     for tag, payload in known or ():
         items[tag] = payload
     out.append(p.write_tagged_fields(sorted(items.items())))

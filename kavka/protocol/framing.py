@@ -16,6 +16,7 @@ One decoder per connection; not thread-safe (one event-loop task owns it).
 
 from __future__ import annotations
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import FrameSizeError
 from kavka.protocol.primitives import INT32
 
@@ -29,7 +30,7 @@ def frame(payload: bytes | bytearray | memoryview) -> bytes:
     return _pack_size(len(payload)) + bytes(payload)
 
 
-def frame_parts(parts: list) -> list:
+def frame_parts(parts: list[Buffer]) -> list[Buffer]:
     """Prefix a list of byte parts with their total size (for
     ``writelines``: the parts are not copied)."""
     return [_pack_size(sum(len(p) for p in parts)), *parts]

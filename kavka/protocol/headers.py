@@ -37,6 +37,7 @@ import struct
 from dataclasses import dataclass
 
 from kavka.protocol import primitives as p
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.codec import REQUEST, RESPONSE, decode_body, encode_body_parts
 from kavka.protocol.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
 from kavka.protocol.messages import Message
@@ -116,7 +117,7 @@ def encode_request(header: RequestHeader, body: Message) -> bytes:
     a = registry()[header.api_key]
     _check_body(body, header.api_key, REQUEST)
     hv = a.request_header_version(header.api_version)
-    out = [_unpack_req.pack(header.api_key, header.api_version, header.correlation_id)]
+    out: list[Buffer] = [_unpack_req.pack(header.api_key, header.api_version, header.correlation_id)]
     if hv >= 1:
         out.append(p.write_nullable_string(header.client_id))
     if hv >= 2:
@@ -125,12 +126,12 @@ def encode_request(header: RequestHeader, body: Message) -> bytes:
     return b"".join(out)
 
 
-def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list:
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Message) -> list[Buffer]:
     """Header and body as a list of parts (records are not copied); frame
     with ``framing.frame_parts`` and send with ``writelines``."""
     a = registry()[api_key]
     _check_body(body, api_key, RESPONSE)
-    out = [p.INT32.pack(correlation_id)]
+    out: list[Buffer] = [p.INT32.pack(correlation_id)]
     if a.response_header_version(api_version) >= 1:
         out.append(p.EMPTY_TAGGED_FIELDS)
     encode_body_parts(body, api_version, out)
@@ -141,7 +142,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
     return b"".join(encode_response_parts(api_key, api_version, correlation_id, body))
 
 
-def decode_response(api_key: int, api_version: int, frame) -> tuple[ResponseHeader, Message]:
+def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[ResponseHeader, Message]:
     buf = frame if isinstance(frame, memoryview) else memoryview(frame)
     a = registry().get(api_key)
     if a is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from kavka.protocol.schema.dsl import MISSING, Field
 
@@ -104,6 +104,22 @@ class Message:
         return {n: plain(getattr(self, n)) for n in self.FIELDS}
 
 
+_R = TypeVar("_R", bound="Response")
+
+
+class Request(Message, Generic[_R]):
+    """Base of the top-level request classes; ``_R`` is the API's response
+    class, so that a typed ``send(request) -> response`` needs no cast."""
+
+    __slots__ = ()
+
+
+class Response(Message):
+    """Base of the top-level response classes."""
+
+    __slots__ = ()
+
+
 def camel(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
@@ -137,8 +153,9 @@ def _constant(value: object) -> Callable[[], object]:
 
 
 def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]],
-                 attrs: dict[str, object] | None = None) -> type[Message]:
-    """Generate one slotted class for a struct whose fields are ``defs``."""
+                 attrs: dict[str, object] | None = None, base: type[Message] = Message) -> type[Message]:
+    """Generate one slotted class for a struct whose fields are ``defs``
+    (a subclass of ``base``: ``Request`` or ``Response`` at the top level)."""
     names = tuple(defs)
     ns: dict[str, Any] = {"FRESH": FRESH}
     nested: dict[str, type[Message]] = {}
@@ -185,4 +202,4 @@ def build_struct(qualname: str, defs: dict[str, tuple[Field, ...]],
         "__qualname__": qualname, "__module__": "kavka.protocol.messages"}
     cls_attrs.update(nested)
     cls_attrs.update(attrs or {})
-    return type(qualname.rsplit(".", 1)[-1], (Message,), cls_attrs)
+    return type(qualname.rsplit(".", 1)[-1], (base,), cls_attrs)

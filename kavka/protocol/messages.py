@@ -4,7 +4,9 @@ API response and nested struct, covering every version of that API.
 Naming scheme (what handlers write):
 
 * top level: ``<Api.name>Request`` / ``<Api.name>Response``, e.g.
-  ``ProduceRequest``, ``FetchResponse``, ``ApiVersionsResponse``;
+  ``ProduceRequest``, ``FetchResponse``, ``ApiVersionsResponse``; they
+  subclass ``Request[<Api.name>Response]`` and ``Response``, so a typed
+  ``send(request)`` returns the API's response type;
 * nested structs: the CamelCase of the field name, as an attribute of the
   enclosing class: field ``responses`` of ProduceResponse has elements of
   ``ProduceResponse.Responses``, whose field ``partition_responses`` holds
@@ -49,6 +51,8 @@ from kavka.protocol.message_base import (
     RESPONSE,
     ZERO_UUID,
     Message,
+    Request,
+    Response,
     build_struct,
     camel,
     default_of,
@@ -57,17 +61,17 @@ from kavka.protocol.message_base import (
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.dsl import Api
 
-__all__ = ["FRESH", "REQUEST", "RESPONSE", "ZERO_UUID", "Message", "build_struct", "camel", "default_of", "merged",
-           "message_class", "request_class", "response_class"]
+__all__ = ["FRESH", "REQUEST", "RESPONSE", "ZERO_UUID", "Message", "Request", "Response", "build_struct", "camel",
+           "default_of", "merged", "message_class", "request_class", "response_class"]
 
 
 @cache
 def _classes(api_key: int) -> tuple[type[Message], type[Message]]:
     a: Api = registry()[api_key]
     req = build_struct(f"{a.name}Request", merged(a.request),
-                       {"API_KEY": a.key, "API_NAME": a.name, "SIDE": REQUEST})
+                       {"API_KEY": a.key, "API_NAME": a.name, "SIDE": REQUEST}, Request)
     resp = build_struct(f"{a.name}Response", merged(a.response),
-                        {"API_KEY": a.key, "API_NAME": a.name, "SIDE": RESPONSE})
+                        {"API_KEY": a.key, "API_NAME": a.name, "SIDE": RESPONSE}, Response)
     return req, resp
 
 

@@ -12,6 +12,8 @@ from kavka.protocol.message_base import (
     Message,
     REQUEST,
     RESPONSE,
+    Request,
+    Response,
     ZERO_UUID,
     build_struct,
     camel,
@@ -24,6 +26,8 @@ __all__ = [
     "Message",
     "REQUEST",
     "RESPONSE",
+    "Request",
+    "Response",
     "ZERO_UUID",
     "build_struct",
     "camel",
@@ -39,45 +43,7 @@ def request_class(api_key: int) -> type[Message]: ...
 def response_class(api_key: int) -> type[Message]: ...
 
 
-class ProduceRequest(Message):
-    """Produce request (API key 0), versions 0-11, flexible from v9."""
-    transactional_id: str | None  # v3+; nullable v3+
-    acks: int  # v0+
-    timeout_ms: int  # v0+
-    topic_data: list[ProduceRequest.TopicData]  # v0+
-    def __init__(
-        self,
-        *,
-        transactional_id: str | None = ...,
-        acks: int = ...,
-        timeout_ms: int = ...,
-        topic_data: list[ProduceRequest.TopicData] = ...,
-    ) -> None: ...
-
-    class TopicData(Message):
-        """An element of ``ProduceRequest.topic_data``."""
-        name: str  # v0+
-        partition_data: list[ProduceRequest.TopicData.PartitionData]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_data: list[ProduceRequest.TopicData.PartitionData] = ...,
-        ) -> None: ...
-
-        class PartitionData(Message):
-            """An element of ``ProduceRequest.TopicData.partition_data``."""
-            index: int  # v0+
-            records: bytes | memoryview | None  # v0+; nullable v0+
-            def __init__(
-                self,
-                *,
-                index: int = ...,
-                records: bytes | memoryview | None = ...,
-            ) -> None: ...
-
-
-class ProduceResponse(Message):
+class ProduceResponse(Response):
     """Produce response (API key 0), versions 0-11, flexible from v9."""
     responses: list[ProduceResponse.Responses]  # v0+
     throttle_time_ms: int  # v1+
@@ -162,95 +128,45 @@ class ProduceResponse(Message):
         ) -> None: ...
 
 
-class FetchRequest(Message):
-    """Fetch request (API key 1), versions 0-16, flexible from v12."""
-    cluster_id: str | None  # v12+; nullable v12+; tag 0 in v12+
-    replica_id: int  # v0-14
-    replica_state: FetchRequest.ReplicaState  # v15+; tag 1 in v15+
-    max_wait_ms: int  # v0+
-    min_bytes: int  # v0+
-    max_bytes: int  # v3+
-    isolation_level: int  # v4+
-    session_id: int  # v7+
-    session_epoch: int  # v7+
-    topics: list[FetchRequest.Topics]  # v0+
-    forgotten_topics_data: list[FetchRequest.ForgottenTopicsData]  # v7+
-    rack_id: str  # v11+
+class ProduceRequest(Request[ProduceResponse]):
+    """Produce request (API key 0), versions 0-11, flexible from v9."""
+    transactional_id: str | None  # v3+; nullable v3+
+    acks: int  # v0+
+    timeout_ms: int  # v0+
+    topic_data: list[ProduceRequest.TopicData]  # v0+
     def __init__(
         self,
         *,
-        cluster_id: str | None = ...,
-        replica_id: int = ...,
-        replica_state: FetchRequest.ReplicaState = ...,
-        max_wait_ms: int = ...,
-        min_bytes: int = ...,
-        max_bytes: int = ...,
-        isolation_level: int = ...,
-        session_id: int = ...,
-        session_epoch: int = ...,
-        topics: list[FetchRequest.Topics] = ...,
-        forgotten_topics_data: list[FetchRequest.ForgottenTopicsData] = ...,
-        rack_id: str = ...,
+        transactional_id: str | None = ...,
+        acks: int = ...,
+        timeout_ms: int = ...,
+        topic_data: list[ProduceRequest.TopicData] = ...,
     ) -> None: ...
 
-    class ReplicaState(Message):
-        """The value of ``FetchRequest.replica_state``."""
-        replica_id: int  # v15+
-        replica_epoch: int  # v15+
+    class TopicData(Message):
+        """An element of ``ProduceRequest.topic_data``."""
+        name: str  # v0+
+        partition_data: list[ProduceRequest.TopicData.PartitionData]  # v0+
         def __init__(
             self,
             *,
-            replica_id: int = ...,
-            replica_epoch: int = ...,
+            name: str = ...,
+            partition_data: list[ProduceRequest.TopicData.PartitionData] = ...,
         ) -> None: ...
 
-    class Topics(Message):
-        """An element of ``FetchRequest.topics``."""
-        topic: str  # v0-12
-        topic_id: uuid.UUID  # v13+
-        partitions: list[FetchRequest.Topics.Partitions]  # v0+
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            topic_id: uuid.UUID = ...,
-            partitions: list[FetchRequest.Topics.Partitions] = ...,
-        ) -> None: ...
-
-        class Partitions(Message):
-            """An element of ``FetchRequest.Topics.partitions``."""
-            partition: int  # v0+
-            current_leader_epoch: int  # v9+
-            fetch_offset: int  # v0+
-            last_fetched_epoch: int  # v12+
-            log_start_offset: int  # v5+
-            partition_max_bytes: int  # v0+
+        class PartitionData(Message):
+            """An element of ``ProduceRequest.TopicData.partition_data``."""
+            index: int  # v0+
+            records: bytes | memoryview | None  # v0+; nullable v0+
             def __init__(
                 self,
                 *,
-                partition: int = ...,
-                current_leader_epoch: int = ...,
-                fetch_offset: int = ...,
-                last_fetched_epoch: int = ...,
-                log_start_offset: int = ...,
-                partition_max_bytes: int = ...,
+                index: int = ...,
+                records: bytes | memoryview | None = ...,
             ) -> None: ...
 
-    class ForgottenTopicsData(Message):
-        """An element of ``FetchRequest.forgotten_topics_data``."""
-        topic: str  # v7-12
-        topic_id: uuid.UUID  # v13+
-        partitions: list[int]  # v7+
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            topic_id: uuid.UUID = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
 
-
-class FetchResponse(Message):
+class FetchResponse(Response):
     """Fetch response (API key 1), versions 0-16, flexible from v12."""
     throttle_time_ms: int  # v1+
     error_code: int  # v7+
@@ -369,49 +285,95 @@ class FetchResponse(Message):
         ) -> None: ...
 
 
-class ListOffsetsRequest(Message):
-    """ListOffsets request (API key 2), versions 0-11, flexible from v6."""
-    replica_id: int  # v0+
-    isolation_level: int  # v2+
-    topics: list[ListOffsetsRequest.Topics]  # v0+
-    timeout_ms: int  # v10+
+class FetchRequest(Request[FetchResponse]):
+    """Fetch request (API key 1), versions 0-16, flexible from v12."""
+    cluster_id: str | None  # v12+; nullable v12+; tag 0 in v12+
+    replica_id: int  # v0-14
+    replica_state: FetchRequest.ReplicaState  # v15+; tag 1 in v15+
+    max_wait_ms: int  # v0+
+    min_bytes: int  # v0+
+    max_bytes: int  # v3+
+    isolation_level: int  # v4+
+    session_id: int  # v7+
+    session_epoch: int  # v7+
+    topics: list[FetchRequest.Topics]  # v0+
+    forgotten_topics_data: list[FetchRequest.ForgottenTopicsData]  # v7+
+    rack_id: str  # v11+
     def __init__(
         self,
         *,
+        cluster_id: str | None = ...,
         replica_id: int = ...,
+        replica_state: FetchRequest.ReplicaState = ...,
+        max_wait_ms: int = ...,
+        min_bytes: int = ...,
+        max_bytes: int = ...,
         isolation_level: int = ...,
-        topics: list[ListOffsetsRequest.Topics] = ...,
-        timeout_ms: int = ...,
+        session_id: int = ...,
+        session_epoch: int = ...,
+        topics: list[FetchRequest.Topics] = ...,
+        forgotten_topics_data: list[FetchRequest.ForgottenTopicsData] = ...,
+        rack_id: str = ...,
     ) -> None: ...
 
-    class Topics(Message):
-        """An element of ``ListOffsetsRequest.topics``."""
-        name: str  # v0+
-        partitions: list[ListOffsetsRequest.Topics.Partitions]  # v0+
+    class ReplicaState(Message):
+        """The value of ``FetchRequest.replica_state``."""
+        replica_id: int  # v15+
+        replica_epoch: int  # v15+
         def __init__(
             self,
             *,
-            name: str = ...,
-            partitions: list[ListOffsetsRequest.Topics.Partitions] = ...,
+            replica_id: int = ...,
+            replica_epoch: int = ...,
+        ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``FetchRequest.topics``."""
+        topic: str  # v0-12
+        topic_id: uuid.UUID  # v13+
+        partitions: list[FetchRequest.Topics.Partitions]  # v0+
+        def __init__(
+            self,
+            *,
+            topic: str = ...,
+            topic_id: uuid.UUID = ...,
+            partitions: list[FetchRequest.Topics.Partitions] = ...,
         ) -> None: ...
 
         class Partitions(Message):
-            """An element of ``ListOffsetsRequest.Topics.partitions``."""
-            partition_index: int  # v0+
-            current_leader_epoch: int  # v4+
-            timestamp: int  # v0+
-            max_num_offsets: int  # v0
+            """An element of ``FetchRequest.Topics.partitions``."""
+            partition: int  # v0+
+            current_leader_epoch: int  # v9+
+            fetch_offset: int  # v0+
+            last_fetched_epoch: int  # v12+
+            log_start_offset: int  # v5+
+            partition_max_bytes: int  # v0+
             def __init__(
                 self,
                 *,
-                partition_index: int = ...,
+                partition: int = ...,
                 current_leader_epoch: int = ...,
-                timestamp: int = ...,
-                max_num_offsets: int = ...,
+                fetch_offset: int = ...,
+                last_fetched_epoch: int = ...,
+                log_start_offset: int = ...,
+                partition_max_bytes: int = ...,
             ) -> None: ...
 
+    class ForgottenTopicsData(Message):
+        """An element of ``FetchRequest.forgotten_topics_data``."""
+        topic: str  # v7-12
+        topic_id: uuid.UUID  # v13+
+        partitions: list[int]  # v7+
+        def __init__(
+            self,
+            *,
+            topic: str = ...,
+            topic_id: uuid.UUID = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
 
-class ListOffsetsResponse(Message):
+
+class ListOffsetsResponse(Response):
     """ListOffsets response (API key 2), versions 0-11, flexible from v6."""
     throttle_time_ms: int  # v2+
     topics: list[ListOffsetsResponse.Topics]  # v0+
@@ -453,34 +415,49 @@ class ListOffsetsResponse(Message):
             ) -> None: ...
 
 
-class MetadataRequest(Message):
-    """Metadata request (API key 3), versions 0-12, flexible from v9."""
-    topics: list[MetadataRequest.Topics] | None  # v0+; nullable v1+
-    allow_auto_topic_creation: bool  # v4+
-    include_cluster_authorized_operations: bool  # v8-10
-    include_topic_authorized_operations: bool  # v8+
+class ListOffsetsRequest(Request[ListOffsetsResponse]):
+    """ListOffsets request (API key 2), versions 0-11, flexible from v6."""
+    replica_id: int  # v0+
+    isolation_level: int  # v2+
+    topics: list[ListOffsetsRequest.Topics]  # v0+
+    timeout_ms: int  # v10+
     def __init__(
         self,
         *,
-        topics: list[MetadataRequest.Topics] | None = ...,
-        allow_auto_topic_creation: bool = ...,
-        include_cluster_authorized_operations: bool = ...,
-        include_topic_authorized_operations: bool = ...,
+        replica_id: int = ...,
+        isolation_level: int = ...,
+        topics: list[ListOffsetsRequest.Topics] = ...,
+        timeout_ms: int = ...,
     ) -> None: ...
 
     class Topics(Message):
-        """An element of ``MetadataRequest.topics``."""
-        topic_id: uuid.UUID  # v10+
-        name: str | None  # v0+; nullable v10+
+        """An element of ``ListOffsetsRequest.topics``."""
+        name: str  # v0+
+        partitions: list[ListOffsetsRequest.Topics.Partitions]  # v0+
         def __init__(
             self,
             *,
-            topic_id: uuid.UUID = ...,
-            name: str | None = ...,
+            name: str = ...,
+            partitions: list[ListOffsetsRequest.Topics.Partitions] = ...,
         ) -> None: ...
 
+        class Partitions(Message):
+            """An element of ``ListOffsetsRequest.Topics.partitions``."""
+            partition_index: int  # v0+
+            current_leader_epoch: int  # v4+
+            timestamp: int  # v0+
+            max_num_offsets: int  # v0
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                current_leader_epoch: int = ...,
+                timestamp: int = ...,
+                max_num_offsets: int = ...,
+            ) -> None: ...
 
-class MetadataResponse(Message):
+
+class MetadataResponse(Response):
     """Metadata response (API key 3), versions 0-12, flexible from v9."""
     throttle_time_ms: int  # v3+
     brokers: list[MetadataResponse.Brokers]  # v0+
@@ -555,7 +532,85 @@ class MetadataResponse(Message):
             ) -> None: ...
 
 
-class LeaderAndIsrRequest(Message):
+class MetadataRequest(Request[MetadataResponse]):
+    """Metadata request (API key 3), versions 0-12, flexible from v9."""
+    topics: list[MetadataRequest.Topics] | None  # v0+; nullable v1+
+    allow_auto_topic_creation: bool  # v4+
+    include_cluster_authorized_operations: bool  # v8-10
+    include_topic_authorized_operations: bool  # v8+
+    def __init__(
+        self,
+        *,
+        topics: list[MetadataRequest.Topics] | None = ...,
+        allow_auto_topic_creation: bool = ...,
+        include_cluster_authorized_operations: bool = ...,
+        include_topic_authorized_operations: bool = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``MetadataRequest.topics``."""
+        topic_id: uuid.UUID  # v10+
+        name: str | None  # v0+; nullable v10+
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID = ...,
+            name: str | None = ...,
+        ) -> None: ...
+
+
+class LeaderAndIsrResponse(Response):
+    """LeaderAndIsr response (API key 4), versions 0-7, flexible from v4."""
+    error_code: int  # v0+
+    partition_errors: list[LeaderAndIsrResponse.PartitionErrors]  # v0-4
+    topics: list[LeaderAndIsrResponse.Topics]  # v5+
+    def __init__(
+        self,
+        *,
+        error_code: int = ...,
+        partition_errors: list[LeaderAndIsrResponse.PartitionErrors] = ...,
+        topics: list[LeaderAndIsrResponse.Topics] = ...,
+    ) -> None: ...
+
+    class PartitionErrors(Message):
+        """An element of ``LeaderAndIsrResponse.partition_errors``."""
+        topic_name: str  # v0-4
+        partition_index: int  # v0+
+        error_code: int  # v0+
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            partition_index: int = ...,
+            error_code: int = ...,
+        ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``LeaderAndIsrResponse.topics``."""
+        topic_id: uuid.UUID  # v5+
+        partition_errors: list[LeaderAndIsrResponse.Topics.PartitionErrors]  # v5+
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID = ...,
+            partition_errors: list[LeaderAndIsrResponse.Topics.PartitionErrors] = ...,
+        ) -> None: ...
+
+        class PartitionErrors(Message):
+            """An element of ``LeaderAndIsrResponse.Topics.partition_errors``."""
+            topic_name: str  # v0-4
+            partition_index: int  # v0+
+            error_code: int  # v0+
+            def __init__(
+                self,
+                *,
+                topic_name: str = ...,
+                partition_index: int = ...,
+                error_code: int = ...,
+            ) -> None: ...
+
+
+class LeaderAndIsrRequest(Request[LeaderAndIsrResponse]):
     """LeaderAndIsr request (API key 4), versions 0-7, flexible from v4."""
     controller_id: int  # v0+
     is_kraft_controller: bool  # v7+
@@ -667,22 +722,20 @@ class LeaderAndIsrRequest(Message):
         ) -> None: ...
 
 
-class LeaderAndIsrResponse(Message):
-    """LeaderAndIsr response (API key 4), versions 0-7, flexible from v4."""
+class StopReplicaResponse(Response):
+    """StopReplica response (API key 5), versions 0-4, flexible from v2."""
     error_code: int  # v0+
-    partition_errors: list[LeaderAndIsrResponse.PartitionErrors]  # v0-4
-    topics: list[LeaderAndIsrResponse.Topics]  # v5+
+    partition_errors: list[StopReplicaResponse.PartitionErrors]  # v0+
     def __init__(
         self,
         *,
         error_code: int = ...,
-        partition_errors: list[LeaderAndIsrResponse.PartitionErrors] = ...,
-        topics: list[LeaderAndIsrResponse.Topics] = ...,
+        partition_errors: list[StopReplicaResponse.PartitionErrors] = ...,
     ) -> None: ...
 
     class PartitionErrors(Message):
-        """An element of ``LeaderAndIsrResponse.partition_errors``."""
-        topic_name: str  # v0-4
+        """An element of ``StopReplicaResponse.partition_errors``."""
+        topic_name: str  # v0+
         partition_index: int  # v0+
         error_code: int  # v0+
         def __init__(
@@ -693,32 +746,8 @@ class LeaderAndIsrResponse(Message):
             error_code: int = ...,
         ) -> None: ...
 
-    class Topics(Message):
-        """An element of ``LeaderAndIsrResponse.topics``."""
-        topic_id: uuid.UUID  # v5+
-        partition_errors: list[LeaderAndIsrResponse.Topics.PartitionErrors]  # v5+
-        def __init__(
-            self,
-            *,
-            topic_id: uuid.UUID = ...,
-            partition_errors: list[LeaderAndIsrResponse.Topics.PartitionErrors] = ...,
-        ) -> None: ...
 
-        class PartitionErrors(Message):
-            """An element of ``LeaderAndIsrResponse.Topics.partition_errors``."""
-            topic_name: str  # v0-4
-            partition_index: int  # v0+
-            error_code: int  # v0+
-            def __init__(
-                self,
-                *,
-                topic_name: str = ...,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
-
-
-class StopReplicaRequest(Message):
+class StopReplicaRequest(Request[StopReplicaResponse]):
     """StopReplica request (API key 5), versions 0-4, flexible from v2."""
     controller_id: int  # v0+
     is_kraft_controller: bool  # v4+
@@ -788,32 +817,17 @@ class StopReplicaRequest(Message):
             ) -> None: ...
 
 
-class StopReplicaResponse(Message):
-    """StopReplica response (API key 5), versions 0-4, flexible from v2."""
+class UpdateMetadataResponse(Response):
+    """UpdateMetadata response (API key 6), versions 0-8, flexible from v6."""
     error_code: int  # v0+
-    partition_errors: list[StopReplicaResponse.PartitionErrors]  # v0+
     def __init__(
         self,
         *,
         error_code: int = ...,
-        partition_errors: list[StopReplicaResponse.PartitionErrors] = ...,
     ) -> None: ...
 
-    class PartitionErrors(Message):
-        """An element of ``StopReplicaResponse.partition_errors``."""
-        topic_name: str  # v0+
-        partition_index: int  # v0+
-        error_code: int  # v0+
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-            partition_index: int = ...,
-            error_code: int = ...,
-        ) -> None: ...
 
-
-class UpdateMetadataRequest(Message):
+class UpdateMetadataRequest(Request[UpdateMetadataResponse]):
     """UpdateMetadata request (API key 6), versions 0-8, flexible from v6."""
     controller_id: int  # v0+
     is_kraft_controller: bool  # v8+
@@ -932,29 +946,7 @@ class UpdateMetadataRequest(Message):
             ) -> None: ...
 
 
-class UpdateMetadataResponse(Message):
-    """UpdateMetadata response (API key 6), versions 0-8, flexible from v6."""
-    error_code: int  # v0+
-    def __init__(
-        self,
-        *,
-        error_code: int = ...,
-    ) -> None: ...
-
-
-class ControlledShutdownRequest(Message):
-    """ControlledShutdown request (API key 7), versions 0-3, flexible from v3."""
-    broker_id: int  # v0+
-    broker_epoch: int  # v2+
-    def __init__(
-        self,
-        *,
-        broker_id: int = ...,
-        broker_epoch: int = ...,
-    ) -> None: ...
-
-
-class ControlledShutdownResponse(Message):
+class ControlledShutdownResponse(Response):
     """ControlledShutdown response (API key 7), versions 0-3, flexible from v3."""
     error_code: int  # v0+
     remaining_partitions: list[ControlledShutdownResponse.RemainingPartitions]  # v0+
@@ -977,7 +969,55 @@ class ControlledShutdownResponse(Message):
         ) -> None: ...
 
 
-class OffsetCommitRequest(Message):
+class ControlledShutdownRequest(Request[ControlledShutdownResponse]):
+    """ControlledShutdown request (API key 7), versions 0-3, flexible from v3."""
+    broker_id: int  # v0+
+    broker_epoch: int  # v2+
+    def __init__(
+        self,
+        *,
+        broker_id: int = ...,
+        broker_epoch: int = ...,
+    ) -> None: ...
+
+
+class OffsetCommitResponse(Response):
+    """OffsetCommit response (API key 8), versions 0-10, flexible from v8."""
+    throttle_time_ms: int  # v3+
+    topics: list[OffsetCommitResponse.Topics]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        topics: list[OffsetCommitResponse.Topics] = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``OffsetCommitResponse.topics``."""
+        name: str  # v0-9
+        topic_id: uuid.UUID  # v10+
+        partitions: list[OffsetCommitResponse.Topics.Partitions]  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            topic_id: uuid.UUID = ...,
+            partitions: list[OffsetCommitResponse.Topics.Partitions] = ...,
+        ) -> None: ...
+
+        class Partitions(Message):
+            """An element of ``OffsetCommitResponse.Topics.partitions``."""
+            partition_index: int  # v0+
+            error_code: int  # v0+
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                error_code: int = ...,
+            ) -> None: ...
+
+
+class OffsetCommitRequest(Request[OffsetCommitResponse]):
     """OffsetCommit request (API key 8), versions 0-10, flexible from v8."""
     group_id: str  # v0+
     generation_id_or_member_epoch: int  # v1+
@@ -1027,98 +1067,7 @@ class OffsetCommitRequest(Message):
             ) -> None: ...
 
 
-class OffsetCommitResponse(Message):
-    """OffsetCommit response (API key 8), versions 0-10, flexible from v8."""
-    throttle_time_ms: int  # v3+
-    topics: list[OffsetCommitResponse.Topics]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        topics: list[OffsetCommitResponse.Topics] = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``OffsetCommitResponse.topics``."""
-        name: str  # v0-9
-        topic_id: uuid.UUID  # v10+
-        partitions: list[OffsetCommitResponse.Topics.Partitions]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            topic_id: uuid.UUID = ...,
-            partitions: list[OffsetCommitResponse.Topics.Partitions] = ...,
-        ) -> None: ...
-
-        class Partitions(Message):
-            """An element of ``OffsetCommitResponse.Topics.partitions``."""
-            partition_index: int  # v0+
-            error_code: int  # v0+
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
-
-
-class OffsetFetchRequest(Message):
-    """OffsetFetch request (API key 9), versions 0-10, flexible from v6."""
-    group_id: str  # v0-7
-    topics: list[OffsetFetchRequest.Topics] | None  # v0-7; nullable v2-7
-    groups: list[OffsetFetchRequest.Groups]  # v8+
-    require_stable: bool  # v7+
-    def __init__(
-        self,
-        *,
-        group_id: str = ...,
-        topics: list[OffsetFetchRequest.Topics] | None = ...,
-        groups: list[OffsetFetchRequest.Groups] = ...,
-        require_stable: bool = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``OffsetFetchRequest.topics``."""
-        name: str  # v0-7
-        partition_indexes: list[int]  # v0-7
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
-
-    class Groups(Message):
-        """An element of ``OffsetFetchRequest.groups``."""
-        group_id: str  # v8+
-        member_id: str | None  # v9+; nullable v9+
-        member_epoch: int  # v9+
-        topics: list[OffsetFetchRequest.Groups.Topics] | None  # v8+; nullable v8+
-        def __init__(
-            self,
-            *,
-            group_id: str = ...,
-            member_id: str | None = ...,
-            member_epoch: int = ...,
-            topics: list[OffsetFetchRequest.Groups.Topics] | None = ...,
-        ) -> None: ...
-
-        class Topics(Message):
-            """An element of ``OffsetFetchRequest.Groups.topics``."""
-            name: str  # v8-9
-            topic_id: uuid.UUID  # v10+
-            partition_indexes: list[int]  # v8+
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                topic_id: uuid.UUID = ...,
-                partition_indexes: list[int] = ...,
-            ) -> None: ...
-
-
-class OffsetFetchResponse(Message):
+class OffsetFetchResponse(Response):
     """OffsetFetch response (API key 9), versions 0-10, flexible from v6."""
     throttle_time_ms: int  # v3+
     topics: list[OffsetFetchResponse.Topics]  # v0-7
@@ -1205,21 +1154,62 @@ class OffsetFetchResponse(Message):
                 ) -> None: ...
 
 
-class FindCoordinatorRequest(Message):
-    """FindCoordinator request (API key 10), versions 0-6, flexible from v3."""
-    key: str  # v0-3
-    key_type: int  # v1+
-    coordinator_keys: list[str]  # v4+
+class OffsetFetchRequest(Request[OffsetFetchResponse]):
+    """OffsetFetch request (API key 9), versions 0-10, flexible from v6."""
+    group_id: str  # v0-7
+    topics: list[OffsetFetchRequest.Topics] | None  # v0-7; nullable v2-7
+    groups: list[OffsetFetchRequest.Groups]  # v8+
+    require_stable: bool  # v7+
     def __init__(
         self,
         *,
-        key: str = ...,
-        key_type: int = ...,
-        coordinator_keys: list[str] = ...,
+        group_id: str = ...,
+        topics: list[OffsetFetchRequest.Topics] | None = ...,
+        groups: list[OffsetFetchRequest.Groups] = ...,
+        require_stable: bool = ...,
     ) -> None: ...
 
+    class Topics(Message):
+        """An element of ``OffsetFetchRequest.topics``."""
+        name: str  # v0-7
+        partition_indexes: list[int]  # v0-7
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            partition_indexes: list[int] = ...,
+        ) -> None: ...
 
-class FindCoordinatorResponse(Message):
+    class Groups(Message):
+        """An element of ``OffsetFetchRequest.groups``."""
+        group_id: str  # v8+
+        member_id: str | None  # v9+; nullable v9+
+        member_epoch: int  # v9+
+        topics: list[OffsetFetchRequest.Groups.Topics] | None  # v8+; nullable v8+
+        def __init__(
+            self,
+            *,
+            group_id: str = ...,
+            member_id: str | None = ...,
+            member_epoch: int = ...,
+            topics: list[OffsetFetchRequest.Groups.Topics] | None = ...,
+        ) -> None: ...
+
+        class Topics(Message):
+            """An element of ``OffsetFetchRequest.Groups.topics``."""
+            name: str  # v8-9
+            topic_id: uuid.UUID  # v10+
+            partition_indexes: list[int]  # v8+
+            def __init__(
+                self,
+                *,
+                name: str = ...,
+                topic_id: uuid.UUID = ...,
+                partition_indexes: list[int] = ...,
+            ) -> None: ...
+
+
+class FindCoordinatorResponse(Response):
     """FindCoordinator response (API key 10), versions 0-6, flexible from v3."""
     throttle_time_ms: int  # v1+
     error_code: int  # v0-3
@@ -1260,42 +1250,21 @@ class FindCoordinatorResponse(Message):
         ) -> None: ...
 
 
-class JoinGroupRequest(Message):
-    """JoinGroup request (API key 11), versions 0-9, flexible from v6."""
-    group_id: str  # v0+
-    session_timeout_ms: int  # v0+
-    rebalance_timeout_ms: int  # v1+
-    member_id: str  # v0+
-    group_instance_id: str | None  # v5+; nullable v5+
-    protocol_type: str  # v0+
-    protocols: list[JoinGroupRequest.Protocols]  # v0+
-    reason: str | None  # v8+; nullable v8+
+class FindCoordinatorRequest(Request[FindCoordinatorResponse]):
+    """FindCoordinator request (API key 10), versions 0-6, flexible from v3."""
+    key: str  # v0-3
+    key_type: int  # v1+
+    coordinator_keys: list[str]  # v4+
     def __init__(
         self,
         *,
-        group_id: str = ...,
-        session_timeout_ms: int = ...,
-        rebalance_timeout_ms: int = ...,
-        member_id: str = ...,
-        group_instance_id: str | None = ...,
-        protocol_type: str = ...,
-        protocols: list[JoinGroupRequest.Protocols] = ...,
-        reason: str | None = ...,
+        key: str = ...,
+        key_type: int = ...,
+        coordinator_keys: list[str] = ...,
     ) -> None: ...
 
-    class Protocols(Message):
-        """An element of ``JoinGroupRequest.protocols``."""
-        name: str  # v0+
-        metadata: bytes  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            metadata: bytes = ...,
-        ) -> None: ...
 
-
-class JoinGroupResponse(Message):
+class JoinGroupResponse(Response):
     """JoinGroup response (API key 11), versions 0-9, flexible from v6."""
     throttle_time_ms: int  # v2+
     error_code: int  # v0+
@@ -1334,7 +1303,54 @@ class JoinGroupResponse(Message):
         ) -> None: ...
 
 
-class HeartbeatRequest(Message):
+class JoinGroupRequest(Request[JoinGroupResponse]):
+    """JoinGroup request (API key 11), versions 0-9, flexible from v6."""
+    group_id: str  # v0+
+    session_timeout_ms: int  # v0+
+    rebalance_timeout_ms: int  # v1+
+    member_id: str  # v0+
+    group_instance_id: str | None  # v5+; nullable v5+
+    protocol_type: str  # v0+
+    protocols: list[JoinGroupRequest.Protocols]  # v0+
+    reason: str | None  # v8+; nullable v8+
+    def __init__(
+        self,
+        *,
+        group_id: str = ...,
+        session_timeout_ms: int = ...,
+        rebalance_timeout_ms: int = ...,
+        member_id: str = ...,
+        group_instance_id: str | None = ...,
+        protocol_type: str = ...,
+        protocols: list[JoinGroupRequest.Protocols] = ...,
+        reason: str | None = ...,
+    ) -> None: ...
+
+    class Protocols(Message):
+        """An element of ``JoinGroupRequest.protocols``."""
+        name: str  # v0+
+        metadata: bytes  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            metadata: bytes = ...,
+        ) -> None: ...
+
+
+class HeartbeatResponse(Response):
+    """Heartbeat response (API key 12), versions 0-4, flexible from v4."""
+    throttle_time_ms: int  # v1+
+    error_code: int  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+    ) -> None: ...
+
+
+class HeartbeatRequest(Request[HeartbeatResponse]):
     """Heartbeat request (API key 12), versions 0-4, flexible from v4."""
     group_id: str  # v0+
     generation_id: int  # v0+
@@ -1350,46 +1366,7 @@ class HeartbeatRequest(Message):
     ) -> None: ...
 
 
-class HeartbeatResponse(Message):
-    """Heartbeat response (API key 12), versions 0-4, flexible from v4."""
-    throttle_time_ms: int  # v1+
-    error_code: int  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-    ) -> None: ...
-
-
-class LeaveGroupRequest(Message):
-    """LeaveGroup request (API key 13), versions 0-5, flexible from v4."""
-    group_id: str  # v0+
-    member_id: str  # v0-2
-    members: list[LeaveGroupRequest.Members]  # v3+
-    def __init__(
-        self,
-        *,
-        group_id: str = ...,
-        member_id: str = ...,
-        members: list[LeaveGroupRequest.Members] = ...,
-    ) -> None: ...
-
-    class Members(Message):
-        """An element of ``LeaveGroupRequest.members``."""
-        member_id: str  # v3+
-        group_instance_id: str | None  # v3+; nullable v3+
-        reason: str | None  # v5+; nullable v5+
-        def __init__(
-            self,
-            *,
-            member_id: str = ...,
-            group_instance_id: str | None = ...,
-            reason: str | None = ...,
-        ) -> None: ...
-
-
-class LeaveGroupResponse(Message):
+class LeaveGroupResponse(Response):
     """LeaveGroup response (API key 13), versions 0-5, flexible from v4."""
     throttle_time_ms: int  # v1+
     error_code: int  # v0+
@@ -1416,7 +1393,52 @@ class LeaveGroupResponse(Message):
         ) -> None: ...
 
 
-class SyncGroupRequest(Message):
+class LeaveGroupRequest(Request[LeaveGroupResponse]):
+    """LeaveGroup request (API key 13), versions 0-5, flexible from v4."""
+    group_id: str  # v0+
+    member_id: str  # v0-2
+    members: list[LeaveGroupRequest.Members]  # v3+
+    def __init__(
+        self,
+        *,
+        group_id: str = ...,
+        member_id: str = ...,
+        members: list[LeaveGroupRequest.Members] = ...,
+    ) -> None: ...
+
+    class Members(Message):
+        """An element of ``LeaveGroupRequest.members``."""
+        member_id: str  # v3+
+        group_instance_id: str | None  # v3+; nullable v3+
+        reason: str | None  # v5+; nullable v5+
+        def __init__(
+            self,
+            *,
+            member_id: str = ...,
+            group_instance_id: str | None = ...,
+            reason: str | None = ...,
+        ) -> None: ...
+
+
+class SyncGroupResponse(Response):
+    """SyncGroup response (API key 14), versions 0-5, flexible from v4."""
+    throttle_time_ms: int  # v1+
+    error_code: int  # v0+
+    protocol_type: str | None  # v5+; nullable v5+
+    protocol_name: str | None  # v5+; nullable v5+
+    assignment: bytes  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        protocol_type: str | None = ...,
+        protocol_name: str | None = ...,
+        assignment: bytes = ...,
+    ) -> None: ...
+
+
+class SyncGroupRequest(Request[SyncGroupResponse]):
     """SyncGroup request (API key 14), versions 0-5, flexible from v4."""
     group_id: str  # v0+
     generation_id: int  # v0+
@@ -1449,37 +1471,7 @@ class SyncGroupRequest(Message):
         ) -> None: ...
 
 
-class SyncGroupResponse(Message):
-    """SyncGroup response (API key 14), versions 0-5, flexible from v4."""
-    throttle_time_ms: int  # v1+
-    error_code: int  # v0+
-    protocol_type: str | None  # v5+; nullable v5+
-    protocol_name: str | None  # v5+; nullable v5+
-    assignment: bytes  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-        protocol_type: str | None = ...,
-        protocol_name: str | None = ...,
-        assignment: bytes = ...,
-    ) -> None: ...
-
-
-class DescribeGroupsRequest(Message):
-    """DescribeGroups request (API key 15), versions 0-6, flexible from v5."""
-    groups: list[str]  # v0+
-    include_authorized_operations: bool  # v3+
-    def __init__(
-        self,
-        *,
-        groups: list[str] = ...,
-        include_authorized_operations: bool = ...,
-    ) -> None: ...
-
-
-class DescribeGroupsResponse(Message):
+class DescribeGroupsResponse(Response):
     """DescribeGroups response (API key 15), versions 0-6, flexible from v5."""
     throttle_time_ms: int  # v1+
     groups: list[DescribeGroupsResponse.Groups]  # v0+
@@ -1533,19 +1525,19 @@ class DescribeGroupsResponse(Message):
             ) -> None: ...
 
 
-class ListGroupsRequest(Message):
-    """ListGroups request (API key 16), versions 0-5, flexible from v3."""
-    states_filter: list[str]  # v4+
-    types_filter: list[str]  # v5+
+class DescribeGroupsRequest(Request[DescribeGroupsResponse]):
+    """DescribeGroups request (API key 15), versions 0-6, flexible from v5."""
+    groups: list[str]  # v0+
+    include_authorized_operations: bool  # v3+
     def __init__(
         self,
         *,
-        states_filter: list[str] = ...,
-        types_filter: list[str] = ...,
+        groups: list[str] = ...,
+        include_authorized_operations: bool = ...,
     ) -> None: ...
 
 
-class ListGroupsResponse(Message):
+class ListGroupsResponse(Response):
     """ListGroups response (API key 16), versions 0-5, flexible from v3."""
     throttle_time_ms: int  # v1+
     error_code: int  # v0+
@@ -1574,17 +1566,19 @@ class ListGroupsResponse(Message):
         ) -> None: ...
 
 
-class SaslHandshakeRequest(Message):
-    """SaslHandshake request (API key 17), versions 0-1."""
-    mechanism: str  # v0+
+class ListGroupsRequest(Request[ListGroupsResponse]):
+    """ListGroups request (API key 16), versions 0-5, flexible from v3."""
+    states_filter: list[str]  # v4+
+    types_filter: list[str]  # v5+
     def __init__(
         self,
         *,
-        mechanism: str = ...,
+        states_filter: list[str] = ...,
+        types_filter: list[str] = ...,
     ) -> None: ...
 
 
-class SaslHandshakeResponse(Message):
+class SaslHandshakeResponse(Response):
     """SaslHandshake response (API key 17), versions 0-1."""
     error_code: int  # v0+
     mechanisms: list[str]  # v0+
@@ -1596,19 +1590,17 @@ class SaslHandshakeResponse(Message):
     ) -> None: ...
 
 
-class ApiVersionsRequest(Message):
-    """ApiVersions request (API key 18), versions 0-4, flexible from v3."""
-    client_software_name: str  # v3+
-    client_software_version: str  # v3+
+class SaslHandshakeRequest(Request[SaslHandshakeResponse]):
+    """SaslHandshake request (API key 17), versions 0-1."""
+    mechanism: str  # v0+
     def __init__(
         self,
         *,
-        client_software_name: str = ...,
-        client_software_version: str = ...,
+        mechanism: str = ...,
     ) -> None: ...
 
 
-class ApiVersionsResponse(Message):
+class ApiVersionsResponse(Response):
     """ApiVersions response (API key 18), versions 0-4, flexible from v3."""
     error_code: int  # v0+
     api_keys: list[ApiVersionsResponse.ApiKeys]  # v0+
@@ -1669,7 +1661,71 @@ class ApiVersionsResponse(Message):
         ) -> None: ...
 
 
-class CreateTopicsRequest(Message):
+class ApiVersionsRequest(Request[ApiVersionsResponse]):
+    """ApiVersions request (API key 18), versions 0-4, flexible from v3."""
+    client_software_name: str  # v3+
+    client_software_version: str  # v3+
+    def __init__(
+        self,
+        *,
+        client_software_name: str = ...,
+        client_software_version: str = ...,
+    ) -> None: ...
+
+
+class CreateTopicsResponse(Response):
+    """CreateTopics response (API key 19), versions 0-7, flexible from v5."""
+    throttle_time_ms: int  # v2+
+    topics: list[CreateTopicsResponse.Topics]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        topics: list[CreateTopicsResponse.Topics] = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``CreateTopicsResponse.topics``."""
+        name: str  # v0+
+        topic_id: uuid.UUID  # v7+
+        error_code: int  # v0+
+        error_message: str | None  # v1+; nullable v1+
+        topic_config_error_code: int  # v5+; tag 0 in v5+
+        num_partitions: int  # v5+
+        replication_factor: int  # v5+
+        configs: list[CreateTopicsResponse.Topics.Configs] | None  # v5+; nullable v5+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            topic_id: uuid.UUID = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            topic_config_error_code: int = ...,
+            num_partitions: int = ...,
+            replication_factor: int = ...,
+            configs: list[CreateTopicsResponse.Topics.Configs] | None = ...,
+        ) -> None: ...
+
+        class Configs(Message):
+            """An element of ``CreateTopicsResponse.Topics.configs``."""
+            name: str  # v5+
+            value: str | None  # v5+; nullable v5+
+            read_only: bool  # v5+
+            config_source: int  # v5+
+            is_sensitive: bool  # v5+
+            def __init__(
+                self,
+                *,
+                name: str = ...,
+                value: str | None = ...,
+                read_only: bool = ...,
+                config_source: int = ...,
+                is_sensitive: bool = ...,
+            ) -> None: ...
+
+
+class CreateTopicsRequest(Request[CreateTopicsResponse]):
     """CreateTopics request (API key 19), versions 0-7, flexible from v5."""
     topics: list[CreateTopicsRequest.Topics]  # v0+
     timeout_ms: int  # v0+
@@ -1722,84 +1778,7 @@ class CreateTopicsRequest(Message):
             ) -> None: ...
 
 
-class CreateTopicsResponse(Message):
-    """CreateTopics response (API key 19), versions 0-7, flexible from v5."""
-    throttle_time_ms: int  # v2+
-    topics: list[CreateTopicsResponse.Topics]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        topics: list[CreateTopicsResponse.Topics] = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``CreateTopicsResponse.topics``."""
-        name: str  # v0+
-        topic_id: uuid.UUID  # v7+
-        error_code: int  # v0+
-        error_message: str | None  # v1+; nullable v1+
-        topic_config_error_code: int  # v5+; tag 0 in v5+
-        num_partitions: int  # v5+
-        replication_factor: int  # v5+
-        configs: list[CreateTopicsResponse.Topics.Configs] | None  # v5+; nullable v5+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            topic_id: uuid.UUID = ...,
-            error_code: int = ...,
-            error_message: str | None = ...,
-            topic_config_error_code: int = ...,
-            num_partitions: int = ...,
-            replication_factor: int = ...,
-            configs: list[CreateTopicsResponse.Topics.Configs] | None = ...,
-        ) -> None: ...
-
-        class Configs(Message):
-            """An element of ``CreateTopicsResponse.Topics.configs``."""
-            name: str  # v5+
-            value: str | None  # v5+; nullable v5+
-            read_only: bool  # v5+
-            config_source: int  # v5+
-            is_sensitive: bool  # v5+
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                value: str | None = ...,
-                read_only: bool = ...,
-                config_source: int = ...,
-                is_sensitive: bool = ...,
-            ) -> None: ...
-
-
-class DeleteTopicsRequest(Message):
-    """DeleteTopics request (API key 20), versions 0-6, flexible from v4."""
-    topics: list[DeleteTopicsRequest.Topics]  # v6+
-    topic_names: list[str]  # v0-5
-    timeout_ms: int  # v0+
-    def __init__(
-        self,
-        *,
-        topics: list[DeleteTopicsRequest.Topics] = ...,
-        topic_names: list[str] = ...,
-        timeout_ms: int = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``DeleteTopicsRequest.topics``."""
-        name: str | None  # v6+; nullable v6+
-        topic_id: uuid.UUID  # v6+
-        def __init__(
-            self,
-            *,
-            name: str | None = ...,
-            topic_id: uuid.UUID = ...,
-        ) -> None: ...
-
-
-class DeleteTopicsResponse(Message):
+class DeleteTopicsResponse(Response):
     """DeleteTopics response (API key 20), versions 0-6, flexible from v4."""
     throttle_time_ms: int  # v1+
     responses: list[DeleteTopicsResponse.Responses]  # v0+
@@ -1826,41 +1805,32 @@ class DeleteTopicsResponse(Message):
         ) -> None: ...
 
 
-class DeleteRecordsRequest(Message):
-    """DeleteRecords request (API key 21), versions 0-2, flexible from v2."""
-    topics: list[DeleteRecordsRequest.Topics]  # v0+
+class DeleteTopicsRequest(Request[DeleteTopicsResponse]):
+    """DeleteTopics request (API key 20), versions 0-6, flexible from v4."""
+    topics: list[DeleteTopicsRequest.Topics]  # v6+
+    topic_names: list[str]  # v0-5
     timeout_ms: int  # v0+
     def __init__(
         self,
         *,
-        topics: list[DeleteRecordsRequest.Topics] = ...,
+        topics: list[DeleteTopicsRequest.Topics] = ...,
+        topic_names: list[str] = ...,
         timeout_ms: int = ...,
     ) -> None: ...
 
     class Topics(Message):
-        """An element of ``DeleteRecordsRequest.topics``."""
-        name: str  # v0+
-        partitions: list[DeleteRecordsRequest.Topics.Partitions]  # v0+
+        """An element of ``DeleteTopicsRequest.topics``."""
+        name: str | None  # v6+; nullable v6+
+        topic_id: uuid.UUID  # v6+
         def __init__(
             self,
             *,
-            name: str = ...,
-            partitions: list[DeleteRecordsRequest.Topics.Partitions] = ...,
+            name: str | None = ...,
+            topic_id: uuid.UUID = ...,
         ) -> None: ...
 
-        class Partitions(Message):
-            """An element of ``DeleteRecordsRequest.Topics.partitions``."""
-            partition_index: int  # v0+
-            offset: int  # v0+
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                offset: int = ...,
-            ) -> None: ...
 
-
-class DeleteRecordsResponse(Message):
+class DeleteRecordsResponse(Response):
     """DeleteRecords response (API key 21), versions 0-2, flexible from v2."""
     throttle_time_ms: int  # v0+
     topics: list[DeleteRecordsResponse.Topics]  # v0+
@@ -1896,27 +1866,41 @@ class DeleteRecordsResponse(Message):
             ) -> None: ...
 
 
-class InitProducerIdRequest(Message):
-    """InitProducerId request (API key 22), versions 0-6, flexible from v2."""
-    transactional_id: str | None  # v0+; nullable v0+
-    transaction_timeout_ms: int  # v0+
-    producer_id: int  # v3+
-    producer_epoch: int  # v3+
-    enable_2pc: bool  # v6+
-    keep_prepared_txn: bool  # v6+
+class DeleteRecordsRequest(Request[DeleteRecordsResponse]):
+    """DeleteRecords request (API key 21), versions 0-2, flexible from v2."""
+    topics: list[DeleteRecordsRequest.Topics]  # v0+
+    timeout_ms: int  # v0+
     def __init__(
         self,
         *,
-        transactional_id: str | None = ...,
-        transaction_timeout_ms: int = ...,
-        producer_id: int = ...,
-        producer_epoch: int = ...,
-        enable_2pc: bool = ...,
-        keep_prepared_txn: bool = ...,
+        topics: list[DeleteRecordsRequest.Topics] = ...,
+        timeout_ms: int = ...,
     ) -> None: ...
 
+    class Topics(Message):
+        """An element of ``DeleteRecordsRequest.topics``."""
+        name: str  # v0+
+        partitions: list[DeleteRecordsRequest.Topics.Partitions]  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            partitions: list[DeleteRecordsRequest.Topics.Partitions] = ...,
+        ) -> None: ...
 
-class InitProducerIdResponse(Message):
+        class Partitions(Message):
+            """An element of ``DeleteRecordsRequest.Topics.partitions``."""
+            partition_index: int  # v0+
+            offset: int  # v0+
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                offset: int = ...,
+            ) -> None: ...
+
+
+class InitProducerIdResponse(Response):
     """InitProducerId response (API key 22), versions 0-6, flexible from v2."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -1936,43 +1920,27 @@ class InitProducerIdResponse(Message):
     ) -> None: ...
 
 
-class OffsetForLeaderEpochRequest(Message):
-    """OffsetForLeaderEpoch request (API key 23), versions 0-4, flexible from v4."""
-    replica_id: int  # v3+
-    topics: list[OffsetForLeaderEpochRequest.Topics]  # v0+
+class InitProducerIdRequest(Request[InitProducerIdResponse]):
+    """InitProducerId request (API key 22), versions 0-6, flexible from v2."""
+    transactional_id: str | None  # v0+; nullable v0+
+    transaction_timeout_ms: int  # v0+
+    producer_id: int  # v3+
+    producer_epoch: int  # v3+
+    enable_2pc: bool  # v6+
+    keep_prepared_txn: bool  # v6+
     def __init__(
         self,
         *,
-        replica_id: int = ...,
-        topics: list[OffsetForLeaderEpochRequest.Topics] = ...,
+        transactional_id: str | None = ...,
+        transaction_timeout_ms: int = ...,
+        producer_id: int = ...,
+        producer_epoch: int = ...,
+        enable_2pc: bool = ...,
+        keep_prepared_txn: bool = ...,
     ) -> None: ...
 
-    class Topics(Message):
-        """An element of ``OffsetForLeaderEpochRequest.topics``."""
-        topic: str  # v0+
-        partitions: list[OffsetForLeaderEpochRequest.Topics.Partitions]  # v0+
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[OffsetForLeaderEpochRequest.Topics.Partitions] = ...,
-        ) -> None: ...
 
-        class Partitions(Message):
-            """An element of ``OffsetForLeaderEpochRequest.Topics.partitions``."""
-            partition: int  # v0+
-            current_leader_epoch: int  # v2+
-            leader_epoch: int  # v0+
-            def __init__(
-                self,
-                *,
-                partition: int = ...,
-                current_leader_epoch: int = ...,
-                leader_epoch: int = ...,
-            ) -> None: ...
-
-
-class OffsetForLeaderEpochResponse(Message):
+class OffsetForLeaderEpochResponse(Response):
     """OffsetForLeaderEpoch response (API key 23), versions 0-4, flexible from v4."""
     throttle_time_ms: int  # v2+
     topics: list[OffsetForLeaderEpochResponse.Topics]  # v0+
@@ -2010,64 +1978,43 @@ class OffsetForLeaderEpochResponse(Message):
             ) -> None: ...
 
 
-class AddPartitionsToTxnRequest(Message):
-    """AddPartitionsToTxn request (API key 24), versions 0-5, flexible from v3."""
-    transactions: list[AddPartitionsToTxnRequest.Transactions]  # v4+
-    v3_and_below_transactional_id: str  # v0-3
-    v3_and_below_producer_id: int  # v0-3
-    v3_and_below_producer_epoch: int  # v0-3
-    v3_and_below_topics: list[AddPartitionsToTxnRequest.V3AndBelowTopics]  # v0-3
+class OffsetForLeaderEpochRequest(Request[OffsetForLeaderEpochResponse]):
+    """OffsetForLeaderEpoch request (API key 23), versions 0-4, flexible from v4."""
+    replica_id: int  # v3+
+    topics: list[OffsetForLeaderEpochRequest.Topics]  # v0+
     def __init__(
         self,
         *,
-        transactions: list[AddPartitionsToTxnRequest.Transactions] = ...,
-        v3_and_below_transactional_id: str = ...,
-        v3_and_below_producer_id: int = ...,
-        v3_and_below_producer_epoch: int = ...,
-        v3_and_below_topics: list[AddPartitionsToTxnRequest.V3AndBelowTopics] = ...,
+        replica_id: int = ...,
+        topics: list[OffsetForLeaderEpochRequest.Topics] = ...,
     ) -> None: ...
 
-    class Transactions(Message):
-        """An element of ``AddPartitionsToTxnRequest.transactions``."""
-        transactional_id: str  # v4+
-        producer_id: int  # v4+
-        producer_epoch: int  # v4+
-        verify_only: bool  # v4+
-        topics: list[AddPartitionsToTxnRequest.Transactions.Topics]  # v4+
+    class Topics(Message):
+        """An element of ``OffsetForLeaderEpochRequest.topics``."""
+        topic: str  # v0+
+        partitions: list[OffsetForLeaderEpochRequest.Topics.Partitions]  # v0+
         def __init__(
             self,
             *,
-            transactional_id: str = ...,
-            producer_id: int = ...,
-            producer_epoch: int = ...,
-            verify_only: bool = ...,
-            topics: list[AddPartitionsToTxnRequest.Transactions.Topics] = ...,
+            topic: str = ...,
+            partitions: list[OffsetForLeaderEpochRequest.Topics.Partitions] = ...,
         ) -> None: ...
 
-        class Topics(Message):
-            """An element of ``AddPartitionsToTxnRequest.Transactions.topics``."""
-            name: str  # v0+
-            partitions: list[int]  # v0+
+        class Partitions(Message):
+            """An element of ``OffsetForLeaderEpochRequest.Topics.partitions``."""
+            partition: int  # v0+
+            current_leader_epoch: int  # v2+
+            leader_epoch: int  # v0+
             def __init__(
                 self,
                 *,
-                name: str = ...,
-                partitions: list[int] = ...,
+                partition: int = ...,
+                current_leader_epoch: int = ...,
+                leader_epoch: int = ...,
             ) -> None: ...
 
-    class V3AndBelowTopics(Message):
-        """An element of ``AddPartitionsToTxnRequest.v3_and_below_topics``."""
-        name: str  # v0+
-        partitions: list[int]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
 
-
-class AddPartitionsToTxnResponse(Message):
+class AddPartitionsToTxnResponse(Response):
     """AddPartitionsToTxn response (API key 24), versions 0-5, flexible from v3."""
     throttle_time_ms: int  # v0+
     error_code: int  # v4+
@@ -2138,7 +2085,76 @@ class AddPartitionsToTxnResponse(Message):
             ) -> None: ...
 
 
-class AddOffsetsToTxnRequest(Message):
+class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
+    """AddPartitionsToTxn request (API key 24), versions 0-5, flexible from v3."""
+    transactions: list[AddPartitionsToTxnRequest.Transactions]  # v4+
+    v3_and_below_transactional_id: str  # v0-3
+    v3_and_below_producer_id: int  # v0-3
+    v3_and_below_producer_epoch: int  # v0-3
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.V3AndBelowTopics]  # v0-3
+    def __init__(
+        self,
+        *,
+        transactions: list[AddPartitionsToTxnRequest.Transactions] = ...,
+        v3_and_below_transactional_id: str = ...,
+        v3_and_below_producer_id: int = ...,
+        v3_and_below_producer_epoch: int = ...,
+        v3_and_below_topics: list[AddPartitionsToTxnRequest.V3AndBelowTopics] = ...,
+    ) -> None: ...
+
+    class Transactions(Message):
+        """An element of ``AddPartitionsToTxnRequest.transactions``."""
+        transactional_id: str  # v4+
+        producer_id: int  # v4+
+        producer_epoch: int  # v4+
+        verify_only: bool  # v4+
+        topics: list[AddPartitionsToTxnRequest.Transactions.Topics]  # v4+
+        def __init__(
+            self,
+            *,
+            transactional_id: str = ...,
+            producer_id: int = ...,
+            producer_epoch: int = ...,
+            verify_only: bool = ...,
+            topics: list[AddPartitionsToTxnRequest.Transactions.Topics] = ...,
+        ) -> None: ...
+
+        class Topics(Message):
+            """An element of ``AddPartitionsToTxnRequest.Transactions.topics``."""
+            name: str  # v0+
+            partitions: list[int]  # v0+
+            def __init__(
+                self,
+                *,
+                name: str = ...,
+                partitions: list[int] = ...,
+            ) -> None: ...
+
+    class V3AndBelowTopics(Message):
+        """An element of ``AddPartitionsToTxnRequest.v3_and_below_topics``."""
+        name: str  # v0+
+        partitions: list[int]  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
+
+
+class AddOffsetsToTxnResponse(Response):
+    """AddOffsetsToTxn response (API key 25), versions 0-4, flexible from v3."""
+    throttle_time_ms: int  # v0+
+    error_code: int  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+    ) -> None: ...
+
+
+class AddOffsetsToTxnRequest(Request[AddOffsetsToTxnResponse]):
     """AddOffsetsToTxn request (API key 25), versions 0-4, flexible from v3."""
     transactional_id: str  # v0+
     producer_id: int  # v0+
@@ -2154,35 +2170,7 @@ class AddOffsetsToTxnRequest(Message):
     ) -> None: ...
 
 
-class AddOffsetsToTxnResponse(Message):
-    """AddOffsetsToTxn response (API key 25), versions 0-4, flexible from v3."""
-    throttle_time_ms: int  # v0+
-    error_code: int  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-    ) -> None: ...
-
-
-class EndTxnRequest(Message):
-    """EndTxn request (API key 26), versions 0-5, flexible from v3."""
-    transactional_id: str  # v0+
-    producer_id: int  # v0+
-    producer_epoch: int  # v0+
-    committed: bool  # v0+
-    def __init__(
-        self,
-        *,
-        transactional_id: str = ...,
-        producer_id: int = ...,
-        producer_epoch: int = ...,
-        committed: bool = ...,
-    ) -> None: ...
-
-
-class EndTxnResponse(Message):
+class EndTxnResponse(Response):
     """EndTxn response (API key 26), versions 0-5, flexible from v3."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -2198,47 +2186,23 @@ class EndTxnResponse(Message):
     ) -> None: ...
 
 
-class WriteTxnMarkersRequest(Message):
-    """WriteTxnMarkers request (API key 27), versions 0-2, flexible from v1."""
-    markers: list[WriteTxnMarkersRequest.Markers]  # v0+
+class EndTxnRequest(Request[EndTxnResponse]):
+    """EndTxn request (API key 26), versions 0-5, flexible from v3."""
+    transactional_id: str  # v0+
+    producer_id: int  # v0+
+    producer_epoch: int  # v0+
+    committed: bool  # v0+
     def __init__(
         self,
         *,
-        markers: list[WriteTxnMarkersRequest.Markers] = ...,
+        transactional_id: str = ...,
+        producer_id: int = ...,
+        producer_epoch: int = ...,
+        committed: bool = ...,
     ) -> None: ...
 
-    class Markers(Message):
-        """An element of ``WriteTxnMarkersRequest.markers``."""
-        producer_id: int  # v0+
-        producer_epoch: int  # v0+
-        transaction_result: bool  # v0+
-        topics: list[WriteTxnMarkersRequest.Markers.Topics]  # v0+
-        coordinator_epoch: int  # v0+
-        transaction_version: int  # v2+
-        def __init__(
-            self,
-            *,
-            producer_id: int = ...,
-            producer_epoch: int = ...,
-            transaction_result: bool = ...,
-            topics: list[WriteTxnMarkersRequest.Markers.Topics] = ...,
-            coordinator_epoch: int = ...,
-            transaction_version: int = ...,
-        ) -> None: ...
 
-        class Topics(Message):
-            """An element of ``WriteTxnMarkersRequest.Markers.topics``."""
-            name: str  # v0+
-            partition_indexes: list[int]  # v0+
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                partition_indexes: list[int] = ...,
-            ) -> None: ...
-
-
-class WriteTxnMarkersResponse(Message):
+class WriteTxnMarkersResponse(Response):
     """WriteTxnMarkers response (API key 27), versions 0-2, flexible from v1."""
     markers: list[WriteTxnMarkersResponse.Markers]  # v0+
     def __init__(
@@ -2281,7 +2245,81 @@ class WriteTxnMarkersResponse(Message):
                 ) -> None: ...
 
 
-class TxnOffsetCommitRequest(Message):
+class WriteTxnMarkersRequest(Request[WriteTxnMarkersResponse]):
+    """WriteTxnMarkers request (API key 27), versions 0-2, flexible from v1."""
+    markers: list[WriteTxnMarkersRequest.Markers]  # v0+
+    def __init__(
+        self,
+        *,
+        markers: list[WriteTxnMarkersRequest.Markers] = ...,
+    ) -> None: ...
+
+    class Markers(Message):
+        """An element of ``WriteTxnMarkersRequest.markers``."""
+        producer_id: int  # v0+
+        producer_epoch: int  # v0+
+        transaction_result: bool  # v0+
+        topics: list[WriteTxnMarkersRequest.Markers.Topics]  # v0+
+        coordinator_epoch: int  # v0+
+        transaction_version: int  # v2+
+        def __init__(
+            self,
+            *,
+            producer_id: int = ...,
+            producer_epoch: int = ...,
+            transaction_result: bool = ...,
+            topics: list[WriteTxnMarkersRequest.Markers.Topics] = ...,
+            coordinator_epoch: int = ...,
+            transaction_version: int = ...,
+        ) -> None: ...
+
+        class Topics(Message):
+            """An element of ``WriteTxnMarkersRequest.Markers.topics``."""
+            name: str  # v0+
+            partition_indexes: list[int]  # v0+
+            def __init__(
+                self,
+                *,
+                name: str = ...,
+                partition_indexes: list[int] = ...,
+            ) -> None: ...
+
+
+class TxnOffsetCommitResponse(Response):
+    """TxnOffsetCommit response (API key 28), versions 0-5, flexible from v3."""
+    throttle_time_ms: int  # v0+
+    topics: list[TxnOffsetCommitResponse.Topics]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        topics: list[TxnOffsetCommitResponse.Topics] = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``TxnOffsetCommitResponse.topics``."""
+        name: str  # v0+
+        partitions: list[TxnOffsetCommitResponse.Topics.Partitions]  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            partitions: list[TxnOffsetCommitResponse.Topics.Partitions] = ...,
+        ) -> None: ...
+
+        class Partitions(Message):
+            """An element of ``TxnOffsetCommitResponse.Topics.partitions``."""
+            partition_index: int  # v0+
+            error_code: int  # v0+
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                error_code: int = ...,
+            ) -> None: ...
+
+
+class TxnOffsetCommitRequest(Request[TxnOffsetCommitResponse]):
     """TxnOffsetCommit request (API key 28), versions 0-5, flexible from v3."""
     transactional_id: str  # v0+
     group_id: str  # v0+
@@ -2331,63 +2369,7 @@ class TxnOffsetCommitRequest(Message):
             ) -> None: ...
 
 
-class TxnOffsetCommitResponse(Message):
-    """TxnOffsetCommit response (API key 28), versions 0-5, flexible from v3."""
-    throttle_time_ms: int  # v0+
-    topics: list[TxnOffsetCommitResponse.Topics]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        topics: list[TxnOffsetCommitResponse.Topics] = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``TxnOffsetCommitResponse.topics``."""
-        name: str  # v0+
-        partitions: list[TxnOffsetCommitResponse.Topics.Partitions]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partitions: list[TxnOffsetCommitResponse.Topics.Partitions] = ...,
-        ) -> None: ...
-
-        class Partitions(Message):
-            """An element of ``TxnOffsetCommitResponse.Topics.partitions``."""
-            partition_index: int  # v0+
-            error_code: int  # v0+
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
-
-
-class DescribeAclsRequest(Message):
-    """DescribeAcls request (API key 29), versions 0-3, flexible from v2."""
-    resource_type_filter: int  # v0+
-    resource_name_filter: str | None  # v0+; nullable v0+
-    pattern_type_filter: int  # v1+
-    principal_filter: str | None  # v0+; nullable v0+
-    host_filter: str | None  # v0+; nullable v0+
-    operation: int  # v0+
-    permission_type: int  # v0+
-    def __init__(
-        self,
-        *,
-        resource_type_filter: int = ...,
-        resource_name_filter: str | None = ...,
-        pattern_type_filter: int = ...,
-        principal_filter: str | None = ...,
-        host_filter: str | None = ...,
-        operation: int = ...,
-        permission_type: int = ...,
-    ) -> None: ...
-
-
-class DescribeAclsResponse(Message):
+class DescribeAclsResponse(Response):
     """DescribeAcls response (API key 29), versions 0-3, flexible from v2."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -2433,7 +2415,52 @@ class DescribeAclsResponse(Message):
             ) -> None: ...
 
 
-class CreateAclsRequest(Message):
+class DescribeAclsRequest(Request[DescribeAclsResponse]):
+    """DescribeAcls request (API key 29), versions 0-3, flexible from v2."""
+    resource_type_filter: int  # v0+
+    resource_name_filter: str | None  # v0+; nullable v0+
+    pattern_type_filter: int  # v1+
+    principal_filter: str | None  # v0+; nullable v0+
+    host_filter: str | None  # v0+; nullable v0+
+    operation: int  # v0+
+    permission_type: int  # v0+
+    def __init__(
+        self,
+        *,
+        resource_type_filter: int = ...,
+        resource_name_filter: str | None = ...,
+        pattern_type_filter: int = ...,
+        principal_filter: str | None = ...,
+        host_filter: str | None = ...,
+        operation: int = ...,
+        permission_type: int = ...,
+    ) -> None: ...
+
+
+class CreateAclsResponse(Response):
+    """CreateAcls response (API key 30), versions 0-3, flexible from v2."""
+    throttle_time_ms: int  # v0+
+    results: list[CreateAclsResponse.Results]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        results: list[CreateAclsResponse.Results] = ...,
+    ) -> None: ...
+
+    class Results(Message):
+        """An element of ``CreateAclsResponse.results``."""
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            error_message: str | None = ...,
+        ) -> None: ...
+
+
+class CreateAclsRequest(Request[CreateAclsResponse]):
     """CreateAcls request (API key 30), versions 0-3, flexible from v2."""
     creations: list[CreateAclsRequest.Creations]  # v0+
     def __init__(
@@ -2464,61 +2491,7 @@ class CreateAclsRequest(Message):
         ) -> None: ...
 
 
-class CreateAclsResponse(Message):
-    """CreateAcls response (API key 30), versions 0-3, flexible from v2."""
-    throttle_time_ms: int  # v0+
-    results: list[CreateAclsResponse.Results]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        results: list[CreateAclsResponse.Results] = ...,
-    ) -> None: ...
-
-    class Results(Message):
-        """An element of ``CreateAclsResponse.results``."""
-        error_code: int  # v0+
-        error_message: str | None  # v0+; nullable v0+
-        def __init__(
-            self,
-            *,
-            error_code: int = ...,
-            error_message: str | None = ...,
-        ) -> None: ...
-
-
-class DeleteAclsRequest(Message):
-    """DeleteAcls request (API key 31), versions 0-3, flexible from v2."""
-    filters: list[DeleteAclsRequest.Filters]  # v0+
-    def __init__(
-        self,
-        *,
-        filters: list[DeleteAclsRequest.Filters] = ...,
-    ) -> None: ...
-
-    class Filters(Message):
-        """An element of ``DeleteAclsRequest.filters``."""
-        resource_type_filter: int  # v0+
-        resource_name_filter: str | None  # v0+; nullable v0+
-        pattern_type_filter: int  # v1+
-        principal_filter: str | None  # v0+; nullable v0+
-        host_filter: str | None  # v0+; nullable v0+
-        operation: int  # v0+
-        permission_type: int  # v0+
-        def __init__(
-            self,
-            *,
-            resource_type_filter: int = ...,
-            resource_name_filter: str | None = ...,
-            pattern_type_filter: int = ...,
-            principal_filter: str | None = ...,
-            host_filter: str | None = ...,
-            operation: int = ...,
-            permission_type: int = ...,
-        ) -> None: ...
-
-
-class DeleteAclsResponse(Message):
+class DeleteAclsResponse(Response):
     """DeleteAcls response (API key 31), versions 0-3, flexible from v2."""
     throttle_time_ms: int  # v0+
     filter_results: list[DeleteAclsResponse.FilterResults]  # v0+
@@ -2568,34 +2541,38 @@ class DeleteAclsResponse(Message):
             ) -> None: ...
 
 
-class DescribeConfigsRequest(Message):
-    """DescribeConfigs request (API key 32), versions 0-4, flexible from v4."""
-    resources: list[DescribeConfigsRequest.Resources]  # v0+
-    include_synonyms: bool  # v1+
-    include_documentation: bool  # v3+
+class DeleteAclsRequest(Request[DeleteAclsResponse]):
+    """DeleteAcls request (API key 31), versions 0-3, flexible from v2."""
+    filters: list[DeleteAclsRequest.Filters]  # v0+
     def __init__(
         self,
         *,
-        resources: list[DescribeConfigsRequest.Resources] = ...,
-        include_synonyms: bool = ...,
-        include_documentation: bool = ...,
+        filters: list[DeleteAclsRequest.Filters] = ...,
     ) -> None: ...
 
-    class Resources(Message):
-        """An element of ``DescribeConfigsRequest.resources``."""
-        resource_type: int  # v0+
-        resource_name: str  # v0+
-        configuration_keys: list[str] | None  # v0+; nullable v0+
+    class Filters(Message):
+        """An element of ``DeleteAclsRequest.filters``."""
+        resource_type_filter: int  # v0+
+        resource_name_filter: str | None  # v0+; nullable v0+
+        pattern_type_filter: int  # v1+
+        principal_filter: str | None  # v0+; nullable v0+
+        host_filter: str | None  # v0+; nullable v0+
+        operation: int  # v0+
+        permission_type: int  # v0+
         def __init__(
             self,
             *,
-            resource_type: int = ...,
-            resource_name: str = ...,
-            configuration_keys: list[str] | None = ...,
+            resource_type_filter: int = ...,
+            resource_name_filter: str | None = ...,
+            pattern_type_filter: int = ...,
+            principal_filter: str | None = ...,
+            host_filter: str | None = ...,
+            operation: int = ...,
+            permission_type: int = ...,
         ) -> None: ...
 
 
-class DescribeConfigsResponse(Message):
+class DescribeConfigsResponse(Response):
     """DescribeConfigs response (API key 32), versions 0-4, flexible from v4."""
     throttle_time_ms: int  # v0+
     results: list[DescribeConfigsResponse.Results]  # v0+
@@ -2662,7 +2639,61 @@ class DescribeConfigsResponse(Message):
                 ) -> None: ...
 
 
-class AlterConfigsRequest(Message):
+class DescribeConfigsRequest(Request[DescribeConfigsResponse]):
+    """DescribeConfigs request (API key 32), versions 0-4, flexible from v4."""
+    resources: list[DescribeConfigsRequest.Resources]  # v0+
+    include_synonyms: bool  # v1+
+    include_documentation: bool  # v3+
+    def __init__(
+        self,
+        *,
+        resources: list[DescribeConfigsRequest.Resources] = ...,
+        include_synonyms: bool = ...,
+        include_documentation: bool = ...,
+    ) -> None: ...
+
+    class Resources(Message):
+        """An element of ``DescribeConfigsRequest.resources``."""
+        resource_type: int  # v0+
+        resource_name: str  # v0+
+        configuration_keys: list[str] | None  # v0+; nullable v0+
+        def __init__(
+            self,
+            *,
+            resource_type: int = ...,
+            resource_name: str = ...,
+            configuration_keys: list[str] | None = ...,
+        ) -> None: ...
+
+
+class AlterConfigsResponse(Response):
+    """AlterConfigs response (API key 33), versions 0-2, flexible from v2."""
+    throttle_time_ms: int  # v0+
+    responses: list[AlterConfigsResponse.Responses]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        responses: list[AlterConfigsResponse.Responses] = ...,
+    ) -> None: ...
+
+    class Responses(Message):
+        """An element of ``AlterConfigsResponse.responses``."""
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        resource_type: int  # v0+
+        resource_name: str  # v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            resource_type: int = ...,
+            resource_name: str = ...,
+        ) -> None: ...
+
+
+class AlterConfigsRequest(Request[AlterConfigsResponse]):
     """AlterConfigs request (API key 33), versions 0-2, flexible from v2."""
     resources: list[AlterConfigsRequest.Resources]  # v0+
     validate_only: bool  # v0+
@@ -2698,55 +2729,7 @@ class AlterConfigsRequest(Message):
             ) -> None: ...
 
 
-class AlterConfigsResponse(Message):
-    """AlterConfigs response (API key 33), versions 0-2, flexible from v2."""
-    throttle_time_ms: int  # v0+
-    responses: list[AlterConfigsResponse.Responses]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        responses: list[AlterConfigsResponse.Responses] = ...,
-    ) -> None: ...
-
-    class Responses(Message):
-        """An element of ``AlterConfigsResponse.responses``."""
-        error_code: int  # v0+
-        error_message: str | None  # v0+; nullable v0+
-        resource_type: int  # v0+
-        resource_name: str  # v0+
-        def __init__(
-            self,
-            *,
-            error_code: int = ...,
-            error_message: str | None = ...,
-            resource_type: int = ...,
-            resource_name: str = ...,
-        ) -> None: ...
-
-
-class DescribeLogDirsRequest(Message):
-    """DescribeLogDirs request (API key 35), versions 0-5, flexible from v2."""
-    topics: list[DescribeLogDirsRequest.Topics] | None  # v0+; nullable v0+
-    def __init__(
-        self,
-        *,
-        topics: list[DescribeLogDirsRequest.Topics] | None = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``DescribeLogDirsRequest.topics``."""
-        topic: str  # v0+
-        partitions: list[int]  # v0+
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
-
-
-class DescribeLogDirsResponse(Message):
+class DescribeLogDirsResponse(Response):
     """DescribeLogDirs response (API key 35), versions 0-5, flexible from v2."""
     throttle_time_ms: int  # v0+
     error_code: int  # v3+
@@ -2805,17 +2788,28 @@ class DescribeLogDirsResponse(Message):
                 ) -> None: ...
 
 
-class SaslAuthenticateRequest(Message):
-    """SaslAuthenticate request (API key 36), versions 0-2, flexible from v2."""
-    auth_bytes: bytes  # v0+
+class DescribeLogDirsRequest(Request[DescribeLogDirsResponse]):
+    """DescribeLogDirs request (API key 35), versions 0-5, flexible from v2."""
+    topics: list[DescribeLogDirsRequest.Topics] | None  # v0+; nullable v0+
     def __init__(
         self,
         *,
-        auth_bytes: bytes = ...,
+        topics: list[DescribeLogDirsRequest.Topics] | None = ...,
     ) -> None: ...
 
+    class Topics(Message):
+        """An element of ``DescribeLogDirsRequest.topics``."""
+        topic: str  # v0+
+        partitions: list[int]  # v0+
+        def __init__(
+            self,
+            *,
+            topic: str = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
 
-class SaslAuthenticateResponse(Message):
+
+class SaslAuthenticateResponse(Response):
     """SaslAuthenticate response (API key 36), versions 0-2, flexible from v2."""
     error_code: int  # v0+
     error_message: str | None  # v0+; nullable v0+
@@ -2831,7 +2825,42 @@ class SaslAuthenticateResponse(Message):
     ) -> None: ...
 
 
-class CreatePartitionsRequest(Message):
+class SaslAuthenticateRequest(Request[SaslAuthenticateResponse]):
+    """SaslAuthenticate request (API key 36), versions 0-2, flexible from v2."""
+    auth_bytes: bytes  # v0+
+    def __init__(
+        self,
+        *,
+        auth_bytes: bytes = ...,
+    ) -> None: ...
+
+
+class CreatePartitionsResponse(Response):
+    """CreatePartitions response (API key 37), versions 0-3, flexible from v2."""
+    throttle_time_ms: int  # v0+
+    results: list[CreatePartitionsResponse.Results]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        results: list[CreatePartitionsResponse.Results] = ...,
+    ) -> None: ...
+
+    class Results(Message):
+        """An element of ``CreatePartitionsResponse.results``."""
+        name: str  # v0+
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+        ) -> None: ...
+
+
+class CreatePartitionsRequest(Request[CreatePartitionsResponse]):
     """CreatePartitions request (API key 37), versions 0-3, flexible from v2."""
     topics: list[CreatePartitionsRequest.Topics]  # v0+
     timeout_ms: int  # v0+
@@ -2867,42 +2896,7 @@ class CreatePartitionsRequest(Message):
             ) -> None: ...
 
 
-class CreatePartitionsResponse(Message):
-    """CreatePartitions response (API key 37), versions 0-3, flexible from v2."""
-    throttle_time_ms: int  # v0+
-    results: list[CreatePartitionsResponse.Results]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        results: list[CreatePartitionsResponse.Results] = ...,
-    ) -> None: ...
-
-    class Results(Message):
-        """An element of ``CreatePartitionsResponse.results``."""
-        name: str  # v0+
-        error_code: int  # v0+
-        error_message: str | None  # v0+; nullable v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            error_code: int = ...,
-            error_message: str | None = ...,
-        ) -> None: ...
-
-
-class DeleteGroupsRequest(Message):
-    """DeleteGroups request (API key 42), versions 0-2, flexible from v2."""
-    groups_names: list[str]  # v0+
-    def __init__(
-        self,
-        *,
-        groups_names: list[str] = ...,
-    ) -> None: ...
-
-
-class DeleteGroupsResponse(Message):
+class DeleteGroupsResponse(Response):
     """DeleteGroups response (API key 42), versions 0-2, flexible from v2."""
     throttle_time_ms: int  # v0+
     results: list[DeleteGroupsResponse.Results]  # v0+
@@ -2925,32 +2919,17 @@ class DeleteGroupsResponse(Message):
         ) -> None: ...
 
 
-class ElectLeadersRequest(Message):
-    """ElectLeaders request (API key 43), versions 0-2, flexible from v2."""
-    election_type: int  # v1+
-    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None  # v0+; nullable v0+
-    timeout_ms: int  # v0+
+class DeleteGroupsRequest(Request[DeleteGroupsResponse]):
+    """DeleteGroups request (API key 42), versions 0-2, flexible from v2."""
+    groups_names: list[str]  # v0+
     def __init__(
         self,
         *,
-        election_type: int = ...,
-        topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = ...,
-        timeout_ms: int = ...,
+        groups_names: list[str] = ...,
     ) -> None: ...
 
-    class TopicPartitions(Message):
-        """An element of ``ElectLeadersRequest.topic_partitions``."""
-        topic: str  # v0+
-        partitions: list[int]  # v0+
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
 
-
-class ElectLeadersResponse(Message):
+class ElectLeadersResponse(Response):
     """ElectLeaders response (API key 43), versions 0-2, flexible from v2."""
     throttle_time_ms: int  # v0+
     error_code: int  # v1+
@@ -2988,7 +2967,59 @@ class ElectLeadersResponse(Message):
             ) -> None: ...
 
 
-class IncrementalAlterConfigsRequest(Message):
+class ElectLeadersRequest(Request[ElectLeadersResponse]):
+    """ElectLeaders request (API key 43), versions 0-2, flexible from v2."""
+    election_type: int  # v1+
+    topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None  # v0+; nullable v0+
+    timeout_ms: int  # v0+
+    def __init__(
+        self,
+        *,
+        election_type: int = ...,
+        topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = ...,
+        timeout_ms: int = ...,
+    ) -> None: ...
+
+    class TopicPartitions(Message):
+        """An element of ``ElectLeadersRequest.topic_partitions``."""
+        topic: str  # v0+
+        partitions: list[int]  # v0+
+        def __init__(
+            self,
+            *,
+            topic: str = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
+
+
+class IncrementalAlterConfigsResponse(Response):
+    """IncrementalAlterConfigs response (API key 44), versions 0-1, flexible from v1."""
+    throttle_time_ms: int  # v0+
+    responses: list[IncrementalAlterConfigsResponse.Responses]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        responses: list[IncrementalAlterConfigsResponse.Responses] = ...,
+    ) -> None: ...
+
+    class Responses(Message):
+        """An element of ``IncrementalAlterConfigsResponse.responses``."""
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        resource_type: int  # v0+
+        resource_name: str  # v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            resource_type: int = ...,
+            resource_name: str = ...,
+        ) -> None: ...
+
+
+class IncrementalAlterConfigsRequest(Request[IncrementalAlterConfigsResponse]):
     """IncrementalAlterConfigs request (API key 44), versions 0-1, flexible from v1."""
     resources: list[IncrementalAlterConfigsRequest.Resources]  # v0+
     validate_only: bool  # v0+
@@ -3026,70 +3057,7 @@ class IncrementalAlterConfigsRequest(Message):
             ) -> None: ...
 
 
-class IncrementalAlterConfigsResponse(Message):
-    """IncrementalAlterConfigs response (API key 44), versions 0-1, flexible from v1."""
-    throttle_time_ms: int  # v0+
-    responses: list[IncrementalAlterConfigsResponse.Responses]  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        responses: list[IncrementalAlterConfigsResponse.Responses] = ...,
-    ) -> None: ...
-
-    class Responses(Message):
-        """An element of ``IncrementalAlterConfigsResponse.responses``."""
-        error_code: int  # v0+
-        error_message: str | None  # v0+; nullable v0+
-        resource_type: int  # v0+
-        resource_name: str  # v0+
-        def __init__(
-            self,
-            *,
-            error_code: int = ...,
-            error_message: str | None = ...,
-            resource_type: int = ...,
-            resource_name: str = ...,
-        ) -> None: ...
-
-
-class AlterPartitionReassignmentsRequest(Message):
-    """AlterPartitionReassignments request (API key 45), versions 0-1, flexible from v0."""
-    timeout_ms: int  # v0+
-    allow_replication_factor_change: bool  # v1+
-    topics: list[AlterPartitionReassignmentsRequest.Topics]  # v0+
-    def __init__(
-        self,
-        *,
-        timeout_ms: int = ...,
-        allow_replication_factor_change: bool = ...,
-        topics: list[AlterPartitionReassignmentsRequest.Topics] = ...,
-    ) -> None: ...
-
-    class Topics(Message):
-        """An element of ``AlterPartitionReassignmentsRequest.topics``."""
-        name: str  # v0+
-        partitions: list[AlterPartitionReassignmentsRequest.Topics.Partitions]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partitions: list[AlterPartitionReassignmentsRequest.Topics.Partitions] = ...,
-        ) -> None: ...
-
-        class Partitions(Message):
-            """An element of ``AlterPartitionReassignmentsRequest.Topics.partitions``."""
-            partition_index: int  # v0+
-            replicas: list[int] | None  # v0+; nullable v0+
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                replicas: list[int] | None = ...,
-            ) -> None: ...
-
-
-class AlterPartitionReassignmentsResponse(Message):
+class AlterPartitionReassignmentsResponse(Response):
     """AlterPartitionReassignments response (API key 45), versions 0-1, flexible from v0."""
     throttle_time_ms: int  # v0+
     allow_replication_factor_change: bool  # v1+
@@ -3131,30 +3099,43 @@ class AlterPartitionReassignmentsResponse(Message):
             ) -> None: ...
 
 
-class ListPartitionReassignmentsRequest(Message):
-    """ListPartitionReassignments request (API key 46), versions 0-0, flexible from v0."""
+class AlterPartitionReassignmentsRequest(Request[AlterPartitionReassignmentsResponse]):
+    """AlterPartitionReassignments request (API key 45), versions 0-1, flexible from v0."""
     timeout_ms: int  # v0+
-    topics: list[ListPartitionReassignmentsRequest.Topics] | None  # v0+; nullable v0+
+    allow_replication_factor_change: bool  # v1+
+    topics: list[AlterPartitionReassignmentsRequest.Topics]  # v0+
     def __init__(
         self,
         *,
         timeout_ms: int = ...,
-        topics: list[ListPartitionReassignmentsRequest.Topics] | None = ...,
+        allow_replication_factor_change: bool = ...,
+        topics: list[AlterPartitionReassignmentsRequest.Topics] = ...,
     ) -> None: ...
 
     class Topics(Message):
-        """An element of ``ListPartitionReassignmentsRequest.topics``."""
+        """An element of ``AlterPartitionReassignmentsRequest.topics``."""
         name: str  # v0+
-        partition_indexes: list[int]  # v0+
+        partitions: list[AlterPartitionReassignmentsRequest.Topics.Partitions]  # v0+
         def __init__(
             self,
             *,
             name: str = ...,
-            partition_indexes: list[int] = ...,
+            partitions: list[AlterPartitionReassignmentsRequest.Topics.Partitions] = ...,
         ) -> None: ...
 
+        class Partitions(Message):
+            """An element of ``AlterPartitionReassignmentsRequest.Topics.partitions``."""
+            partition_index: int  # v0+
+            replicas: list[int] | None  # v0+; nullable v0+
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                replicas: list[int] | None = ...,
+            ) -> None: ...
 
-class ListPartitionReassignmentsResponse(Message):
+
+class ListPartitionReassignmentsResponse(Response):
     """ListPartitionReassignments response (API key 46), versions 0-0, flexible from v0."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -3196,39 +3177,30 @@ class ListPartitionReassignmentsResponse(Message):
             ) -> None: ...
 
 
-class OffsetDeleteRequest(Message):
-    """OffsetDelete request (API key 47), versions 0-0."""
-    group_id: str  # v0+
-    topics: list[OffsetDeleteRequest.Topics]  # v0+
+class ListPartitionReassignmentsRequest(Request[ListPartitionReassignmentsResponse]):
+    """ListPartitionReassignments request (API key 46), versions 0-0, flexible from v0."""
+    timeout_ms: int  # v0+
+    topics: list[ListPartitionReassignmentsRequest.Topics] | None  # v0+; nullable v0+
     def __init__(
         self,
         *,
-        group_id: str = ...,
-        topics: list[OffsetDeleteRequest.Topics] = ...,
+        timeout_ms: int = ...,
+        topics: list[ListPartitionReassignmentsRequest.Topics] | None = ...,
     ) -> None: ...
 
     class Topics(Message):
-        """An element of ``OffsetDeleteRequest.topics``."""
+        """An element of ``ListPartitionReassignmentsRequest.topics``."""
         name: str  # v0+
-        partitions: list[OffsetDeleteRequest.Topics.Partitions]  # v0+
+        partition_indexes: list[int]  # v0+
         def __init__(
             self,
             *,
             name: str = ...,
-            partitions: list[OffsetDeleteRequest.Topics.Partitions] = ...,
+            partition_indexes: list[int] = ...,
         ) -> None: ...
 
-        class Partitions(Message):
-            """An element of ``OffsetDeleteRequest.Topics.partitions``."""
-            partition_index: int  # v0+
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-            ) -> None: ...
 
-
-class OffsetDeleteResponse(Message):
+class OffsetDeleteResponse(Response):
     """OffsetDelete response (API key 47), versions 0-0."""
     error_code: int  # v0+
     throttle_time_ms: int  # v0+
@@ -3264,21 +3236,39 @@ class OffsetDeleteResponse(Message):
             ) -> None: ...
 
 
-class DescribeClusterRequest(Message):
-    """DescribeCluster request (API key 60), versions 0-2, flexible from v0."""
-    include_cluster_authorized_operations: bool  # v0+
-    endpoint_type: int  # v1+
-    include_fenced_brokers: bool  # v2+
+class OffsetDeleteRequest(Request[OffsetDeleteResponse]):
+    """OffsetDelete request (API key 47), versions 0-0."""
+    group_id: str  # v0+
+    topics: list[OffsetDeleteRequest.Topics]  # v0+
     def __init__(
         self,
         *,
-        include_cluster_authorized_operations: bool = ...,
-        endpoint_type: int = ...,
-        include_fenced_brokers: bool = ...,
+        group_id: str = ...,
+        topics: list[OffsetDeleteRequest.Topics] = ...,
     ) -> None: ...
 
+    class Topics(Message):
+        """An element of ``OffsetDeleteRequest.topics``."""
+        name: str  # v0+
+        partitions: list[OffsetDeleteRequest.Topics.Partitions]  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            partitions: list[OffsetDeleteRequest.Topics.Partitions] = ...,
+        ) -> None: ...
 
-class DescribeClusterResponse(Message):
+        class Partitions(Message):
+            """An element of ``OffsetDeleteRequest.Topics.partitions``."""
+            partition_index: int  # v0+
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+            ) -> None: ...
+
+
+class DescribeClusterResponse(Response):
     """DescribeCluster response (API key 60), versions 0-2, flexible from v0."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -3319,28 +3309,21 @@ class DescribeClusterResponse(Message):
         ) -> None: ...
 
 
-class DescribeProducersRequest(Message):
-    """DescribeProducers request (API key 61), versions 0-0, flexible from v0."""
-    topics: list[DescribeProducersRequest.Topics]  # v0+
+class DescribeClusterRequest(Request[DescribeClusterResponse]):
+    """DescribeCluster request (API key 60), versions 0-2, flexible from v0."""
+    include_cluster_authorized_operations: bool  # v0+
+    endpoint_type: int  # v1+
+    include_fenced_brokers: bool  # v2+
     def __init__(
         self,
         *,
-        topics: list[DescribeProducersRequest.Topics] = ...,
+        include_cluster_authorized_operations: bool = ...,
+        endpoint_type: int = ...,
+        include_fenced_brokers: bool = ...,
     ) -> None: ...
 
-    class Topics(Message):
-        """An element of ``DescribeProducersRequest.topics``."""
-        name: str  # v0+
-        partition_indexes: list[int]  # v0+
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
 
-
-class DescribeProducersResponse(Message):
+class DescribeProducersResponse(Response):
     """DescribeProducers response (API key 61), versions 0-0, flexible from v0."""
     throttle_time_ms: int  # v0+
     topics: list[DescribeProducersResponse.Topics]  # v0+
@@ -3397,46 +3380,28 @@ class DescribeProducersResponse(Message):
                 ) -> None: ...
 
 
-class ConsumerGroupHeartbeatRequest(Message):
-    """ConsumerGroupHeartbeat request (API key 68), versions 0-1, flexible from v0."""
-    group_id: str  # v0+
-    member_id: str  # v0+
-    member_epoch: int  # v0+
-    instance_id: str | None  # v0+; nullable v0+
-    rack_id: str | None  # v0+; nullable v0+
-    rebalance_timeout_ms: int  # v0+
-    subscribed_topic_names: list[str] | None  # v0+; nullable v0+
-    subscribed_topic_regex: str | None  # v1+; nullable v1+
-    server_assignor: str | None  # v0+; nullable v0+
-    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None  # v0+; nullable v0+
+class DescribeProducersRequest(Request[DescribeProducersResponse]):
+    """DescribeProducers request (API key 61), versions 0-0, flexible from v0."""
+    topics: list[DescribeProducersRequest.Topics]  # v0+
     def __init__(
         self,
         *,
-        group_id: str = ...,
-        member_id: str = ...,
-        member_epoch: int = ...,
-        instance_id: str | None = ...,
-        rack_id: str | None = ...,
-        rebalance_timeout_ms: int = ...,
-        subscribed_topic_names: list[str] | None = ...,
-        subscribed_topic_regex: str | None = ...,
-        server_assignor: str | None = ...,
-        topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = ...,
+        topics: list[DescribeProducersRequest.Topics] = ...,
     ) -> None: ...
 
-    class TopicPartitions(Message):
-        """An element of ``ConsumerGroupHeartbeatRequest.topic_partitions``."""
-        topic_id: uuid.UUID  # v0+
-        partitions: list[int]  # v0+
+    class Topics(Message):
+        """An element of ``DescribeProducersRequest.topics``."""
+        name: str  # v0+
+        partition_indexes: list[int]  # v0+
         def __init__(
             self,
             *,
-            topic_id: uuid.UUID = ...,
-            partitions: list[int] = ...,
+            name: str = ...,
+            partition_indexes: list[int] = ...,
         ) -> None: ...
 
 
-class ConsumerGroupHeartbeatResponse(Message):
+class ConsumerGroupHeartbeatResponse(Response):
     """ConsumerGroupHeartbeat response (API key 68), versions 0-1, flexible from v0."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -3478,19 +3443,46 @@ class ConsumerGroupHeartbeatResponse(Message):
             ) -> None: ...
 
 
-class ConsumerGroupDescribeRequest(Message):
-    """ConsumerGroupDescribe request (API key 69), versions 0-1, flexible from v0."""
-    group_ids: list[str]  # v0+
-    include_authorized_operations: bool  # v0+
+class ConsumerGroupHeartbeatRequest(Request[ConsumerGroupHeartbeatResponse]):
+    """ConsumerGroupHeartbeat request (API key 68), versions 0-1, flexible from v0."""
+    group_id: str  # v0+
+    member_id: str  # v0+
+    member_epoch: int  # v0+
+    instance_id: str | None  # v0+; nullable v0+
+    rack_id: str | None  # v0+; nullable v0+
+    rebalance_timeout_ms: int  # v0+
+    subscribed_topic_names: list[str] | None  # v0+; nullable v0+
+    subscribed_topic_regex: str | None  # v1+; nullable v1+
+    server_assignor: str | None  # v0+; nullable v0+
+    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None  # v0+; nullable v0+
     def __init__(
         self,
         *,
-        group_ids: list[str] = ...,
-        include_authorized_operations: bool = ...,
+        group_id: str = ...,
+        member_id: str = ...,
+        member_epoch: int = ...,
+        instance_id: str | None = ...,
+        rack_id: str | None = ...,
+        rebalance_timeout_ms: int = ...,
+        subscribed_topic_names: list[str] | None = ...,
+        subscribed_topic_regex: str | None = ...,
+        server_assignor: str | None = ...,
+        topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = ...,
     ) -> None: ...
 
+    class TopicPartitions(Message):
+        """An element of ``ConsumerGroupHeartbeatRequest.topic_partitions``."""
+        topic_id: uuid.UUID  # v0+
+        partitions: list[int]  # v0+
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
 
-class ConsumerGroupDescribeResponse(Message):
+
+class ConsumerGroupDescribeResponse(Response):
     """ConsumerGroupDescribe response (API key 69), versions 0-1, flexible from v0."""
     throttle_time_ms: int  # v0+
     groups: list[ConsumerGroupDescribeResponse.Groups]  # v0+
@@ -3600,17 +3592,19 @@ class ConsumerGroupDescribeResponse(Message):
                     ) -> None: ...
 
 
-class GetTelemetrySubscriptionsRequest(Message):
-    """GetTelemetrySubscriptions request (API key 71), versions 0-0, flexible from v0."""
-    client_instance_id: uuid.UUID  # v0+
+class ConsumerGroupDescribeRequest(Request[ConsumerGroupDescribeResponse]):
+    """ConsumerGroupDescribe request (API key 69), versions 0-1, flexible from v0."""
+    group_ids: list[str]  # v0+
+    include_authorized_operations: bool  # v0+
     def __init__(
         self,
         *,
-        client_instance_id: uuid.UUID = ...,
+        group_ids: list[str] = ...,
+        include_authorized_operations: bool = ...,
     ) -> None: ...
 
 
-class GetTelemetrySubscriptionsResponse(Message):
+class GetTelemetrySubscriptionsResponse(Response):
     """GetTelemetrySubscriptions response (API key 71), versions 0-0, flexible from v0."""
     throttle_time_ms: int  # v0+
     error_code: int  # v0+
@@ -3636,7 +3630,29 @@ class GetTelemetrySubscriptionsResponse(Message):
     ) -> None: ...
 
 
-class PushTelemetryRequest(Message):
+class GetTelemetrySubscriptionsRequest(Request[GetTelemetrySubscriptionsResponse]):
+    """GetTelemetrySubscriptions request (API key 71), versions 0-0, flexible from v0."""
+    client_instance_id: uuid.UUID  # v0+
+    def __init__(
+        self,
+        *,
+        client_instance_id: uuid.UUID = ...,
+    ) -> None: ...
+
+
+class PushTelemetryResponse(Response):
+    """PushTelemetry response (API key 72), versions 0-0, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    error_code: int  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+    ) -> None: ...
+
+
+class PushTelemetryRequest(Request[PushTelemetryResponse]):
     """PushTelemetry request (API key 72), versions 0-0, flexible from v0."""
     client_instance_id: uuid.UUID  # v0+
     subscription_id: int  # v0+
@@ -3651,16 +3667,4 @@ class PushTelemetryRequest(Message):
         terminating: bool = ...,
         compression_type: int = ...,
         metrics: bytes = ...,
-    ) -> None: ...
-
-
-class PushTelemetryResponse(Message):
-    """PushTelemetry response (API key 72), versions 0-0, flexible from v0."""
-    throttle_time_ms: int  # v0+
-    error_code: int  # v0+
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
     ) -> None: ...

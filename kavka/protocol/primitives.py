@@ -31,14 +31,30 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
+from typing import Any, TypeAlias, TypeVar
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
 
 # Varints come from the one codec Kavka has (see its docstring); its readers
 # raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
-from kavka.protocol.varint import read_uvarint, read_varint, read_varlong  # noqa: F401
+from kavka.protocol.varint import read_uvarint as read_uvarint
+from kavka.protocol.varint import read_varint as read_varint
+from kavka.protocol.varint import read_varlong as read_varlong
 
-from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
+from kavka.protocol.structs import FLOAT64 as FLOAT64  # noqa: E402
+from kavka.protocol.structs import INT8 as INT8
+from kavka.protocol.structs import INT16 as INT16
+from kavka.protocol.structs import INT32 as INT32
+from kavka.protocol.structs import INT64 as INT64
+from kavka.protocol.structs import UINT16 as UINT16
+from kavka.protocol.structs import UINT32 as UINT32
+
+# A reader: (value, position after it) from a buffer and a position.
+ReadFn: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]
+_T = TypeVar("_T")
+
 BOOL = struct.Struct(">?")
 UUID16 = struct.Struct(">16s")
 
@@ -64,11 +80,11 @@ def truncated(what: str, need: int, remaining: int) -> DecodeError:
 # ---------------------------------------------------------------- readers
 
 
-def _fixed_reader(s: struct.Struct, name: str):
+def _fixed_reader(s: struct.Struct, name: str) -> ReadFn:
     unpack_from = s.unpack_from
     size = s.size
 
-    def read(buf, pos: int):
+    def read(buf: Buffer, pos: int) -> tuple[Any, int]:
         if pos + size > len(buf):
             raise truncated(name, size, len(buf) - pos)
         return unpack_from(buf, pos)[0], pos + size
@@ -78,30 +94,30 @@ def _fixed_reader(s: struct.Struct, name: str):
     return read
 
 
-read_int8 = _fixed_reader(INT8, "int8")
-read_int16 = _fixed_reader(INT16, "int16")
-read_int32 = _fixed_reader(INT32, "int32")
-read_int64 = _fixed_reader(INT64, "int64")
-read_uint16 = _fixed_reader(UINT16, "uint16")
-read_uint32 = _fixed_reader(UINT32, "uint32")
-read_float64 = _fixed_reader(FLOAT64, "float64")
-read_bool = _fixed_reader(BOOL, "bool")
+read_int8: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(INT8, "int8")
+read_int16: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(INT16, "int16")
+read_int32: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(INT32, "int32")
+read_int64: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(INT64, "int64")
+read_uint16: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(UINT16, "uint16")
+read_uint32: Callable[[Buffer, int], tuple[int, int]] = _fixed_reader(UINT32, "uint32")
+read_float64: Callable[[Buffer, int], tuple[float, int]] = _fixed_reader(FLOAT64, "float64")
+read_bool: Callable[[Buffer, int], tuple[bool, int]] = _fixed_reader(BOOL, "bool")
 
 
-def read_uuid(buf, pos: int):
+def read_uuid(buf: Buffer, pos: int) -> tuple[uuid.UUID, int]:
     if pos + 16 > len(buf):
         raise truncated("uuid", 16, len(buf) - pos)
     return uuid.UUID(bytes=bytes(buf[pos : pos + 16])), pos + 16
 
 
-def _utf8(buf, start: int, n: int) -> str:
+def _utf8(buf: Buffer, start: int, n: int) -> str:
     try:
         return str(buf[start : start + n], "utf-8")
     except UnicodeDecodeError as e:
         raise DecodeError(f"string is not valid UTF-8 ({e.reason} at byte {e.start})") from None
 
 
-def read_string_len(buf, pos: int):
+def read_string_len(buf: Buffer, pos: int) -> tuple[int, int]:
     """int16 length of a (non-compact) string; -1 for null."""
     if pos + 2 > len(buf):
         raise truncated("string length", 2, len(buf) - pos)
@@ -114,7 +130,7 @@ def read_string_len(buf, pos: int):
     return n, pos
 
 
-def read_compact_len(buf, pos: int, what: str):
+def read_compact_len(buf: Buffer, pos: int, what: str) -> tuple[int, int]:
     """Compact length (N+1 as unsigned varint); -1 for null."""
     raw, pos = read_uvarint(buf, pos)
     n = raw - 1
@@ -123,35 +139,35 @@ def read_compact_len(buf, pos: int, what: str):
     return n, pos
 
 
-def read_nullable_string(buf, pos: int):
+def read_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     n, pos = read_string_len(buf, pos)
     if n < 0:
         return None, pos
     return _utf8(buf, pos, n), pos + n
 
 
-def read_string(buf, pos: int):
+def read_string(buf: Buffer, pos: int) -> tuple[str, int]:
     n, pos = read_string_len(buf, pos)
     if n < 0:
         raise DecodeError("null string where null is not allowed")
     return _utf8(buf, pos, n), pos + n
 
 
-def read_compact_nullable_string(buf, pos: int):
+def read_compact_nullable_string(buf: Buffer, pos: int) -> tuple[str | None, int]:
     n, pos = read_compact_len(buf, pos, "compact string length")
     if n < 0:
         return None, pos
     return _utf8(buf, pos, n), pos + n
 
 
-def read_compact_string(buf, pos: int):
+def read_compact_string(buf: Buffer, pos: int) -> tuple[str, int]:
     n, pos = read_compact_len(buf, pos, "compact string length")
     if n < 0:
         raise DecodeError("null string where null is not allowed")
     return _utf8(buf, pos, n), pos + n
 
 
-def read_bytes_len(buf, pos: int):
+def read_bytes_len(buf: Buffer, pos: int) -> tuple[int, int]:
     """int32 length of (non-compact) bytes; -1 for null."""
     if pos + 4 > len(buf):
         raise truncated("bytes length", 4, len(buf) - pos)
@@ -164,35 +180,35 @@ def read_bytes_len(buf, pos: int):
     return n, pos
 
 
-def read_nullable_bytes(buf, pos: int):
+def read_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     n, pos = read_bytes_len(buf, pos)
     if n < 0:
         return None, pos
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def read_bytes(buf, pos: int):
+def read_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
     n, pos = read_bytes_len(buf, pos)
     if n < 0:
         raise DecodeError("null bytes where null is not allowed")
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def read_compact_nullable_bytes(buf, pos: int):
+def read_compact_nullable_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     n, pos = read_compact_len(buf, pos, "compact bytes length")
     if n < 0:
         return None, pos
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def read_compact_bytes(buf, pos: int):
+def read_compact_bytes(buf: Buffer, pos: int) -> tuple[bytes, int]:
     n, pos = read_compact_len(buf, pos, "compact bytes length")
     if n < 0:
         raise DecodeError("null bytes where null is not allowed")
     return bytes(buf[pos : pos + n]), pos + n
 
 
-def read_records(buf, pos: int):
+def read_records(buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
     """Nullable bytes kept as a zero-copy slice of ``buf`` (a memoryview
     when ``buf`` is one): record batches are never decoded here."""
     n, pos = read_bytes_len(buf, pos)
@@ -201,14 +217,14 @@ def read_records(buf, pos: int):
     return buf[pos : pos + n], pos + n
 
 
-def read_compact_records(buf, pos: int):
+def read_compact_records(buf: Buffer, pos: int) -> tuple[Buffer | None, int]:
     n, pos = read_compact_len(buf, pos, "compact records length")
     if n < 0:
         return None, pos
     return buf[pos : pos + n], pos + n
 
 
-def read_array_len(buf, pos: int, min_element_size: int = 1):
+def read_array_len(buf: Buffer, pos: int, min_element_size: int = 1) -> tuple[int, int]:
     """int32 element count (-1 = null), checked so that ``count *
     min_element_size`` fits in the remaining bytes."""
     if pos + 4 > len(buf):
@@ -222,7 +238,7 @@ def read_array_len(buf, pos: int, min_element_size: int = 1):
     return n, pos
 
 
-def read_compact_array_len(buf, pos: int, min_element_size: int = 1):
+def read_compact_array_len(buf: Buffer, pos: int, min_element_size: int = 1) -> tuple[int, int]:
     raw, pos = read_uvarint(buf, pos)
     n = raw - 1
     if n * min_element_size > len(buf) - pos:
@@ -230,7 +246,7 @@ def read_compact_array_len(buf, pos: int, min_element_size: int = 1):
     return n, pos
 
 
-def read_tagged_fields(buf, pos: int):
+def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
     """A tagged-field block as ``{tag: bytes}``; tags must strictly increase."""
     count, pos = read_uvarint(buf, pos)
     if count > len(buf) - pos:
@@ -264,8 +280,8 @@ class Reader:
     def remaining(self) -> int:
         return len(self.buf) - self.pos
 
-    def _do(self, fn, *args):
-        value, self.pos = fn(self.buf, self.pos, *args)
+    def _do(self, fn: Callable[[Buffer, int], tuple[_T, int]]) -> _T:
+        value, self.pos = fn(self.buf, self.pos)
         return value
 
     def int8(self) -> int: return self._do(read_int8)
@@ -284,4 +300,3 @@ class Reader:
 # Writers live in kavka.protocol.writers; re-exported here so one module
 # names every primitive.
 from kavka.protocol.writers import *  # noqa: E402,F401,F403
-from kavka.protocol.writers import EMPTY_TAGGED_FIELDS  # noqa: E402,F401

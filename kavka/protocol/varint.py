@@ -45,8 +45,10 @@ whose indexing yields ints (``bytes``, ``bytearray``, a byte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 
 INT32_MIN = -(1 << 31)
@@ -93,7 +95,7 @@ class VarintDecodeError(DecodeError):
         super().__init__(reason)
 
 
-def _read_unsigned(buf, pos: int, max_bytes: int, limit: int, what: str) -> tuple[int, int]:
+def _read_unsigned(buf: Buffer, pos: int, max_bytes: int, limit: int, what: str) -> tuple[int, int]:
     # Multi-byte slow path shared by every reader; the one- and two-byte
     # cases are unrolled by the callers because they cover most lengths and
     # deltas in practice.
@@ -119,7 +121,7 @@ def _read_unsigned(buf, pos: int, max_bytes: int, limit: int, what: str) -> tupl
     return result, pos
 
 
-def read_uvarint(buf, pos: int) -> tuple[int, int]:
+def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Unsigned varint (uint32) at ``pos`` -> ``(value, next_pos)``."""
     try:
         b = buf[pos]
@@ -134,11 +136,11 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
     return _read_unsigned(buf, pos, MAX_VARINT_BYTES, UINT32_MAX, "unsigned varint")
 
 
-def _zigzag_reader(max_bytes: int, limit: int, what: str):
+def _zigzag_reader(max_bytes: int, limit: int, what: str) -> Callable[[Buffer, int], tuple[int, int]]:
     # read_varint and read_varlong differ only in these three constants.
     bits = limit.bit_length()
 
-    def read(buf, pos: int) -> tuple[int, int]:
+    def read(buf: Buffer, pos: int) -> tuple[int, int]:
         try:
             b = buf[pos]
         except IndexError:

@@ -11,10 +11,19 @@ from kavka.protocol.errors import EncodeError
 
 # The one varint codec (kavka.protocol.varint) under the wire's names.
 from kavka.protocol.varint import encode_uvarint as write_uvarint
-from kavka.protocol.varint import encode_varint as write_varint  # noqa: F401
-from kavka.protocol.varint import encode_varlong as write_varlong  # noqa: F401
+from kavka.protocol.varint import encode_varint as write_varint
+from kavka.protocol.varint import encode_varlong as write_varlong
 
-from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402,F401
+from kavka.protocol.buffers import Buffer
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402
+
+__all__ = [  # what kavka.protocol.primitives re-exports
+    "EMPTY_TAGGED_FIELDS", "write_array_len", "write_bool", "write_bytes", "write_compact_array_len",
+    "write_compact_bytes", "write_compact_nullable_bytes", "write_compact_nullable_string",
+    "write_compact_string", "write_float64", "write_int8", "write_int16", "write_int32", "write_int64",
+    "write_nullable_bytes", "write_nullable_string", "write_string", "write_tagged_fields", "write_uint16",
+    "write_uint32", "write_uuid", "write_uvarint", "write_varint", "write_varlong",
+]
 
 
 def write_int8(v: int) -> bytes: return INT8.pack(v)
@@ -57,7 +66,7 @@ def write_compact_nullable_string(v: str | None) -> bytes:
 write_compact_string = write_compact_nullable_string
 
 
-def write_nullable_bytes(v) -> bytes:
+def write_nullable_bytes(v: Buffer | None) -> bytes:
     if v is None:
         return _NULL32
     return INT32.pack(len(v)) + bytes(v)
@@ -66,7 +75,7 @@ def write_nullable_bytes(v) -> bytes:
 write_bytes = write_nullable_bytes
 
 
-def write_compact_nullable_bytes(v) -> bytes:
+def write_compact_nullable_bytes(v: Buffer | None) -> bytes:
     if v is None:
         return b"\x00"
     return write_uvarint(len(v) + 1) + bytes(v)
@@ -87,7 +96,7 @@ def write_compact_array_len(n: int | None) -> bytes:
 EMPTY_TAGGED_FIELDS = b"\x00"
 
 
-def write_tagged_fields(fields: list[tuple[int, bytes]]) -> bytes:
+def write_tagged_fields(fields: list[tuple[int, Buffer]]) -> bytes:
     """A tagged-field block from ``(tag, payload)`` pairs sorted by tag."""
     if not fields:
         return EMPTY_TAGGED_FIELDS

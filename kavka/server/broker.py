@@ -149,40 +149,42 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
-        self.store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                  connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
-        await self.store.start()
-        self.zk = KavkaZkClient(self.store)
-        await self.zk.create_top_level_paths()
-        self.cluster_id = await self.zk.get_or_create_cluster_id()
+        self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+        await store.start()
+        self.zk = zk = KavkaZkClient(store)
+        await zk.create_top_level_paths()
+        self.cluster_id = await zk.get_or_create_cluster_id()
 
         # Topic overrides first: logs are loaded with their topic's config.
-        self.configs = configs = BrokerConfigs(self.static_config, self.zk)
-        topic_configs = await configs.load(await self._children("/config/topics"))
+        self.configs = configs = BrokerConfigs(self.static_config, zk)
+        topic_configs = await configs.load(await _children(store, "/config/topics"))
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
-        self.log_manager = await asyncio.to_thread(
+        self.log_manager = log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
-        configs.attach(self.log_manager)
-        await self._delete_unassigned_logs()
-        self.log_manager.startup()  # the cleaner threads (seed 002 §5.2)
+        configs.attach(log_manager)
+        await self._delete_unassigned_logs(zk, log_manager)
+        log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
-        self.replica_manager = ReplicaManager(
-            self.broker_id, self.log_manager, ReplicaManagerConfig.from_broker(self.config),
-            isr_writer=ZkIsrWriter(self.zk), isr_change_listener=ZkIsrChangeNotifier(self.zk),
+        cache = self.metadata_cache
+        # The fetchers find partitions in the replica manager built around them.
+        self.replica_manager = rm = ReplicaManager(
+            self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
+            isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
             fetcher_manager=ReplicaFetcherManager.for_broker(
-                self.broker_id, lambda: configs.current, self.log_manager, lambda tp: self.replica_manager.get_partition(tp),
-                throttled=follower_throttled(self.broker_id, lambda tp: self.replica_manager.get_partition(tp))),
+                self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
+                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp))),
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
-            known_partition=lambda tp: self.metadata_cache.partition(tp.topic, tp.partition) is not None)
-        self.replica_manager.start()
+            known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
+        rm.start()
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
         transport = KavkaBrokerTransport(self.broker_id,
                                          request_timeout_ms=cfg["controller.socket.timeout.ms"])
-        controller = KafkaController(self.broker_id, self.zk, transport, ControllerConfig.from_kafka_config(cfg))
+        controller = KafkaController(self.broker_id, zk, transport, ControllerConfig.from_kafka_config(cfg))
         dispatcher = Dispatcher()
-        handler_table.register_all(dispatcher, self._build_handlers(controller))
+        handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller))
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
@@ -195,34 +197,35 @@ class KafkaServer:
         # again at once) vanishes within one session timeout: wait that out
         # with room to spare, then call it a conflict (seed 003, ZOOKEEPER-1740).
         wait_s = 2 * cfg["zookeeper.session.timeout.ms"] / 1000.0 + 5
-        self.registrar = BrokerRegistrar(self.zk, self._registration, wait_s=wait_s)
-        await self._warn_if_registration_held(wait_s)
-        await self.registrar.start()
-        log.info("broker %d registered with broker epoch %s", self.broker_id, self.registrar.broker_epoch)
+        self.registrar = registrar = BrokerRegistrar(zk, self._registration, wait_s=wait_s)
+        await self._warn_if_registration_held(store, wait_s)
+        await registrar.start()
+        log.info("broker %d registered with broker epoch %s", self.broker_id, registrar.broker_epoch)
 
-        self.dynamic_config = DynamicConfigManager(self.zk, configs.handlers())
-        await self.dynamic_config.start()
+        self.dynamic_config = dynamic_config = DynamicConfigManager(zk, configs.handlers())
+        await dynamic_config.start()
 
         self.controller = controller
         await controller.start()
-        self._tick_task = asyncio.get_running_loop().create_task(self._tick_log_manager(), name="log-manager-tick")
+        self._tick_task = asyncio.get_running_loop().create_task(_tick_log_manager(log_manager),
+                                                                 name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
 
-    def _build_handlers(self, controller: KafkaController) -> dict[int, Handler]:
+    def _build_handlers(self, zk: KavkaZkClient, configs: BrokerConfigs, log_manager: LogManager,
+                        rm: ReplicaManager, controller: KafkaController) -> dict[int, Handler]:
         """The composition root of the request path: the group and
         transaction coordinators, the admin and config services, and every
         API handler with the collaborators it uses (API key -> handler)."""
-        cfg, cache, rm, broker_id = self.config, self.metadata_cache, self.replica_manager, self.broker_id
+        cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
-        admin = AdminManager(self.zk, self.configs.log_defaults, lambda: sorted(cache.brokers),
+        admin = AdminManager(zk, configs.log_defaults, lambda: sorted(cache.brokers),
                              cfg["num.partitions"], cfg["default.replication.factor"])
-        repo = ConfigRepository(self.zk, self.static_config)
+        repo = ConfigRepository(zk, self.static_config)
 
         # The coordinators (kavka.group, kavka.transaction) with their
         # internal topics: logs through the replica manager, created on first use.
-        zk = self.zk
         producer_ids = ProducerIdManager(broker_id, lambda b: zk.claim_producer_id_block(b))
         txns = TransactionCoordinator(
             broker_id, TransactionConfig.from_broker(cfg),
@@ -253,7 +256,7 @@ class KafkaServer:
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
-            describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(self.log_manager),
+            describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager),
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
@@ -265,7 +268,7 @@ class KafkaServer:
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
             # from the controller (seed 000)
             leader_and_isr.API_KEY: leader_and_isr.LeaderAndIsrHandler(
-                rm, self.configs.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
+                rm, configs.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
             update_metadata.API_KEY: update_metadata.UpdateMetadataHandler(
                 cache, self.broker_epoch, metadata_updated),
             stop_replica.API_KEY: stop_replica.StopReplicaHandler(rm, self.broker_epoch, leadership.replicas_stopped),
@@ -298,11 +301,11 @@ class KafkaServer:
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
 
-    async def _warn_if_registration_held(self, wait_s: float) -> None:
+    async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
         path = BrokerIdZNode.path(self.broker_id)
-        stat = await self.store.exists(path)
-        if stat is not None and stat.ephemeral_owner != self.store.session_id:
+        stat = await store.exists(path)
+        if stat is not None and stat.ephemeral_owner != store.session_id:
             log.warning("%s is held by ZooKeeper session %#x, not ours: an earlier run of broker %d whose session "
                         "has not expired yet, or another broker with broker.id=%d; waiting up to %.0f s for it to go",
                         path, stat.ephemeral_owner, self.broker_id, self.broker_id, wait_s)
@@ -315,34 +318,20 @@ class KafkaServer:
         epoch = self.registrar.broker_epoch if self.registrar is not None else None
         return -1 if epoch is None else epoch
 
-    async def _children(self, path: str) -> list[str]:
-        try:
-            return await self.store.get_children(path)
-        except NoNodeError:
-            return []
-
-    async def _delete_unassigned_logs(self) -> None:
+    async def _delete_unassigned_logs(self, zk: KavkaZkClient, log_manager: LogManager) -> None:
         """Seed 001 #5: partitions this broker holds but no longer hosts
         (their topic was deleted, or they moved away while it was down)."""
-        local = self.log_manager.all_logs()
+        local = log_manager.all_logs()
         if not local:
             return
         topics = {tp.topic for tp in local}
-        assignments = await self.zk.get_topics_assignments(topics)
+        assignments = await zk.get_topics_assignments(topics)
         for tp in local:
             node = assignments.get(tp.topic)
             replicas = node.partitions.get(tp.partition, ()) if node is not None else ()
             if self.broker_id not in replicas:
                 log.warning("deleting local log of %s: not assigned to broker %d any more", tp, self.broker_id)
-                await asyncio.to_thread(self.log_manager.delete_log, tp.topic, tp.partition)
-
-    async def _tick_log_manager(self) -> None:
-        while True:
-            await asyncio.sleep(LOG_MANAGER_TICK_S)
-            try:
-                await asyncio.to_thread(self.log_manager.tick)
-            except Exception:
-                log.exception("log manager tick failed")
+                await asyncio.to_thread(log_manager.delete_log, tp.topic, tp.partition)
 
     # -- shutdown -------------------------------------------------------------
     async def shutdown(self) -> None:
@@ -369,6 +358,22 @@ class KafkaServer:
         if self.store is not None:
             await _quietly(self.store.close(), "ZooKeeper session")
         log.info("broker %d shut down", self.broker_id)
+
+
+async def _children(store: KazooZkStore, path: str) -> list[str]:
+    try:
+        return await store.get_children(path)
+    except NoNodeError:
+        return []
+
+
+async def _tick_log_manager(log_manager: LogManager) -> None:
+    while True:
+        await asyncio.sleep(LOG_MANAGER_TICK_S)
+        try:
+            await asyncio.to_thread(log_manager.tick)
+        except Exception:
+            log.exception("log manager tick failed")
 
 
 async def _quietly(awaitable, what: str) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import overload
 from dataclasses import dataclass, field
 
 from kavka.common.topic_partition import TopicPartition
@@ -276,6 +277,12 @@ class SourceOptions:
     @property
     def read_committed(self) -> bool:
         return dict(self.client).get("isolation.level", "read_committed") == "read_committed"
+
+    @overload
+    def client_setting(self, key: str, default: str) -> str: ...
+
+    @overload
+    def client_setting(self, key: str, default: None = None) -> str | None: ...
 
     def client_setting(self, key: str, default: str | None = None) -> str | None:
         return dict(self.client).get(key, default)

@@ -13,9 +13,9 @@ retention and DeleteRecords; nothing below it is readable),
 min(high watermark, first offset of the earliest open transaction).
 
 Invariants: log_start_offset <= high_watermark <= LEO; recovery_point <=
-LEO; the epoch cache has no entry at or past LEO and none that starts below
-the log start but a first one moved up to it; the producer state covers
-exactly the batches below LEO.
+LEO; the epoch cache has no entry starting at or past LEO and none
+starting below the log start (``truncate_from_start`` moves the first one
+up); the producer state covers exactly the batches below LEO.
 
 The produce route, one pass through this class under the log's lock
 (``append_as_leader``; ``replication.partition`` calls it for the produce
@@ -31,7 +31,8 @@ handler and the transaction markers):
    original offsets and nothing is written;
 3. ``maybe_roll``: a new active segment when the batches do not fit;
 4. ``LocalLog.append`` -> ``LogSegment.append``: one ``pwritev`` of the
-   batches to the ``.log``, a sparse index entry, LEO moves;
+   batches to the ``.log``, an index entry every ``index.interval.bytes``,
+   LEO moves;
 5. ``ProducerStateManager.update_leader`` records the batches; aborts their
    markers closed are indexed in the ``.txnindex`` (``LocalLog.index_aborted``);
    the leader-epoch cache learns a new epoch's start offset;

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from typing import Any
 
 from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import ClientConnectionError
@@ -104,7 +105,7 @@ async def open_cluster(bootstrap: str, *, request_timeout_ms: int = 30_000,
     return cluster
 
 
-def run_main(main: Callable[[], Awaitable[int]]) -> int:
+def run_main(main: Callable[[], Coroutine[Any, Any, int]]) -> int:
     """Run ``main()`` on a new event loop; report expected failures as one
     ``Error:`` line and return the exit code."""
     try:

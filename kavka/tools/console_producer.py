@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import sys
 import threading
@@ -203,14 +204,14 @@ class _Session:
             return e
         self.sent += 1
         self.in_flight += 1
-        fut.add_done_callback(lambda f, n=number: self._done(f, n))
+        fut.add_done_callback(functools.partial(self._done, number))
         if self.args.sync:
             await asyncio.wait([fut])
         elif self.in_flight >= MAX_IN_FLIGHT:
             await self.producer.flush()
         return None
 
-    def _done(self, fut: asyncio.Future, number: int) -> None:
+    def _done(self, number: int, fut: asyncio.Future) -> None:
         self.in_flight -= 1
         if fut.cancelled():
             self._failure(number, "CANCELLED", "cancelled")

@@ -12,19 +12,21 @@ the deadline. Runs on the command-line process's event loop.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from kavka.client.cluster import Cluster
 from kavka.common.errors import ErrorCode, error_for
-from kavka.protocol.messages import Message
+from kavka.protocol.messages import Request, Response
 from kavka.tools.client_cli import CliError
 
 Assignment = dict[tuple[str, int], tuple[int, ...]]
+R = TypeVar("R", bound=Response)
 
 
-async def controller_request(cluster: Cluster, body: Message, deadline_ms: int, what: str) -> Message:
+async def controller_request(cluster: Cluster, body: Request[R], deadline_ms: int, what: str) -> R:
     """``body`` to the controller; a top-level error (NOT_CONTROLLER is
     retried) is raised as the typed error."""
-    async def attempt() -> Message:
+    async def attempt() -> R:
         controller = await cluster.controller_id()
         resp = await cluster.send(controller, body)
         code = getattr(resp, "error_code", 0)

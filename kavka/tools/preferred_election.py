@@ -53,9 +53,9 @@ def parse_partitions(text: str) -> tuple[tuple[str, int], ...]:
         raise ElectionFileError('the election JSON needs a non-empty "partitions" list '
                                 '(leave out --path-to-json-file to elect for every partition)')
     out: list[tuple[str, int]] = []
-    for i, e in enumerate(entries):
-        topic = e.get("topic") if isinstance(e, dict) else None
-        partition = e.get("partition") if isinstance(e, dict) else None
+    for i, entry in enumerate(entries):
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        partition = entry.get("partition") if isinstance(entry, dict) else None
         if not isinstance(topic, str) or not topic:
             raise ElectionFileError(f"partitions[{i}].topic must be a non-empty topic name, got {topic!r}")
         if isinstance(partition, bool) or not isinstance(partition, int) or not 0 <= partition < 1 << 31:

@@ -39,7 +39,7 @@ from kavka.client.cluster import Cluster
 from kavka.client.errors import ClientConnectionError
 from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.protocol.messages import FetchRequest
+from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage
 from kavka.tools.replica_compare import Mismatch, ReplicaFetch, batches_below, compare, lag
 
@@ -160,14 +160,14 @@ class _Verifier:
             else:
                 self.offsets[tp] = found.offset
 
-    async def _round(self) -> dict[TopicPartition, dict[int, object]]:
+    async def _round(self) -> dict[TopicPartition, dict[int, FetchResponse.Responses.Partitions]]:
         by_broker: dict[int, list[TopicPartition]] = {}
         for tp, replicas in self.replicas.items():
             for r in replicas:
                 by_broker.setdefault(r, []).append(tp)
         brokers = sorted(by_broker)
         answers = await asyncio.gather(*(self._fetch(b, by_broker[b]) for b in brokers), return_exceptions=True)
-        fetched: dict[TopicPartition, dict[int, object]] = {tp: {} for tp in self.replicas}
+        fetched: dict[TopicPartition, dict[int, FetchResponse.Responses.Partitions]] = {tp: {} for tp in self.replicas}
         for broker, answer in zip(brokers, answers):
             if isinstance(answer, (KafkaError, ClientConnectionError, OSError, asyncio.TimeoutError)):
                 if broker not in self.down:
@@ -182,7 +182,8 @@ class _Verifier:
                 fetched[tp][broker] = data
         return fetched
 
-    async def _fetch(self, broker: int, tps: list[TopicPartition]) -> dict[TopicPartition, object]:
+    async def _fetch(self, broker: int,
+                     tps: list[TopicPartition]) -> dict[TopicPartition, FetchResponse.Responses.Partitions]:
         R = FetchRequest
         by_topic: dict[str, list] = {}
         for tp in tps:
@@ -199,7 +200,7 @@ class _Verifier:
             raise KafkaError(f"Fetch from broker {broker} failed", code=ErrorCode.of(resp.error_code))
         return {TopicPartition(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
 
-    def _verify(self, fetched: Mapping[TopicPartition, dict[int, object]]) -> bool:
+    def _verify(self, fetched: Mapping[TopicPartition, dict[int, FetchResponse.Responses.Partitions]]) -> bool:
         """Compare every partition all of whose replicas answered; True when
         some partition's logs diverged (nothing more can be verified)."""
         diverged = False

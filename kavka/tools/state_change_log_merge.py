@@ -177,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"Error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
                 return 1
         out = sys.stdout
-        for e in merge((entries(h, i) for i, h in enumerate(handles)), keep):
-            out.write(e.text)
+        for entry in merge((entries(h, i) for i, h in enumerate(handles)), keep):
+            out.write(entry.text)
         out.flush()
         return 0
     finally:

@@ -203,7 +203,7 @@ class _Topics:
             if self.args.partitions is not None:
                 await self._add_partitions(name, len(md.topics[name].partitions), assignment)
             if configs or self.args.delete_config:
-                ops = [(k, AlterOp.SET, v) for k, v in configs.items()]
+                ops: list[tuple[str, AlterOp, str | None]] = [(k, AlterOp.SET, v) for k, v in configs.items()]
                 ops += [(k, AlterOp.DELETE, None) for k in self.args.delete_config]
                 try:
                     await self.admin.incremental_alter_configs(ResourceType.TOPIC, name, ops)

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import BinaryIO
 from pathlib import Path
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -111,7 +112,7 @@ class ZooKeeperServer:
         self._fsync = fsync
         self._heap_mb = heap_mb
         self._process: subprocess.Popen[bytes] | None = None
-        self._log_file = None
+        self._log_file: BinaryIO | None = None
 
     @property
     def connect_string(self) -> str:

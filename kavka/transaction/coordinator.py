@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Protocol
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
 from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
 from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.records import InvalidTransactionRecord, decode_key, decode_value, encode_key, encode_value
@@ -147,8 +148,8 @@ class TransactionCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     # -- requests (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) -----------------------
-    async def init_producer_id(self, tid: str, timeout_ms: int, producer_id: int = -1,
-                               producer_epoch: int = -1) -> tuple[ErrorCode, int, int]:
+    async def init_producer_id(self, tid: str, timeout_ms: int, producer_id: ProducerId = NO_PRODUCER_ID,
+                               producer_epoch: ProducerEpoch = NO_PRODUCER_EPOCH) -> tuple[ErrorCode, int, int]:
         err = self.ownership_error(tid)
         if err is not ErrorCode.NONE:
             return err, -1, -1

@@ -20,10 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
+from kavka.common.ids import ProducerEpoch, ProducerId
 from kavka.common.topic_partition import TopicPartition
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 MAX_PRODUCER_EPOCH = 32_767  # int16; Kafka stops one short so a fence can still bump it
 
 
@@ -78,8 +77,8 @@ class TransactionMetadata:
     keeps them for the markers)."""
 
     transactional_id: str
-    producer_id: int
-    producer_epoch: int
+    producer_id: ProducerId
+    producer_epoch: ProducerEpoch
     timeout_ms: int
     state: TransactionState = TransactionState.EMPTY
     partitions: frozenset[TopicPartition] = field(default_factory=frozenset)

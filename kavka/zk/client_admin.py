@@ -114,7 +114,7 @@ class AdminZkOps:
                     return block
                 except NodeExistsError:
                     continue
-            block = (ProducerIdBlockZNode.decode(data) if data else None)
-            block = block.next_block(broker_id) if block else ProducerIdBlockZNode.first_block(broker_id)
+            current = ProducerIdBlockZNode.decode(data) if data else None
+            block = current.next_block(broker_id) if current else ProducerIdBlockZNode.first_block(broker_id)
             if await self.store.maybe_set(path, block.encode(), stat.version) is not None:
                 return block

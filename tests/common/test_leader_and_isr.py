@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.common.ids import NO_EPOCH, NO_LEADER
+from kavka.common.ids import NO_EPOCH, NO_LEADER, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
@@ -29,6 +29,7 @@ def states(draw):
 
 def test_sentinels_are_kafkas_minus_one():
     assert NO_LEADER == -1 and NO_EPOCH == -1
+    assert NO_PRODUCER_ID == -1 and NO_PRODUCER_EPOCH == -1
 
 
 def test_zk_version_defaults_to_not_in_zookeeper():

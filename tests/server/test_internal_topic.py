@@ -101,3 +101,12 @@ async def test_leadership_and_stop_replica_load_and_unload():
     await asyncio.sleep(0.05)
     replicas_stopped([TopicPartition(TOPIC, 2)])
     assert c.owned == set()
+
+
+def test_transaction_state_topic_settings_follow_the_broker_config():
+    s = InternalTopicSettings.transaction_state({
+        "transaction.state.log.num.partitions": 50, "transaction.state.log.replication.factor": 3,
+        "transaction.state.log.min.isr": 2, "transaction.state.log.segment.bytes": 1 << 20})
+    assert (s.topic, s.num_partitions, s.replication_factor, s.rf_key) == (
+        "__transaction_state", 50, 3, "transaction.state.log.replication.factor")
+    assert dict(s.configs) == {"cleanup.policy": "compact", "min.insync.replicas": "2", "segment.bytes": str(1 << 20)}

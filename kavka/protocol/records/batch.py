@@ -164,7 +164,8 @@ def peek_size(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
     bytes remain. The size is not validated here."""
     if len(buf) - pos < LOG_OVERHEAD:
         return None
-    return _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+    size: int = _INT32.unpack_from(buf, pos + 8)[0]
+    return size + LOG_OVERHEAD
 
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> RecordBatchHeader:

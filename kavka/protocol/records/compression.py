@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 
 import cramjam
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.records import lz4_frame
 from kavka.protocol.records.batch import Compression, CorruptRecordBatch
 
@@ -96,7 +98,7 @@ def decompress(codec: Compression, data: bytes | bytearray | memoryview, max_siz
 # -- gzip ---------------------------------------------------------------------
 
 
-def _gzip_decompress(data, max_size: int) -> bytes:
+def _gzip_decompress(data: Buffer, max_size: int) -> bytes:
     codec = Compression.GZIP
     parts: list[bytes] = []
     total = 0
@@ -128,7 +130,7 @@ def _gzip_decompress(data, max_size: int) -> bytes:
 # -- snappy -------------------------------------------------------------------
 
 
-def _xerial_compress(data) -> bytes:
+def _xerial_compress(data: Buffer) -> bytes:
     view = memoryview(data).cast("B")
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK_SIZE):
@@ -138,7 +140,7 @@ def _xerial_compress(data) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block_len(block) -> int:
+def _snappy_block_len(block: Buffer) -> int:
     """The uncompressed length a raw snappy block declares in its preamble."""
     try:
         return cramjam.snappy.decompress_raw_len(block)
@@ -146,7 +148,7 @@ def _snappy_block_len(block) -> int:
         raise DecompressionError(Compression.SNAPPY, f"bad snappy block preamble: {exc}") from None
 
 
-def _snappy_decompress(data, max_size: int) -> bytes:
+def _snappy_decompress(data: Buffer, max_size: int) -> bytes:
     codec = Compression.SNAPPY
     view = memoryview(data).cast("B")
     if len(view) >= len(XERIAL_HEADER) and view[: len(XERIAL_MAGIC)] == XERIAL_MAGIC:
@@ -211,7 +213,8 @@ def _zstd_content_size(view: memoryview) -> int | None:
     return size + 256 if fcs_len == 2 else size
 
 
-def _capped_into(codec: Compression, into, data, max_size: int, hint: int) -> bytes:
+def _capped_into(codec: Compression, into: Callable[[Buffer, bytearray], int], data: Buffer, max_size: int,
+                 hint: int) -> bytes:
     """Run ``into(data, buffer)`` with buffers growing x4 up to ``max_size``.
 
     cramjam streams into the buffer and fails with a "failed to write whole
@@ -233,7 +236,7 @@ def _capped_into(codec: Compression, into, data, max_size: int, hint: int) -> by
         return bytes(out)
 
 
-def _zstd_decompress(data, max_size: int) -> bytes:
+def _zstd_decompress(data: Buffer, max_size: int) -> bytes:
     codec = Compression.ZSTD
     view = memoryview(data).cast("B")
     if not len(view):

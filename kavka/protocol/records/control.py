@@ -101,6 +101,8 @@ def control_record_type(key: bytes | None) -> int:
     """The raw type number of a control record key (any control type)."""
     if key is None or len(key) < _KEY.size:
         raise InvalidControlRecord(f"control record key needs {_KEY.size} bytes, got {0 if key is None else len(key)}")
+    version: int
+    kind: int
     version, kind = _KEY.unpack_from(key)
     if version < 0:
         raise InvalidControlRecord(f"control record key version {version} is negative")
@@ -109,7 +111,9 @@ def control_record_type(key: bytes | None) -> int:
 
 def parse_control_record(record: Record) -> EndTxnMarker:
     """Decode a transaction marker from a record of a control batch."""
-    kind = control_record_type(record.key)
+    key = record.key
+    kind = control_record_type(key)
+    assert key is not None  # control_record_type rejects a missing key
     if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         raise InvalidControlRecord(f"control record type {kind} is not a transaction marker (0 ABORT, 1 COMMIT)")
     value = record.value
@@ -121,5 +125,5 @@ def parse_control_record(record: Record) -> EndTxnMarker:
     if value_version < 0:
         raise InvalidControlRecord(f"transaction marker value version {value_version} is negative")
     return EndTxnMarker(
-        ControlRecordType(kind), coordinator_epoch, _KEY.unpack_from(record.key)[0], value_version
+        ControlRecordType(kind), coordinator_epoch, _KEY.unpack_from(key)[0], value_version
     )

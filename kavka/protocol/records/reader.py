@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.records.batch import (
     HEADER_SIZE,
     Compression,
@@ -77,11 +78,12 @@ def records_section(
     return decompress(Compression(codec_id), body, max_decompressed)
 
 
-def _records(batch, header: RecordBatchHeader, max_decompressed: int) -> Iterator[Record]:
+def _records(batch: Buffer, header: RecordBatchHeader, max_decompressed: int) -> Iterator[Record]:
     section = records_section(batch, header, max_decompressed=max_decompressed)
     if isinstance(section, memoryview) and isinstance(batch, bytes):
         # Indexing bytes is cheaper than a memoryview; same bytes, no copy.
-        buf, pos, end = batch, HEADER_SIZE, header.size
+        buf: Buffer = batch
+        pos, end = HEADER_SIZE, header.size
     else:
         buf, pos, end = section, 0, len(section)
     count = header.record_count

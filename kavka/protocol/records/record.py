@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.records.batch import CorruptRecordBatch
 from kavka.protocol.records.varint import VarintError, write_varint, write_varlong
 from kavka.protocol.varint import VarintDecodeError, read_varint, read_varlong
@@ -115,7 +116,7 @@ def encode_record(
     return len(out) - before
 
 
-def _read_bytes(buf, pos: int, end: int, field: str) -> tuple[bytes | None, int]:
+def _read_bytes(buf: Buffer, pos: int, end: int, field: str) -> tuple[bytes | None, int]:
     try:
         b = buf[pos]
     except IndexError:
@@ -137,7 +138,7 @@ def _read_bytes(buf, pos: int, end: int, field: str) -> tuple[bytes | None, int]
 
 
 def decode_record(
-    buf,
+    buf: Buffer,
     pos: int,
     end: int,
     base_offset: int,

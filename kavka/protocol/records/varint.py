@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from kavka.protocol import varint as _codec
 from kavka.protocol.records.batch import CorruptRecordBatch
-from kavka.protocol.varint import (  # noqa: F401  (re-exported for the record layer)
+from kavka.protocol.buffers import Buffer
+from kavka.protocol.varint import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,
@@ -35,9 +36,16 @@ from kavka.protocol.varint import (  # noqa: F401  (re-exported for the record l
     size_of_varint,
     size_of_varlong,
 )
-from kavka.protocol.varint import append_uvarint as write_unsigned_varint  # noqa: F401
-from kavka.protocol.varint import append_varint as write_varint  # noqa: F401
-from kavka.protocol.varint import append_varlong as write_varlong  # noqa: F401
+from kavka.protocol.varint import append_uvarint as write_unsigned_varint
+from kavka.protocol.varint import append_varint as write_varint
+from kavka.protocol.varint import append_varlong as write_varlong
+
+__all__ = [  # the codec's names re-exported for the record layer, and this module's own
+    "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "UINT32_MAX",
+    "UINT64_MAX", "VarintDecodeError", "VarintError", "VarintProblem", "encode_varint", "encode_varlong",
+    "read_unsigned_varint", "read_varint", "read_varlong", "size_of_varint", "size_of_varlong",
+    "write_unsigned_varint", "write_varint", "write_varlong",
+]
 
 
 class VarintError(CorruptRecordBatch):
@@ -56,7 +64,7 @@ class VarintError(CorruptRecordBatch):
         return cls(message, e.position)
 
 
-def read_varint(buf, pos: int) -> tuple[int, int]:
+def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Zigzag varint (int32) at ``pos`` -> ``(value, next_pos)``."""
     try:
         return _codec.read_varint(buf, pos)
@@ -64,7 +72,7 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         raise VarintError.restating(e) from None
 
 
-def read_varlong(buf, pos: int) -> tuple[int, int]:
+def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
     """Zigzag varlong (int64) at ``pos`` -> ``(value, next_pos)``."""
     try:
         return _codec.read_varlong(buf, pos)
@@ -72,7 +80,7 @@ def read_varlong(buf, pos: int) -> tuple[int, int]:
         raise VarintError.restating(e) from None
 
 
-def read_unsigned_varint(buf, pos: int) -> tuple[int, int]:
+def read_unsigned_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """Unsigned varint (uint32) at ``pos`` -> ``(value, next_pos)``."""
     try:
         return _codec.read_uvarint(buf, pos)

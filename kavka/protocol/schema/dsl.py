@@ -137,13 +137,20 @@ class Field:
         raise TypeError(f"field {self.name} is not a struct")
 
     @property
+    def type_name(self) -> str:
+        """The type of a non-struct field ("int32", "[]string" ...)."""
+        if isinstance(self.type, str):
+            return self.type
+        raise TypeError(f"field {self.name} is a struct")
+
+    @property
     def is_array(self) -> bool:
         return isinstance(self.type, tuple) or (isinstance(self.type, str) and self.type.startswith("[]"))
 
 
 def F(
     name: str,
-    type: FieldType | list,
+    type: FieldType | list[Field],
     versions: str = "0+",
     *,
     nullable: str | None = None,

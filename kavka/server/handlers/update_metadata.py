@@ -13,7 +13,7 @@ from typing import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse
-from kavka.server.metadata_cache import MetadataCache
+from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 6
@@ -25,7 +25,7 @@ state_change = logging.getLogger("kavka.state.change")
 
 class UpdateMetadataHandler:
     def __init__(self, cache: MetadataCache, broker_epoch: Callable[[], int],
-                 on_update: Callable[[object], None] | None = None) -> None:
+                 on_update: Callable[[MetadataUpdate], None] | None = None) -> None:
         self.cache = cache
         self.broker_epoch = broker_epoch
         self.on_update = on_update

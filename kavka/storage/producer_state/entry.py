@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from kavka.common.ids import NO_PRODUCER_EPOCH, ProducerEpoch, ProducerId
 from kavka.storage.producer_state.snapshot import SnapshotEntry
 
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 NUM_BATCHES_TO_RETAIN = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (KIP-854)
 SEQ_MOD = 1 << 31
@@ -64,7 +63,7 @@ class ProducerStateEntry:
     __slots__ = ("producer_id", "producer_epoch", "batches", "last_timestamp", "coordinator_epoch",
                  "current_txn_first_offset")
 
-    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH) -> None:
+    def __init__(self, producer_id: ProducerId, producer_epoch: ProducerEpoch = NO_PRODUCER_EPOCH) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.batches: deque[BatchMetadata] = deque(maxlen=NUM_BATCHES_TO_RETAIN)

@@ -10,21 +10,21 @@ error code), ApiVersions v4.
 
 from __future__ import annotations
 
-from kavka.protocol.schema.dsl import F, S, api
+from kavka.protocol.schema.dsl import F, Field, S, Struct, api
 
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 # KIP-951: where the partition's leader moved, sent back with
 # NOT_LEADER_OR_FOLLOWER so clients need not refresh metadata first.
-def _leader_id_and_epoch(since: str):
+def _leader_id_and_epoch(since: str) -> Struct:
     return S(
         F("leader_id", "int32", since, default=-1),
         F("leader_epoch", "int32", since, default=-1),
     )
 
 
-def _node_endpoints(since: str):
+def _node_endpoints(since: str) -> list[Field]:
     return [
         F("node_id", "int32", since),
         F("host", "string", since),
