@@ -15,6 +15,8 @@ Every backticked name in the document is checked against the code:
 * the import-linter contracts it lists are exactly those of
   ``pyproject.toml``.
 
+README.md's layout table, which points here, names only existing paths.
+
 Kafka's own names (UnifiedLog, KafkaApis...) are written without
 backticks in the document, so they are not taken for Kavka's.
 """
@@ -182,3 +184,14 @@ def test_the_layer_contracts_are_pyprojects():
     section = section[:section.index("\n## ", 1)]
     listed = set(re.findall(r'^\s*[-*] "([^"]+)"', section, re.MULTILINE))
     assert listed == contracts
+
+
+def test_the_readme_layout_names_existing_paths():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 1)] if "\n## " in layout[1:] else layout
+    assert "docs/ARCHITECTURE.md" in layout
+    paths = [span for span in SPAN.findall(layout) if REPO_PATH.fullmatch(span)]
+    assert paths
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, f"README's layout names missing paths: {missing}"

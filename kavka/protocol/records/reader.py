@@ -1,6 +1,6 @@
 """Decode the records of one v2 batch (lazily, decompressing when needed).
 
-Not on the broker's hot path, which keeps batches opaque (DESIGN.md): used
+Not on the broker's hot path, which keeps batches opaque (docs/ARCHITECTURE.md): used
 to compact, to check idempotent sequence numbers, by tools (dump-log, the
 console consumer) and by Kavka's own client.
 
