@@ -48,6 +48,7 @@ from typing import Any, Awaitable, Callable
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
 from kavka.protocol.framing import FrameDecoder, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
+from kavka.security.principal import Session
 
 log = logging.getLogger("kavka.network")
 
@@ -65,6 +66,8 @@ class RequestContext:
     listener: str
     received_ns: int
     connection: "KafkaConnection | None" = field(default=None, repr=False)
+    # Who sent it: the connection's principal, listener and security protocol.
+    session: Session = field(default_factory=Session)
 
     @property
     def api_version(self) -> int:
@@ -131,12 +134,14 @@ class KafkaConnection(asyncio.Protocol):
         self._paused = False
         self.in_flight = 0
         self.last_active = time.monotonic()
+        self.session = Session(listener=server.listener_name)
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
+        self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
         self.server.connections.add(self)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._process()), loop.create_task(self._write())]
@@ -230,7 +235,7 @@ class KafkaConnection(asyncio.Protocol):
             return False
         handler = entry[0]
         ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
-                             self.server.listener_name, received, self)
+                             self.server.listener_name, received, self, self.session)
         self.in_flight += 1
         try:
             result = await handler(ctx, body)

@@ -1,0 +1,59 @@
+"""Principals and sessions (KIP-189's KafkaPrincipal, Kafka's Session).
+
+A principal is ``type:name`` (Kafka's ``User:alice``); an unauthenticated
+connection is ``User:ANONYMOUS``. The session is what a request's handler
+knows about who sent it: fixed for the life of a connection except that a
+SASL re-authentication (KIP-368) may renew it for the same principal.
+
+Pure values; any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+USER_TYPE = "User"
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaPrincipal:
+    """``principal_type:name``; ACLs and ``super.users`` name principals this way."""
+
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> KafkaPrincipal:
+        """``User:alice`` -> KafkaPrincipal("User", "alice"); the name may contain ':'.
+        Raises ValueError naming the text when it has no type."""
+        ptype, sep, name = text.partition(":")
+        if not sep or not ptype.strip() or not name:
+            raise ValueError(f"principal {text!r} is not in the form Type:name (e.g. User:alice)")
+        return cls(ptype.strip(), name)
+
+
+ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Who a connection is: its principal, the peer's address, the listener it
+    came in on and that listener's security protocol (PLAINTEXT, SSL,
+    SASL_PLAINTEXT, SASL_SSL). ``broker_id`` is set only when the
+    connection authenticated as another broker (inter-broker listener with
+    the broker's own credentials or certificate), which is what lets it send
+    the inter-broker APIs."""
+
+    principal: KafkaPrincipal = ANONYMOUS
+    client_host: str = ""
+    listener: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    broker_id: int | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.principal != ANONYMOUS
