@@ -13,7 +13,8 @@ Every backticked name in the document is checked against the code:
 * a repository path (```kavka/storage/index/```, ```bench/README.md```)
   must exist;
 * the import-linter contracts it lists are exactly those of
-  ``pyproject.toml``.
+  ``pyproject.toml``, and every package those contracts name is placed in
+  its Layers section.
 
 README.md's layout table, which points here, names only existing paths.
 
@@ -176,14 +177,29 @@ def test_every_backticked_name_exists(kind, name, block, section):
             obj = _attribute(obj, attr, name)
 
 
-def test_the_layer_contracts_are_pyprojects():
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    contracts = {c["name"] for c in config["tool"]["importlinter"]["contracts"]}
+def _layers_section() -> str:
     text = _doc_text()
     section = text[text.index("## Layers"):]
-    section = section[:section.index("\n## ", 1)]
-    listed = set(re.findall(r'^\s*[-*] "([^"]+)"', section, re.MULTILINE))
-    assert listed == contracts
+    return section[:section.index("\n## ", 1)]
+
+
+def _contracts() -> list[dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["tool"]["importlinter"]["contracts"]
+
+
+def test_the_layer_contracts_are_pyprojects():
+    listed = set(re.findall(r'^\s*[-*] "([^"]+)"', _layers_section(), re.MULTILINE))
+    assert listed == {c["name"] for c in _contracts()}
+
+
+def test_every_package_of_the_contracts_is_placed_in_the_layers():
+    packages = set()
+    for contract in _contracts():
+        for entry in contract.get("layers", []) + contract.get("source_modules", []):
+            packages.update(p.strip() for p in entry.split("|") if p.strip().startswith("kavka"))
+    named = set(SPAN.findall(_layers_section()))
+    assert not packages - named, f"packages missing from the Layers section: {sorted(packages - named)}"
 
 
 def test_the_readme_layout_names_existing_paths():
