@@ -9,12 +9,12 @@ import uuid
 
 from kavka.protocol.message_base import (
     FRESH,
-    Message,
     REQUEST,
     RESPONSE,
+    ZERO_UUID,
+    Message,
     Request,
     Response,
-    ZERO_UUID,
     build_struct,
     camel,
     default_of,
@@ -23,12 +23,12 @@ from kavka.protocol.message_base import (
 
 __all__ = [
     "FRESH",
-    "Message",
     "REQUEST",
     "RESPONSE",
+    "ZERO_UUID",
+    "Message",
     "Request",
     "Response",
-    "ZERO_UUID",
     "build_struct",
     "camel",
     "default_of",

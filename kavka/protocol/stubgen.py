@@ -161,6 +161,11 @@ def _signature(name: str, func: Callable[..., object]) -> str:
     return f"def {name}({', '.join(params)}) -> {annotations['return']}: ..."
 
 
+def _isort_key(name: str) -> tuple[int, str]:
+    """isort's order (as ruff's I rules check it): constants, classes, the rest."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+
 def module_names() -> tuple[list[str], list[str]]:
     """The public names of ``messages.py`` besides the message classes:
     (the imports of ``__all__``'s re-exported names and ``__all__``,
@@ -179,8 +184,8 @@ def module_names() -> tuple[list[str], list[str]]:
         by_module.setdefault(imported_from[n], []).append(n)
     reexports = []
     for module, names in sorted(by_module.items()):
-        reexports += [f"from {module} import (", *(f"    {n}," for n in sorted(names)), ")"]
-    reexports += ["", "__all__ = [", *(f'    "{n}",' for n in sorted(messages.__all__)), "]"]
+        reexports += [f"from {module} import (", *(f"    {n}," for n in sorted(names, key=_isort_key)), ")"]
+    reexports += ["", "__all__ = [", *(f'    "{n}",' for n in sorted(messages.__all__, key=_isort_key)), "]"]
     return reexports, [_signature(n, getattr(messages, n)) for n in own]
 
 

@@ -149,7 +149,9 @@ class OffsetLookup:
             rest = [tp for tp in tps if tp not in position.offsets]
             fallback = self.latest(rest) if ending else self.earliest(rest)
             return {**fallback, **self._by_timestamp(stamps, option, ending)}
-        return self._by_timestamp({tp: position.timestamp for tp in tps}, option, ending)
+        timestamp = position.timestamp
+        assert timestamp is not None  # the remaining kind, "timestamp", carries one (Position)
+        return self._by_timestamp({tp: timestamp for tp in tps}, option, ending)
 
     def _by_timestamp(self, stamps: Mapping[TopicPartition, int], option: str,
                       ending: bool) -> dict[TopicPartition, int]:

@@ -111,7 +111,7 @@ def produce_batches(producer, batches: Iterable[pa.RecordBatch], options: SinkOp
             topic = topics[i]
             if topic is None:
                 raise KavkaOptionError("a row has a null 'topic' and no 'topic' option is set")
-            kwargs = {"on_delivery": on_delivery}
+            kwargs: dict[str, object] = {"on_delivery": on_delivery}
             if partitions[i] is not None:
                 kwargs["partition"] = partitions[i]
             if headers[i]:
