@@ -17,5 +17,5 @@ Modules (entry points first):
   ``structs``, varints in ``varint``);
 * ``errors`` — ``DecodeError`` (and ``FrameSizeError``, ``UnknownApiError``,
   ``UnsupportedVersionError``) and ``EncodeError``;
-* ``records`` — record batch v2 (opaque on the hot path).
+* ``records`` — record batch v2 (walked, not decoded, on the hot path).
 """

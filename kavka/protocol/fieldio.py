@@ -68,10 +68,7 @@ def locate(e: BaseException, seg: str, i: int, sub: str = "") -> DecodeError:
 
 
 def elocate(e: BaseException, seg: str, i: int, sub: str = "") -> EncodeError:
-    if isinstance(e, EncodeError):
-        err = e
-    else:
-        err = EncodeError(f"{type(e).__name__}: {e}")
+    err = e if isinstance(e, EncodeError) else EncodeError(f"{type(e).__name__}: {e}")
     if sub:
         err.path.insert(0, sub)
     if seg:

@@ -33,9 +33,9 @@ from typing import Any, TypeAlias, cast
 
 from kavka.protocol import fieldio as fio
 from kavka.protocol import primitives as p
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.fieldio import field_kind as kind
-from kavka.protocol.buffers import Buffer
 from kavka.protocol.message_base import FRESH, Message, camel, default_of
 from kavka.protocol.schema.dsl import Field
 

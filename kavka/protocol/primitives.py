@@ -36,13 +36,6 @@ from typing import Any, TypeAlias, TypeVar
 
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
-
-# Varints come from the one codec Kavka has (see its docstring); its readers
-# raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
-from kavka.protocol.varint import read_uvarint as read_uvarint
-from kavka.protocol.varint import read_varint as read_varint
-from kavka.protocol.varint import read_varlong as read_varlong
-
 from kavka.protocol.structs import FLOAT64 as FLOAT64  # noqa: E402
 from kavka.protocol.structs import INT8 as INT8
 from kavka.protocol.structs import INT16 as INT16
@@ -50,6 +43,12 @@ from kavka.protocol.structs import INT32 as INT32
 from kavka.protocol.structs import INT64 as INT64
 from kavka.protocol.structs import UINT16 as UINT16
 from kavka.protocol.structs import UINT32 as UINT32
+
+# Varints come from the one codec Kavka has (see its docstring); its readers
+# raise VarintDecodeError, a DecodeError, so they are used here unwrapped.
+from kavka.protocol.varint import read_uvarint as read_uvarint
+from kavka.protocol.varint import read_varint as read_varint
+from kavka.protocol.varint import read_varlong as read_varlong
 
 # A reader: (value, position after it) from a buffer and a position.
 ReadFn: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]

@@ -40,6 +40,8 @@ import logging
 import time
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.ids import BrokerId
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
@@ -112,8 +114,6 @@ from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.common.ids import BrokerId
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.acl_store import ZkAclStore
 from kavka.zk.brokers import BrokerIdZNode

@@ -27,16 +27,18 @@ Runs on the broker's event loop; watch callbacks arrive there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.zk.client import KavkaZkClient
-from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.codec import ZnodeDataError
+from kavka.zk.notifications import ConfigChangeNotificationZNode
 from kavka.zk.store_types import NoNodeError, SessionEvent, SessionState, WatchEvent, ZkError
 
 log = logging.getLogger("kavka.dynamic_config")
@@ -146,10 +148,8 @@ class DynamicConfigManager:
                             await self._apply(note.entity_type, note.entity_name)
                         self.last_executed = seq
                     if now - stat.ctime > CHANGE_EXPIRATION_MS:
-                        try:
+                        with contextlib.suppress(NoNodeError):
                             await self.zk.store.delete(path)
-                        except NoNodeError:
-                            pass
                 if not self._again:
                     return
         finally:

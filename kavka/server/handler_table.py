@@ -10,8 +10,8 @@ module, one line here and its construction there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import ModuleType
-from typing import Mapping
 
 from kavka.server.handlers import (
     add_offsets_to_txn,

@@ -14,13 +14,18 @@ A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
 
 from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
 from kavka.zk.cluster import ProducerIdBlockZNode
 from kavka.zk.codec import sequence_number
 from kavka.zk.config_nodes import ConfigEntityZNode
-from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, ConfigChangeNotificationZNode, IsrChangeNotificationZNode
+from kavka.zk.notifications import (
+    ISR_CHANGE_NOTIFICATION_PATH,
+    ConfigChangeNotificationZNode,
+    IsrChangeNotificationZNode,
+)
 from kavka.zk.store_types import NodeExistsError, NoNodeError, WatchCallback, ZkStore
 
 
@@ -30,10 +35,8 @@ class AdminZkOps:
     store: ZkStore
 
     async def request_topic_deletion(self, topic: str) -> None:
-        try:
+        with contextlib.suppress(NodeExistsError):
             await self.store.create(DeleteTopicZNode.path(topic), b"", make_parents=True)
-        except NodeExistsError:
-            pass
 
     async def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
         return await self.store.get_children(DELETE_TOPICS_PATH, watch)

@@ -10,9 +10,10 @@ Values are strings, as Kafka stores them; the broker parses them with its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field as dc_field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from types import MappingProxyType
-from typing import Mapping
 
 from kavka.zk.codec import ZnodeDataError, ZnodePathError, build, check_version, dump_json, field, load_json, parse_path
 from kavka.zk.notifications import BROKER_DEFAULT_ENTITY, CONFIG_ENTITY_TYPES, check_entity
@@ -73,7 +74,7 @@ class ConfigEntityZNode:
         return dump_json({"version": 1, "config": dict(self.config)})
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "ConfigEntityZNode":
+    def decode(cls, data: bytes, path: str) -> ConfigEntityZNode:
         m = parse_path(path, _ENTITY_RE, "/config/<type>/<name>")
         doc = load_json(path, data)
         check_version(path, doc, (1,))

@@ -56,7 +56,7 @@ class IsrChangeNotificationZNode:
         return dump_json({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]})
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "IsrChangeNotificationZNode":
+    def decode(cls, data: bytes, path: str) -> IsrChangeNotificationZNode:
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         out: list[tuple[str, int]] = []
@@ -103,7 +103,7 @@ class LogDirEventNotificationZNode:
         return dump_json({"version": 1, "broker": self.broker_id, "event": self.event})
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "LogDirEventNotificationZNode":
+    def decode(cls, data: bytes, path: str) -> LogDirEventNotificationZNode:
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         broker = field(path, doc, "broker", "int")
@@ -145,7 +145,7 @@ class ConfigChangeNotificationZNode:
         return dump_json({"version": 2, "entity_path": self.entity_path})
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "ConfigChangeNotificationZNode":
+    def decode(cls, data: bytes, path: str) -> ConfigChangeNotificationZNode:
         doc = load_json(path, data)
         version = check_version(path, doc, (1, 2))
         if version == 1:

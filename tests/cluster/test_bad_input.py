@@ -17,7 +17,6 @@ import sys
 import time
 
 import pytest
-from .cluster_helpers import ProducerThread, RawConnection, consume, create_topic, leaders, produce, rss_kib, wait_until
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.framing import frame
@@ -30,6 +29,8 @@ from kavka.protocol.messages import (
 )
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
+
+from .cluster_helpers import ProducerThread, RawConnection, consume, create_topic, leaders, produce, rss_kib, wait_until
 
 pytestmark = pytest.mark.cluster
 

@@ -23,8 +23,19 @@ from kavka.protocol.codec import decode_body, encode_body, plan_for
 from kavka.protocol.messages import REQUEST, RESPONSE, request_class, response_class
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.apis import (
-    acls, admin, admin_topics, auth_producer, configs, core, groups, inter_broker,
-    next_gen_groups, offsets, sasl, telemetry, transactions,
+    acls,
+    admin,
+    admin_topics,
+    auth_producer,
+    configs,
+    core,
+    groups,
+    inter_broker,
+    next_gen_groups,
+    offsets,
+    sasl,
+    telemetry,
+    transactions,
 )
 from kavka.protocol.schema.dsl import _OPEN, MISSING, PRIMITIVES, Api, F, Field, S, V, Versions, api
 

@@ -7,7 +7,8 @@ import json
 import uuid
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kavka.common.listeners import EndPoint
 from kavka.zk.admin import DeleteTopicsZNode, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
@@ -16,7 +17,11 @@ from kavka.zk.cluster import PERSISTENT_PATHS, ClusterIdZNode, ProducerIdBlockZN
 from kavka.zk.codec import ZnodeDataError, ZnodePathError, sequence_number
 from kavka.zk.config_nodes import ConfigEntityZNode
 from kavka.zk.controller_nodes import ControllerEpochZNode, ControllerZNode
-from kavka.zk.notifications import ConfigChangeNotificationZNode, IsrChangeNotificationZNode, LogDirEventNotificationZNode
+from kavka.zk.notifications import (
+    ConfigChangeNotificationZNode,
+    IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
+)
 
 # --- seed 000's examples, verbatim in content -------------------------------------
 
