@@ -95,6 +95,12 @@ _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authoriz
 _d("super.users", STRING, "", "Principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:broker).", _principal_list)
 _d("allow.everyone.if.no.acl.found", BOOL, False, "With the authorizer on: allow everyone on a resource no ACL applies to (default: deny).")
 
+# -- client quotas (KIP-13, KIP-124, KIP-599) -------------------------------------
+_d("quota.window.num", INT, 11, "Sample windows kept to measure client byte rates and request time.", Range(1, None))
+_d("quota.window.size.seconds", INT, 1, "Length of each client quota sample window.", Range(1, None))
+_d("controller.quota.window.num", INT, 11, "Sample windows of the controller mutation quota (its burst is num x size x rate).", Range(1, None))
+_d("controller.quota.window.size.seconds", INT, 1, "Length of each controller mutation quota window.", Range(1, None))
+
 # -- ZooKeeper -----------------------------------------------------------------
 _d("zookeeper.connect", STRING, NO_DEFAULT, "host:port[,host:port...][/chroot] of ZooKeeper.")
 _d("zookeeper.session.timeout.ms", INT, 18000, "ZooKeeper session timeout.", Range(1, None))
