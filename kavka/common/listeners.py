@@ -17,8 +17,8 @@ config key and what is allowed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from kavka.common.config import ConfigError
 

@@ -108,7 +108,7 @@ class AuthHelper:
         actions = [Action(operation, resource_type, name, log_if_allowed=log_if_allowed, log_if_denied=log_if_denied,
                           resource_reference_count=counts[name]) for name in wanted]
         answers = self.authorizer.authorize(ctx.session, actions, request=self.request_name(ctx))
-        return {name for name, allowed in zip(wanted, answers) if allowed}
+        return {name for name, allowed in zip(wanted, answers, strict=True) if allowed}
 
     def authorized_operations(self, ctx: RequestContext, resource_type: ResourceType, name: str) -> int:
         supported = sorted(SUPPORTED_OPERATIONS[resource_type])
@@ -116,7 +116,7 @@ class AuthHelper:
             return operations_bit_field(supported)
         actions = [Action(op, resource_type, name, log_if_allowed=False, log_if_denied=False) for op in supported]
         answers = self.authorizer.authorize(ctx.session, actions, request=self.request_name(ctx))
-        return operations_bit_field(op for op, allowed in zip(supported, answers) if allowed)
+        return operations_bit_field(op for op, allowed in zip(supported, answers, strict=True) if allowed)
 
     def authorize_by_resource_type(self, ctx: RequestContext, operation: AclOperation,
                                    resource_type: ResourceType) -> bool:

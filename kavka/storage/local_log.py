@@ -32,13 +32,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from kavka.common.clock import Clock
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 from kavka.protocol.records.reader import iter_records
 from kavka.storage.checkpoint import fsync_dir
-from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError, LogOfflineError, StorageError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from kavka.storage.index.transaction_index import AbortedTxn
@@ -48,7 +49,6 @@ from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.producer_state.snapshot import fsync_file
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +114,21 @@ class LocalLog:
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         active = self.segments.active
         return LogOffsetMetadata(self._next_offset, active.base_offset, active.size)
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` (within [first base, LEO]: the caller checks the
+        range) is: its segment and the position of the batch holding it,
+        or the segment's end when no batch there reaches it (Kafka's
+        convertToOffsetMetadata). One index lookup and a header scan of at
+        most ``index.interval.bytes``."""
+        if offset >= self._next_offset:
+            return self.log_end_offset_metadata()
+        segment = self.segments.floor(offset)
+        if segment is None:
+            segment = self.segments.first
+        found = segment.translate_offset(offset)
+        position = found[0] if found is not None else segment.size
+        return LogOffsetMetadata(offset, segment.base_offset, position)
 
     def raise_recovery_point(self, offset: int) -> None:
         """Everything below ``offset`` needs no recovery (the log start moved

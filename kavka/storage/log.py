@@ -22,9 +22,12 @@ The produce route, one pass through this class under the log's lock
 handler and the transaction markers):
 
 1. ``log_append.validate_leader_batches``: checks every batch (size,
-   magic, CRC32C, record count, timestamps; Kafka's LogValidator) and
-   assigns offsets from LEO and the leader epoch by patching the batch
-   headers, without copying the batches;
+   magic, CRC32C, record count) and, through ``log_validator`` (Kafka's
+   LogValidator), every record (layout, offset deltas, keys of compacted
+   topics, timestamps; per-record errors for KIP-467), then assigns
+   offsets from LEO and the leader epoch by patching the batch headers,
+   without copying uncompressed batches (LogAppendTime and a topic
+   ``compression.type`` rewrite the header or the batch);
 2. ``ProducerStateManager.check_leader_append``: producer fencing,
    sequence order and the coordinator epoch of markers; a duplicate (a
    producer's retry of a batch already in the log) is answered with its
@@ -52,10 +55,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kavka.common.clock import Clock, SystemClock
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import (
     EARLIEST_TIMESTAMP,
@@ -78,14 +83,13 @@ from kavka.storage.log_append import (
     validate_leader_batches,
 )
 from kavka.storage.log_config import LogConfig
+from kavka.storage.log_dir_names import parse_topic_partition
 from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
-from kavka.common.topic_partition import TopicPartition
-from kavka.storage.log_dir_names import parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +115,10 @@ class Log:
         clock = clock or SystemClock()
         rng = rng or random.Random()
         self._lock = threading.RLock()
+        # offset -> its LogOffsetMetadata: the high watermark's and the last
+        # stable offset's, asked at every DelayedFetch check; cleared when
+        # positions may change (truncation, segments removed or replaced)
+        self._positions: dict[int, LogOffsetMetadata] = {}
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
@@ -222,14 +230,48 @@ class Log:
         with self._lock:
             return self._local.log_end_offset_metadata()
 
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` is (its segment and batch position; see
+        ``LogOffsetMetadata``), remembered until positions may change.
+        Raises ``OffsetOutOfRangeError`` outside [log start, LEO]."""
+        with self._lock:
+            local = self._local
+            if offset >= local.log_end_offset:
+                if offset > local.log_end_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is past the log end {local.log_end_offset} "
+                                                f"of {self.topic_partition}")
+                return local.log_end_offset_metadata()
+            meta = self._positions.get(offset)
+            if meta is None:
+                if offset < self._log_start_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is below the log start {self._log_start_offset} "
+                                                f"of {self.topic_partition}")
+                if len(self._positions) >= 8:  # old high watermarks
+                    self._positions.clear()
+                meta = self._positions[offset] = local.offset_metadata(offset)
+            return meta
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        """The high watermark and where it is (see ``offset_metadata``)."""
+        with self._lock:
+            return self.offset_metadata(self._high_watermark)
+
+    def last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        with self._lock:
+            return self.offset_metadata(self.last_stable_offset)
+
     def segment_for(self, offset: int) -> LogSegment | None:
         """The segment whose range holds ``offset`` (floor by base offset)."""
         with self._lock:
             return self._local.segments.floor(offset)
 
     # ---- append (the route is in the module docstring) -------------------------------------------
-    def append_as_leader(self, records: Buffer, leader_epoch: int) -> LogAppendInfo:
-        """Validate, assign offsets from LEO, stamp ``leader_epoch``, append."""
+    def append_as_leader(
+        self, records: Buffer, leader_epoch: int, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> LogAppendInfo:
+        """Validate (every record: Kafka's LogValidator, stricter for a
+        client's batches than a coordinator's), assign offsets from LEO,
+        stamp ``leader_epoch``, append. A refused append writes nothing."""
         local = self._local
         with self._lock:
             local.check_online()
@@ -237,7 +279,8 @@ class Log:
             now = local.clock.milliseconds()
             append_time = now if config.log_append_time else None
             batches = validate_leader_batches(
-                records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now
+                records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now,
+                topic_partition=self.topic_partition, origin=origin,
             )
             markers = coordinator_epochs(records, batches.headers)
             duplicate = self.producer_state.check_leader_append(batches.headers, markers)
@@ -434,6 +477,7 @@ class Log:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
             local.truncate_to(target_offset)
+            self._positions.clear()
             end = local.log_end_offset
             self._high_watermark = min(self._high_watermark, end)
             self._log_start_offset = min(self._log_start_offset, end)
@@ -450,6 +494,7 @@ class Log:
         with self._lock:
             self._local.check_online()
             self._local.truncate_fully_and_start_at(new_offset)
+            self._positions.clear()
             self._log_start_offset = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear_and_flush()
@@ -548,6 +593,7 @@ class Log:
         if not doomed:
             return
         self._local.remove_and_delete_segments(doomed)
+        self._positions.clear()
         # Snapshots below the first remaining segment describe no batch left;
         # the one at its base is kept: the state before every remaining batch.
         first = self._local.segments.first.base_offset
@@ -574,6 +620,7 @@ class Log:
             if precondition is not None:
                 precondition()
             self._local.replace_segments(new_segment, old_segments)
+            self._positions.clear()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:

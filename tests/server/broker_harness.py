@@ -24,7 +24,14 @@ from typing import Any
 from kavka.common.broker_config import KafkaConfig
 from kavka.protocol.headers import RequestHeader, decode_request, decode_response, encode_request, encode_response
 from kavka.protocol.messages import Message
-from kavka.security.acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
+from kavka.security.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.server.broker import KafkaServer
@@ -67,7 +74,7 @@ class InProcessBroker:
         self.server = KafkaServer(KafkaConfig.from_props(props, source="test"))
         self._correlation = 0
 
-    async def __aenter__(self) -> "InProcessBroker":
+    async def __aenter__(self) -> InProcessBroker:
         await self.server.start()
         await self.server.metadata_cache.wait_until(lambda c: c.alive_broker(0) is not None, 30)
         return self

@@ -19,8 +19,10 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AlterClientQuotasRequest,
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
+    AlterUserScramCredentialsRequest,
     ControlledShutdownRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
@@ -30,10 +32,12 @@ from kavka.protocol.messages import (
     DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     EndTxnRequest,
     FetchRequest,
@@ -75,7 +79,6 @@ from kavka.security.acl import (
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.server.authorization import operations_bit_field
 from kavka.server.handler_table import API_MODULES
-
 from tests.server.broker_harness import ADMIN, Grant, InProcessBroker, error_codes
 
 pytestmark = pytest.mark.async_timeout(240)
@@ -235,6 +238,19 @@ CASES = [
          [(CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
     Case("ListPartitionReassignments", 0, lambda: ListPartitionReassignmentsRequest(timeout_ms=5000, topics=None),
          [(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    # users and client ids: quotas (KIP-546) and SCRAM credentials (KIP-554)
+    Case("DescribeClientQuotas", 1, lambda: DescribeClientQuotasRequest(components=[], strict=False),
+         [(CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    Case("AlterClientQuotas", 1, lambda: AlterClientQuotasRequest(validate_only=True, entries=[
+        AlterClientQuotasRequest.Entries(entity=[AlterClientQuotasRequest.Entries.Entity(
+            entity_type="user", entity_name="bob")], ops=[AlterClientQuotasRequest.Entries.Ops(
+                key="producer_byte_rate", value=1024.0, remove=False)])]),
+         [(CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    Case("DescribeUserScramCredentials", 0, lambda: DescribeUserScramCredentialsRequest(users=None),
+         [(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+    Case("AlterUserScramCredentials", 0, lambda: AlterUserScramCredentialsRequest(deletions=[
+        AlterUserScramCredentialsRequest.Deletions(name="nobody", mechanism=2)], upsertions=[]),
+         [(CLUSTER, CLUSTER_NAME, Op.ALTER)], ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
     # ACLs (KIP-140)
     Case("DescribeAcls", 3, lambda: DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1,
                                                         operation=1, permission_type=1),

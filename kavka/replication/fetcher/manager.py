@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey, InitialFetchState
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
@@ -43,7 +44,6 @@ from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_manager import LogManager
-from kavka.common.topic_partition import TopicPartition
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
 
@@ -88,7 +88,7 @@ class ReplicaFetcherManager:
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
         broker_epoch: Callable[[], int | None] = lambda: None,
-    ) -> "ReplicaFetcherManager":
+    ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
         returns the current one; Kafka's keys are read each fetch round.
         ``broker_epoch()``: this broker's registration czxid, which its

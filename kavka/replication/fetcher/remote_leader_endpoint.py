@@ -31,6 +31,7 @@ from typing import TypeVar
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.messages import (
     FetchRequest,
@@ -47,7 +48,6 @@ from kavka.replication.fetcher.leader_endpoint import (
 )
 from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
-from kavka.common.topic_partition import TopicPartition
 
 FETCH_BY_NAME_MAX_VERSION = 12  # the last Fetch version naming topics
 FETCH_REPLICA_STATE_VERSION = 15  # replica id and epoch in replica_state (KIP-903)

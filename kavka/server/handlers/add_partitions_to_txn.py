@@ -22,13 +22,13 @@ its partitions — which, like an unknown partition, fails the whole request
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kavka.replication.replica_manager import INTERNAL_TOPICS
 from kavka.security.acl import AclOperation, ResourceType
 from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 24

@@ -16,7 +16,8 @@ CLUSTER_AUTHORIZATION_FAILED for the request and every partition.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Awaitable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import AlterPartitionReassignments
@@ -34,7 +35,7 @@ MAX_VERSION = 1
 
 
 class AlterPartitionReassignmentsHandler:
-    def __init__(self, controller: "KafkaController", auth: AuthHelper) -> None:
+    def __init__(self, controller: KafkaController, auth: AuthHelper) -> None:
         self.controller = controller
         self.auth = auth
 

@@ -18,9 +18,9 @@ handler returns an awaitable).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable
-
 import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.ids import NO_EPOCH
@@ -42,7 +42,7 @@ log = logging.getLogger("kavka.state.change")
 
 
 class ControlledShutdownHandler:
-    def __init__(self, controller: "KafkaController", auth: AuthHelper) -> None:
+    def __init__(self, controller: KafkaController, auth: AuthHelper) -> None:
         self.controller = controller
         self.auth = auth
 

@@ -54,9 +54,9 @@ class DeleteTopicsHandler:
                     for name, topic_id in wanted]
         named = [n for n, _ in resolved if n is not None]
         deletable = self.auth.filter_by_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, named)
-        by_id = [n for (n, _), (orig, _) in zip(resolved, wanted) if n is not None and orig is None]
+        by_id = [n for (n, _), (orig, _) in zip(resolved, wanted, strict=True) if n is not None and orig is None]
         described = self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, by_id)
-        for (name, topic_id), (original, _) in zip(resolved, wanted):
+        for (name, topic_id), (original, _) in zip(resolved, wanted, strict=True):
             if name is None:  # v6+: by id (a null name with no id is no known topic either)
                 responses.append(R.Responses(name=None, topic_id=topic_id if topic_id is not None else ZERO_UUID,
                                              error_code=int(ErrorCode.UNKNOWN_TOPIC_ID)))

@@ -8,7 +8,7 @@ the session may do on the cluster, 0 without DESCRIBE on it (Kafka's rule).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeClusterRequest, DescribeClusterResponse

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.config_repository import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -18,8 +20,6 @@ from kavka.server.config_repository import (
     ConfigRepository,
     ConfigRequestError,
 )
-from kavka.security.acl import AclOperation
-from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 

@@ -16,7 +16,8 @@ cluster (Kafka's rule), else CLUSTER_AUTHORIZATION_FAILED for the request
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import ElectLeaders
@@ -36,7 +37,7 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersHandler:
-    def __init__(self, controller: "KafkaController", cache: MetadataCache, auth: AuthHelper) -> None:
+    def __init__(self, controller: KafkaController, cache: MetadataCache, auth: AuthHelper) -> None:
         self.controller = controller
         self.cache = cache
         self.auth = auth

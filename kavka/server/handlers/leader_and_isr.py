@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ZERO_UUID, LeaderAndIsrRequest, LeaderAndIsrResponse

@@ -14,13 +14,13 @@ FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE ...). Each topic needs DESCRIBE
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation
 from kavka.security.acl import AclOperation, ResourceType
 from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 1

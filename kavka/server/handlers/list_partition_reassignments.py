@@ -27,7 +27,7 @@ MAX_VERSION = 0
 
 
 class ListPartitionReassignmentsHandler:
-    def __init__(self, controller: "KafkaController", auth: AuthHelper) -> None:
+    def __init__(self, controller: KafkaController, auth: AuthHelper) -> None:
         self.controller = controller
         self.auth = auth
 

@@ -30,7 +30,7 @@ cluster (v8-10; 0 without DESCRIBE on it).
 from __future__ import annotations
 
 import uuid
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_names import validate_topic_name

@@ -53,10 +53,7 @@ class OffsetCommitHandler:
                 commits)
         by_topic: dict[str, list] = {}
         for tp in dict.fromkeys(order):
-            if tp in denied:
-                e = denied[tp]
-            else:
-                e = results.get(tp, code) if code is ErrorCode.NONE else code
+            e = denied.get(tp) or (results.get(tp, code) if code is ErrorCode.NONE else code)
             by_topic.setdefault(tp[0], []).append(R.Topics.Partitions(partition_index=tp[1], error_code=int(e)))
         return R(throttle_time_ms=0, topics=[R.Topics(name=n, partitions=ps) for n, ps in by_topic.items()])
 

@@ -13,12 +13,12 @@ needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED. The answer moves no state.
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.security.acl import AclOperation, ResourceType
 from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 23
 MIN_VERSION = 0

@@ -12,15 +12,15 @@ the error for every partition.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_EPOCH
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 5
 MIN_VERSION = 0

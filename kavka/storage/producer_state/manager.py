@@ -41,8 +41,9 @@ Not thread-safe: the owning ``Log`` calls it under its lock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from kavka.common.ids import ProducerEpoch, ProducerId
 from kavka.protocol.records.batch import RecordBatchHeader
@@ -81,6 +82,11 @@ class ProducerStateManager:
         self.dir = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        # producer id -> first offset of its open transaction: the entries
+        # whose current_txn_first_offset >= 0, so that the first unstable
+        # offset (asked at every read_committed fetch) costs the open
+        # transactions, not the producers
+        self._ongoing: dict[int, int] = {}
         self._unsynced: list[Path] = []
 
     # ---- leader checks and updates -----------------------------------------------------------
@@ -137,6 +143,7 @@ class ProducerStateManager:
         entry.add(ProducerEpoch(h.producer_epoch), BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
         if h.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
+            self._ongoing[h.producer_id] = first_offset
 
     def _complete_txn(
         self, h: RecordBatchHeader, marker_offset: int, timestamp: int, coordinator_epoch: int
@@ -157,6 +164,7 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
+        self._ongoing.pop(h.producer_id, None)
         if first < 0:
             return None  # a marker for a transaction with no data here (or a retried marker)
         still_open = self.first_unstable_offset()
@@ -165,12 +173,11 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest open transaction (None: all stable)."""
-        opened = [e.current_txn_first_offset for e in self.producers.values() if e.current_txn_first_offset >= 0]
-        return min(opened) if opened else None
+        return min(self._ongoing.values()) if self._ongoing else None
 
     def ongoing_transactions(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset."""
-        return {pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0}
+        return dict(self._ongoing)
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -212,7 +219,7 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
 
     # ---- load, truncation -----------------------------------------------------------------------
-    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
+    def load(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
         """Rebuild from the latest good snapshot at or below
         ``log_end_offset`` and the batch headers after it; a corrupt snapshot
         is deleted and the next older one (or the log itself) used. Returns
@@ -220,6 +227,7 @@ class ProducerStateManager:
         re-indexes the aborted ones its ``.txnindex`` files lack)."""
         self.delete_snapshots_after(log_end_offset)
         self.producers = {}
+        self._ongoing = {}
         start = segments[0].base_offset if segments else log_end_offset
         for off in reversed(list_snapshots(self.dir)):
             try:
@@ -229,6 +237,8 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
                 continue
             self.producers = {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
+            self._ongoing = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                             if e.current_txn_first_offset >= 0}
             start = max(off, start)
             break
         completed: list[CompletedTxn] = []
@@ -248,11 +258,12 @@ class ProducerStateManager:
         self.remove_expired(now_ms)
         return completed
 
-    def truncate_and_reload(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> None:
+    def truncate_and_reload(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> None:
         """After the log was cut to ``log_end_offset`` (the segments' own
         ``.txnindex`` files were cut with them)."""
         self.load(segments, log_end_offset, now_ms)
 
     def truncate_fully(self) -> None:
         self.producers = {}
+        self._ongoing = {}
         self.delete_snapshots_after(-1)

@@ -13,8 +13,8 @@ import pytest
 from kavka.common.errors import ErrorCode
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
 from kavka.protocol.messages import MetadataRequest
-from kavka.server.authorization import AuthHelper
 from kavka.server.admin_manager import AdminManager
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.metadata import API_KEY, MetadataHandler
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
