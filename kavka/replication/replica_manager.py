@@ -411,14 +411,23 @@ class ReplicaManager:
         """The topic a partition hosted here has ``topic_id`` (KIP-516), or None."""
         return self._topic_names.get(topic_id)
 
-    def has_open_transaction(self, tp: TopicPartition, producer_id: int) -> bool | None:
-        """Whether ``producer_id`` has a transaction open in ``tp`` (data
-        appended, no marker yet); None when ``tp`` is not hosted here."""
+    def marker_closes_nothing(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int) -> bool:
+        """Whether a transaction marker for ``producer_id`` would be appended
+        to ``tp`` without closing anything: the partition is hosted here, the
+        producer has no transaction open in it, and the marker is not one the
+        append would refuse (an older producer epoch: INVALID_PRODUCER_EPOCH;
+        an older coordinator epoch than the partition's last marker for the
+        producer: TRANSACTION_COORDINATOR_FENCED)."""
         partition = self.get_partition(tp)
         if partition is None:
-            return None
+            return False
         entry = partition.log.producer_state.last_entry(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        if entry is None:
+            return True
+        if entry.current_txn_first_offset >= 0:
+            return False
+        return producer_epoch >= entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
 
     # ---- offsets -------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(

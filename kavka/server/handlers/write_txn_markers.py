@@ -27,7 +27,9 @@ Who may send it: with an authorizer, CLUSTER_ACTION on the cluster (else
 every partition is CLUSTER_AUTHORIZATION_FAILED, as Kafka). Whatever the
 authorizer, a marker is appended only where it closes something: a
 partition in which the producer has a transaction open (its data appended,
-no marker yet). Elsewhere it is answered NONE and nothing is written —
+no marker yet), or where the append refuses it (a fenced producer or
+coordinator epoch, answered as above). Elsewhere it is answered NONE and
+nothing is written —
 what a coordinator retrying a marker that already landed needs, and what
 leaves a client's forged marker for a producer with nothing open (or a
 made-up one) without effect. (On a cluster without an authorizer a client
@@ -82,7 +84,8 @@ class WriteTxnMarkersHandler:
                 for p in t.partition_indexes:
                     tp = TopicPartition(t.name, p)
                     # Checked in the same loop step as the append below (no await between).
-                    if self.replica_manager.has_open_transaction(tp, marker.producer_id) is False:
+                    if self.replica_manager.marker_closes_nothing(tp, marker.producer_id, marker.producer_epoch,
+                                                                  marker.coordinator_epoch):
                         nothing_open[tp] = ProducePartitionResult(ErrorCode.NONE)
                         continue
                     entries[tp] = build_control_batch(
