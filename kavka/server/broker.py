@@ -239,7 +239,7 @@ class KafkaServer:
         self.controller_view = ZkControllerView(store)
         self.broker_epochs = ZkBrokerEpochs(store)
         fence = InterBrokerFence(self.broker_id, auth, self._registered_epoch, self.broker_epochs,
-                                 self.controller_view, cache,
+                                 self.controller_view,
                                  require_authenticated_replicas=_inter_broker_protocol(cfg).startswith("SASL_"))
         dispatcher = Dispatcher()
         handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,

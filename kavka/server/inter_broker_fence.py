@@ -36,15 +36,19 @@ and the ISR, so the replica id is believed only from a connection
 authenticated as that broker (``Session.broker_id``), or — when the
 inter-broker listener does not authenticate — with that broker's current
 epoch (Fetch v15+ ``replica_state.replica_epoch``, KIP-903; Kavka's
-followers send it). Otherwise the Fetch handler refuses it as Kafka refuses
+followers send it) — looked up only for an assigned replica of a partition
+the request names. Otherwise the Fetch handler refuses it as Kafka refuses
 a fetch from a replica it does not recognise (NOT_LEADER_OR_FOLLOWER):
-nothing is read and no state moves.
+nothing is read and no state moves. While ZooKeeper cannot be reached the
+epochs last read stand (replication goes on through a ZooKeeper outage);
+one that would need ZooKeeper to confirm is refused until it answers.
 
 ``from_broker``: whether the connection authenticated as a given broker
 (ControlledShutdown of old versions, which carry no epoch).
 
-Runs on the broker's event loop. ZooKeeper errors while verifying
-propagate: the request then fails and the controller's channel retries it.
+Runs on the broker's event loop. ZooKeeper errors while verifying a
+control request propagate: the request then fails and the controller's
+channel retries it.
 """
 
 from __future__ import annotations
@@ -55,9 +59,9 @@ from collections.abc import Callable
 from kavka.common.errors import ErrorCode
 from kavka.security.acl import AclOperation
 from kavka.server.authorization import AuthHelper
-from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
 from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
+from kavka.zk.store_types import ZkError
 
 log = logging.getLogger("kavka.state.change")
 
@@ -69,14 +73,13 @@ class InterBrokerFence:
     authenticates brokers, so a follower must have authenticated."""
 
     def __init__(self, broker_id: int, auth: AuthHelper, own_epoch: Callable[[], int | None],
-                 broker_epochs: ZkBrokerEpochs, controller_view: ZkControllerView, cache: MetadataCache, *,
+                 broker_epochs: ZkBrokerEpochs, controller_view: ZkControllerView, *,
                  require_authenticated_replicas: bool) -> None:
         self.broker_id = broker_id
         self.auth = auth
         self._own_epoch = own_epoch
         self.broker_epochs = broker_epochs
         self.controller_view = controller_view
-        self.cache = cache
         self.require_authenticated_replicas = require_authenticated_replicas
         # The newest (controller epoch, controller id) this broker accepted.
         self.accepted: tuple[int, int] | None = None
@@ -138,18 +141,24 @@ class InterBrokerFence:
         self.accepted = (epoch, controller_id)
         return None
 
-    async def verified_replica(self, ctx: RequestContext, replica_id: int, replica_epoch: int) -> bool:
-        """Whether a Fetch's replica id may be believed (module docstring)."""
+    async def verified_replica(self, ctx: RequestContext, replica_id: int, replica_epoch: int, *,
+                               assigned: bool) -> bool:
+        """Whether a Fetch's replica id may be believed (module docstring).
+        ``assigned``: the id is an assigned replica of a partition the
+        request names here (only those are looked up in ZooKeeper, so a
+        client cannot make the broker watch made-up ids)."""
         if ctx.session.broker_id is not None:
             return ctx.session.broker_id == replica_id
-        if self.require_authenticated_replicas or replica_epoch < 0:
+        if self.require_authenticated_replicas or replica_epoch < 0 or not assigned:
             return False
-        if self.cache.alive_broker(replica_id) is None:
-            return False  # not a live broker: nothing to ask ZooKeeper about
-        current = await self.broker_epochs.epoch(replica_id)
-        if current == replica_epoch:
-            return True
-        if current is None or replica_epoch > current:
-            # A re-registration whose watch event has not reached us yet.
-            return await self.broker_epochs.epoch(replica_id, fresh=True) == replica_epoch
+        try:
+            current = await self.broker_epochs.epoch(replica_id)
+            if current == replica_epoch:
+                return True
+            if current is None or replica_epoch > current:
+                # A re-registration whose watch event has not reached us yet.
+                return await self.broker_epochs.epoch(replica_id, fresh=True) == replica_epoch
+        except ZkError as e:
+            log.warning("cannot verify the broker epoch %d of replica %d (%s): its fetch is refused until "
+                        "ZooKeeper answers", replica_epoch, replica_id, e)
         return False

@@ -15,8 +15,12 @@ ZooKeeper round trip each time.
   read.
 
 A watch event or any session event (connection lost, session expired:
-watches may be gone) drops the cached value. At most one watch is armed per
-znode at a time, so nothing accumulates however often the value is read.
+kazoo drops every watch then) drops the cached value. While ZooKeeper
+cannot be reached, ``read()`` answers the value last read if only the
+connection, not a change of the znode, dropped it: it was right when the
+connection went and nobody can say otherwise until it is back (a
+``refresh()`` still fails then). At most one watch is armed per znode at a
+time, so nothing accumulates however often the value is read.
 
 Runs on the store's event loop.
 """
@@ -27,9 +31,20 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from kavka.zk.store_types import NoNodeError, SessionEvent, WatchEvent, ZkStore, ZnodeStat
+from kavka.zk.store_types import (
+    NoNodeError,
+    SessionEvent,
+    WatchEvent,
+    WatchEventType,
+    ZkConnectionLossError,
+    ZkNotConnectedError,
+    ZkSessionExpiredError,
+    ZkStore,
+    ZnodeStat,
+)
 
 Value = tuple[bytes, ZnodeStat] | None  # None: the znode does not exist
+UNREACHABLE = (ZkConnectionLossError, ZkNotConnectedError, ZkSessionExpiredError)
 
 
 class CachedZnode:
@@ -45,6 +60,8 @@ class CachedZnode:
         self._valid = False
         self._armed = False
         self._generation = 0  # bumped by every invalidation
+        self._loaded = False  # a value was read at least once
+        self._only_unreachable = False  # invalid because of the connection, not a change
         self._refreshing: asyncio.Future[Value] | None = None
         self._last_refresh = float("-inf")
         self.reads = 0  # ZooKeeper reads made (a test and log aid)
@@ -57,21 +74,27 @@ class CachedZnode:
     def valid(self) -> bool:
         return self._valid
 
-    def _invalidate(self) -> None:
+    def _invalidate(self, *, changed: bool) -> None:
+        self._only_unreachable = not changed and (self._valid or self._only_unreachable)
         self._armed = False
         self._valid = False
         self._generation += 1
 
     def _on_watch(self, event: WatchEvent) -> None:
-        self._invalidate()
+        self._invalidate(changed=event.type is not WatchEventType.LOST)
 
     def _on_session(self, event: SessionEvent) -> None:
-        self._invalidate()
+        self._invalidate(changed=False)
 
     async def read(self) -> Value:
         if self._valid:
             return self._value
-        return await self._load(sync=False)
+        try:
+            return await self._load(sync=False)
+        except UNREACHABLE:
+            if self._loaded and self._only_unreachable:
+                return self._value  # what held when the connection went
+            raise
 
     async def refresh(self) -> Value:
         if self._refreshing is not None:
@@ -121,4 +144,5 @@ class CachedZnode:
             break
         # Valid only if no watch or session event dropped it while we read.
         self._value, self._valid = value, self._armed and generation == self._generation
+        self._loaded, self._only_unreachable = True, False
         return value

@@ -26,7 +26,6 @@ from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.server.authorization import AuthHelper
 from kavka.server.inter_broker_fence import InterBrokerFence
-from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker, MetadataCache
 from kavka.server.network import RequestContext
 from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
@@ -78,11 +77,8 @@ async def setup(authorizer: AclAuthorizer | None = None, *,
     for b in (ME, CONTROLLER, FOLLOWER):
         await zk.register(b)
     await zk.elect(CONTROLLER, 5)
-    cache = MetadataCache(ME)
-    cache.brokers = {b: LiveBroker(b, (BrokerEndpoint("h", 9000 + b, "PLAINTEXT"),)) for b in (ME, CONTROLLER, FOLLOWER)}
     fence = InterBrokerFence(ME, AuthHelper(authorizer), lambda: zk.epochs.get(ME), ZkBrokerEpochs(store),
-                             ZkControllerView(store), cache,
-                             require_authenticated_replicas=require_authenticated_replicas)
+                             ZkControllerView(store), require_authenticated_replicas=require_authenticated_replicas)
     return fence, zk
 
 
@@ -156,24 +152,44 @@ async def test_a_follower_is_believed_with_its_current_epoch_or_its_authenticati
     fence, zk = await setup()
     anonymous = ctx()
     epoch = zk.epochs[FOLLOWER]
-    assert await fence.verified_replica(anonymous, FOLLOWER, epoch)
+    assert await fence.verified_replica(anonymous, FOLLOWER, epoch, assigned=True)
     for wrong in (-1, 0, epoch - 1, epoch + 1, zk.epochs[ME]):
-        assert not await fence.verified_replica(anonymous, FOLLOWER, wrong), wrong
-    assert not await fence.verified_replica(anonymous, 42, epoch)  # not a live broker
+        assert not await fence.verified_replica(anonymous, FOLLOWER, wrong, assigned=True), wrong
+    assert not await fence.verified_replica(anonymous, FOLLOWER, epoch, assigned=False)  # not its replica here
     # Restarted follower: its new epoch is checked in ZooKeeper, the old one no longer passes.
     new = await zk.register(FOLLOWER)
-    assert await fence.verified_replica(anonymous, FOLLOWER, new)
+    assert await fence.verified_replica(anonymous, FOLLOWER, new, assigned=True)
     await asyncio.sleep(0)
-    assert not await fence.verified_replica(anonymous, FOLLOWER, epoch)
+    assert not await fence.verified_replica(anonymous, FOLLOWER, epoch, assigned=True)
     authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", broker_id=FOLLOWER))
-    assert await fence.verified_replica(authenticated, FOLLOWER, -1)
-    assert not await fence.verified_replica(authenticated, CONTROLLER, zk.epochs[CONTROLLER])
+    assert await fence.verified_replica(authenticated, FOLLOWER, -1, assigned=True)
+    assert not await fence.verified_replica(authenticated, CONTROLLER, zk.epochs[CONTROLLER], assigned=True)
 
 
 @pytest.mark.parametrize("epoch_known", [True, False])
 async def test_where_brokers_authenticate_an_epoch_alone_proves_nothing(epoch_known: bool) -> None:
     fence, zk = await setup(require_authenticated_replicas=True)
     epoch = zk.epochs[FOLLOWER] if epoch_known else -1
-    assert not await fence.verified_replica(ctx(), FOLLOWER, epoch)
+    assert not await fence.verified_replica(ctx(), FOLLOWER, epoch, assigned=True)
     authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", broker_id=FOLLOWER))
-    assert await fence.verified_replica(authenticated, FOLLOWER, epoch)
+    assert await fence.verified_replica(authenticated, FOLLOWER, epoch, assigned=True)
+
+
+async def test_replication_goes_on_while_zookeeper_is_unreachable() -> None:
+    server = InMemoryZooKeeper()
+    writer, store = InMemoryZkStore(server), InMemoryZkStore(server)
+    await writer.start()
+    await store.start()
+    zk = Zk(server, writer)
+    for b in (ME, CONTROLLER, FOLLOWER):
+        await zk.register(b)
+    fence = InterBrokerFence(ME, AuthHelper(None), lambda: zk.epochs.get(ME), ZkBrokerEpochs(store),
+                             ZkControllerView(store), require_authenticated_replicas=False)
+    epoch = zk.epochs[FOLLOWER]
+    assert await fence.verified_replica(ctx(), FOLLOWER, epoch, assigned=True)
+    store.disconnect()
+    await asyncio.sleep(0)
+    assert await fence.verified_replica(ctx(), FOLLOWER, epoch, assigned=True)  # the epoch last read stands
+    assert not await fence.verified_replica(ctx(), FOLLOWER, epoch + 1, assigned=True)  # needs ZooKeeper: refused
+    store.reconnect()
+    assert await fence.verified_replica(ctx(), FOLLOWER, epoch, assigned=True)

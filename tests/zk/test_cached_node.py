@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from kavka.zk.cached_node import CachedZnode
 from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
+from kavka.zk.store_types import ZkConnectionLossError
 
 
 async def _store(server: InMemoryZooKeeper | None = None) -> InMemoryZkStore:
@@ -125,3 +128,28 @@ async def test_controller_view_and_broker_epochs() -> None:
     assert await epochs.epoch(1) == stat.czxid
     view.close()
     epochs.close()
+
+
+async def test_while_zookeeper_is_unreachable_the_last_value_stands_unless_it_changed() -> None:
+    server = InMemoryZooKeeper()
+    store, writer = await _store(server), await _store(server)
+    await writer.create("/n", b"1")
+    node = CachedZnode(store, "/n")
+    await node.read()
+    store.disconnect()
+    await _settle()
+    value = await node.read()  # the connection went, the znode did not change: still "1"
+    assert value is not None and value[0] == b"1"
+    with pytest.raises(ZkConnectionLossError):
+        await node.refresh()  # a fresh confirmation needs ZooKeeper
+    store.reconnect()
+    await writer.set("/n", b"2")
+    value = await node.read()
+    assert value is not None and value[0] == b"2"
+    # A change seen, then the connection lost: nothing to answer with.
+    await writer.set("/n", b"3")
+    await _settle()
+    store.disconnect()
+    await _settle()
+    with pytest.raises(ZkConnectionLossError):
+        await node.read()

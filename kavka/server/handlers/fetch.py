@@ -158,7 +158,9 @@ class FetchHandler:
         if not self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
             denied = FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             return dict.fromkeys(partitions, denied)
-        if await self.fence.verified_replica(ctx, replica_id, replica_epoch):
+        assigned = any(p is not None and replica_id in p.assigned_replicas
+                       for p in map(self.replica_manager.get_partition, partitions))
+        if await self.fence.verified_replica(ctx, replica_id, replica_epoch, assigned=assigned):
             return {}
         key = (ctx.client_host, replica_id)
         level = logging.DEBUG if key in self._warned else logging.WARNING

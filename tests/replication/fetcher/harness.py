@@ -138,18 +138,15 @@ class Node:
         from kavka.server.authorization import AuthHelper
         from kavka.server.handlers import api_versions, fetch, list_offsets, offset_for_leader_epoch
         from kavka.server.inter_broker_fence import InterBrokerFence
-        from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker, MetadataCache
+        from kavka.server.metadata_cache import MetadataCache
         from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
         from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
 
         store = await self.cluster.zookeeper()
         cache = MetadataCache(self.broker_id)
-        cache.brokers = {i: LiveBroker(i, (BrokerEndpoint("127.0.0.1", 9000 + i, "PLAINTEXT"),))
-                         for i in self.cluster.nodes}
         auth = AuthHelper(None)
         fence = InterBrokerFence(self.broker_id, auth, lambda: self.cluster.broker_epochs.get(self.broker_id),
-                                 ZkBrokerEpochs(store), ZkControllerView(store), cache,
-                                 require_authenticated_replicas=False)
+                                 ZkBrokerEpochs(store), ZkControllerView(store), require_authenticated_replicas=False)
         d = Dispatcher()
         api_versions.register(d)
         fetch.register(d, fetch.FetchHandler(self.rm, cache, auth, fence))
