@@ -420,7 +420,11 @@ class KafkaServer:
     # -- shutdown -------------------------------------------------------------
     async def shutdown(self) -> None:
         log.info("shutting down broker %d", self.broker_id)
-        if self.config["controlled.shutdown.enable"] and self.zk is not None and self.registrar is not None:
+        # Only a registered broker can have leaderships to move, and only its
+        # epoch can ask (KIP-380): one stopped while waiting to register (its
+        # id held by another session) leaves that other broker alone.
+        if (self.config["controlled.shutdown.enable"] and self.zk is not None
+                and self._registered_epoch() is not None):
             await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
                                                     ControlledShutdownSettings.from_kafka_config(self.config)).run(),
                            "controlled shutdown")
