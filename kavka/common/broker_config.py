@@ -140,6 +140,9 @@ class KafkaConfig:
             raise err("broker.id", "is -1 but broker.id.generation.enable is false; set broker.id to an id >= 0")
         if broker_id > v["reserved.broker.max.id"] and v["broker.id.generation.enable"]:
             raise err("broker.id", f"value {broker_id} is above reserved.broker.max.id ({v['reserved.broker.max.id']}), where generated ids live; use a smaller id or raise reserved.broker.max.id")
+        if v["max.connections.per.ip"] == 0 and not v["max.connections.per.ip.overrides"]:
+            raise err("max.connections.per.ip", "can be 0 only with max.connections.per.ip.overrides "
+                                                "(the addresses that may connect at all)")
 
         protocol_map = _wrap(sources.get("listener.security.protocol.map", source), lambda: parse_security_protocol_map("listener.security.protocol.map", v["listener.security.protocol.map"]))
         listeners = _wrap(sources.get("listeners", source), lambda: parse_listeners("listeners", v["listeners"], protocol_map))

@@ -62,6 +62,7 @@ from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
+from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
@@ -119,7 +120,7 @@ from kavka.server.internal_topic import (
     InternalTopicSettings,
 )
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
-from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
+from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
@@ -173,6 +174,7 @@ class KafkaServer:
             SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.bound: list[tuple[str, int]] = []
+        self.connection_quotas: ConnectionQuotas | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -230,15 +232,27 @@ class KafkaServer:
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
         # manager follows /config/changes.
+        # The connection limits follow dynamic broker config changes too.
+        self.connection_quotas = connection_quotas = ConnectionQuotas(await _connection_quota_config(configs.current))
+
+        async def reconfigure_connection_quotas(config: KafkaConfig) -> None:
+            connection_quotas.update(await _connection_quota_config(config))
+
+        configs.add_reconfigurable(reconfigure_connection_quotas)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
         self.dynamic_config = dynamic_config = DynamicConfigManager(
             zk, {**configs.handlers(), **quota_configs.handlers()})
         await dynamic_config.start()
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
-                            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+                            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            listen_backlog=cfg["socket.listen.backlog.size"])
+        # One request queue and memory pool for all listeners, as Kafka's
+        # SocketServer has one RequestChannel and one MemoryPool.
+        limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
+                                      connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name)
+            server = SocketServer(dispatcher, net, listener.listener_name, limits)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -443,3 +457,10 @@ async def _quietly(awaitable, what: str) -> None:
         await awaitable
     except Exception:
         log.exception("stopping the %s failed", what)
+
+
+async def _connection_quota_config(config: KafkaConfig) -> ConnectionQuotaConfig:
+    """The connection limits of ``config`` (host names of
+    max.connections.per.ip.overrides resolved in a thread, off the loop)."""
+    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config,
+                                   inter_broker_listener=config.inter_broker_listener_name)

@@ -6,10 +6,19 @@ guarantees and drops the threads: one asyncio event loop per broker, one
 ``KafkaConnection`` (an ``asyncio.Protocol``) per socket.
 
 Per connection:
-- bytes are cut into frames by ``kavka.protocol.framing.FrameDecoder``,
-  which rejects a negative or oversized size prefix
-  (``socket.request.max.bytes``) before buffering anything; the connection
-  is then closed (a TLS ClientHello read as a size is 369,295,617);
+- bytes are cut into frames by a ``FrameReceiver``
+  (``kavka.server.frame_receiver``), which rejects a negative or oversized
+  size prefix (``socket.request.max.bytes``) before buffering anything —
+  the connection is then closed (a TLS ClientHello read as a size is
+  369,295,617) — and reads no byte of a frame before it is admitted:
+  admission takes a slot of the broker's ``queued.max.requests`` and the
+  frame's size from its ``queued.max.request.bytes`` pool
+  (``kavka.server.memory_pool``), and at most ``max_queued_frames`` frames
+  of one connection wait to be handled. A connection refused waits with
+  reading paused until requests of any connection are done; the slot is
+  given back when its request is taken up, the bytes once it is decoded
+  (Produce: once its handler returns, after the append), as Kafka's
+  request channel and memory pool do;
 - requests may be pipelined; each is decoded and its handler started in
   arrival order, so the synchronous part of handlers (an append, say) runs
   in request order;
@@ -22,7 +31,11 @@ Per connection:
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
   high-water mark or ``max_queued_requests`` responses wait to be written,
-  and reading pauses once ``max_queued_requests`` undecoded frames wait;
+  and reading pauses once ``max_queued_frames`` frames wait;
+- a new connection first passes the broker's ``ConnectionQuotas``
+  (``kavka.server.connection_quotas``: ``max.connections``, per listener
+  and per address, and the creation rates of KIP-612); one over a limit is
+  closed at once, counted there, and never served;
 - a request for an unknown API key, or a version the dispatcher does not
   serve, closes the connection — except ApiVersions, which is answered at
   v0 with UNSUPPORTED_VERSION and the supported ranges (KIP-511); a
@@ -47,13 +60,20 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
-from kavka.protocol.framing import FrameDecoder, frame_parts
+from kavka.protocol.framing import frame_parts
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
 from kavka.security.principal import Session
+from kavka.server.connection_quotas import ConnectionQuotas
+from kavka.server.frame_receiver import STAGING_SIZE, Frame, FrameReceiver
+from kavka.server.memory_pool import MemoryPool, Waiter
 
 log = logging.getLogger("kavka.network")
 
 API_VERSIONS_KEY = 18
+# Produce keeps its frame until its handler returns (the records are views
+# of it until appended); every other request's frame goes once decoded
+# (Kafka's ApiKeys.requiresDelayedAllocation).
+PRODUCE_KEY = 0
 
 
 @dataclass(slots=True)
@@ -110,21 +130,52 @@ class Dispatcher:
 class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
+    listen_backlog: int = 50  # socket.listen.backlog.size (KIP-306)
+    # Responses one connection may have pending (handled, not yet written).
     max_queued_requests: int = 64
+    # Frames one connection may have read (or be reading) ahead of the one
+    # handled. Kafka reads one and mutes the channel until it is answered;
+    # a few more let a pipelining client's next request arrive while one is
+    # handled, and the broker-wide bounds (queued.max.requests and
+    # queued.max.request.bytes) hold whatever this is.
+    max_queued_frames: int = int(__import__("os").environ.get("KAVKA_QF", "8"))
 
 
-class KafkaConnection(asyncio.Protocol):
+@dataclass(slots=True)
+class RequestLimits:
+    """What every listener of a broker shares: the request slots
+    (``queued.max.requests``), the request memory pool
+    (``queued.max.request.bytes``) and the connection quotas."""
+
+    slots: MemoryPool = field(default_factory=lambda: MemoryPool(500, large=500))
+    memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
+    quotas: ConnectionQuotas = field(default_factory=ConnectionQuotas)
+
+    @classmethod
+    def create(cls, queued_max_requests: int, queued_max_request_bytes: int,
+               quotas: ConnectionQuotas) -> RequestLimits:
+        return cls(MemoryPool(queued_max_requests, large=queued_max_requests),
+                   MemoryPool(queued_max_request_bytes), quotas)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     """One client socket. See the module docstring for the guarantees."""
 
     _ids = itertools.count(1)
 
     def __init__(self, server: SocketServer) -> None:
         self.server = server
-        self.decoder = FrameDecoder(server.config.max_request_size)
+        self.receiver = FrameReceiver(server.config.max_request_size, self._admit, server.staging)
         self.transport: asyncio.Transport | None = None
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
-        self._inbox: collections.deque[bytes | memoryview] = collections.deque()
+        self._inbox: collections.deque[Frame] = collections.deque()
+        # Sizes of the frames admitted and not yet taken up (the inbox, then
+        # the frame being read): each holds a request slot and its bytes.
+        self._admitted: collections.deque[int] = collections.deque()
+        self._handling_bytes = 0  # the bytes of the request being handled, until released
+        self._waiter: Waiter | None = None  # admission waiting on the broker's slots or memory
+        self._counted = False  # by the connection quotas
         self._inbox_ready = asyncio.Event()
         # Bounded: a full outbox stops request handling (see the module doc).
         self._outbox: asyncio.Queue = asyncio.Queue(maxsize=server.config.max_queued_requests)
@@ -137,30 +188,33 @@ class KafkaConnection(asyncio.Protocol):
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
 
-    # -- asyncio.Protocol -------------------------------------------------
+    # -- asyncio.BufferedProtocol ------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
+        if not self.server.limits.quotas.accept(self.server.listener_name, self.peer[0]):
+            self._closing = True  # over a connection limit: closed unserved (counted by the quotas)
+            transport.abort()
+            return
+        self._counted = True
         self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
         self.server.connections.add(self)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._process()), loop.create_task(self._write())]
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.receiver.buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:
-            frames = self.decoder.feed(data)
+            frames = self.receiver.received(nbytes)
         except FrameSizeError as e:
             log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
             self.close()
             return
-        if frames:
-            self._inbox.extend(frames)
-            self._inbox_ready.set()
-            if len(self._inbox) >= self.server.config.max_queued_requests and not self._paused:
-                self._paused = True
-                self._live_transport().pause_reading()
+        self._take(frames)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -170,6 +224,69 @@ class KafkaConnection(asyncio.Protocol):
         self.server.connections.discard(self)
         for t in self._tasks:
             t.cancel()
+        self._give_back()
+        if self._counted:
+            self._counted = False
+            self.server.limits.quotas.release(self.server.listener_name, self.peer[0])
+
+    # -- admission (queued.max.requests, queued.max.request.bytes) ------------
+    def _admit(self, size: int) -> bool:
+        """May a frame of ``size`` bytes be read now? If so, it holds a
+        request slot and its bytes; if not, a waiter will resume us."""
+        if len(self._admitted) >= self.server.config.max_queued_frames:
+            return False  # resumed by _process as it takes frames
+        limits = self.server.limits
+        if not limits.memory.fits(size):
+            self._waiter = limits.memory.wait(size, self._resume)
+            return False
+        if not limits.slots.try_allocate(1):
+            self._waiter = limits.slots.wait(1, self._resume)
+            return False
+        limits.memory.try_allocate(size)
+        self._admitted.append(size)
+        return True
+
+    def _resume(self) -> None:
+        self._waiter = None
+        if self._closing:
+            return
+        try:
+            frames = self.receiver.resume()
+        except FrameSizeError as e:
+            log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
+            self.close()
+            return
+        self._take(frames)
+
+    def _take(self, frames: list[Frame]) -> None:
+        """Queue the frames read; pause reading while admission waits."""
+        if frames:
+            self._inbox.extend(frames)
+            self._inbox_ready.set()
+        if self.receiver.blocked != self._paused and not self._closing:
+            self._paused = self.receiver.blocked
+            if self._paused:
+                self._live_transport().pause_reading()
+            else:
+                self._live_transport().resume_reading()
+
+    def _release_handling(self) -> None:
+        if self._handling_bytes:
+            self.server.limits.memory.release(self._handling_bytes)
+            self._handling_bytes = 0
+
+    def _give_back(self) -> None:
+        """On close: everything this connection still holds."""
+        if self._waiter is not None:
+            self._waiter.cancel()
+            self._waiter = None
+        limits = self.server.limits
+        self._release_handling()
+        while self._admitted:
+            size = self._admitted.popleft()
+            limits.slots.release(1)
+            limits.memory.release(size)
+        self._inbox.clear()
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -195,9 +312,6 @@ class KafkaConnection(asyncio.Protocol):
             while not self._closing:
                 if not self._inbox:
                     self._inbox_ready.clear()
-                    if self._paused:
-                        self._paused = False
-                        self._live_transport().resume_reading()
                     await self._inbox_ready.wait()
                     continue
                 if not self._can_write.is_set():
@@ -205,21 +319,29 @@ class KafkaConnection(asyncio.Protocol):
                     await self._can_write.wait()
                     continue
                 frame = self._inbox.popleft()
-                if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
-                    self._paused = False
-                    self._live_transport().resume_reading()
-                if not await self._handle(frame):
+                # Taken up: its slot goes back now, its bytes once decoded.
+                self._handling_bytes = self._admitted.popleft()
+                self.server.limits.slots.release(1)
+                if self.receiver.blocked and self._waiter is None:
+                    self._resume()  # it waited for room in this connection's queue
+                ok = await self._handle(frame)
+                del frame
+                self._release_handling()
+                if not ok:
                     self.close()
                     return
         except asyncio.CancelledError:
             pass
 
-    async def _handle(self, frame: bytes | memoryview) -> bool:
+    async def _handle(self, frame: Frame) -> bool:
         """Decode and dispatch one request; False closes the connection."""
         received = time.monotonic_ns()
         dispatcher = self.server.dispatcher
         try:
             header, body = decode_request(frame)
+            del frame
+            if header.api_key != PRODUCE_KEY:
+                self._release_handling()
         except UnsupportedVersionError as e:
             bad = cast(RequestHeader, e.header)  # the header decode_request parsed
             if bad.api_key == API_VERSIONS_KEY:
@@ -252,6 +374,8 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("handler for API %d v%d failed (%s); closing the connection",
                           header.api_key, header.api_version, self._who(header))
             return False
+        del body, ctx
+        self._release_handling()
         reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
         await self._outbox.put((header, reply))
         return True
@@ -310,10 +434,14 @@ class SocketServer:
     """One listener: accepts connections and sweeps idle ones."""
 
     def __init__(self, dispatcher: Dispatcher, config: NetworkConfig | None = None,
-                 listener_name: str = "PLAINTEXT") -> None:
+                 listener_name: str = "PLAINTEXT", limits: RequestLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.config = config or NetworkConfig()
         self.listener_name = listener_name
+        self.limits = limits if limits is not None else RequestLimits()
+        # Where every connection of this listener reads size prefixes (one
+        # read at a time on the loop; see FrameReceiver).
+        self.staging = bytearray(STAGING_SIZE)
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
         self._sweeper: asyncio.Task | None = None
@@ -322,7 +450,7 @@ class SocketServer:
         """Listen; returns the bound address (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
-                                                reuse_address=True, backlog=1024)
+                                                reuse_address=True, backlog=self.config.listen_backlog)
         self._sweeper = loop.create_task(self._sweep_idle())
         addr = self._server.sockets[0].getsockname()
         return str(addr[0]), int(addr[1])
