@@ -10,7 +10,7 @@ where to put the next bytes (``buffer()``) and tells it how many came
   in it outlives the call;
 - once a frame's size is read and checked (negative or over
   ``max_frame_size``, i.e. ``socket.request.max.bytes``: ``FrameSizeError``,
-  and the connection is closed) and ``admit(size)`` granted it, a buffer of
+  and the connection is closed) and ``admit(size, whole)`` granted it, a buffer of
   exactly that size that the socket fills directly (a 1 MB produce request
   is copied once, from the kernel; a frame of ``MAPPED_BODY`` or more gets
   its own anonymous mapping), in slices of at most ``MAX_BODY_READ``
@@ -51,13 +51,14 @@ Frame = bytes | memoryview
 
 
 class FrameReceiver:
-    """See the module docstring. ``admit(size)`` returns whether a frame of
-    ``size`` bytes may be read now (and takes what it needs if so)."""
+    """See the module docstring. ``admit(size, whole)`` returns whether a
+    frame of ``size`` bytes may be read now (and takes what it needs if
+    so); ``whole`` says whether its bytes are all read already."""
 
     __slots__ = ("max_frame_size", "blocked", "_admit", "_staging", "_rest", "_rest_pos", "_in_staging",
                  "_body", "_filled", "_failed")
 
-    def __init__(self, max_frame_size: int, admit: Callable[[int], bool], staging: bytearray) -> None:
+    def __init__(self, max_frame_size: int, admit: Callable[[int, bool], bool], staging: bytearray) -> None:
         self.max_frame_size = max_frame_size
         self.blocked = False
         self._admit = admit
@@ -142,10 +143,10 @@ class FrameReceiver:
             size = _unpack_size(view, pos)[0]
             if size < 0 or size > self.max_frame_size:
                 self._fail(size)
-            if not admit(size):
+            start = pos + 4
+            if not admit(size, end - start >= size):
                 self.blocked = True
                 return pos
-            start = pos + 4
             if end - start >= size:
                 frames.append(bytes(view[start : start + size]))
                 pos = start + size

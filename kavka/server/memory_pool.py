@@ -46,6 +46,7 @@ Event loop only (not thread-safe).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -173,10 +174,8 @@ class MemoryPool:
         self._note_depletion()
 
     def _withdraw(self, waiter: Waiter) -> None:
-        try:
+        with contextlib.suppress(ValueError):  # already called
             self._waiters.remove(waiter)
-        except ValueError:
-            pass
         self._note_depletion()
 
     def _note_depletion(self) -> None:

@@ -10,15 +10,20 @@ Per connection:
   (``kavka.server.frame_receiver``), which rejects a negative or oversized
   size prefix (``socket.request.max.bytes``) before buffering anything —
   the connection is then closed (a TLS ClientHello read as a size is
-  369,295,617) — and reads no byte of a frame before it is admitted:
-  admission takes a slot of the broker's ``queued.max.requests`` and the
-  frame's size from its ``queued.max.request.bytes`` pool
-  (``kavka.server.memory_pool``), and at most ``max_queued_frames`` frames
-  of one connection wait to be handled. A connection refused waits with
-  reading paused until requests of any connection are done; the slot is
-  given back when its request is taken up, the bytes once it is decoded
-  (Produce: once its handler returns, after the append), as Kafka's
-  request channel and memory pool do;
+  369,295,617) — and reads no byte of a frame before it is admitted. A
+  frame holds its size in the broker's ``queued.max.request.bytes`` pool
+  (``kavka.server.memory_pool``) until it is decoded (Produce: until its
+  handler returns, after the append), as Kafka's memory pool. Like Kafka,
+  which reads one request per connection and mutes the channel until it
+  is answered, a connection reads the body of its next request only while
+  it is idle (nothing queued or being handled, its responses being read);
+  while busy it queues only frames already wholly read (pipelined small
+  requests), at most ``max_queued_frames``, and each of those takes a slot
+  of the broker's ``queued.max.requests`` until it is taken up. So a
+  request that waits long in its handler (a long-poll Fetch, a JoinGroup)
+  holds back nobody else's memory or slots. A connection refused waits
+  with reading paused until it is idle again or requests of any connection
+  give memory or slots back;
 - requests may be pipelined; each is decoded and its handler started in
   arrival order, so the synchronous part of handlers (an append, say) runs
   in request order;
@@ -31,7 +36,7 @@ Per connection:
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
   high-water mark or ``max_queued_requests`` responses wait to be written,
-  and reading pauses once ``max_queued_frames`` frames wait;
+  and such a connection is busy: it reads no new frame body;
 - a new connection first passes the broker's ``ConnectionQuotas``
   (``kavka.server.connection_quotas``: ``max.connections``, per listener
   and per address, and the creation rates of KIP-612); one over a limit is
@@ -133,12 +138,10 @@ class NetworkConfig:
     listen_backlog: int = 50  # socket.listen.backlog.size (KIP-306)
     # Responses one connection may have pending (handled, not yet written).
     max_queued_requests: int = 64
-    # Frames one connection may have read (or be reading) ahead of the one
-    # handled. Kafka reads one and mutes the channel until it is answered;
-    # a few more let a pipelining client's next request arrive while one is
-    # handled, and the broker-wide bounds (queued.max.requests and
-    # queued.max.request.bytes) hold whatever this is.
-    max_queued_frames: int = int(__import__("os").environ.get("KAVKA_QF", "8"))
+    # Frames one connection may have queued (read whole, not yet taken up).
+    # Only frames already read with an earlier one queue while it is busy
+    # (see the module docstring), so this bounds small pipelined requests.
+    max_queued_frames: int = 8
 
 
 @dataclass(slots=True)
@@ -170,9 +173,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
         self._inbox: collections.deque[Frame] = collections.deque()
-        # Sizes of the frames admitted and not yet taken up (the inbox, then
-        # the frame being read): each holds a request slot and its bytes.
-        self._admitted: collections.deque[int] = collections.deque()
+        # The frames admitted and not yet taken up (the inbox, then the
+        # frame being read): each holds its bytes, and a request slot if
+        # it was read while the connection was busy (size, slot).
+        self._admitted: collections.deque[tuple[int, bool]] = collections.deque()
+        self._handling = False  # a request taken up and not yet through its handler
         self._handling_bytes = 0  # the bytes of the request being handled, until released
         self._waiter: Waiter | None = None  # admission waiting on the broker's slots or memory
         self._counted = False  # by the connection quotas
@@ -195,7 +200,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = (str(peer[0]), int(peer[1]))
         if not self.server.limits.quotas.accept(self.server.listener_name, self.peer[0]):
             self._closing = True  # over a connection limit: closed unserved (counted by the quotas)
-            transport.abort()
+            self.transport.abort()
             return
         self._counted = True
         self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
@@ -230,21 +235,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.server.limits.quotas.release(self.server.listener_name, self.peer[0])
 
     # -- admission (queued.max.requests, queued.max.request.bytes) ------------
-    def _admit(self, size: int) -> bool:
-        """May a frame of ``size`` bytes be read now? If so, it holds a
-        request slot and its bytes; if not, a waiter will resume us."""
-        if len(self._admitted) >= self.server.config.max_queued_frames:
-            return False  # resumed by _process as it takes frames
+    def _admit(self, size: int, whole: bool) -> bool:
+        """May a frame of ``size`` bytes be read now (``whole``: its bytes
+        are all read already)? If so it holds its bytes (and a request
+        slot when read ahead); if not, a waiter or _process resumes us."""
+        busy = self._busy()
+        if busy and (not whole or len(self._admitted) >= self.server.config.max_queued_frames):
+            return False  # resumed by _process once idle or a frame is taken up
         limits = self.server.limits
         if not limits.memory.fits(size):
             self._waiter = limits.memory.wait(size, self._resume)
             return False
-        if not limits.slots.try_allocate(1):
+        if busy and not limits.slots.try_allocate(1):
             self._waiter = limits.slots.wait(1, self._resume)
             return False
         limits.memory.try_allocate(size)
-        self._admitted.append(size)
+        self._admitted.append((size, busy))
         return True
+
+    def _busy(self) -> bool:
+        """Whether a request is queued or handled, or the client is not
+        reading its responses: then no new frame body is read."""
+        return bool(self._admitted) or self._handling or not self._can_write.is_set()
 
     def _resume(self) -> None:
         self._waiter = None
@@ -283,8 +295,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         limits = self.server.limits
         self._release_handling()
         while self._admitted:
-            size = self._admitted.popleft()
-            limits.slots.release(1)
+            size, slot = self._admitted.popleft()
+            if slot:
+                limits.slots.release(1)
             limits.memory.release(size)
         self._inbox.clear()
 
@@ -293,6 +306,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._can_write.set()
+        self._inbox_ready.set()  # _process looks again at a frame that waited for it
 
     # -- request processing -------------------------------------------------
     def _live_transport(self) -> asyncio.Transport:
@@ -310,6 +324,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     async def _process(self) -> None:
         try:
             while not self._closing:
+                if self.receiver.blocked and self._waiter is None and not self._busy():
+                    self._resume()  # it waited for this connection to be idle
                 if not self._inbox:
                     self._inbox_ready.clear()
                     await self._inbox_ready.wait()
@@ -318,14 +334,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     # The client is not reading: build no more responses for it.
                     await self._can_write.wait()
                     continue
-                frame = self._inbox.popleft()
                 # Taken up: its slot goes back now, its bytes once decoded.
-                self._handling_bytes = self._admitted.popleft()
-                self.server.limits.slots.release(1)
-                if self.receiver.blocked and self._waiter is None:
-                    self._resume()  # it waited for room in this connection's queue
-                ok = await self._handle(frame)
-                del frame
+                self._handling_bytes, slot = self._admitted.popleft()
+                if slot:
+                    self.server.limits.slots.release(1)
+                self._handling = True
+                ok = await self._handle(self._inbox.popleft())
+                self._handling = False
                 self._release_handling()
                 if not ok:
                     self.close()
