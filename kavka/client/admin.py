@@ -1,5 +1,6 @@
 """Admin operations over the Kafka protocol: topics, partitions, configs,
-offsets, records, cluster description, ACLs.
+offsets, records, cluster description, ACLs, client quotas and SCRAM
+credentials.
 
 Routing follows ZooKeeper-era Kafka: CreateTopics, DeleteTopics,
 CreatePartitions go to the controller (NOT_CONTROLLER makes the client
@@ -12,7 +13,10 @@ failed entity (``errors``: name -> KafkaError), after retrying only the
 entities that failed retriably. ``describe_topics`` and ``list_topics``
 read Metadata. The ACL calls (DescribeAcls, CreateAcls, DeleteAcls) go to
 any broker, as Kafka's admin client sends them; every broker keeps every
-ACL.
+ACL. So do the client quota and SCRAM credential calls (DescribeClientQuotas,
+AlterClientQuotas, Describe/AlterUserScramCredentials: KIP-546, KIP-554),
+which any ZooKeeper-mode broker answers; a SCRAM password is salted here and
+never sent.
 
 One event loop; used by ``kavka topics`` and tests.
 """
