@@ -36,7 +36,7 @@ DOUBLE_MAX = 1.7976931348623157e308
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-# Kavka-specific (DESIGN.md): how a replica that becomes a follower truncates.
+# Kavka-specific (docs/ARCHITECTURE.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
 TRUNCATION_MODES = ("leader-epoch", "hw")
