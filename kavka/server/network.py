@@ -33,7 +33,10 @@ Per connection:
 - ``throttle(ms)`` mutes a connection whose client violated a quota
   (KIP-219): reading stops and no request already read is handled until
   the time is up; the response that carries ``throttle_time_ms`` is not
-  held back.
+  held back;
+- every accepted socket gets ``socket.send.buffer.bytes`` and
+  ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
+  default).
 
 Runs on the broker's event loop only.
 """
@@ -45,6 +48,7 @@ import collections
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -120,6 +124,10 @@ class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
     max_queued_requests: int = 64
+    # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
+    # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
+    send_buffer_bytes: int = 102400
+    receive_buffer_bytes: int = 102400
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -152,6 +160,7 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
+        _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
@@ -347,6 +356,14 @@ class KafkaConnection(asyncio.Protocol):
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
+
+
+def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None:
+    if sock is None:
+        return
+    for option, size in ((socket.SO_SNDBUF, config.send_buffer_bytes), (socket.SO_RCVBUF, config.receive_buffer_bytes)):
+        if size >= 0:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
 
 
 class SocketServer:
