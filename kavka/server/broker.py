@@ -119,11 +119,13 @@ from kavka.server.internal_topic import (
     InternalTopicLog,
     InternalTopicSettings,
 )
+from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
+from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
@@ -173,8 +175,10 @@ class KafkaServer:
             QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
             SystemClock())
         self._tick_task: asyncio.Task | None = None
+        self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
         self.connection_quotas: ConnectionQuotas | None = None
+        self._quota_reconfiguration: asyncio.Task | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -187,6 +191,9 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Blocking work (asyncio.to_thread) runs on num.io.threads threads
+        # from the first ZooKeeper connect on.
+        self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
                                           connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
         await store.start()
@@ -197,6 +204,8 @@ class KafkaServer:
         # Topic overrides first: logs are loaded with their topic's config.
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
+        io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = log_manager = await asyncio.to_thread(
@@ -232,13 +241,21 @@ class KafkaServer:
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
         # manager follows /config/changes.
-        # The connection limits follow dynamic broker config changes too.
+        # The connection limits follow dynamic broker config changes too
+        # (host names of the overrides resolved off the loop).
         self.connection_quotas = connection_quotas = ConnectionQuotas(await _connection_quota_config(configs.current))
 
         async def reconfigure_connection_quotas(config: KafkaConfig) -> None:
-            connection_quotas.update(await _connection_quota_config(config))
+            try:
+                connection_quotas.update(await _connection_quota_config(config))
+            except Exception:
+                log.exception("applying the changed connection limits failed")
 
-        configs.add_reconfigurable(reconfigure_connection_quotas)
+        def connection_limits_changed(config: KafkaConfig) -> None:
+            self._quota_reconfiguration = asyncio.get_running_loop().create_task(
+                reconfigure_connection_quotas(config), name="connection-quotas-reconfigure")
+
+        configs.add_listener(connection_limits_changed)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
         self.dynamic_config = dynamic_config = DynamicConfigManager(
             zk, {**configs.handlers(), **quota_configs.handlers()})
@@ -246,7 +263,9 @@ class KafkaServer:
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"],
-                            listen_backlog=cfg["socket.listen.backlog.size"])
+                            listen_backlog=cfg["socket.listen.backlog.size"],
+                            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
         # One request queue and memory pool for all listeners, as Kafka's
         # SocketServer has one RequestChannel and one MemoryPool.
         limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
@@ -312,10 +331,11 @@ class KafkaServer:
             groups.partitions_deleted(list(update.deleted))
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
-        return {
+        quotas = self.quotas
+        handlers: dict[int, Handler] = {
             # data path (kavka.replication)
-            produce.API_KEY: produce.ProduceHandler(rm, cache),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache),
+            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
+            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -323,9 +343,11 @@ class KafkaServer:
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
-            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache),
-            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]),
-            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation),
+            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
+                                                                     quotas.controller_mutation),
+            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache,
+                                                                                 quotas.controller_mutation),
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
@@ -374,6 +396,9 @@ class KafkaServer:
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
+        # KIP-219: every response carries its throttle time and a throttled
+        # connection is muted; request_percentage charges each handler's time.
+        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""

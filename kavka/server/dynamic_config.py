@@ -188,7 +188,7 @@ class BrokerConfigs:
         self._dynamic_default: dict[str, str] = {}
         self._dynamic_broker: dict[str, str] = {}
         self._log_manager: LogManager | None = None
-        self._reconfigurables: list[Callable[[KafkaConfig], Awaitable[None]]] = []
+        self._listeners: list[Callable[[KafkaConfig], None]] = []
 
     def log_defaults(self) -> dict[str, Any]:
         """The topic-level defaults of the current broker config."""
@@ -217,10 +217,11 @@ class BrokerConfigs:
     def attach(self, log_manager: LogManager) -> None:
         self._log_manager = log_manager
 
-    def add_reconfigurable(self, reconfigure: Callable[[KafkaConfig], Awaitable[None]]) -> None:
-        """``reconfigure(config)`` is awaited with the new effective config
-        after every dynamic broker config change (Kafka's Reconfigurable)."""
-        self._reconfigurables.append(reconfigure)
+    def add_listener(self, listener: Callable[[KafkaConfig], None]) -> None:
+        """``listener(config)`` after every change of the effective broker
+        config (Kafka's Reconfigurable): for the settings read once and
+        held, such as the size of a thread pool."""
+        self._listeners.append(listener)
 
     def handlers(self) -> dict[str, EntityHandler]:
         """The entity handlers of the ``DynamicConfigManager``."""
@@ -254,13 +255,13 @@ class BrokerConfigs:
         except ValueError as e:
             log.error("ignoring invalid dynamic broker config /config/brokers/%s: %s", name, e)
             return
+        for listener in self._listeners:
+            try:
+                listener(self.current)
+            except Exception:
+                log.exception("applying the changed broker config /config/brokers/%s failed", name)
         if self._log_manager is not None:
             self._log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
-        for reconfigure in self._reconfigurables:
-            try:
-                await reconfigure(self.current)
-            except Exception:
-                log.exception("applying the dynamic broker config /config/brokers/%s failed", name)
         for topic in list(self._topic_overrides):
             await self.apply_topic_config(topic, self._topic_overrides[topic])
 

@@ -47,7 +47,14 @@ Per connection:
   malformed request closes the connection too. Other connections are never
   disturbed;
 - a connection idle for ``connections.max.idle.ms`` (no request in flight)
-  is closed by the server's idle sweep.
+  is closed by the server's idle sweep;
+- ``throttle(ms)`` mutes a connection whose client violated a quota
+  (KIP-219): reading stops and no request already read is handled until
+  the time is up; the response that carries ``throttle_time_ms`` is not
+  held back;
+- every accepted socket gets ``socket.send.buffer.bytes`` and
+  ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
+  default).
 
 Runs on the broker's event loop only.
 """
@@ -59,6 +66,7 @@ import collections
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -94,6 +102,11 @@ class RequestContext:
     connection: KafkaConnection | None = field(default=None, repr=False)
     # Who sent it: the connection's principal, listener and security protocol.
     session: Session = field(default_factory=Session)
+    # Bytes of the request (header and body: what Kafka's produce quota counts).
+    size: int = 0
+    # KIP-219: how long the client is throttled for a quota this request
+    # violated; handlers raise it, the throttling wrapper answers it.
+    throttle_time_ms: int = 0
 
     @property
     def api_version(self) -> int:
@@ -142,6 +155,10 @@ class NetworkConfig:
     # Only frames already read with an earlier one queue while it is busy
     # (see the module docstring), so this bounds small pipelined requests.
     max_queued_frames: int = 8
+    # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
+    # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
+    send_buffer_bytes: int = 102400
+    receive_buffer_bytes: int = 102400
 
 
 @dataclass(slots=True)
@@ -189,6 +206,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._paused = False
+        # KIP-219: a throttled connection reads and handles nothing until then (loop time).
+        self._throttled_until = 0.0
+        self._unthrottle: asyncio.TimerHandle | None = None
         self.in_flight = 0
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
@@ -196,6 +216,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol ------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
+        _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         if not self.server.limits.quotas.accept(self.server.listener_name, self.peer[0]):
@@ -227,6 +248,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self.server.connections.discard(self)
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
         for t in self._tasks:
             t.cancel()
         self._give_back()
@@ -276,11 +299,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._inbox.extend(frames)
             self._inbox_ready.set()
         if self.receiver.blocked != self._paused and not self._closing:
-            self._paused = self.receiver.blocked
-            if self._paused:
+            if self.receiver.blocked:
+                self._paused = True
                 self._live_transport().pause_reading()
             else:
-                self._live_transport().resume_reading()
+                self._resume_reading()
 
     def _release_handling(self) -> None:
         if self._handling_bytes:
@@ -315,6 +338,33 @@ class KafkaConnection(asyncio.BufferedProtocol):
             raise RuntimeError(f"{self.connection_id} has no transport yet")
         return self.transport
 
+    def throttle(self, ms: int) -> None:
+        """KIP-219: mute the connection for ``ms`` (a quota was violated;
+        the response saying so goes out at once): nothing more is read from
+        the socket and no request already read is handled until then."""
+        if ms <= 0 or self._closing or self.transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if until <= self._throttled_until:
+            return
+        self._throttled_until = until
+        self.transport.pause_reading()
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
+        self._unthrottle = loop.call_at(until, self._end_throttle)
+
+    def _end_throttle(self) -> None:
+        self._unthrottle = None
+        if not self._closing and not self._paused and self.transport is not None:
+            self.transport.resume_reading()
+
+    def _resume_reading(self) -> None:
+        """End a pause for queued frames; a throttle keeps its own."""
+        self._paused = False
+        if self._unthrottle is None:
+            self._live_transport().resume_reading()
+
     def close(self) -> None:
         if not self._closing:
             self._closing = True
@@ -329,6 +379,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not self._inbox:
                     self._inbox_ready.clear()
                     await self._inbox_ready.wait()
+                    continue
+                wait = self._throttled_until - asyncio.get_running_loop().time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                     continue
                 if not self._can_write.is_set():
                     # The client is not reading: build no more responses for it.
@@ -352,6 +406,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Decode and dispatch one request; False closes the connection."""
         received = time.monotonic_ns()
         dispatcher = self.server.dispatcher
+        size = len(frame)
         try:
             header, body = decode_request(frame)
             del frame
@@ -380,7 +435,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return False
         handler = entry[0]
         ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
-                             self.server.listener_name, received, self, self.session)
+                             self.server.listener_name, received, self, self.session, size)
         self.in_flight += 1
         try:
             result = await handler(ctx, body)
@@ -443,6 +498,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
+
+
+def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None:
+    if sock is None:
+        return
+    for option, size in ((socket.SO_SNDBUF, config.send_buffer_bytes), (socket.SO_RCVBUF, config.receive_buffer_bytes)):
+        if size >= 0:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
 
 
 class SocketServer:

@@ -11,12 +11,16 @@ import gc
 import inspect
 import weakref
 
+from kavka.common.clock import ManualClock
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.headers import RequestHeader
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.protocol.records import SimpleRecord, build_batch
 from kavka.replication.requests import ProducePartitionResult
+from kavka.security.quota.entity import QuotaType
+from kavka.security.quota.manager import ClientQuotaManager
+from kavka.security.quota.rate import QuotaWindow
 from kavka.server.handlers.produce import ProduceHandler
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
@@ -48,13 +52,17 @@ def request_and_records() -> tuple[ProduceRequest, weakref.ref]:
     return req, weakref.ref(records)
 
 
+def no_quota() -> ClientQuotaManager:
+    return ClientQuotaManager(QuotaType.PRODUCE, QuotaWindow(), ManualClock())
+
+
 def context() -> RequestContext:
     return RequestContext(RequestHeader(0, 9, 1, "test"), "c1", "127.0.0.1", 1, "PLAINTEXT", 0)
 
 
 async def test_acks_all_waiting_for_the_isr_is_a_delayed_response_holding_no_records():
     rm = FakeReplicaManager(pending=True)
-    handler = ProduceHandler(rm, MetadataCache(0))
+    handler = ProduceHandler(rm, MetadataCache(0), no_quota())
     req, records = request_and_records()
     result = await handler(context(), req)
     assert inspect.isawaitable(result)
@@ -72,7 +80,7 @@ async def test_acks_all_waiting_for_the_isr_is_a_delayed_response_holding_no_rec
 
 
 async def test_an_append_already_acknowledged_is_answered_at_once():
-    handler = ProduceHandler(FakeReplicaManager(pending=False), MetadataCache(0))
+    handler = ProduceHandler(FakeReplicaManager(pending=False), MetadataCache(0), no_quota())
     req, _ = request_and_records()
     response = await handler(context(), req)
     assert isinstance(response, ProduceResponse)
