@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("kavka.tools.topics", "create, list, describe, alter and delete topics"),
     "console-producer": ("kavka.tools.console_producer", "send lines from stdin to a topic"),
     "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
+    "acls": ("kavka.tools.acls", "add, remove and list ACLs (kafka-acls.sh)"),
     "consumer-groups": ("kavka.tools.consumer_groups", "list, describe, delete consumer groups; reset their offsets"),
     "reassign-partitions": ("kavka.tools.reassign_partitions",
                             "generate, execute, verify or cancel a partition reassignment plan"),

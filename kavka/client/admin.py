@@ -1,5 +1,5 @@
 """Admin operations over the Kafka protocol: topics, partitions, configs,
-offsets, records, cluster description.
+offsets, records, cluster description, ACLs.
 
 Routing follows ZooKeeper-era Kafka: CreateTopics, DeleteTopics,
 CreatePartitions go to the controller (NOT_CONTROLLER makes the client
@@ -10,7 +10,9 @@ as the typed exceptions of ``kavka.common.errors`` built from the broker's
 code and message: ``create_topics`` & co. raise ``AdminError`` listing every
 failed entity (``errors``: name -> KafkaError), after retrying only the
 entities that failed retriably. ``describe_topics`` and ``list_topics``
-read Metadata.
+read Metadata. The ACL calls (DescribeAcls, CreateAcls, DeleteAcls) go to
+any broker, as Kafka's admin client sends them; every broker keeps every
+ACL.
 
 One event loop; used by ``kavka topics`` and tests.
 """
@@ -33,6 +35,7 @@ from kavka.client.cluster import Cluster
 from kavka.client.metadata import ClusterMetadata, TopicMetadata
 from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.security.acl import AclBinding, AclBindingFilter
 
 # Entity codes worth retrying in admin calls (metadata moves); other
 # retriable codes such as REQUEST_TIMED_OUT on CreateTopics mean the
@@ -235,3 +238,68 @@ class KafkaAdmin:
         return await self._by_leader(
             "DeleteRecords", before,
             lambda sub, conn: rq.delete_records(sub, self.timeout_ms, conn), rq.parse_delete_records)
+
+    # -- ACLs --------------------------------------------------------------------------
+
+    async def describe_acls(self, binding_filter: AclBindingFilter) -> list[AclBinding]:
+        """The ACL bindings the filter selects (DescribeAcls)."""
+        async def send() -> list[AclBinding]:
+            conn = await self.cluster.any_connection()
+            req, version = rq.describe_acls(binding_filter, conn)
+            resp = await conn.request(req, version=version)
+            if resp.error_code != ErrorCode.NONE:
+                raise error_for(resp.error_code, resp.error_message)
+            return rq.parse_describe_acls(resp)
+        return await self.cluster.call(send, deadline_ms=self.timeout_ms)
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        """Create every binding (CreateAcls); AdminError names each refused one."""
+        bindings = list(bindings)
+        if not bindings:
+            return
+
+        async def send() -> list[tuple[int, str | None]]:
+            conn = await self.cluster.any_connection()
+            req, version = rq.create_acls(bindings, conn)
+            resp = await conn.request(req, version=version)
+            return [(r.error_code, r.error_message) for r in resp.results]
+        results = await self.cluster.call(send, deadline_ms=self.timeout_ms)
+        if len(results) != len(bindings):
+            raise KafkaError(f"CreateAcls answered {len(results)} results for {len(bindings)} bindings",
+                             code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        failed = {str(b): error_for(code, message) for b, (code, message) in zip(bindings, results)
+                  if code != ErrorCode.NONE}
+        if failed:
+            raise AdminError("CreateAcls", failed)
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter]) -> list[list[AclBinding]]:
+        """Delete what each filter matches (DeleteAcls); returns the bindings
+        each filter deleted. AdminError names each filter, or binding, that
+        failed."""
+        filters = list(filters)
+        if not filters:
+            return []
+
+        async def send() -> Any:
+            conn = await self.cluster.any_connection()
+            req, version = rq.delete_acls(filters, conn)
+            return await conn.request(req, version=version)
+        resp = await self.cluster.call(send, deadline_ms=self.timeout_ms)
+        if len(resp.filter_results) != len(filters):
+            raise KafkaError(f"DeleteAcls answered {len(resp.filter_results)} results for {len(filters)} filters",
+                             code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        out: list[list[AclBinding]] = []
+        failed: dict[str, KafkaError] = {}
+        for f, r in zip(filters, resp.filter_results):
+            if r.error_code != ErrorCode.NONE:
+                failed[str(f)] = error_for(r.error_code, r.error_message)
+                out.append([])
+                continue
+            deleted = rq.parse_describe_acls_matches(r.matching_acls)
+            for b, match in zip(deleted, r.matching_acls):
+                if match.error_code != ErrorCode.NONE:
+                    failed[str(b)] = error_for(match.error_code, match.error_message)
+            out.append([b for b, match in zip(deleted, r.matching_acls) if match.error_code == ErrorCode.NONE])
+        if failed:
+            raise AdminError("DeleteAcls", failed)
+        return out

@@ -19,6 +19,17 @@ from kavka.client.connection import BrokerConnection
 from kavka.client.errors import UnsupportedVersion
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
+from kavka.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    enum_code,
+)
 
 DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs config_source DEFAULT_CONFIG (KIP-226)
 
@@ -159,3 +170,73 @@ def delete_records(before: Mapping[TopicPartition, int], timeout_ms: int, conn: 
 def parse_delete_records(resp) -> dict:
     return {TopicPartition(t.name, p.partition_index): (p.error_code, None, p.low_watermark)
             for t in resp.topics for p in t.partitions}
+
+
+# -- ACLs (KIP-140; pattern types from v1, KIP-290) --------------------------------------
+
+def _acl_version(api_key: int, patterns: Iterable[PatternType], conn: BrokerConnection) -> int:
+    version = conn.version_for(api_key)
+    if version == 0 and any(p is not PatternType.LITERAL for p in patterns):
+        raise UnsupportedVersion("the broker offers only v0 of the ACL APIs, which know LITERAL patterns only "
+                                 "(PREFIXED, ANY and MATCH need v1+, Kafka 2.0+)")
+    return version
+
+
+def describe_acls(binding_filter: AclBindingFilter, conn: BrokerConnection):
+    p, e = binding_filter.pattern, binding_filter.entry
+    pattern_type = p.pattern_type
+    if conn.version_for(29) == 0 and pattern_type is PatternType.ANY:
+        pattern_type = PatternType.LITERAL  # v0 brokers hold LITERAL patterns only
+    version = _acl_version(29, [pattern_type], conn)
+    req = m.DescribeAclsRequest(resource_type_filter=int(p.resource_type), resource_name_filter=p.name,
+                                principal_filter=e.principal, host_filter=e.host, operation=int(e.operation),
+                                permission_type=int(e.permission_type))
+    if version >= 1:
+        req.pattern_type_filter = int(pattern_type)
+    return req, version
+
+
+def parse_describe_acls(resp) -> list[AclBinding]:
+    return [AclBinding(ResourcePattern(enum_code(ResourceType, r.resource_type), r.resource_name,
+                                       enum_code(PatternType, r.pattern_type)),
+                       AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
+                                          enum_code(AclPermissionType, a.permission_type)))
+            for r in resp.resources for a in r.acls]
+
+
+def create_acls(bindings: list[AclBinding], conn: BrokerConnection):
+    version = _acl_version(30, [b.pattern.pattern_type for b in bindings], conn)
+    R = m.CreateAclsRequest
+    creations = []
+    for b in bindings:
+        c = R.Creations(resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
+                        principal=b.entry.principal, host=b.entry.host, operation=int(b.entry.operation),
+                        permission_type=int(b.entry.permission_type))
+        if version >= 1:
+            c.resource_pattern_type = int(b.pattern.pattern_type)
+        creations.append(c)
+    return R(creations=creations), version
+
+
+def delete_acls(filters: list[AclBindingFilter], conn: BrokerConnection):
+    version = _acl_version(31, [f.pattern.pattern_type for f in filters], conn)
+    R = m.DeleteAclsRequest
+    out = []
+    for f in filters:
+        p, e = f.pattern, f.entry
+        item = R.Filters(resource_type_filter=int(p.resource_type), resource_name_filter=p.name,
+                         principal_filter=e.principal, host_filter=e.host, operation=int(e.operation),
+                         permission_type=int(e.permission_type))
+        if version >= 1:
+            item.pattern_type_filter = int(p.pattern_type)
+        out.append(item)
+    return R(filters=out), version
+
+
+def parse_describe_acls_matches(matches) -> list[AclBinding]:
+    """DeleteAcls' matching_acls as bindings."""
+    return [AclBinding(ResourcePattern(enum_code(ResourceType, a.resource_type), a.resource_name,
+                                       enum_code(PatternType, a.pattern_type)),
+                       AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
+                                          enum_code(AclPermissionType, a.permission_type)))
+            for a in matches]

@@ -182,8 +182,11 @@ class Consumer:
         by_topic: dict[str, list] = {}
         for tp in tps:
             pm = self.cluster.metadata.partition(tp)
+            position = self._positions[tp]
+            if position is None:  # poll() resets every missing position before it fetches
+                raise ValueError(f"{tp} has no position to fetch from")
             by_topic.setdefault(tp.topic, []).append(R.Topics.Partitions(
-                partition=tp.partition, fetch_offset=self._positions[tp],
+                partition=tp.partition, fetch_offset=position,
                 partition_max_bytes=self.max_partition_fetch_bytes,
                 current_leader_epoch=pm.leader_epoch if pm is not None else -1))
         conn = await self.cluster.connection(leader)

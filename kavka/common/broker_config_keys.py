@@ -18,7 +18,7 @@ Pure data; any thread.
 
 from __future__ import annotations
 
-from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigType, OneOf, Range
+from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
 INT, LONG, DOUBLE, BOOL, STRING, LIST, PASSWORD = (
     ConfigType.INT,
@@ -46,6 +46,26 @@ SSL_CLIENT_AUTH = ("required", "requested", "none")
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
 TRUNCATION_MODES = ("leader-epoch", "hw")
+
+# authorizer.class.name values: none, or Kafka's ACL authorizer under its
+# current and its former class name.
+AUTHORIZER_CLASSES = ("", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
+
+
+def _authorizer_class(key: str, value: object) -> None:
+    if value not in AUTHORIZER_CLASSES:
+        raise ConfigError(key, f"value {value!r} is not an authorizer Kavka has; use {AUTHORIZER_CLASSES[1]} "
+                               f"(or {AUTHORIZER_CLASSES[2]}), or leave it empty for no authorizer")
+
+
+def _principal_list(key: str, value: object) -> None:
+    """``super.users``: ``Type:name`` items separated by ';' (Kafka's
+    SecurityUtils.parseKafkaPrincipal form)."""
+    for item in str(value or "").split(";"):
+        ptype, sep, name = item.strip().partition(":")
+        if item.strip() and (not sep or not ptype.strip() or not name):
+            raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
+
 
 BROKER_CONFIG = ConfigDef()
 _d = BROKER_CONFIG.define
@@ -102,6 +122,11 @@ _d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback f
 _d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
 _d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
 _d("connection.failed.authentication.delay.ms", INT, 100, "Delay before answering a failed authentication and closing the connection.", Range(0, None))
+
+# -- authorization (Kafka's AclAuthorizer) ----------------------------------------
+_d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)
+_d("super.users", STRING, "", "Principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:broker).", _principal_list)
+_d("allow.everyone.if.no.acl.found", BOOL, False, "With the authorizer on: allow everyone on a resource no ACL applies to (default: deny).")
 
 # -- ZooKeeper -----------------------------------------------------------------
 _d("zookeeper.connect", STRING, NO_DEFAULT, "host:port[,host:port...][/chroot] of ZooKeeper.")

@@ -39,11 +39,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Callable, Iterable
+from typing import Callable, Iterable, cast
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import BrokerEpoch, BrokerId, ControllerEpoch
 from kavka.controller.channel import ControllerChannelManager
-from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment, as_broker_ids
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import (
@@ -68,7 +69,7 @@ from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.controller.topic_deletion import TopicDeletionManager
-from kavka.protocol.messages import Message
+from kavka.protocol.messages import LeaderAndIsrResponse, Message
 from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import BrokerIdZNode, TopicZNode
 from kavka.zk.client import ControllerClaim, KavkaZkClient
@@ -117,7 +118,7 @@ class ActiveController:
         self.state_log = state_log
         state_log.epoch = claim.epoch
         self.watch = EventWatches(put)
-        self.context = context = ControllerContext(epoch=claim.epoch, epoch_zk_version=claim.epoch_zk_version)
+        self.context = context = ControllerContext(epoch=ControllerEpoch(claim.epoch), epoch_zk_version=claim.epoch_zk_version)
         self.batch = batch = ControllerBrokerRequestBatch(
             broker_id,
             context,
@@ -140,7 +141,7 @@ class ActiveController:
         self.elections = LeaderElections(context, config, zk, self.partitions, self.deletion, self.watch, put)
 
     # -- live brokers ----------------------------------------------------------------------------
-    def add_live_brokers(self, brokers: dict[int, tuple[BrokerIdZNode, int]]) -> None:
+    def add_live_brokers(self, brokers: dict[BrokerId, tuple[BrokerIdZNode, BrokerEpoch]]) -> None:
         for broker_id, (node, epoch) in brokers.items():
             self.context.live_brokers[broker_id] = node
             self.context.broker_epochs[broker_id] = epoch
@@ -150,7 +151,7 @@ class ActiveController:
                 continue
             self.channel.add_broker(broker_id, endpoint)
 
-    async def remove_live_brokers(self, ids: Iterable[int]) -> None:
+    async def remove_live_brokers(self, ids: Iterable[BrokerId]) -> None:
         for broker_id in ids:
             self.context.live_brokers.pop(broker_id, None)
             self.context.broker_epochs.pop(broker_id, None)
@@ -189,7 +190,7 @@ class ActiveController:
         await self.partitions.handle_state_changes(tps, PartitionState.ONLINE)
         await self.replicas.handle_state_changes(replicas, ReplicaState.ONLINE)
 
-    async def on_broker_startup(self, new: list[int]) -> None:
+    async def on_broker_startup(self, new: list[BrokerId]) -> None:
         """Seed 000 §Broker 启动过程: UpdateMetadata to the new brokers (and
         the others learn about them), their replicas ONLINE, then elections
         for partitions that were offline; queued deletions waiting for these
@@ -203,7 +204,7 @@ class ActiveController:
         await self.partitions.trigger_online_partition_state_change()
         await self.deletion.resume_for({r.tp.topic for r in replicas})
 
-    async def on_broker_failure(self, dead: list[int]) -> None:
+    async def on_broker_failure(self, dead: list[BrokerId]) -> None:
         """Seed 000 §Broker failover steps 2-4: set_p = partitions led by a
         dead broker -> OFFLINE -> elected from the live ISR; the dead
         replicas -> OFFLINE (they leave the ISRs); LeaderAndIsr batched per
@@ -230,6 +231,7 @@ class ActiveController:
         handling of offline log dirs is not part of this controller)."""
         if response is None:
             return
+        response = cast(LeaderAndIsrResponse, response)  # the answer to the batch's LeaderAndIsr
         if response.error_code:
             log.warning("controller: broker %d refused LeaderAndIsr: %s", broker_id, ErrorCode.of(response.error_code).name)
         errors = list(response.partition_errors)
@@ -245,15 +247,15 @@ class ActiveController:
 
     # -- ZooKeeper changes (each re-arms its watch in the same read) -----------------------------
 
-    async def _read_brokers(self, ids: list[int]) -> dict[int, tuple[BrokerIdZNode, int]]:
+    async def _read_brokers(self, ids: list[BrokerId]) -> dict[BrokerId, tuple[BrokerIdZNode, BrokerEpoch]]:
         """Registrations with their broker epochs (czxid of the ephemeral znode)."""
         store = self.zk.store
 
-        async def one(broker_id: int) -> tuple[BrokerIdZNode, int] | None:
+        async def one(broker_id: BrokerId) -> tuple[BrokerIdZNode, BrokerEpoch] | None:
             path = BrokerIdZNode.path(broker_id)
             try:
                 data, stat = await store.get(path)
-                return BrokerIdZNode.decode(data, path), stat.czxid
+                return BrokerIdZNode.decode(data, path), BrokerEpoch(stat.czxid)
             except NoNodeError:
                 return None  # died between listing and reading
             except ZnodeDataError as e:
@@ -272,7 +274,8 @@ class ActiveController:
             if only is not None and p not in only:
                 continue
             tp = TopicPartition(topic.topic, p)
-            ctx.update_assignment(tp, ReplicaAssignment(replicas, topic.adding_replicas.get(p, ()), topic.removing_replicas.get(p, ())))
+            ctx.update_assignment(tp, ReplicaAssignment(as_broker_ids(replicas), as_broker_ids(topic.adding_replicas.get(p, ())),
+                                                        as_broker_ids(topic.removing_replicas.get(p, ()))))
             changed.append(tp)
         return changed
 

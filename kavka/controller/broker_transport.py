@@ -22,7 +22,7 @@ import logging
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.listeners import EndPoint
-from kavka.protocol.messages import Message
+from kavka.protocol.messages import Message, Request
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,8 @@ class KavkaBrokerTransport:
         return conn
 
     async def send(self, broker_id: int, request: Message) -> Message:
+        if not isinstance(request, Request):  # what the controller sends is always one
+            raise TypeError(f"{type(request).__name__} is not a request")
         conn = await self._connection(broker_id)
         lowest, highest = CONTROLLER_REQUEST_VERSIONS[request.API_KEY]
         version = conn.version_for(request.API_KEY, max_version=highest)

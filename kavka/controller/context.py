@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, cast
 
 from kavka.common.ids import BrokerEpoch, BrokerId, ControllerEpoch
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
@@ -31,6 +31,12 @@ class PartitionReplica(NamedTuple):
     replica: BrokerId
 
 
+def as_broker_ids(replicas: tuple[int, ...]) -> tuple[BrokerId, ...]:
+    """A replica list read from a znode or a request, once validated, as
+    broker ids (``BrokerId`` is an ``int`` at run time: nothing is copied)."""
+    return cast("tuple[BrokerId, ...]", replicas)
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
     """A partition's replicas (AR), with KIP-455's reassignment bookkeeping.
@@ -40,26 +46,26 @@ class ReplicaAssignment:
     reassignment both are empty. The first replica is the preferred one.
     """
 
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
+    replicas: tuple[BrokerId, ...]
+    adding: tuple[BrokerId, ...] = ()
+    removing: tuple[BrokerId, ...] = ()
 
     @property
     def is_being_reassigned(self) -> bool:
         return bool(self.adding or self.removing)
 
     @property
-    def target_replicas(self) -> tuple[int, ...]:
+    def target_replicas(self) -> tuple[BrokerId, ...]:
         """RAR: what the replicas will be when the reassignment completes."""
         return tuple(r for r in self.replicas if r not in self.removing)
 
     @property
-    def original_replicas(self) -> tuple[int, ...]:
+    def original_replicas(self) -> tuple[BrokerId, ...]:
         """OAR: the replicas before the reassignment started."""
         return tuple(r for r in self.replicas if r not in self.adding)
 
     @staticmethod
-    def for_reassignment(original: Iterable[int], target: Iterable[int]) -> "ReplicaAssignment":
+    def for_reassignment(original: Iterable[BrokerId], target: Iterable[BrokerId]) -> "ReplicaAssignment":
         """AR = OAR + RAR, the seed's order (§Partition 重新分配 step 1 and its
         table: {1,2,3} -> {1,2,3,4,5,6}), so the preferred replica does not
         change until the reassignment completes."""
@@ -91,11 +97,11 @@ class ControllerContext:
     # -- brokers -------------------------------------------------------------------------
 
     @property
-    def live_or_shutting_down_ids(self) -> set[int]:
+    def live_or_shutting_down_ids(self) -> set[BrokerId]:
         return set(self.live_brokers)
 
     @property
-    def live_broker_ids(self) -> set[int]:
+    def live_broker_ids(self) -> set[BrokerId]:
         """Live brokers that are not shutting down: the ones leaders may move to."""
         return set(self.live_brokers) - self.shutting_down
 
@@ -117,7 +123,7 @@ class ControllerContext:
     def assignment(self, tp: TopicPartition) -> ReplicaAssignment | None:
         return self.assignments.get(tp.topic, {}).get(tp.partition)
 
-    def partition_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+    def partition_replicas(self, tp: TopicPartition) -> tuple[BrokerId, ...]:
         a = self.assignment(tp)
         return a.replicas if a is not None else ()
 

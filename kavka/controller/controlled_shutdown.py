@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
 from kavka.controller.context import ControllerContext, PartitionReplica
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_controlled_shutdown
@@ -58,7 +59,7 @@ async def on_controlled_shutdown(
     partitions: PartitionStateMachine,
     replicas: ReplicaStateMachine,
     deletion: TopicDeletionManager,
-    broker_id: int,
+    broker_id: BrokerId,
     broker_epoch: int,
 ) -> ControlledShutdownResult:
     if broker_id not in ctx.live_brokers:
@@ -78,7 +79,7 @@ async def on_controlled_shutdown(
     followed = [tp for tp in movable if ctx.leader_and_isr(tp).leader != broker_id]  # type: ignore[union-attr]
     log.info("controller: controlled shutdown of broker %d: moving %d leaderships, stopping %d followers", broker_id, len(led), len(followed))
 
-    def away_from_shutting_down(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
+    def away_from_shutting_down(tp: TopicPartition, lai: LeaderAndIsr, live: set[BrokerId]) -> ElectionResult | None:
         return elect_for_controlled_shutdown(ctx.partition_replicas(tp), lai.isr, live, ctx.shutting_down)
 
     if led:

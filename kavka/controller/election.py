@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from kavka.common.ids import NO_LEADER
+from kavka.common.ids import NO_LEADER, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 
 
@@ -38,12 +38,12 @@ class ElectionResult:
     """The elected leader and the ISR to write. ``unclean`` marks a leader
     chosen outside the ISR (committed messages may be lost)."""
 
-    leader: int
-    isr: tuple[int, ...]
+    leader: BrokerId
+    isr: tuple[BrokerId, ...]
     unclean: bool = False
 
 
-def elect_for_new_partition(assignment: Sequence[int], live: Collection[int]) -> ElectionResult | None:
+def elect_for_new_partition(assignment: Sequence[BrokerId], live: Collection[int]) -> ElectionResult | None:
     live_assigned = tuple(r for r in assignment if r in live)
     if not live_assigned:
         return None
@@ -51,7 +51,7 @@ def elect_for_new_partition(assignment: Sequence[int], live: Collection[int]) ->
 
 
 def elect_for_offline_partition(
-    assignment: Sequence[int], isr: Sequence[int], live: Collection[int], unclean_allowed: bool
+    assignment: Sequence[BrokerId], isr: Sequence[BrokerId], live: Collection[int], unclean_allowed: bool
 ) -> ElectionResult | None:
     for r in assignment:
         if r in live and r in isr:
@@ -63,14 +63,14 @@ def elect_for_offline_partition(
     return None
 
 
-def elect_for_reassigned_partition(target: Sequence[int], isr: Sequence[int], live: Collection[int]) -> ElectionResult | None:
+def elect_for_reassigned_partition(target: Sequence[BrokerId], isr: Sequence[BrokerId], live: Collection[int]) -> ElectionResult | None:
     for r in target:
         if r in live and r in isr:
             return ElectionResult(r, tuple(isr))
     return None
 
 
-def elect_preferred_replica(assignment: Sequence[int], isr: Sequence[int], live: Collection[int]) -> ElectionResult | None:
+def elect_preferred_replica(assignment: Sequence[BrokerId], isr: Sequence[BrokerId], live: Collection[int]) -> ElectionResult | None:
     if not assignment:
         return None
     preferred = assignment[0]
@@ -80,7 +80,7 @@ def elect_preferred_replica(assignment: Sequence[int], isr: Sequence[int], live:
 
 
 def elect_for_controlled_shutdown(
-    assignment: Sequence[int], isr: Sequence[int], live: Collection[int], shutting_down: Collection[int]
+    assignment: Sequence[BrokerId], isr: Sequence[BrokerId], live: Collection[int], shutting_down: Collection[int]
 ) -> ElectionResult | None:
     for r in assignment:
         if r in live and r in isr and r not in shutting_down:
@@ -97,7 +97,7 @@ def apply_election(current: LeaderAndIsr, result: ElectionResult | None) -> Lead
     return current.new_leader_and_isr(result.leader, result.isr)
 
 
-def remove_replica_from_isr(current: LeaderAndIsr, replica: int) -> LeaderAndIsr:
+def remove_replica_from_isr(current: LeaderAndIsr, replica: BrokerId) -> LeaderAndIsr:
     """A replica goes offline (its broker died, or it is being removed by a
     reassignment, seed 000 step 8): drop it from the ISR unless it is the
     last member, and if it led, leave the partition leaderless until an

@@ -28,6 +28,7 @@ import logging
 from typing import Awaitable, Callable, Iterable
 
 from kavka.controller.context import ControllerContext
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_new_partition, elect_for_offline_partition
@@ -41,7 +42,7 @@ from kavka.zk.client import ControllerClaim, KavkaZkClient
 log = logging.getLogger(__name__)
 
 # (partition, current leader/ISR, live brokers) -> who leads, or None.
-Election = Callable[[TopicPartition, LeaderAndIsr, set[int]], ElectionResult | None]
+Election = Callable[[TopicPartition, LeaderAndIsr, set[BrokerId]], ElectionResult | None]
 # Whether a topic allows unclean election (topic override, else the broker's setting).
 UncleanPolicy = Callable[[str], Awaitable[bool]]
 
@@ -153,7 +154,7 @@ class PartitionStateMachine:
                 self.state_log.election_failed(tp, why)
                 failed[tp] = why
                 continue
-            lai = LeaderAndIsr(s.leader, s.leader_epoch, s.isr, w.zk_version)
+            lai = s.leader_isr_and_controller_epoch(w.zk_version).leader_and_isr
             self.context.put_leadership(tp, lai)
             self.state_log.leader_and_isr_written(tp, lai, "new partition")
             self.batch.add_leader_and_isr(self.context.partition_replicas(tp), tp, is_new=True)
@@ -175,11 +176,11 @@ class PartitionStateMachine:
         if election is None:
             unclean_topics = await self._unclean_topics(tps)
 
-            def election(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
+            def election(tp: TopicPartition, lai: LeaderAndIsr, live: set[BrokerId]) -> ElectionResult | None:
                 return elect_for_offline_partition(self.context.partition_replicas(tp), lai.isr, live, tp.topic in unclean_topics)
 
         chosen: dict[TopicPartition, ElectionResult] = {}
-        isr_before: dict[TopicPartition, tuple[int, ...]] = {}  # the ISR an unclean leader was not in
+        isr_before: dict[TopicPartition, tuple[BrokerId, ...]] = {}  # the ISR an unclean leader was not in
 
         def decide(tp: TopicPartition, lai: LeaderAndIsr) -> LeaderAndIsr | str:
             result = election(tp, lai, live)

@@ -37,6 +37,7 @@ from typing import Callable, Iterable
 
 from kavka.common.errors import ErrorCode
 from kavka.controller.context import ControllerContext
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_offline_partition, elect_preferred_replica
@@ -106,7 +107,7 @@ class LeaderElections:
             else:
                 todo.append(tp)
 
-        def preferred(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
+        def preferred(tp: TopicPartition, lai: LeaderAndIsr, live: set[BrokerId]) -> ElectionResult | None:
             return elect_preferred_replica(ctx.partition_replicas(tp), lai.isr, live)
 
         failed = await self.partitions.handle_state_changes(todo, PartitionState.ONLINE, preferred) if todo else {}
@@ -133,7 +134,7 @@ class LeaderElections:
             else:
                 todo.append(tp)
 
-        def unclean(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
+        def unclean(tp: TopicPartition, lai: LeaderAndIsr, live: set[BrokerId]) -> ElectionResult | None:
             return elect_for_offline_partition(ctx.partition_replicas(tp), lai.isr, live, unclean_allowed=True)
 
         failed = await self.partitions.handle_state_changes(todo, PartitionState.ONLINE, unclean) if todo else {}

@@ -59,7 +59,7 @@ import logging
 from typing import Iterable
 
 from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
-from kavka.common.ids import NO_LEADER
+from kavka.common.ids import NO_LEADER, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
@@ -120,7 +120,7 @@ class PartitionReassigner:
         self.batch = batch
         self.state_log = state_log
         self.watches = watches
-        self.targets: dict[TopicPartition, tuple[int, ...]] = {}
+        self.targets: dict[TopicPartition, tuple[BrokerId, ...]] = {}
         self.from_znode: set[TopicPartition] = set()
         self.completed: list[TopicPartition] = []
         self._isr_watched: set[TopicPartition] = set()  # state znodes with an armed watch
@@ -132,20 +132,20 @@ class PartitionReassigner:
         adding/removing replicas in their assignment."""
         return sorted(set(self.targets) | set(self.context.partitions_being_reassigned()))
 
-    def target(self, tp: TopicPartition) -> tuple[int, ...] | None:
+    def target(self, tp: TopicPartition) -> tuple[BrokerId, ...] | None:
         if tp in self.targets:
             return self.targets[tp]
         a = self.context.assignment(tp)
         return a.target_replicas if a is not None and a.is_being_reassigned else None
 
-    def _caught_up(self, tp: TopicPartition, target: tuple[int, ...]) -> bool:
+    def _caught_up(self, tp: TopicPartition, target: tuple[BrokerId, ...]) -> bool:
         """Step 4's condition: every replica of RAR is in the ISR."""
         lai = self.context.leader_and_isr(tp)
         return lai is not None and set(target) <= set(lai.isr)
 
     # -- entry points ------------------------------------------------------------------------
 
-    async def reassign(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
+    async def reassign(self, tp: TopicPartition, target: tuple[BrokerId, ...]) -> None:
         """Start (or replace) the reassignment of ``tp`` to ``target``
         (already validated: the partition exists and every broker is live)."""
         ctx = self.context
@@ -217,7 +217,7 @@ class PartitionReassigner:
             if target is not None and self._caught_up(tp, target):
                 await self._complete(tp)
 
-    async def resume(self, requested: dict[TopicPartition, tuple[int, ...]]) -> None:
+    async def resume(self, requested: dict[TopicPartition, tuple[BrokerId, ...]]) -> None:
         """Controller failover: carry on with every reassignment in progress —
         those listed in ``/admin/reassign_partitions`` (``requested``, already
         validated) and those the topic znodes record (adding/removing)."""
@@ -251,7 +251,7 @@ class PartitionReassigner:
         ctx.update_assignment(tp, ReplicaAssignment(target))  # step 6
         if move_leader:  # step 7
 
-            def from_target(tp: TopicPartition, lai: LeaderAndIsr, live: set[int]) -> ElectionResult | None:
+            def from_target(tp: TopicPartition, lai: LeaderAndIsr, live: set[BrokerId]) -> ElectionResult | None:
                 return elect_for_reassigned_partition(target, lai.isr, live)
 
             await self.partitions.handle_state_changes([tp], PartitionState.ONLINE, from_target)
@@ -278,7 +278,7 @@ class PartitionReassigner:
 
     # -- steps ---------------------------------------------------------------------------------
 
-    async def _bump_leader_epoch(self, tp: TopicPartition, recipients: Iterable[int], why: str) -> None:
+    async def _bump_leader_epoch(self, tp: TopicPartition, recipients: Iterable[BrokerId], why: str) -> None:
         """Steps 2 and 7: the same leader and ISR with the leader epoch + 1,
         so every replica acts on the new assignment (a replica ignores a
         LeaderAndIsr whose epoch it has seen)."""
@@ -292,7 +292,7 @@ class PartitionReassigner:
         for tp, why_not in outcome.failed.items():
             self.state_log.election_failed(tp, f"could not bump the leader epoch ({why}): {why_not}")
 
-    async def _remove_replicas(self, tp: TopicPartition, removing: list[int]) -> None:
+    async def _remove_replicas(self, tp: TopicPartition, removing: list[BrokerId]) -> None:
         """Steps 8-9 for ``removing``: out of the ISR in one conditional
         write (LeaderAndIsr to the remaining replicas), then OFFLINE
         (StopReplica), ReplicaDeletionStarted (StopReplica with delete),

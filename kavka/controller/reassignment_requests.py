@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.common.ids import BrokerId
+from kavka.controller.context import ControllerContext, ReplicaAssignment, as_broker_ids
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import ReassignPartitions
@@ -100,17 +101,17 @@ class ReassignmentRequests:
                 pass
             return None
 
-    async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[int, ...]]:
+    async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[BrokerId, ...]]:
         """The znode's valid entries; invalid ones are logged and removed from it."""
         if node is None:
             return {}
-        valid: dict[TopicPartition, tuple[int, ...]] = {}
+        valid: dict[TopicPartition, tuple[BrokerId, ...]] = {}
         invalid: list[TopicPartition] = []
         for topic, partition, replicas in node.reassignments:
             tp = TopicPartition(topic, partition)
             verdict = self.validate(tp, replicas)
             if verdict.code is ErrorCode.NONE:
-                valid[tp] = replicas
+                valid[tp] = as_broker_ids(replicas)
             else:
                 log.error("controller: ignoring reassignment of %s to %s from %s: %s", tp, list(replicas), REASSIGN_PARTITIONS_PATH, verdict.message)
                 invalid.append(tp)
@@ -161,7 +162,7 @@ class ReassignmentRequests:
             out[tp] = verdict
             if verdict.code is ErrorCode.NONE:
                 await self._supersede_znode(tp)
-                await reassigner.reassign(tp, replicas)
+                await reassigner.reassign(tp, as_broker_ids(replicas))
         return out
 
     async def _supersede_znode(self, tp: TopicPartition) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.election import remove_replica_from_isr
@@ -111,7 +112,7 @@ class ReplicaStateMachine:
                 self.batch.add_leader_and_isr([r], tp)
 
     async def _on_offline(self, done: list[ReplicaTransition]) -> None:
-        removals: dict[int, list[TopicPartition]] = {}
+        removals: dict[BrokerId, list[TopicPartition]] = {}
         for t in done:
             tp, r = t.replica
             self.batch.add_stop_replica([r], tp, delete=False)
@@ -121,7 +122,7 @@ class ReplicaStateMachine:
         # round, so several dead replicas of one partition are removed in turn.
         for r, tps in sorted(removals.items()):
 
-            def decide(tp: TopicPartition, lai: LeaderAndIsr, r: int = r) -> LeaderAndIsr | None:
+            def decide(tp: TopicPartition, lai: LeaderAndIsr, r: BrokerId = r) -> LeaderAndIsr | None:
                 new = remove_replica_from_isr(lai, r)
                 return None if new == lai else new
 

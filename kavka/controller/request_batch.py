@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
-from kavka.common.ids import NO_EPOCH
+from kavka.common.ids import NO_EPOCH, BrokerId
 from kavka.common.listeners import SECURITY_PROTOCOLS
 from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
@@ -68,9 +68,9 @@ class _LeaderAndIsrEntry:
 
 @dataclass
 class _Pending:
-    leader_and_isr: dict[int, dict[TopicPartition, _LeaderAndIsrEntry]] = field(default_factory=dict)
-    stop_replica: dict[int, dict[TopicPartition, bool]] = field(default_factory=dict)
-    update_metadata_brokers: set[int] = field(default_factory=set)
+    leader_and_isr: dict[BrokerId, dict[TopicPartition, _LeaderAndIsrEntry]] = field(default_factory=dict)
+    stop_replica: dict[BrokerId, dict[TopicPartition, bool]] = field(default_factory=dict)
+    update_metadata_brokers: set[BrokerId] = field(default_factory=set)
     update_metadata_partitions: set[TopicPartition] = field(default_factory=set)
 
     def empty(self) -> bool:
@@ -106,7 +106,7 @@ class ControllerBrokerRequestBatch:
 
     # -- collecting ------------------------------------------------------------------------------
 
-    def add_leader_and_isr(self, broker_ids: Iterable[int], tp: TopicPartition, is_new: bool = False) -> None:
+    def add_leader_and_isr(self, broker_ids: Iterable[BrokerId], tp: TopicPartition, is_new: bool = False) -> None:
         """Tell ``broker_ids`` (live ones only) the partition's current
         leadership; every live broker also gets its metadata."""
         leadership = self.context.leadership.get(tp)
@@ -123,13 +123,13 @@ class ControllerBrokerRequestBatch:
         pending.update_metadata_brokers.update(live)
         pending.update_metadata_partitions.add(tp)
 
-    def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, delete: bool) -> None:
+    def add_stop_replica(self, broker_ids: Iterable[BrokerId], tp: TopicPartition, delete: bool) -> None:
         for b in broker_ids:
             if b in self.context.live_brokers:
                 per = self._p.stop_replica.setdefault(b, {})
                 per[tp] = per.get(tp, False) or delete  # a delete request wins over a plain stop
 
-    def add_update_metadata(self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]) -> None:
+    def add_update_metadata(self, broker_ids: Iterable[BrokerId], partitions: Iterable[TopicPartition]) -> None:
         self._p.update_metadata_brokers.update(b for b in broker_ids if b in self.context.live_brokers)
         self._p.update_metadata_partitions.update(partitions)
 
@@ -146,7 +146,7 @@ class ControllerBrokerRequestBatch:
         # One partition-state value per distinct entry, shared by every
         # broker's request (a failover sends each partition to all its
         # replicas: building it once keeps a third of the objects).
-        shared: dict[tuple[TopicPartition, int, int, bool], Message] = {}
+        shared: dict[tuple[TopicPartition, int, int, bool], LeaderAndIsrRequest.TopicStates.PartitionStates] = {}
         for broker_id, entries in sorted(p.leader_and_isr.items()):
             req = self._leader_and_isr(broker_id, epoch, entries, shared)
             self.sink.send(broker_id, req, self.on_leader_and_isr_response)
@@ -154,23 +154,24 @@ class ControllerBrokerRequestBatch:
             topic_states = self._update_metadata_topics(epoch, p.update_metadata_partitions)
             live = self._live_brokers()
             for broker_id in sorted(p.update_metadata_brokers):
-                req = UpdateMetadataRequest(
+                update = UpdateMetadataRequest(
                     controller_id=self.controller_id,
                     controller_epoch=epoch,
                     broker_epoch=self.context.broker_epochs.get(broker_id, -1),
                     topic_states=topic_states,
                     live_brokers=live,
                 )
-                self.sink.send(broker_id, req, None)
+                self.sink.send(broker_id, update, None)
         for broker_id, parts in sorted(p.stop_replica.items()):
             self.sink.send(broker_id, self._stop_replica(broker_id, epoch, parts), self.on_stop_replica_response)
 
     def _leader_and_isr(
-        self, broker_id: int, epoch: int, entries: dict[TopicPartition, _LeaderAndIsrEntry], shared: dict[tuple[TopicPartition, int, int, bool], Message]
-    ) -> Message:
+        self, broker_id: BrokerId, epoch: int, entries: dict[TopicPartition, _LeaderAndIsrEntry],
+        shared: dict[tuple[TopicPartition, int, int, bool], LeaderAndIsrRequest.TopicStates.PartitionStates],
+    ) -> LeaderAndIsrRequest:
         L = LeaderAndIsrRequest
-        by_topic: dict[str, list[Message]] = {}
-        leaders: set[int] = set()
+        by_topic: dict[str, list[LeaderAndIsrRequest.TopicStates.PartitionStates]] = {}
+        leaders: set[BrokerId] = set()
         logging = self.state_log.enabled  # the per-partition line costs more than the entry when nobody reads it
         for tp, e in sorted(entries.items()):
             lai = e.leadership.leader_and_isr
@@ -212,9 +213,9 @@ class ControllerBrokerRequestBatch:
             live_leaders=live_leaders,
         )
 
-    def _update_metadata_topics(self, epoch: int, partitions: set[TopicPartition]) -> list[Message]:
+    def _update_metadata_topics(self, epoch: int, partitions: set[TopicPartition]) -> list[UpdateMetadataRequest.TopicStates]:
         U = UpdateMetadataRequest
-        by_topic: dict[str, list[Message]] = {}
+        by_topic: dict[str, list[UpdateMetadataRequest.TopicStates.PartitionStates]] = {}
         for tp in sorted(partitions):
             entry = self.context.leadership.get(tp)
             assignment = self.context.assignment(tp)
@@ -236,7 +237,7 @@ class ControllerBrokerRequestBatch:
             )
         return [U.TopicStates(topic_name=t, topic_id=self.context.topic_ids.get(t, ZERO_UUID), partition_states=ps) for t, ps in by_topic.items()]
 
-    def _live_brokers(self) -> list[Message]:
+    def _live_brokers(self) -> list[UpdateMetadataRequest.LiveBrokers]:
         U = UpdateMetadataRequest
         out = []
         for broker_id, node in sorted(self.context.live_brokers.items()):
@@ -249,9 +250,9 @@ class ControllerBrokerRequestBatch:
             out.append(U.LiveBrokers(id=broker_id, endpoints=endpoints, rack=node.rack))
         return out
 
-    def _stop_replica(self, broker_id: int, epoch: int, parts: dict[TopicPartition, bool]) -> Message:
+    def _stop_replica(self, broker_id: BrokerId, epoch: int, parts: dict[TopicPartition, bool]) -> StopReplicaRequest:
         S = StopReplicaRequest
-        by_topic: dict[str, list[Message]] = {}
+        by_topic: dict[str, list[StopReplicaRequest.TopicStates.PartitionStates]] = {}
         for tp, delete in sorted(parts.items()):
             lai = self.context.leader_and_isr(tp)
             leader_epoch = EPOCH_DURING_DELETE if delete else (lai.leader_epoch if lai is not None else NO_EPOCH)

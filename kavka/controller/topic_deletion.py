@@ -24,9 +24,10 @@ the controller's event task.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from typing import Iterable, cast
 
 from kavka.common.errors import ErrorCode
+from kavka.common.ids import BrokerId
 from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.partition_state import PartitionState
@@ -34,7 +35,7 @@ from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState
 from kavka.controller.replica_state_machine import ReplicaStateMachine
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
-from kavka.protocol.messages import Message
+from kavka.protocol.messages import Message, StopReplicaRequest, StopReplicaResponse
 from kavka.zk.client import KavkaZkClient
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class TopicDeletionManager:
         """The answer to a StopReplica: each deleted partition's replica
         succeeds or fails (a stale answer for a replica no longer
         DELETION_STARTED is ignored)."""
+        # the batch's StopReplica and its answer
+        request, response = cast(StopReplicaRequest, request), cast("StopReplicaResponse | None", response)
         errors: dict[TopicPartition, int] = {}
         top = response.error_code if response is not None else ErrorCode.NETWORK_EXCEPTION
         if response is not None:
@@ -118,7 +121,7 @@ class TopicDeletionManager:
             for ps in ts.partition_states:
                 if not ps.delete_partition:
                     continue
-                replica = PartitionReplica(TopicPartition(ts.topic_name, ps.partition_index), broker_id)
+                replica = PartitionReplica(TopicPartition(ts.topic_name, ps.partition_index), BrokerId(broker_id))
                 if self.replicas.states.state(replica) is not ReplicaState.DELETION_STARTED:
                     continue
                 code = top or errors.get(replica.tp, ErrorCode.NONE)

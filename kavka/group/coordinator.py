@@ -49,7 +49,9 @@ class GroupCoordinator:
         self.membership = GroupMembership(self.manager, config)
         self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry)
         self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)
-        self._expiry_task: asyncio.Task | None = None
+        self._expiry_task: asyncio.Task[None] | None = None
+        # the loop holds only weak references to tasks: a load must not vanish mid-way
+        self._loads: set[asyncio.Task[None]] = set()
 
     # -- state, as the manager and the transactional offsets hold it -------------------------------
     @property
@@ -81,7 +83,9 @@ class GroupCoordinator:
     def on_elected(self, partition: int, leader_epoch: int) -> None:
         if not self.manager.start_loading(partition, leader_epoch):
             return
-        asyncio.get_running_loop().create_task(self._load(partition, leader_epoch), name=f"load-groups-{partition}")
+        load = asyncio.get_running_loop().create_task(self._load(partition, leader_epoch), name=f"load-groups-{partition}")
+        self._loads.add(load)
+        load.add_done_callback(self._loads.discard)
         if self._expiry_task is None:
             self._expiry_task = asyncio.get_running_loop().create_task(self.offsets.expire_offsets_loop(),
                                                                        name="offset-expiry")

@@ -73,6 +73,8 @@ class GroupMembership:
     def __init__(self, manager: GroupMetadataManager, config: GroupConfig) -> None:
         self.manager = manager
         self.config = config
+        # the loop holds only weak references to tasks: a store must not vanish mid-way
+        self._stores: set[asyncio.Task[ErrorCode]] = set()
 
     # -- JoinGroup -----------------------------------------------------------------------------
     async def join_group(self, r: JoinRequest) -> JoinResult:
@@ -131,7 +133,8 @@ class GroupMembership:
         """KIP-345: a known static member restarted; it takes over its old
         entry under a new id, and the old id is fenced."""
         was_leader = g.leader == old_id
-        old = g.remove_member(old_id)
+        old = g.members[old_id]  # the caller checked it is a member
+        g.remove_member(old_id)
         for fut in (old.join_future, old.sync_future):
             if fut is not None and not fut.done():
                 fut.set_result(ErrorCode.FENCED_INSTANCE_ID)
@@ -161,7 +164,7 @@ class GroupMembership:
         return JoinResult(result, m.member_id) if isinstance(result, ErrorCode) else result
 
     def _join_result(self, g: GroupMetadata, m: MemberMetadata) -> JoinResult:
-        members = ()
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
         if m.member_id == g.leader:
             members = tuple((x.member_id, x.group_instance_id, x.metadata_for(g.protocol or ""))
                             for x in g.members.values())
@@ -214,7 +217,9 @@ class GroupMembership:
         if not g.members:
             g.protocol = None
             g.transition_to(GroupState.EMPTY, self.manager.now_ms())
-            asyncio.get_running_loop().create_task(self.manager.store_group(g))
+            store = asyncio.get_running_loop().create_task(self.manager.store_group(g))
+            self._stores.add(store)
+            store.add_done_callback(self._stores.discard)
             log.info("group %s is empty at generation %d", g.group_id, g.generation)
             return
         g.protocol = g.select_protocol()
@@ -223,7 +228,7 @@ class GroupMembership:
                  g.protocol, g.leader, len(g.members))
         for m in g.members.values():
             fut, m.join_future = m.join_future, None
-            if not fut.done():
+            if fut is not None and not fut.done():  # not None: members that did not rejoin were removed above
                 fut.set_result(self._join_result(g, m))
             self.schedule_expiry(g, m)
 
@@ -265,10 +270,10 @@ class GroupMembership:
         m = g.members.get(member_id) if g is not None else None
         if code is ErrorCode.NONE:
             code = self._member_error(g, m, instance_id, generation)
-        if code is ErrorCode.NONE and g.state is GroupState.PREPARING_REBALANCE:
-            code = ErrorCode.REBALANCE_IN_PROGRESS
-        if code is not ErrorCode.NONE:
+        if code is not ErrorCode.NONE or g is None or m is None:  # _member_error: NONE only for a member
             return SyncResult(code)
+        if g.state is GroupState.PREPARING_REBALANCE:
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
         self.schedule_expiry(g, m)
         if g.state is GroupState.STABLE:
             return SyncResult(ErrorCode.NONE, g.protocol_type, g.protocol, m.assignment)
@@ -314,7 +319,7 @@ class GroupMembership:
             self.schedule_expiry(g, m)
             return ErrorCode.REBALANCE_IN_PROGRESS
         code = self._member_error(g, m, instance_id, generation)
-        if code is ErrorCode.NONE:
+        if code is ErrorCode.NONE and g is not None and m is not None:  # _member_error: NONE only for a member
             self.schedule_expiry(g, m)
         return code
 
@@ -326,7 +331,8 @@ class GroupMembership:
         g = self.manager.groups.get(group_id)
         if g is None or g.state is GroupState.DEAD:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
-        out, gone = [], []
+        out: list[tuple[str, str | None, ErrorCode]] = []
+        gone: list[str] = []
         for member_id, instance_id in leaving:
             if instance_id is not None:
                 known = g.static_members.get(instance_id)

@@ -282,7 +282,7 @@ class GroupMetadataManager:
                 code = ErrorCode.GROUP_ID_NOT_FOUND
             elif g is not None and g.state is not GroupState.EMPTY:
                 code = ErrorCode.NON_EMPTY_GROUP
-            if code is ErrorCode.NONE:
+            if code is ErrorCode.NONE and g is not None:  # not None: checked above
                 tombstones = [SimpleRecord(encode_key(OffsetKey(group_id, t, p)), None, self.now_ms())
                               for t, p in g.offsets]
                 tombstones.append(SimpleRecord(encode_key(GroupMetadataKey(group_id)), None, self.now_ms()))

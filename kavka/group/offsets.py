@@ -42,6 +42,8 @@ class GroupOffsets:
         self.manager = manager
         self.config = config
         self.schedule_expiry = schedule_expiry
+        # the loop holds only weak references to tasks: a removal must not vanish mid-way
+        self._removals: set[asyncio.Task[int]] = set()
 
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                              commits: Commits) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
@@ -114,7 +116,7 @@ class GroupOffsets:
         g = self.manager.groups.get(group_id) if code is ErrorCode.NONE else None
         if code is ErrorCode.NONE and (g is None or g.state is GroupState.DEAD):
             code = ErrorCode.GROUP_ID_NOT_FOUND
-        if code is not ErrorCode.NONE:
+        if code is not ErrorCode.NONE or g is None:
             return code, {}
         subscribed = set() if g.state is GroupState.EMPTY else g.subscribed_topics()
         if subscribed is None:
@@ -142,7 +144,9 @@ class GroupOffsets:
         offsets go too (tombstones), as Kafka's coordinator does. Called
         from a synchronous callback, so the writes run as a task."""
         if deleted:
-            asyncio.get_running_loop().create_task(self.remove_offsets_of(set(deleted)))
+            removal = asyncio.get_running_loop().create_task(self.remove_offsets_of(set(deleted)))
+            self._removals.add(removal)
+            removal.add_done_callback(self._removals.discard)
 
     async def remove_offsets_of(self, deleted: set[tuple[str, int]]) -> int:
         removed = 0

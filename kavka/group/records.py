@@ -25,6 +25,7 @@ Pure functions; anyone may call them.
 from __future__ import annotations
 
 import struct
+from typing import Literal, overload
 from dataclasses import dataclass
 
 OFFSET_KEY_VERSION = 1
@@ -128,6 +129,11 @@ class _Reader:
         values = struct.unpack_from(fmt, self.buf, self.pos)
         self.pos += size
         return values[0] if len(values) == 1 else values
+
+    @overload
+    def string(self, field: str, nullable: Literal[False] = False) -> str: ...
+    @overload
+    def string(self, field: str, nullable: bool) -> str | None: ...
 
     def string(self, field: str, nullable: bool = False) -> str | None:
         n = self.take(">h", field)

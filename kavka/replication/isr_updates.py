@@ -107,7 +107,7 @@ class IsrUpdates:
         for partition in partitions:
             proposal = partition.maybe_shrink_isr(now, self.replica_lag_time_max_ms)
             if proposal is not None:
-                self.submit(partition, proposal)
+                _ = self.submit(partition, proposal)  # held in self._writes until written
                 submitted += 1
         return submitted
 

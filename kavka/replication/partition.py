@@ -50,6 +50,7 @@ loop (the ``Log`` has its own lock for the log manager's threads).
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
 from kavka.common.errors import (
     ErrorCode,
@@ -84,6 +85,17 @@ logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
 
 EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405)
+
+
+class _ReadOffsets(TypedDict):
+    """The leader's offsets at read time, which every ``LogReadResult`` of
+    a read carries (its keyword arguments)."""
+
+    fetch_offset: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    leader_end_offset: int
 
 
 class Partition:
@@ -138,7 +150,7 @@ class Partition:
             return True
         return False
 
-    def _update_assignment(self, replicas: tuple[int, ...]) -> None:
+    def _update_assignment(self, replicas: tuple[BrokerId, ...]) -> None:
         self.assigned_replicas = replicas
         self._remote = {
             r: self._remote.get(r) or Replica(r) for r in replicas if r != self.local_broker_id
@@ -201,7 +213,7 @@ class Partition:
         return changed
 
     # ---- high watermark --------------------------------------------------------------------
-    def _hw_isr(self) -> set[int]:
+    def _hw_isr(self) -> set[BrokerId]:
         members = set(self.isr)
         if self._pending_isr is not None:
             members.update(self._pending_isr.leader_and_isr.isr)
@@ -237,7 +249,7 @@ class Partition:
         replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
         return True
 
-    def maybe_expand_isr(self, replica_id: int) -> LeaderIsrAndControllerEpoch | None:
+    def maybe_expand_isr(self, replica_id: BrokerId) -> LeaderIsrAndControllerEpoch | None:
         """Propose adding a follower that caught up: its LEO reached the HW
         and the start of the current leader epoch (Kafka's rule). None when
         nothing to do or another ISR write is in flight."""
@@ -251,10 +263,10 @@ class Partition:
             return None
         return self._propose(self.isr + (replica_id,))
 
-    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[int]:
+    def out_of_sync_replicas(self, now_ms: int, max_lag_ms: int) -> list[BrokerId]:
         """ISR followers not caught up within ``max_lag_ms`` (seed 002 code 3-3)."""
         leo = self.log.log_end_offset
-        out = []
+        out: list[BrokerId] = []
         for broker_id in self.isr:
             if broker_id == self.local_broker_id:
                 continue
@@ -416,7 +428,7 @@ class Partition:
             log = self.log
             hw, leo, start = log.high_watermark, log.log_end_offset, log.log_start_offset
             lso = self.last_stable_offset()
-            snapshot = dict(
+            snapshot = _ReadOffsets(
                 fetch_offset=fetch_offset,
                 high_watermark=hw,
                 last_stable_offset=lso,

@@ -26,7 +26,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ class DelayedOperation(ABC):
         self.delay_ms = delay_ms
         self._completed = False
         self._timer: asyncio.TimerHandle | None = None
-        self._purgatory: DelayedOperationPurgatory | None = None
+        # whichever purgatory watches it: only _unwatch is called, whatever its key type
+        self._purgatory: DelayedOperationPurgatory[Any] | None = None
 
     @property
     def is_completed(self) -> bool:

@@ -53,6 +53,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from kavka.common.broker_config import KafkaConfig
 from kavka.replication.requests import FetchPartitionData
 from kavka.common.topic_partition import TopicPartition
 
@@ -150,7 +151,7 @@ class LeaderReplicationQuota:
         self.recorded_bytes = 0  # all throttled bytes served so far (for tests and metrics)
 
     @classmethod
-    def for_broker(cls, broker_id: int, broker_config: Callable[[], Mapping[str, object]]) -> "LeaderReplicationQuota":
+    def for_broker(cls, broker_id: int, broker_config: Callable[[], KafkaConfig]) -> "LeaderReplicationQuota":
         """From the broker's (dynamic) config: ``broker_config()`` returns the
         current one and its rate key is read at every use."""
         return cls(broker_id, lambda: int(broker_config()["leader.replication.throttled.rate"]))

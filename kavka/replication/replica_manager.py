@@ -50,6 +50,7 @@ from typing import Any
 
 from kavka.common.broker_config_keys import TRUNCATION_MODES
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.common.ids import BrokerId
 from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
 from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
 from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -174,7 +175,7 @@ class ReplicaManager:
 
     def __init__(
         self,
-        broker_id: int,
+        broker_id: BrokerId,
         log_manager: LogManager,
         config: ReplicaManagerConfig,
         *,
@@ -374,9 +375,9 @@ class ReplicaManager:
                 replica_id, req.fetch_offset, req.log_start_offset, now, result.leader_end_offset
             ):
                 continue
-            proposal = partition.maybe_expand_isr(replica_id)
+            proposal = partition.maybe_expand_isr(BrokerId(replica_id))
             if proposal is not None:
-                self.isr_updates.submit(partition, proposal)
+                _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
             partition.maybe_increment_hw()
             self.complete_delayed_requests(tp)
 

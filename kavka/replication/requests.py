@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
-from kavka.storage.errors import StorageError
 
 CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
@@ -145,7 +144,7 @@ class FetchPartitionData:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
+    records: bytes | memoryview = b""  # a Fetch response's field, as the codec decodes it
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
@@ -167,10 +166,8 @@ class ProducePartitionResult:
 def error_code_of(exc: BaseException) -> ErrorCode:
     """The Kafka error code for an exception raised by a layer below
     (DESIGN.md convention 6); UNKNOWN_SERVER_ERROR for anything unexpected."""
-    if isinstance(exc, KafkaError):
+    if isinstance(exc, KafkaError):  # StorageError among them
         return exc.code
-    if isinstance(exc, StorageError):
-        return ErrorCode[exc.code_name]
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 

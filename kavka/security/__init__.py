@@ -11,4 +11,13 @@ Modules:
   ``AccessControlEntry``, ``AclBinding`` and the ``Action`` an API asks for.
 - ``authorizer``: the ``Authorizer`` seam a broker consults when
   ``authorizer.class.name`` is set.
+- ``acl_authorizer``: ``AclAuthorizer``, Kafka's ACL authorizer as an
+  in-memory cache and the decisions made from it (super users, LITERAL,
+  wildcard and PREFIXED patterns, DENY over ALLOW, implied operations,
+  ``allow.everyone.if.no.acl.found``) with Kafka's audit log; fed by the
+  broker's ZooKeeper-backed ``kavka.server.acl_manager``.
+- ``sasl``: SASL authentication, sans-IO: PLAIN, SCRAM-SHA-256/512 and
+  OAUTHBEARER (unsecured JWTs) on both sides, SCRAM credentials as stored
+  under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
+  ``SaslServerFactory`` the network layer asks for one server per exchange.
 """

@@ -23,6 +23,10 @@ lifecycle, over the replication, controller, group and transaction layers.
   leadership moving the coordinators' partitions;
 - ``txn_markers``: ``BrokerMarkerWriter``, WriteTxnMarkers to partition
   leaders for the transaction coordinator;
+- ``acl_manager``: ``AclManager``, the ZooKeeper half of Kafka's
+  AclAuthorizer: loads every ACL into the broker's ``AclAuthorizer``
+  cache, follows the ACL change notifications, and stores what CreateAcls
+  and DeleteAcls change;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

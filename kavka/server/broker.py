@@ -14,6 +14,10 @@ Startup, in order:
    coordinators with their internal topics, and every API handler with the
    collaborators it uses; ``handler_table`` maps them to API keys) behind
    the socket server, which starts listening;
+   With ``authorizer.class.name`` set, the ACL authorizer comes first
+   (``AclAuthorizer`` fed by the ``AclManager``, which loads every ACL from
+   ZooKeeper and follows the change notifications), so that the first
+   request is already checked against the ACLs;
 4. register ``/brokers/ids/<id>`` (re-registered after every session
    expiry, waiting out an old session's node: seed 002 §9, seed 003);
 5. the dynamic config manager applies every override, then follows
@@ -44,7 +48,9 @@ from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.server import handler_table
+from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
@@ -55,11 +61,14 @@ from kavka.server.handlers import (
     alter_configs,
     alter_partition_reassignments,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -103,8 +112,10 @@ from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
+from kavka.zk.acl_store import ZkAclStore
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.registration import BrokerRegistrar
@@ -122,7 +133,7 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.static_config = config
         self.configs: BrokerConfigs | None = None
-        self.broker_id = config.broker_id
+        self.broker_id = BrokerId(config.broker_id)
         self.store: KazooZkStore | None = None
         self.zk: KavkaZkClient | None = None
         self.log_manager: LogManager | None = None
@@ -135,6 +146,10 @@ class KafkaServer:
         self.dynamic_config: DynamicConfigManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        # The ACL authorizer (None without authorizer.class.name): every
+        # handler that checks a request asks it (Kafka's Authorizer).
+        self.authorizer: AclAuthorizer | None = None
+        self.acl_manager: AclManager | None = None
         self._tick_task: asyncio.Task | None = None
         self.bound: list[tuple[str, int]] = []
 
@@ -183,8 +198,13 @@ class KafkaServer:
         transport = KavkaBrokerTransport(self.broker_id,
                                          request_timeout_ms=cfg["controller.socket.timeout.ms"])
         controller = KafkaController(self.broker_id, zk, transport, ControllerConfig.from_kafka_config(cfg))
+        if cfg["authorizer.class.name"]:
+            self.authorizer = AclAuthorizer.from_config(cfg.values)
+            self.acl_manager = AclManager(ZkAclStore(store), self.authorizer)
+            await self.acl_manager.start()
         dispatcher = Dispatcher()
-        handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller))
+        handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,
+                                                                    self.authorizer, self.acl_manager))
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
@@ -213,10 +233,12 @@ class KafkaServer:
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
 
     def _build_handlers(self, zk: KavkaZkClient, configs: BrokerConfigs, log_manager: LogManager,
-                        rm: ReplicaManager, controller: KafkaController) -> dict[int, Handler]:
+                        rm: ReplicaManager, controller: KafkaController, authorizer: AclAuthorizer | None,
+                        acls: AclManager | None) -> dict[int, Handler]:
         """The composition root of the request path: the group and
         transaction coordinators, the admin and config services, and every
-        API handler with the collaborators it uses (API key -> handler)."""
+        API handler with the collaborators it uses (API key -> handler).
+        ``authorizer`` is None when no authorizer is configured."""
         cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
@@ -266,6 +288,10 @@ class KafkaServer:
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
+            # ACLs (KIP-140)
+            describe_acls.API_KEY: describe_acls.DescribeAclsHandler(authorizer),
+            create_acls.API_KEY: create_acls.CreateAclsHandler(authorizer, acls),
+            delete_acls.API_KEY: delete_acls.DeleteAclsHandler(authorizer, acls),
             # from the controller (seed 000)
             leader_and_isr.API_KEY: leader_and_isr.LeaderAndIsrHandler(
                 rm, configs.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
@@ -348,6 +374,8 @@ class KafkaServer:
             await _quietly(server.stop(), "socket server")
         if self.dynamic_config is not None:
             self.dynamic_config.stop()
+        if self.acl_manager is not None:
+            self.acl_manager.stop()
         if self.replica_manager is not None:
             await _quietly(self.replica_manager.fetcher_manager.shutdown(), "replica fetchers")
             await _quietly(self.replica_manager.shutdown(), "replica manager")

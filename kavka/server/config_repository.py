@@ -108,6 +108,7 @@ class ConfigRepository:
                     synonyms.append((broker_key, default_layer[broker_key], SOURCE_DYNAMIC_DEFAULT_BROKER))
                 if broker_key in self.static.originals:
                     synonyms.append((broker_key, render(self.static.originals[broker_key]), SOURCE_STATIC_BROKER))
+            value: str | None
             if name in overrides:
                 value, source = overrides[name], SOURCE_DYNAMIC_TOPIC
             elif name in defaults and synonyms:

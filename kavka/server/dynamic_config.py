@@ -60,6 +60,8 @@ class DynamicConfigManager:
         self._processing = False
         self._again = False
         self._stopped = False
+        # the loop holds only weak references to tasks: a catch-up must not vanish mid-way
+        self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.zk.store.add_session_listener(self._on_session)
@@ -90,16 +92,21 @@ class DynamicConfigManager:
         if self._stopped:
             return
         if event.state is SessionState.NEW_SESSION:
-            asyncio.get_running_loop().create_task(self._in_background(self._catch_up, "catching up after a new session"))
+            self._spawn(self._catch_up, "catching up after a new session")
         elif event.state is SessionState.RECONNECTED:
             # Same session: notifications are still there, but a read that
             # failed with the connection left the watch unarmed.
-            asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
+            self._spawn(self._process, "reading /config/changes")
 
     def _on_change(self, event: WatchEvent) -> None:
         if self._stopped:
             return
-        asyncio.get_running_loop().create_task(self._in_background(self._process, "reading /config/changes"))
+        self._spawn(self._process, "reading /config/changes")
+
+    def _spawn(self, work: Callable[[], Awaitable[None]], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._in_background(work, what))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _in_background(self, work: Callable[[], Awaitable[None]], what: str) -> None:
         """A ZooKeeper failure here is logged, not raised into a task nobody

@@ -20,11 +20,14 @@ from kavka.server.handlers import (
     alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -86,6 +89,9 @@ API_MODULES: tuple[ModuleType, ...] = (
     end_txn,  # 26
     write_txn_markers,  # 27
     txn_offset_commit,  # 28
+    describe_acls,  # 29
+    create_acls,  # 30
+    delete_acls,  # 31
     describe_configs,  # 32
     alter_configs,  # 33
     describe_log_dirs,  # 35

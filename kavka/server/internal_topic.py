@@ -99,7 +99,7 @@ class InternalTopicLog:
         tp = TopicPartition(self.topic, partition)
         results = await self.replica_manager.append_records(self.append_timeout_ms, -1, {tp: batch},
                                                             internal_topics_allowed=True)
-        return ErrorCode(results[tp].error)
+        return results[tp].error
 
     def read_all(self, partition: int) -> Iterator[bytes]:
         p = self.replica_manager.get_partition(TopicPartition(self.topic, partition))

@@ -7,7 +7,10 @@ came from and what is allowed. SIGTERM or SIGINT shuts the broker down
 cleanly (the log manager writes ``.kafka_cleanshutdown``); a second signal
 exits at once. Logs go to stderr; the state-change log (logger
 ``kavka.state.change``) also goes to ``state-change.log`` in the first log
-directory.
+directory. The authorizer's audit log (logger ``kafka.authorizer.logger``:
+denied requests) goes only to ``kafka-authorizer.log`` there, as Kafka's
+log4j.properties sends it (rotated at 10 MB, five files kept, so a client
+hammering the broker with denied requests cannot fill the disk).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import logging.handlers
 import os
 import signal
 import sys
@@ -42,7 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)")
 
 
-def _setup_logging(level: str, state_change_path: str | None) -> None:
+AUTHORIZER_LOG_BYTES = 10 * 1024 * 1024
+AUTHORIZER_LOG_BACKUPS = 5
+
+
+def _setup_logging(level: str, state_change_path: str | None, authorizer_path: str | None = None) -> None:
     fmt = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
     logging.basicConfig(level=getattr(logging, level), format=fmt, stream=sys.stderr)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
@@ -51,6 +59,16 @@ def _setup_logging(level: str, state_change_path: str | None) -> None:
         handler.setFormatter(logging.Formatter(fmt))
         for name in ("kavka.state.change", "state.change.logger"):
             logging.getLogger(name).addHandler(handler)
+    if authorizer_path:
+        from kavka.security.acl_authorizer import AUDIT_LOGGER
+
+        audit = logging.handlers.RotatingFileHandler(authorizer_path, maxBytes=AUTHORIZER_LOG_BYTES,
+                                                     backupCount=AUTHORIZER_LOG_BACKUPS)
+        audit.setFormatter(logging.Formatter(fmt))
+        audit_logger = logging.getLogger(AUDIT_LOGGER)
+        audit_logger.addHandler(audit)
+        audit_logger.setLevel(logging.INFO)  # Kafka's default, whatever the broker's level
+        audit_logger.propagate = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kavka server: {e}", file=sys.stderr)
         return 2
     os.makedirs(config.log_dirs[0], exist_ok=True)
-    _setup_logging(args.log_level, os.path.join(config.log_dirs[0], "state-change.log"))
+    _setup_logging(args.log_level, os.path.join(config.log_dirs[0], "state-change.log"),
+                   os.path.join(config.log_dirs[0], "kafka-authorizer.log"))
     try:
         import uvloop  # noqa: F401
     except ImportError:

@@ -113,6 +113,7 @@ class MetadataCache:
         self.controller_epoch = max(self.controller_epoch, request.controller_epoch)
         brokers: dict[int, LiveBroker] = {}
         for b in request.live_brokers:
+            eps: tuple[BrokerEndpoint, ...]
             if version == 0:
                 eps = (BrokerEndpoint(b.v0_host, b.v0_port, "PLAINTEXT"),)
             else:

@@ -43,7 +43,7 @@ import itertools
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, cast
 
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
 from kavka.protocol.framing import FrameDecoder, frame_parts
@@ -123,7 +123,7 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
-        self._inbox: collections.deque[bytes] = collections.deque()
+        self._inbox: collections.deque[bytes | memoryview] = collections.deque()
         self._inbox_ready = asyncio.Event()
         # Bounded: a full outbox stops request handling (see the module doc).
         self._outbox: asyncio.Queue = asyncio.Queue(maxsize=server.config.max_queued_requests)
@@ -138,7 +138,7 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # a stream server's
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
@@ -159,7 +159,7 @@ class KafkaConnection(asyncio.Protocol):
             self._inbox_ready.set()
             if len(self._inbox) >= self.server.config.max_queued_requests and not self._paused:
                 self._paused = True
-                self.transport.pause_reading()
+                self._live_transport().pause_reading()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -177,6 +177,12 @@ class KafkaConnection(asyncio.Protocol):
         self._can_write.set()
 
     # -- request processing -------------------------------------------------
+    def _live_transport(self) -> asyncio.Transport:
+        """The transport: connection_made sets it before any data or task."""
+        if self.transport is None:
+            raise RuntimeError(f"{self.connection_id} has no transport yet")
+        return self.transport
+
     def close(self) -> None:
         if not self._closing:
             self._closing = True
@@ -190,7 +196,7 @@ class KafkaConnection(asyncio.Protocol):
                     self._inbox_ready.clear()
                     if self._paused:
                         self._paused = False
-                        self.transport.resume_reading()
+                        self._live_transport().resume_reading()
                     await self._inbox_ready.wait()
                     continue
                 if not self._can_write.is_set():
@@ -200,27 +206,28 @@ class KafkaConnection(asyncio.Protocol):
                 frame = self._inbox.popleft()
                 if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
                     self._paused = False
-                    self.transport.resume_reading()
+                    self._live_transport().resume_reading()
                 if not await self._handle(frame):
                     self.close()
                     return
         except asyncio.CancelledError:
             pass
 
-    async def _handle(self, frame: bytes) -> bool:
+    async def _handle(self, frame: bytes | memoryview) -> bool:
         """Decode and dispatch one request; False closes the connection."""
         received = time.monotonic_ns()
         dispatcher = self.server.dispatcher
         try:
             header, body = decode_request(frame)
         except UnsupportedVersionError as e:
-            if e.header.api_key == API_VERSIONS_KEY:
-                await self._respond_unsupported_api_versions(e.header)
+            bad = cast(RequestHeader, e.header)  # the header decode_request parsed
+            if bad.api_key == API_VERSIONS_KEY:
+                await self._respond_unsupported_api_versions(bad)
                 return True
-            log.info("closing %s (%s): %s", self.connection_id, self._who(e.header), e)
+            log.info("closing %s (%s): %s", self.connection_id, self._who(bad), e)
             return False
         except UnknownApiError as e:
-            log.info("closing %s (%s): %s", self.connection_id, self._who(e.header), e)
+            log.info("closing %s (%s): %s", self.connection_id, self._who(cast(RequestHeader, e.header)), e)
             return False
         except DecodeError as e:
             log.info("closing %s from %s:%s: malformed request: %s", self.connection_id, *self.peer, e)
@@ -244,11 +251,8 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("handler for API %d v%d failed (%s); closing the connection",
                           header.api_key, header.api_version, self._who(header))
             return False
-        if inspect.isawaitable(result):
-            fut = asyncio.ensure_future(result)
-        else:
-            fut = result
-        await self._outbox.put((header, fut))
+        reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
+        await self._outbox.put((header, reply))
         return True
 
     async def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
@@ -293,7 +297,7 @@ class KafkaConnection(asyncio.Protocol):
                     return
                 if not self._can_write.is_set():
                     await self._can_write.wait()
-                self.transport.writelines(frame_parts(parts))
+                self._live_transport().writelines(frame_parts(parts))
         except asyncio.CancelledError:
             pass
 

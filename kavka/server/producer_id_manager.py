@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.ids import ProducerId
 from kavka.zk.cluster import ProducerIdBlockZNode
 
 INT64_MAX = 2**63 - 1
@@ -39,7 +40,7 @@ class ProducerIdManager:
     def current_block(self) -> ProducerIdBlockZNode | None:
         return self._block
 
-    async def generate_producer_id(self) -> int:
+    async def generate_producer_id(self) -> ProducerId:
         """The next unused producer id; claims a new block when this one is
         used up. Raises ``KafkaError`` when the id space is exhausted."""
         async with self._lock:
@@ -48,6 +49,6 @@ class ProducerIdManager:
                 if block.block_end >= INT64_MAX:
                     raise KafkaError("the producer id space (int64) is exhausted", code=ErrorCode.UNKNOWN_SERVER_ERROR)
                 self._block, self._next = block, block.block_start
-            pid = self._next
+            pid = ProducerId(self._next)
             self._next += 1
             return pid

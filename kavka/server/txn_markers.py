@@ -94,7 +94,7 @@ class BrokerMarkerWriter:
         for marker in response.markers:
             for t in marker.topics:
                 for p in t.partitions:
-                    code = ErrorCode(p.error_code)
+                    code = ErrorCode.of(p.error_code)
                     tp = TopicPartition(t.name, p.partition_index)
                     if code is ErrorCode.NONE:
                         done.add(tp)

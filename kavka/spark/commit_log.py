@@ -84,7 +84,8 @@ def last_committed_batch(servers: str, topic: str, query_id: str, task: int,
             found: int | None = None
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout_ms / 1000
-            while consumer.position(tp) < target:
+            # no position (not reset yet): poll() resets it
+            while (position := consumer.position(tp)) is None or position < target:
                 if loop.time() > deadline:
                     raise KafkaError(f"the commit topic {topic} stayed behind an open transaction for "
                                      f"{timeout_ms} ms (last stable offset below {target})",

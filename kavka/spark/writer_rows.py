@@ -94,6 +94,14 @@ def _column(batch: pa.RecordBatch, name: str) -> list | None:
     return None if i < 0 else batch.column(i).to_pylist()
 
 
+def _required_column(batch: pa.RecordBatch, name: str) -> list:
+    """A column the schema check made sure of (``value``; ``topic`` without the option)."""
+    column = _column(batch, name)
+    if column is None:
+        raise KavkaOptionError(f"the batch has no {name!r} column")
+    return column
+
+
 def produce_batches(producer, batches: Iterable[pa.RecordBatch], options: SinkOptions,
                     on_delivery: DeliveryErrors) -> int:
     """``producer.produce`` every row; returns the row count. Waits for
@@ -102,9 +110,9 @@ def produce_batches(producer, batches: Iterable[pa.RecordBatch], options: SinkOp
     produce = producer.produce
     for batch in batches:
         n = batch.num_rows
-        values = _column(batch, "value")
+        values = _required_column(batch, "value")
         keys = _column(batch, "key") or [None] * n
-        topics = [options.topic] * n if options.topic else _column(batch, "topic")
+        topics = [options.topic] * n if options.topic else _required_column(batch, "topic")
         partitions = _column(batch, "partition") or [None] * n
         headers = _column(batch, "headers") or [None] * n
         for i in range(n):

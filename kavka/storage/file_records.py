@@ -124,7 +124,8 @@ class FileRecords:
         raw = self.read(position, LOG_OVERHEAD)
         if len(raw) < LOG_OVERHEAD:
             return None
-        return _INT32.unpack_from(raw, 8)[0] + LOG_OVERHEAD
+        size: int = _INT32.unpack_from(raw, 8)[0]
+        return size + LOG_OVERHEAD
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; return the bytes removed."""

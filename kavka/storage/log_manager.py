@@ -55,9 +55,10 @@ import logging
 import shutil
 import threading
 from contextlib import suppress
+from functools import partial
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.common.clock import Clock, SystemClock
@@ -118,8 +119,9 @@ class LogManager:
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
     def _load_logs(self) -> None:
-        jobs: list[tuple[LogDir, TopicPartition | None, Future]] = []  # no partition: a -delete removal
-        pools = []
+        # no partition (and no Log): a -delete removal
+        jobs: list[tuple[LogDir, TopicPartition | None, Future[Log] | Future[None]]] = []
+        pools: list[ThreadPoolExecutor] = []
         try:
             for d in self._dirs:
                 clean = d.had_clean_shutdown()  # (2)
@@ -150,9 +152,9 @@ class LogManager:
                         had_clean_shutdown=clean,
                     )
                     jobs.append((d, tp, job))
-            for d, loaded_tp, job in jobs:  # (5)
-                result = job.result()
-                if loaded_tp is None:
+            for d, loaded_tp, loading in jobs:  # (5)
+                result = loading.result()
+                if loaded_tp is None or result is None:
                     continue
                 if loaded_tp in self._logs:
                     result.close()
@@ -227,12 +229,12 @@ class LogManager:
         done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0}
         logs = self.all_logs()
         for tp, log in logs.items():
-            done["flushed"] += self._guard(tp, lambda log=log: log.maybe_flush(now), 0)
+            done["flushed"] += self._guard(tp, partial(log.maybe_flush, now), 0)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
             done["retention_deleted"] += self._retention_pass(now)
         for tp, log in logs.items():
-            done["files_removed"] += self._guard(tp, lambda log=log: log.delete_expired_files(now), 0)
+            done["files_removed"] += self._guard(tp, partial(log.delete_expired_files, now), 0)
         done["files_removed"] += self._delete_expired_dirs(now)
         if now - self._last["recovery"] >= self.config.flush_offset_checkpoint_ms:
             self._last["recovery"] = now
@@ -249,7 +251,7 @@ class LogManager:
         return done
 
     @staticmethod
-    def _guard(tp: TopicPartition, job, default: int) -> int:
+    def _guard(tp: TopicPartition, job: Callable[[], int], default: int) -> int:
         try:
             return int(job())
         except StorageError as e:  # one bad partition must not stop the others
@@ -264,7 +266,7 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         return len(due)
 
-    def _write_checkpoint(self, which: str, value) -> None:
+    def _write_checkpoint(self, which: str, value: Callable[[Log], int]) -> None:
         with self._lock:
             by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self._dirs}
             for tp, log in self._logs.items():
@@ -410,7 +412,7 @@ class LogManager:
 
     def _delete_old_segments(self, logs: list[tuple[TopicPartition, Log]], now: int) -> int:
         guard = self._guard
-        return sum(guard(tp, lambda log=log: delete_old_segments(log, now), 0) for tp, log in logs)
+        return sum(guard(tp, partial(delete_old_segments, log, now), 0) for tp, log in logs)
 
     # ---- shutdown ------------------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -28,9 +28,11 @@ from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
 from kavka.storage.log_config import LogConfig
 from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
-from kavka.storage.segment_recovery import SegmentRecovery
+from kavka.storage.segment_recovery import EpochAssigner, SegmentRecovery
 from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
-from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
+# TXN_INDEX_SUFFIX is re-exported: the segment's file suffixes are named together here
+from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX as TXN_INDEX_SUFFIX
+from kavka.storage.index.transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -339,7 +341,7 @@ class LogSegment:
             if oi.entries and t_last.offset > self.read_next_offset() - 1:
                 raise CorruptIndexError(f"{ti.path} last entry {t_last} is past the end of the segment")
 
-    def recover(self, epoch_cache=None) -> int:
+    def recover(self, epoch_cache: EpochAssigner | None = None) -> int:
         """Rebuild both indexes from the ``.log``, validating every batch
         (size, magic, CRC32C, increasing offsets that fit this segment);
         truncate at the first bad batch. Returns the bytes truncated."""

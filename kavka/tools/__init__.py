@@ -15,6 +15,8 @@ Commands:
   librdkafka. Both share the line/record formats of ``console_format``.
 * ``consumer_groups`` — ``kavka consumer-groups``: list, describe, delete
   groups, reset their offsets.
+* ``acls`` — ``kavka acls``: add, remove and list ACLs (kafka-acls.sh's
+  options, ``--producer``/``--consumer`` shortcuts and output).
 * ``dump_log`` — ``kavka dump-log``: segments, indexes, checkpoint and
   leader-epoch files.
 * ``reassign_partitions`` — ``kavka reassign-partitions`` (seed 000); its
@@ -26,8 +28,9 @@ Commands:
 
 Shared pieces:
 
-* ``client_cli`` — ``--bootstrap-server``, ``--property`` parsing, and the
-  asyncio main that turns expected failures into one ``Error:`` line.
+* ``client_cli`` — ``--bootstrap-server``, ``--command-config``,
+  ``--property`` parsing, and the asyncio main that turns expected failures
+  into one ``Error:`` line.
 * ``controller_calls`` — one request to the active controller with Kafka's
   retry rule, the present assignment, result tables (reassignment and
   preferred election).

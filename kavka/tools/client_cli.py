@@ -1,7 +1,14 @@
 """What the client-side commands (``kavka topics``, ``console-producer``,
-``console-consumer``) share: the ``--bootstrap-server`` option, ``--property
-key=value`` parsing, and running an asyncio main that turns every expected
-failure into one ``Error: ...`` line on stderr and a non-zero exit code.
+``console-consumer``, ``acls``) share: the ``--bootstrap-server`` option,
+``--command-config`` (a client.properties file), ``--property key=value``
+parsing, and running an asyncio main that turns every expected failure into
+one ``Error: ...`` line on stderr and a non-zero exit code.
+
+``--command-config FILE``: Java-properties client settings, as Kafka's
+tools take them. The keys Kavka's client honours are ``client.id``,
+``request.timeout.ms`` and ``security.protocol`` (PLAINTEXT, the only
+protocol the client speaks so far); any other key is refused naming the
+file and the key rather than ignored.
 
 Exit codes: 0 success, 1 the operation failed (a broker error, no broker
 reachable, a record not delivered), 2 bad command-line input. A traceback
@@ -20,6 +27,7 @@ from typing import Any
 
 from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import ClientConnectionError
+from kavka.common.config import ConfigError, load_properties
 from kavka.common.errors import KafkaError
 
 EXIT_FAILED = 1
@@ -43,6 +51,42 @@ def usage(message: str) -> CliError:
 def add_bootstrap_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT...]",
                    help="one or more brokers to bootstrap from, e.g. 127.0.0.1:9092")
+
+
+def add_command_config_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client settings as Java properties (client.id, request.timeout.ms, security.protocol)")
+
+
+# Client settings a --command-config file may give (see the module docstring).
+COMMAND_CONFIG_KEYS = ("client.id", "request.timeout.ms", "security.protocol")
+CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+
+
+def load_command_config(path: str | None) -> dict[str, str]:
+    """The settings of a --command-config file (empty without one); a key
+    the client cannot honour, or a bad value, is refused naming both."""
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            props = load_properties(f.read(), path)
+    except OSError as e:
+        raise usage(f"--command-config {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise usage(f"--command-config {path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except ConfigError as e:
+        raise usage(f"--command-config {path}: {e}") from None
+    for key, value in props.items():
+        if key not in COMMAND_CONFIG_KEYS:
+            raise usage(f"--command-config {path}: {key!r} is not a client setting Kavka's tools honour; "
+                        f"known: {', '.join(COMMAND_CONFIG_KEYS)}")
+        if key == "security.protocol" and value.upper() not in CLIENT_SECURITY_PROTOCOLS:
+            raise usage(f"--command-config {path}: security.protocol={value} is not one Kavka's client speaks "
+                        f"({', '.join(CLIENT_SECURITY_PROTOCOLS)})")
+        if key == "request.timeout.ms" and (not value.isdigit() or int(value) <= 0):
+            raise usage(f"--command-config {path}: request.timeout.ms={value!r} is not a positive integer")
+    return props
 
 
 def unescape(text: str) -> str:
@@ -92,9 +136,13 @@ def check_bootstrap(text: str) -> str:
 
 
 async def open_cluster(bootstrap: str, *, request_timeout_ms: int = 30_000,
-                       client_id: str = "kavka-cli") -> Cluster:
+                       client_id: str = "kavka-cli", properties: Mapping[str, str] | None = None) -> Cluster:
     """A started Cluster; a cluster nobody answers for raises
-    ``NoBrokersAvailable`` within the connect timeout (at most 10 s)."""
+    ``NoBrokersAvailable`` within the connect timeout (at most 10 s).
+    ``properties`` (from ``load_command_config``) override the defaults."""
+    props = properties or {}
+    client_id = props.get("client.id", client_id)
+    request_timeout_ms = int(props.get("request.timeout.ms", request_timeout_ms))
     cluster = Cluster(check_bootstrap(bootstrap), client_id=client_id, request_timeout_ms=request_timeout_ms,
                       connect_timeout_ms=min(10_000, request_timeout_ms))
     try:

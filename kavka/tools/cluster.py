@@ -55,6 +55,13 @@ class BrokerProcess:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def popen(self) -> subprocess.Popen:
+        """The broker's process (it may have exited since); ClusterError if
+        it was never started."""
+        if self.process is None:
+            raise ClusterError(f"broker {self.broker_id} was never started")
+        return self.process
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -106,7 +113,7 @@ class LocalCluster:
         for b in self.brokers.values():
             self._write_properties(b)
             self.start_broker(b.broker_id)
-            say(f"started broker {b.broker_id} on {b.address} (pid {b.process.pid})")
+            say(f"started broker {b.broker_id} on {b.address} (pid {b.popen().pid})")
         self.wait_ready(set(self.brokers), timeout)
 
     def _write_properties(self, b: BrokerProcess) -> None:
@@ -147,22 +154,23 @@ class LocalCluster:
         """Signal a broker (``sig`` None: it was signalled already) and wait
         for it; SIGKILL after ``timeout``. Returns its exit code."""
         b = self.brokers[broker_id]
-        if b.process is None:
+        proc = b.process
+        if proc is None:
             return None
-        if b.process.poll() is None:
+        if proc.poll() is None:
             if sig is not None:
-                b.process.send_signal(sig)
+                proc.send_signal(sig)
             if sig != signal.SIGKILL:
-                b.process.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
+                proc.send_signal(signal.SIGCONT)  # a paused broker must run to act on it
             try:
-                b.process.wait(timeout)
+                proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                b.process.kill()
-                b.process.wait(10)
+                proc.kill()
+                proc.wait(10)
         if b.log_file is not None:
             b.log_file.close()
             b.log_file = None
-        return b.process.returncode
+        return proc.returncode
 
     def kill_broker(self, broker_id: int) -> None:
         """kill -9."""
@@ -175,12 +183,12 @@ class LocalCluster:
         b = self.brokers[broker_id]
         if not b.running():
             raise ClusterError(f"broker {broker_id} is not running")
-        b.process.send_signal(signal.SIGSTOP)
+        b.popen().send_signal(signal.SIGSTOP)
 
     def resume_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]
         if b.running():
-            b.process.send_signal(signal.SIGCONT)
+            b.popen().send_signal(signal.SIGCONT)
 
     def restart_broker(self, broker_id: int, timeout: float = 60.0) -> None:
         self.stop_broker(broker_id)
@@ -190,7 +198,7 @@ class LocalCluster:
     def stop(self) -> None:
         signalled = [b for b in self.brokers.values() if b.running()]
         for b in signalled:
-            b.process.send_signal(signal.SIGTERM)
+            b.popen().send_signal(signal.SIGTERM)
         for b in self.brokers.values():
             # A broker that got SIGTERM above is only waited for: a second
             # signal makes it exit at once, without its clean shutdown.
@@ -265,7 +273,7 @@ class LocalCluster:
                     and b.process.poll() is not None]
             if dead:
                 b = dead[0]
-                raise ClusterError(f"broker {b.broker_id} exited with code {b.process.returncode}; "
+                raise ClusterError(f"broker {b.broker_id} exited with code {b.popen().returncode}; "
                                    f"last lines of {b.log_path}:\n{b.log_tail()}")
             if ids <= self.registered():
                 return

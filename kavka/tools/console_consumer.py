@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         rc = run_main(main)
         if rc == 0 and args.group is not None:
             from kavka.tools.console_group import consume_in_group
+            assert isinstance(start, str)  # earliest or latest: --offset needs --partition, which --group excludes
             try:
                 rc = consume_in_group(args, start, formatter, progress)
             except CliError as e:
@@ -163,9 +164,9 @@ async def _check_group_apis(cluster: Cluster) -> None:
 async def _partitions(cluster: Cluster, topic: str, partition: int | None) -> list[TopicPartition]:
     md = await cluster.refresh_metadata([topic])
     t = md.topics.get(topic)
-    code = t.error if t is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    if t is None or t.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         raise CliError(f"topic '{topic}' does not exist")
+    code = t.error
     if code != ErrorCode.NONE and not code.retriable:
         raise error_for(code, f"topic '{topic}'")
     if code != ErrorCode.NONE or not t.partitions:
@@ -194,6 +195,7 @@ async def _position(consumer: Consumer, partitions: list[TopicPartition], start:
     elif start == "latest":
         await consumer.seek_to_end()
     else:
+        assert isinstance(start, int)  # earliest, latest or an offset
         for tp in partitions:
             consumer.seek(tp, start)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import cast
 
 from kavka.tools.client_cli import CliError
 from kavka.tools.console_format import RecordFormatter
@@ -55,9 +56,14 @@ def consume_in_group(args: argparse.Namespace, start: str, formatter: RecordForm
                     if err.fatal() or not err.retriable():
                         raise CliError(f"consumer group {args.group}: {err.str()}")
                     continue
+                partition, offset = msg.partition(), msg.offset()
+                if partition is None or offset is None:  # only an error event lacks them
+                    raise CliError(f"consumer group {args.group}: a record without partition or offset")
                 ts_type, ts = msg.timestamp()
-                out.write(formatter.format(msg.partition(), msg.offset(), ts if ts_type else -1,
-                                           _TIMESTAMP_TYPES.get(ts_type, 0), tuple(msg.headers() or ()),
+                # a consumed message's headers are (key, bytes or None) pairs; the other forms are a producer's
+                headers = cast("list[tuple[str, bytes | None]] | None", msg.headers())
+                out.write(formatter.format(partition, offset, ts if ts_type else -1,
+                                           _TIMESTAMP_TYPES.get(ts_type, 0), tuple(headers or ()),
                                            msg.key(), msg.value()))
                 progress.count += 1
                 if args.max_messages is not None and progress.count >= args.max_messages:

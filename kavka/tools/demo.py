@@ -81,6 +81,13 @@ class Demo:
         self.report = Report()
         self.cluster: LocalCluster | None = None
 
+    @property
+    def local(self) -> LocalCluster:
+        """The local cluster, once ``run`` has started it."""
+        if self.cluster is None:
+            raise DemoFailed("the local cluster is not started")
+        return self.cluster
+
     def say(self, msg: str) -> None:
         print(f"[{time.monotonic() - self.t0:5.1f}s] {msg}", flush=True)
 
@@ -117,7 +124,7 @@ class Demo:
     async def create_topic(self) -> None:
         a = self.args
         self.say(f"creating topic '{TOPIC}': {a.partitions} partitions, replication factor {a.replication_factor}")
-        async with Cluster(self.cluster.bootstrap, client_id="kavka-demo") as cluster:
+        async with Cluster(self.local.bootstrap, client_id="kavka-demo") as cluster:
             await KafkaAdmin(cluster).create_topics([NewTopic(TOPIC, a.partitions, a.replication_factor)])
 
             async def leaders() -> None:
@@ -143,7 +150,7 @@ class Demo:
 
         n, size = self.args.records, self.args.record_bytes
         self.say(f"producing {n} records of {size} B with confluent-kafka {_ck_version()} (acks=all)")
-        producer = Producer({"bootstrap.servers": self.cluster.bootstrap, "acks": "all", "linger.ms": 5,
+        producer = Producer({"bootstrap.servers": self.local.bootstrap, "acks": "all", "linger.ms": 5,
                              "batch.size": 1_000_000, "queue.buffering.max.messages": max(n, 100_000),
                              "message.timeout.ms": PRODUCE_TIMEOUT_S * 1000})
         delivered: dict[bytes, tuple[int, int, bytes]] = {}
@@ -185,7 +192,7 @@ class Demo:
 
         n = len(expected)
         self.say(f"consuming them back with confluent-kafka (assign, from offset 0 of {self.args.partitions} partitions)")
-        consumer = Consumer({"bootstrap.servers": self.cluster.bootstrap, "group.id": "kavka-demo",
+        consumer = Consumer({"bootstrap.servers": self.local.bootstrap, "group.id": "kavka-demo",
                              "enable.auto.commit": False, "enable.partition.eof": False})
         consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(self.args.partitions)])
         seen: set[bytes] = set()
@@ -198,16 +205,16 @@ class Demo:
                 for msg in consumer.consume(10_000, 0.5):
                     if msg.error() is not None:
                         raise DemoFailed(f"consumer error: {msg.error()}")
-                    key = msg.key()
-                    want = expected.get(key)
-                    got = (msg.partition(), msg.offset(), msg.value())
-                    if want is None or want != got:
+                    key, partition = msg.key(), msg.partition()
+                    want = expected.get(key) if key is not None else None
+                    got = (partition, msg.offset(), msg.value())
+                    if key is None or partition is None or want is None or want != got:
                         raise DemoFailed(f"record {key!r} came back as partition/offset {got[:2]}; "
                                          f"the producer was told {want[:2] if want else 'nothing'}")
                     if key in seen:
                         raise DemoFailed(f"record {key!r} was consumed twice")
                     seen.add(key)
-                    per_partition[msg.partition()] = per_partition.get(msg.partition(), 0) + 1
+                    per_partition[partition] = per_partition.get(partition, 0) + 1
         finally:
             consumer.close()
         self.report.consume_seconds = time.monotonic() - start
@@ -216,20 +223,20 @@ class Demo:
         self.say(f"consumed {len(seen)} records in {self.report.consume_seconds:.2f} s; every one matched")
 
     async def describe(self) -> None:
-        async with Cluster(self.cluster.bootstrap, client_id="kavka-demo") as cluster:
+        async with Cluster(self.local.bootstrap, client_id="kavka-demo") as cluster:
             md, ids = await metadata_with_ids(cluster, [TOPIC], 30_000)
             self.report.describe = await describe_lines(KafkaAdmin(cluster), md, ids, [TOPIC])
 
     def stop(self) -> None:
         self.say("stopping the brokers (SIGTERM, clean shutdown) and ZooKeeper")
-        signalled = [b.broker_id for b in self.cluster.brokers.values() if b.running()]
+        signalled = [b.broker_id for b in self.local.brokers.values() if b.running()]
         for bid in signalled:
-            self.cluster.brokers[bid].process.terminate()
-        codes = {bid: self.cluster.stop_broker(bid, sig=None) for bid in self.cluster.brokers}
+            self.local.brokers[bid].popen().terminate()
+        codes = {bid: self.local.stop_broker(bid, sig=None) for bid in self.local.brokers}
         bad = {bid: c for bid, c in codes.items() if c != 0}
         if bad:
             raise DemoFailed(f"brokers did not shut down cleanly (exit codes {bad})")
-        self.cluster.cleanup()
+        self.local.cleanup()
         self.say("stopped")
 
     def summary(self) -> None:

@@ -110,7 +110,7 @@ class TransactionCoordinator:
     LeaderAndIsr path; the handlers call the request methods."""
 
     def __init__(self, broker_id: int, config: TransactionConfig, txn_log: TransactionLog,
-                 markers: MarkerWriter, new_producer_id: Callable[[], Awaitable[int]]) -> None:
+                 markers: MarkerWriter, new_producer_id: Callable[[], Awaitable[ProducerId]]) -> None:
         self.broker_id = broker_id
         self.config = config
         self.txn_log = txn_log
@@ -166,7 +166,7 @@ class TransactionCoordinator:
             except Exception:  # ZooKeeper unreachable: the client retries
                 self.pending.discard(tid)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1
-            fresh = TransactionMetadata(tid, pid, 0, timeout_ms, S.EMPTY, frozenset(), -1, now)
+            fresh = TransactionMetadata(tid, pid, ProducerEpoch(0), timeout_ms, S.EMPTY, frozenset(), -1, now)
             code = await self.write(fresh)
             self.pending.discard(tid)
             return (code, pid, 0) if code is ErrorCode.NONE else (code, -1, -1)

@@ -15,8 +15,9 @@ Modules:
   (/admin/...: tools' requests to the controller), ``notifications``
   (sequential change notifications), ``config_nodes``
   (/config/<type>/<name>), ``cluster`` (/cluster/id,
-  /latest_producer_id_block, the persistent paths), ``codec`` (errors
-  naming the path, JSON helpers);
+  /latest_producer_id_block, the persistent paths), ``acls`` (Kafka's
+  AclAuthorizer znodes: /kafka-acl, /kafka-acl-extended/prefixed and their
+  change notifications), ``codec`` (errors naming the path, JSON helpers);
 * the store: ``store_types`` (the ``ZkStore`` seam and its value types),
   ``store`` (``KazooZkStore`` over kazoo, callbacks re-posted to the loop),
   ``multi_read`` (ZooKeeper's multiRead request for kazoo), ``memory``
@@ -24,5 +25,8 @@ Modules:
 * typed operations: ``client`` (``KavkaZkClient``: registration,
   controller election, partition state), ``client_admin`` (``AdminZkOps``, its
   requests, notifications, configs and producer-id operations), ``registration``
-  (``BrokerRegistrar``).
+  (``BrokerRegistrar``), ``acl_store`` (``ZkAclStore``: ACLs read, loaded
+  and updated conditionally, changes announced), ``change_listener``
+  (``ChangeNotificationListener``: follows a sequential notification queue,
+  purging entries older than 15 minutes).
 """

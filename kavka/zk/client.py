@@ -31,6 +31,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVa
 
 T = TypeVar("T")
 
+from kavka.common.ids import BrokerId
 from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, TOPICS_PATH, BrokerIdZNode, PartitionStateZNode, TopicZNode
 from kavka.zk.client_admin import AdminZkOps
@@ -172,9 +173,9 @@ class KavkaZkClient(AdminZkOps):
                 except asyncio.TimeoutError:
                     pass
 
-    async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
+    async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[BrokerId]:
         children = await self.store.get_children(BROKER_IDS_PATH, watch)
-        return sorted(int(c) for c in children if c.isdigit())
+        return sorted(BrokerId(int(c)) for c in children if c.isdigit())
 
     async def get_brokers(self, ids: Iterable[int]) -> dict[int, BrokerIdZNode]:
         """Registrations of ``ids`` that still exist (a broker may die between

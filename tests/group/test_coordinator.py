@@ -196,3 +196,24 @@ async def test_offsets_of_deleted_partitions_are_removed():
     assert await c.remove_offsets_of({("t", 0), ("x", 9)}) == 1
     assert set(c.groups["g"].offsets) == {("u", 0)}
     assert set((await owned(store)).groups["g"].offsets) == {("u", 0)}
+
+
+async def test_offsets_of_deleted_partitions_go_in_a_task_the_coordinator_holds():
+    """UpdateMetadata reports deleted partitions from a synchronous callback:
+    the tombstones are written by a task, which the coordinator keeps a
+    reference to until it is done (the event loop holds tasks only weakly)."""
+    store = MemoryGroupLog()
+    c = await owned(store)
+    a = await first_generation(c)
+    await c.commit_offsets("g", 1, a, None, {("t", 0): (42, -1, None), ("u", 0): (7, -1, None)})
+    written = len(store.batches[0])
+    c.partitions_deleted([("t", 0)])
+    assert len(c.offsets._removals) == 1
+    for _ in range(200):
+        if not c.offsets._removals:
+            break
+        await asyncio.sleep(0.01)
+    assert not c.offsets._removals
+    _, found = c.fetch_offsets("g", None)
+    assert set(found) == {("u", 0)}
+    assert len(store.batches[0]) == written + 1  # the tombstone

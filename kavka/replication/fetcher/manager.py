@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
+from kavka.common.broker_config import KafkaConfig
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey, InitialFetchState
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
@@ -80,7 +80,7 @@ class ReplicaFetcherManager:
     def for_broker(
         cls,
         broker_id: int,
-        broker_config: Callable[[], Any],
+        broker_config: Callable[[], KafkaConfig],
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,

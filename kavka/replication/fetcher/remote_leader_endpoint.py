@@ -22,6 +22,7 @@ connection and raises ``LeaderConnectionError``. Event loop only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
@@ -30,6 +31,8 @@ from kavka.protocol.messages import (
     FetchRequest,
     ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
+    Request,
+    Response,
 )
 from kavka.replication.fetcher.leader_endpoint import (
     EpochEndOffsetResult,
@@ -42,13 +45,7 @@ from kavka.replication.state import BrokerEndPoint
 from kavka.common.topic_partition import TopicPartition
 
 FETCH_MAX_VERSION = 12
-
-
-def _code(value: int) -> ErrorCode:
-    try:
-        return ErrorCode(value)
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
+R = TypeVar("R", bound=Response)
 
 
 class RemoteLeaderEndPoint:
@@ -64,7 +61,7 @@ class RemoteLeaderEndPoint:
     def __repr__(self) -> str:
         return f"RemoteLeaderEndPoint(broker {self.leader.broker_id} at {self.leader.host}:{self.leader.port})"
 
-    async def _request(self, body, *, max_version: int | None = None):
+    async def _request(self, body: Request[R], *, max_version: int | None = None) -> R:
         try:
             if self._conn is None or not self._conn.connected:
                 self.close()
@@ -85,12 +82,12 @@ class RemoteLeaderEndPoint:
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
     ) -> dict[TopicPartition, FetchPartitionData]:
         Q = FetchRequest
-        topics: dict[str, list] = {}
-        for tp, p in partitions.items():
+        topics: dict[str, list[FetchRequest.Topics.Partitions]] = {}
+        for tp, fp in partitions.items():
             topics.setdefault(tp.topic, []).append(Q.Topics.Partitions(
-                partition=tp.partition, current_leader_epoch=p.current_leader_epoch, fetch_offset=p.fetch_offset,
-                last_fetched_epoch=p.last_fetched_epoch, log_start_offset=p.log_start_offset,
-                partition_max_bytes=p.max_bytes))
+                partition=tp.partition, current_leader_epoch=fp.current_leader_epoch, fetch_offset=fp.fetch_offset,
+                last_fetched_epoch=fp.last_fetched_epoch, log_start_offset=fp.log_start_offset,
+                partition_max_bytes=fp.max_bytes))
         body = Q(replica_id=params.replica_id, max_wait_ms=params.max_wait_ms, min_bytes=params.min_bytes,
                  max_bytes=params.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
                  topics=[Q.Topics(topic=t, partitions=ps) for t, ps in topics.items()])
@@ -98,7 +95,7 @@ class RemoteLeaderEndPoint:
         if resp.error_code:
             # A request-level error (e.g. a session error we never asked for)
             # applies to every partition.
-            err = _code(resp.error_code)
+            err = ErrorCode.of(resp.error_code)
             return {tp: FetchPartitionData(err) for tp in partitions}
         out: dict[TopicPartition, FetchPartitionData] = {}
         for t in resp.responses:
@@ -109,7 +106,7 @@ class RemoteLeaderEndPoint:
                 div = p.diverging_epoch
                 diverging = EpochEndOffset(div.epoch, div.end_offset) if div is not None and div.epoch >= 0 else None
                 out[tp] = FetchPartitionData(
-                    _code(p.error_code), p.high_watermark, p.last_stable_offset, p.log_start_offset,
+                    ErrorCode.of(p.error_code), p.high_watermark, p.last_stable_offset, p.log_start_offset,
                     p.records if p.records is not None else b"", diverging)
         for tp in partitions:
             out.setdefault(tp, FetchPartitionData(ErrorCode.UNKNOWN_SERVER_ERROR))  # the leader left it out
@@ -119,7 +116,7 @@ class RemoteLeaderEndPoint:
         self, requests: Mapping[TopicPartition, EpochRequest]
     ) -> dict[TopicPartition, EpochEndOffsetResult]:
         Q = OffsetForLeaderEpochRequest
-        topics: dict[str, list] = {}
+        topics: dict[str, list[OffsetForLeaderEpochRequest.Topics.Partitions]] = {}
         for tp, r in requests.items():
             topics.setdefault(tp.topic, []).append(Q.Topics.Partitions(
                 partition=tp.partition, current_leader_epoch=r.current_leader_epoch, leader_epoch=r.leader_epoch))
@@ -130,7 +127,7 @@ class RemoteLeaderEndPoint:
             for p in t.partitions:
                 tp = TopicPartition(t.topic, p.partition)
                 if tp in requests:
-                    out[tp] = EpochEndOffsetResult(_code(p.error_code), p.leader_epoch, p.end_offset)
+                    out[tp] = EpochEndOffsetResult(ErrorCode.of(p.error_code), p.leader_epoch, p.end_offset)
         for tp in requests:
             out.setdefault(tp, EpochEndOffsetResult(ErrorCode.UNKNOWN_SERVER_ERROR))
         return out
@@ -145,7 +142,7 @@ class RemoteLeaderEndPoint:
             for p in t.partitions:
                 if t.name == tp.topic and p.partition_index == tp.partition:
                     offset = p.offset if p.offset >= 0 or not p.old_style_offsets else p.old_style_offsets[0]
-                    return OffsetResult(_code(p.error_code), offset)
+                    return OffsetResult(ErrorCode.of(p.error_code), offset)
         return OffsetResult(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def close(self) -> None:

@@ -18,6 +18,9 @@ From the controller (seed 000): ``leader_and_isr`` (4), ``stop_replica``
 (7), ``elect_leaders`` (43), ``alter_partition_reassignments`` (45),
 ``list_partition_reassignments`` (46).
 
+ACLs (KIP-140, KIP-290): ``describe_acls`` (29), ``create_acls`` (30),
+``delete_acls`` (31), with what they share in ``acl_common``.
+
 Group coordinator (kavka.group): ``find_coordinator`` (10), ``join_group``
 (11), ``heartbeat`` (12), ``leave_group`` (13), ``sync_group`` (14),
 ``describe_groups`` (15), ``list_groups`` (16), ``offset_commit`` (8),

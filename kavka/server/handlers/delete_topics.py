@@ -8,8 +8,10 @@ name or by id (KIP-516).
 
 from __future__ import annotations
 
+import uuid
+
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
+from kavka.protocol.messages import ZERO_UUID, DeleteTopicsRequest, DeleteTopicsResponse
 from kavka.server.admin_manager import AdminManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -28,16 +30,18 @@ class DeleteTopicsHandler:
     async def __call__(self, ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
         version = ctx.api_version
         R = DeleteTopicsResponse
+        wanted: list[tuple[str | None, uuid.UUID | None]]
         if version >= 6:
             wanted = [(t.name, t.topic_id) for t in request.topics]
         else:
             wanted = [(name, None) for name in request.topic_names]
-        responses, pending = [], []
+        responses: list[DeleteTopicsResponse.Responses] = []
+        pending: list[tuple[str, DeleteTopicsResponse.Responses]] = []
         for name, topic_id in wanted:
-            if name is None and topic_id is not None:
-                name = self.cache.topic_by_id(topic_id)
+            if name is None:  # v6+: by id (a null name with no id is no known topic either)
+                name = self.cache.topic_by_id(topic_id) if topic_id is not None else None
                 if name is None:
-                    responses.append(R.Responses(name=None, topic_id=topic_id,
+                    responses.append(R.Responses(name=None, topic_id=topic_id if topic_id is not None else ZERO_UUID,
                                                  error_code=int(ErrorCode.UNKNOWN_TOPIC_ID)))
                     continue
             if not self.delete_enabled:
@@ -51,14 +55,14 @@ class DeleteTopicsHandler:
                 resp.topic_id = self.cache.topic_id(name)
             responses.append(resp)
             if code == ErrorCode.NONE:
-                pending.append(resp)
+                pending.append((name, resp))
         if pending:
-            names = {r.name for r in pending}
+            names = {n for n, _ in pending}
             ok = await self.cache.wait_until(lambda c: not any(c.contains_topic(n) for n in names),
                                              max(request.timeout_ms, 0) / 1000.0)
             if not ok:
-                for r in pending:
-                    if self.cache.contains_topic(r.name):
+                for n, r in pending:
+                    if self.cache.contains_topic(n):
                         r.error_code = int(ErrorCode.REQUEST_TIMED_OUT)
                         r.error_message = "deletion was requested but has not completed yet"
         return R(throttle_time_ms=0, responses=responses)

@@ -41,11 +41,11 @@ class DescribeLogDirsHandler:
                 R.Results.Topics.Partitions(partition_index=tp.partition, partition_size=log.size_in_bytes(),
                                             offset_lag=0, is_future_key=False))
         results = []
-        for directory, topics in per_dir.items():
-            entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=directory, topics=[
+        for dir_name, topics in per_dir.items():
+            entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=dir_name, topics=[
                 R.Results.Topics(name=name, partitions=parts) for name, parts in topics.items()])
             try:
-                usage = shutil.disk_usage(directory)
+                usage = shutil.disk_usage(dir_name)
             except OSError:
                 entry.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
                 entry.topics = []

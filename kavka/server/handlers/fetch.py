@@ -103,7 +103,7 @@ class FetchHandler:
             for broker_id in sorted(leaders_wanted):
                 b = self.cache.alive_broker(broker_id)
                 ep = b.endpoint(ctx.listener) if b is not None else None
-                if ep is not None:
+                if b is not None and ep is not None:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response

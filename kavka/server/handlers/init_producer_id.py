@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
 from kavka.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
@@ -44,8 +45,9 @@ class InitProducerIdHandler:
         if tid is not None:
             version = ctx.api_version
             code, pid, epoch = await self.transactions.init_producer_id(
-                tid, request.transaction_timeout_ms, request.producer_id if version >= 3 else -1,
-                request.producer_epoch if version >= 3 else -1)
+                tid, request.transaction_timeout_ms,
+                ProducerId(request.producer_id) if version >= 3 else NO_PRODUCER_ID,
+                ProducerEpoch(request.producer_epoch) if version >= 3 else NO_PRODUCER_EPOCH)
             if code is not ErrorCode.NONE:
                 return _answer(fenced_as(code, version, 4))
             return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)

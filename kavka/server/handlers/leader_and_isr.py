@@ -82,7 +82,7 @@ class LeaderAndIsrHandler:
             self.on_leadership_change([s for _, s in entries], result.partition_errors)
         errors = {(tid, s.topic_partition): result.partition_errors.get(s.topic_partition, int(ErrorCode.NONE))
                   for tid, s in entries}
-        return self._response(version, ErrorCode(result.error), errors)
+        return self._response(version, ErrorCode.of(result.error), errors)
 
     @staticmethod
     def _response(version: int, code: ErrorCode, errors: dict) -> LeaderAndIsrResponse:

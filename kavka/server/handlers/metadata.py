@@ -62,7 +62,7 @@ class MetadataHandler:
         R = MetadataResponse
         requested = request.topics
         all_topics = requested is None or (version == 0 and not requested)
-        if all_topics:
+        if requested is None or all_topics:
             wanted: list[tuple[str | None, uuid.UUID | None]] = [(t, None) for t in cache.topics()]
         else:
             wanted = [(t.name, t.topic_id if version >= 10 else None) for t in requested]
@@ -98,7 +98,7 @@ class MetadataHandler:
                 else:
                     topics.append(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
                                            topic_authorized_operations=INT32_MIN))
-            answers = await self.auto_create(creatable) if creatable else {}
+            answers = await self.auto_create(creatable) if creatable and self.auto_create is not None else {}
             for name in creatable:
                 code = answers.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 topics.append(R.Topics(error_code=int(code), name=name, topic_authorized_operations=INT32_MIN))

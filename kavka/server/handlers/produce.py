@@ -35,7 +35,7 @@ class ProduceHandler:
 
     async def __call__(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
         version = ctx.api_version
-        entries: dict[TopicPartition, object] = {}
+        entries: dict[TopicPartition, bytes | memoryview] = {}
         early: dict[TopicPartition, tuple[ErrorCode, str]] = {}
         order: list[TopicPartition] = []
         for topic in request.topic_data:
@@ -80,7 +80,7 @@ class ProduceHandler:
             for broker_id in sorted(leaders_wanted):
                 b = self.cache.alive_broker(broker_id)
                 ep = b.endpoint(ctx.listener) if b is not None else None
-                if ep is not None:
+                if b is not None and ep is not None:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response

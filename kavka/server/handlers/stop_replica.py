@@ -67,7 +67,7 @@ class StopReplicaHandler:
                 continue
             result = self.replica_manager.stop_replicas(request.controller_id, request.controller_epoch, tps, delete)
             if result.error != int(ErrorCode.NONE):
-                top = ErrorCode(result.error)
+                top = ErrorCode.of(result.error)
             elif self.on_stopped is not None:
                 self.on_stopped(tps)
             errors.update(result.partition_errors)

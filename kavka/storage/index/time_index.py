@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from kavka.storage.index.index_file import IndexFile
 from kavka.storage.index.offset_index import INT32_MAX, IndexOffsetError
@@ -76,7 +77,7 @@ class TimeIndex(IndexFile):
         self._last = TimestampOffset(timestamp, offset)
         return True
 
-    def _slot_for(self, key, value: int) -> int:
+    def _slot_for(self, key: Callable[[tuple[int, int]], int], value: int) -> int:
         view = self.view()
         lo, hi = 0, self.entries - 1
         found = -1

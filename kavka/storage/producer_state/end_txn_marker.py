@@ -38,7 +38,7 @@ def coordinator_epoch_of(batch: bytes | memoryview) -> int:
     return NO_COORDINATOR_EPOCH
 
 
-def coordinator_epochs(buffer, headers: Sequence[RecordBatchHeader]) -> list[int] | None:
+def coordinator_epochs(buffer: bytes | bytearray | memoryview, headers: Sequence[RecordBatchHeader]) -> list[int] | None:
     """Per batch of ``buffer`` (whose batches are ``headers``, back to back
     from position 0): the marker's coordinator epoch, NO_COORDINATOR_EPOCH
     for a data batch. None when no batch is a marker (the common case)."""

@@ -83,7 +83,7 @@ class ProducerStateEntry:
                 return b
         return None
 
-    def add(self, epoch: int, batch: BatchMetadata) -> None:
+    def add(self, epoch: ProducerEpoch, batch: BatchMetadata) -> None:
         if epoch != self.producer_epoch:
             # A new epoch restarts the sequence: older batches can no longer match.
             self.producer_epoch = epoch
@@ -106,7 +106,7 @@ class ProducerStateEntry:
 
     @classmethod
     def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
-        entry = cls(e.producer_id, e.producer_epoch)
+        entry = cls(ProducerId(e.producer_id), ProducerEpoch(e.producer_epoch))
         if e.last_sequence < 0 and e.last_offset < 0:
             entry.last_timestamp = e.timestamp
             entry.coordinator_epoch = e.coordinator_epoch

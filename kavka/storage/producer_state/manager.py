@@ -44,6 +44,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from kavka.common.ids import ProducerEpoch, ProducerId
 from kavka.protocol.records.batch import RecordBatchHeader
 from kavka.storage.producer_state.append_check import check_leader_append
 from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, coordinator_epoch_of
@@ -131,8 +132,9 @@ class ProducerStateManager:
     def _add(self, h: RecordBatchHeader, first_offset: int, last_offset: int, timestamp: int) -> None:
         entry = self.producers.get(h.producer_id)
         if entry is None:
-            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
-        entry.add(h.producer_epoch, BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
+            entry = self.producers[h.producer_id] = ProducerStateEntry(
+                ProducerId(h.producer_id), ProducerEpoch(h.producer_epoch))
+        entry.add(ProducerEpoch(h.producer_epoch), BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
         if h.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
 
@@ -145,11 +147,12 @@ class ProducerStateManager:
         its sequence window restarts with it."""
         entry = self.producers.get(h.producer_id)
         if entry is None:
-            entry = self.producers[h.producer_id] = ProducerStateEntry(h.producer_id, h.producer_epoch)
+            entry = self.producers[h.producer_id] = ProducerStateEntry(
+                ProducerId(h.producer_id), ProducerEpoch(h.producer_epoch))
         if coordinator_epoch != NO_COORDINATOR_EPOCH:
             entry.coordinator_epoch = coordinator_epoch
         if h.producer_epoch > entry.producer_epoch:
-            entry.producer_epoch = h.producer_epoch
+            entry.producer_epoch = ProducerEpoch(h.producer_epoch)
             entry.batches.clear()
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         first = entry.current_txn_first_offset
