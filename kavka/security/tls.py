@@ -259,11 +259,11 @@ def load_keystore(config: SslConfigSource) -> KeyStore | None:
         if loaded is None:
             raise ConfigError(config.source("ssl.keystore.password"),
                               f"does not open {where} (wrong password, or not a PKCS12 file)")
-        private_key, cert, extra = loaded
-        if private_key is None or cert is None:
+        p12_key, cert, extra = loaded
+        if p12_key is None or cert is None:
             raise ConfigError(config.source("ssl.keystore.location"),
                               f"{where} holds no private key with its certificate (is it a truststore?)")
-        store = KeyStore(private_key, (cert, *extra), where)
+        store = KeyStore(p12_key, (cert, *extra), where)
     leaf_key = store.chain[0].public_key()
     if leaf_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) != \
             store.key.public_key().public_bytes(serialization.Encoding.DER,
@@ -380,10 +380,10 @@ def _versions_and_ciphers(ctx: ssl.SSLContext, config: SslConfigSource) -> None:
     ctx.minimum_version, ctx.maximum_version = lowest, highest
 
 
-_CIPHERS: list[dict[str, Any]] = []
+_CIPHERS: list[Any] = []  # ssl's _Cipher dicts, read once
 
 
-def _all_ciphers() -> list[dict[str, Any]]:
+def _all_ciphers() -> list[Any]:
     if not _CIPHERS:
         probe = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         probe.set_ciphers("ALL")

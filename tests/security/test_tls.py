@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
-from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -30,11 +29,6 @@ def listener(**props: str) -> ListenerConfig:
     c = KafkaConfig.from_props({**ZK, "listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL",
                                 **props})
     return c.listener_config("SSL")
-
-
-@pytest.fixture
-def pki(tmp_path: Path) -> Pki:
-    return Pki(tmp_path)
 
 
 def broker_pem(pki: Pki, **extra: str) -> ListenerConfig:
