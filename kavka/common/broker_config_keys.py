@@ -121,7 +121,7 @@ _d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism bro
 _d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback for listener.name.<listener>.<mechanism>.sasl.jaas.config.", nullable=True)
 _d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
 _d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
-_d("connection.failed.authentication.delay.ms", INT, 100, "Delay before answering a failed authentication and closing the connection.", Range(0, None))
+_d("connection.failed.authentication.delay.ms", INT, 100, "How long after answering a failed authentication the connection is closed.", Range(0, None))
 
 # -- authorization (Kafka's AclAuthorizer) ----------------------------------------
 _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)

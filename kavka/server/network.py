@@ -299,7 +299,7 @@ class KafkaConnection(asyncio.Protocol):
         if step.session is not None:
             self.session = step.session
             self.decoder.max_frame_size = self.server.config.max_request_size
-        if step.response is None and step.token is None:
+        if step.response is None and step.token is None and step.delay_s <= 0:
             return not step.close
         self.in_flight += 1
         await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s)))
@@ -361,27 +361,31 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _write_auth_reply(self, header: RequestHeader | None, reply: "_AuthReply") -> bool:
         """Write the authenticator's reply; False once the connection is closed."""
-        if reply.delay_s > 0:
-            # connection.failed.authentication.delay.ms: a failed client
-            # cannot retry at full speed (Kafka delays the reply and the close)
-            await asyncio.sleep(reply.delay_s)
         self.in_flight -= 1
         self.last_active = time.monotonic()
         if self._closing:
             return False
+        parts: list = []
         if reply.token is not None:
-            parts: list = [reply.token]
-        else:
-            assert header is not None and reply.response is not None
+            parts = [reply.token]
+        elif reply.response is not None:
+            assert header is not None
             parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id,
                                           reply.response)
-        if not self._can_write.is_set():
-            await self._can_write.wait()
-        self._live_transport().writelines(frame_parts(parts))
-        if reply.close:
-            self.close()
-            return False
-        return True
+        if parts:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            self._live_transport().writelines(frame_parts(parts))
+        if not reply.close:
+            return True
+        if reply.close_delay_s > 0:
+            # connection.failed.authentication.delay.ms: the close waits, so
+            # the client reads the error before the connection goes (a
+            # client that sees the close with the answer may drop the
+            # answer) and cannot retry at once on the same socket.
+            await asyncio.sleep(reply.close_delay_s)
+        self.close()
+        return False
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
@@ -389,13 +393,14 @@ class KafkaConnection(asyncio.Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _AuthReply:
-    """An authenticator's reply in the outbox: a response or a raw token,
-    written after ``delay_s``, then the connection closed if ``close``."""
+    """An authenticator's reply in the outbox: a response or a raw token
+    (or nothing), then, if ``close``, the connection closed ``close_delay_s``
+    later."""
 
     response: Any
     token: bytes | None
     close: bool
-    delay_s: float
+    close_delay_s: float
 
 
 class SocketServer:
