@@ -43,7 +43,7 @@ class Profiler:
         self.rate = rate
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Profiler":
+    def __enter__(self) -> Profiler:
         if self.path is not None:
             spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
             mode = ["--native"] if self.native else ["--nonblocking"]

@@ -130,11 +130,12 @@ def tansu_binary() -> str:
 def start_tansu(data_dir: Path, timeout: float = 30.0) -> BrokerUnderTest:
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    log_file = open(data_dir / "tansu.log", "wb")
-    proc = subprocess.Popen(
-        [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/"],
-        stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    # Tansu writes its log through its own copy of the descriptor.
+    with open(data_dir / "tansu.log", "wb") as log_file:
+        proc = subprocess.Popen(
+            [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     bootstrap = f"127.0.0.1:{port}"
 
     def stop() -> None:
@@ -145,7 +146,6 @@ def start_tansu(data_dir: Path, timeout: float = 30.0) -> BrokerUnderTest:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        log_file.close()
 
     deadline = time.monotonic() + timeout
     while True:
@@ -229,7 +229,7 @@ def produce(broker: BrokerUnderTest, topic: str, partitions: int, records: int, 
         except BufferError:  # the client's queue is full: let it drain
             p.poll(0.001)
             if time.monotonic() > deadline:
-                raise RuntimeError(f"produce to {broker.name} timed out after {i} records")
+                raise RuntimeError(f"produce to {broker.name} timed out after {i} records") from None
     left = p.flush(max(0.1, deadline - time.monotonic()))
     seconds = time.perf_counter() - start
     run = Run(records, records * size, seconds, cpu_seconds(broker.pid) - cpu0, client_cpu() - ccpu0)

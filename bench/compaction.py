@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from kavka.common.clock import ManualClock  # noqa: E402
+from kavka.common.topic_partition import TopicPartition  # noqa: E402
 from kavka.protocol.records import Compression, SimpleRecord, build_batch, iter_batches, iter_records  # noqa: E402
 from kavka.storage.cleaner.config import LogCleanerConfig  # noqa: E402
 from kavka.storage.cleaner.thread import LogCleaner  # noqa: E402
-from kavka.common.clock import ManualClock  # noqa: E402
 from kavka.storage.log import Log  # noqa: E402
 from kavka.storage.log_config import LogConfig  # noqa: E402
-from kavka.common.topic_partition import TopicPartition  # noqa: E402
 
 T0 = 1_700_000_000_000
 

@@ -27,7 +27,6 @@ from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "protocol"))
 import schema_strategies as ss  # noqa: E402
-
 from kavka.protocol.codec import decode_body, encode_body, plan_for  # noqa: E402
 from kavka.protocol.errors import DecodeError  # noqa: E402
 from kavka.protocol.framing import FrameDecoder  # noqa: E402

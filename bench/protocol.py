@@ -58,7 +58,7 @@ def bench_produce(repeat: int) -> None:
     for version in (7, 9, 11):
         frame = encode_request(RequestHeader(0, version, 1, "bench"), body)
 
-        def work():
+        def work(frame: bytes = frame) -> None:
             _, req = decode_request(frame)
             validate_batch(req.topic_data[0].partition_data[0].records)
 
@@ -105,14 +105,14 @@ def bench_fetch(repeat: int, sizes: list[int]) -> None:
             rb, sb = encode_body(req, version), encode_body(resp, version)
             mv_r, mv_s = memoryview(rb), memoryview(sb)
             inner = max(1, 2000 // n)
-            rd = best(lambda: decode_body(1, REQUEST, version, mv_r), repeat, inner)
-            re_ = best(lambda: encode_body(req, version), repeat, inner)
-            sd = best(lambda: decode_body(1, RESPONSE, version, mv_s), repeat, inner)
-            se = best(lambda: encode_body(resp, version), repeat, inner)
+            rd = best(lambda version=version, mv_r=mv_r: decode_body(1, REQUEST, version, mv_r), repeat, inner)
+            re_ = best(lambda req=req, version=version: encode_body(req, version), repeat, inner)
+            sd = best(lambda version=version, mv_s=mv_s: decode_body(1, RESPONSE, version, mv_s), repeat, inner)
+            se = best(lambda resp=resp, version=version: encode_body(resp, version), repeat, inner)
             ratio_r = ratio_s = float("nan")
             if kp is not None:
-                kr = best(lambda: kp[0].decode(rb, version=version), repeat, inner)
-                ks = best(lambda: kp[1].decode(sb, version=version), repeat, inner)
+                kr = best(lambda rb=rb, version=version: kp[0].decode(rb, version=version), repeat, inner)
+                ks = best(lambda sb=sb, version=version: kp[1].decode(sb, version=version), repeat, inner)
                 ratio_r, ratio_s = kr / rd, ks / sd
             print(f"  {'v' + str(version):>7} {n:>6} {rd * 1e6:9.1f} {re_ * 1e6:9.1f} {sd * 1e6:9.1f}"
                   f" {se * 1e6:9.1f} {ratio_r:9.2f} {ratio_s:10.2f}")

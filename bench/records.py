@@ -51,8 +51,8 @@ def make_records(count: int, value_size: int) -> list[SimpleRecord]:
 def kafka_python_pair(codec: Compression):
     """(build, read) closures over kafka-python, or None if it lacks the codec."""
     try:
-        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
         from kafka import codec as kcodec
+        from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
     except ImportError:
         return None
     available = {
@@ -85,15 +85,15 @@ def bench_codecs(args) -> None:
     for name in args.codecs:
         codec = Compression[name.upper()]
         raw = build_batch(records, compression=codec)
-        t_build = best_of(args.repeat, lambda: build_batch(records, compression=codec))
-        t_iter = best_of(args.repeat, lambda: sum(1 for _ in iter_records(raw)))
+        t_build = best_of(args.repeat, lambda codec=codec: build_batch(records, compression=codec))
+        t_iter = best_of(args.repeat, lambda raw=raw: sum(1 for _ in iter_records(raw)))
         ref = kafka_python_pair(codec)
         kp_build = kp_iter = "n/a"
         if ref is not None:
             kbuild, kread = ref
             kraw = kbuild(records)
-            kb = best_of(args.repeat, lambda: kbuild(records))
-            ki = best_of(args.repeat, lambda: kread(kraw))
+            kb = best_of(args.repeat, lambda kbuild=kbuild: kbuild(records))
+            ki = best_of(args.repeat, lambda kread=kread, kraw=kraw: kread(kraw))
             # Ratios > 1 mean Kavka is faster than kafka-python.
             kp_build = f"x{kb / t_build:.2f}"
             kp_iter = f"x{ki / t_iter:.2f}"

@@ -51,9 +51,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import (
@@ -67,7 +67,6 @@ from confluent_kafka.admin import (
 
 # bench/broker.py's loads and helpers (this script's directory is on sys.path)
 from broker import BrokerUnderTest, cpu_seconds, fmt, latency, produce, say
-
 from kavka.tools.cluster import LocalCluster
 
 BROKERS = 3
@@ -193,7 +192,7 @@ def _catch_up_once(bench: Bench, topic: str, follower: int, throttled: bool) -> 
         except BufferError:
             p.poll(0.01)
             if time.monotonic() > deadline:
-                raise RuntimeError("producing the catch-up backlog timed out")
+                raise RuntimeError("producing the catch-up backlog timed out") from None
     if p.flush(max(0.1, deadline - time.monotonic())):
         raise RuntimeError("producing the catch-up backlog timed out")
     target = _follower_bytes(bench, LEADER, topic)

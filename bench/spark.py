@@ -240,7 +240,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, fns in cases.items():
                 times = [timed(fn) for fn in fns]
-                best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times)]
+                best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times, strict=True)]
         print(f"\nkavka.spark vs parquet, {n:,} rows of {args.size} B, {args.partitions} partitions, local[2], "
               f"best of {args.repeat}\n")
         print(f"{'case':<12}{'kavka rows/s':>15}{'parquet rows/s':>17}{'kavka/parquet':>15}"

@@ -38,8 +38,8 @@ import importlib.util
 import io
 import json
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 FLIGHT_INT_COLUMNS = ("year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
                       "sched_arr_time", "arr_delay", "flight", "air_time", "distance", "hour", "minute")
@@ -72,7 +72,7 @@ def _converters(columns: Iterable[str], int_columns: Iterable[str], float_column
 def _typed(row: list[str], converters: list) -> dict:
     """One CSV row as a dict; ``NA`` (R's missing value) becomes None."""
     return {name: None if text == "NA" or text == "" else convert(text)
-            for (name, convert), text in zip(converters, row)}
+            for (name, convert), text in zip(converters, row, strict=True)}
 
 
 def _within(row: dict, days: int | None) -> bool:

@@ -35,8 +35,8 @@ Synchronous; call from one thread (the demo's main thread or the CLI).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from pipelines import flights_data
 from pipelines.progress import Progress

@@ -23,12 +23,11 @@ import asyncio
 import contextlib
 import inspect
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer
-
 
 ASYNC_TIMEOUT = 60.0  # a bound on a hung coroutine test, not a speed requirement
 

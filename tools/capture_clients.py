@@ -268,7 +268,7 @@ def run_kafka_python(bootstrap: str, timeout: float) -> None:
 
 # --------------------------------------------------------------------------- aiokafka
 
-async def _aiokafka(bootstrap: str, timeout: float) -> None:
+async def _aiokafka(bootstrap: str, timeout: float) -> None:  # noqa: ASYNC109 - the clients' request timeout (--timeout)
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType

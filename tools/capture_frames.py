@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import socket
 import struct
@@ -248,7 +249,8 @@ def write_outputs(out: Path, frames: list[Frame], max_per_version: int) -> dict:
     return summary
 
 
-async def _run_scenario(client: str, proxy_port: int, timeout: float, recorder: Recorder) -> int:
+# ``timeout`` is the scenario's --timeout (per client step); the scenario as a whole gets 12 times that.
+async def _run_scenario(client: str, proxy_port: int, timeout: float, recorder: Recorder) -> int:  # noqa: ASYNC109
     recorder.client = client
     cmd = [sys.executable, str(HERE / "capture_clients.py"), client,
            "--bootstrap", f"127.0.0.1:{proxy_port}", "--timeout", str(timeout)]
@@ -282,8 +284,10 @@ async def main_async(args) -> int:
            "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}",
            "--storage-engine", "memory://tansu/"]
     print(f"[capture] tansu on {broker_port}, proxy on {proxy_port}", flush=True)
-    log = open(args.out / "tansu.log", "w") if args.keep_log else subprocess.DEVNULL
-    tansu = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    # Blocking here stalls nothing: no client runs until tansu listens. tansu
+    # writes its log through its own copy of the descriptor.
+    with open(args.out / "tansu.log" if args.keep_log else os.devnull, "w") as log:  # noqa: ASYNC230
+        tansu = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)  # noqa: ASYNC220
     results = {}
     try:
         await asyncio.to_thread(_wait_listening, broker_port, time.monotonic() + 20)

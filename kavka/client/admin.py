@@ -33,8 +33,8 @@ from kavka.client.admin_types import (
 )
 from kavka.client.cluster import Cluster
 from kavka.client.metadata import ClusterMetadata, TopicMetadata
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.security.acl import AclBinding, AclBindingFilter
 
 # Entity codes worth retrying in admin calls (metadata moves); other
@@ -267,7 +267,7 @@ class KafkaAdmin:
         if len(results) != len(bindings):
             raise KafkaError(f"CreateAcls answered {len(results)} results for {len(bindings)} bindings",
                              code=ErrorCode.UNKNOWN_SERVER_ERROR)
-        failed = {str(b): error_for(code, message) for b, (code, message) in zip(bindings, results)
+        failed = {str(b): error_for(code, message) for b, (code, message) in zip(bindings, results, strict=True)
                   if code != ErrorCode.NONE}
         if failed:
             raise AdminError("CreateAcls", failed)
@@ -290,16 +290,16 @@ class KafkaAdmin:
                              code=ErrorCode.UNKNOWN_SERVER_ERROR)
         out: list[list[AclBinding]] = []
         failed: dict[str, KafkaError] = {}
-        for f, r in zip(filters, resp.filter_results):
+        for f, r in zip(filters, resp.filter_results, strict=True):
             if r.error_code != ErrorCode.NONE:
                 failed[str(f)] = error_for(r.error_code, r.error_message)
                 out.append([])
                 continue
             deleted = rq.parse_describe_acls_matches(r.matching_acls)
-            for b, match in zip(deleted, r.matching_acls):
+            for b, match in zip(deleted, r.matching_acls, strict=True):
                 if match.error_code != ErrorCode.NONE:
                     failed[str(b)] = error_for(match.error_code, match.error_message)
-            out.append([b for b, match in zip(deleted, r.matching_acls) if match.error_code == ErrorCode.NONE])
+            out.append([b for b, match in zip(deleted, r.matching_acls, strict=True) if match.error_code == ErrorCode.NONE])
         if failed:
             raise AdminError("DeleteAcls", failed)
         return out

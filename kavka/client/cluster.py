@@ -32,7 +32,6 @@ from typing import Any, TypeVar, overload
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import ClientConnectionError, NoBrokersAvailable
 from kavka.client.metadata import BrokerNode, ClusterMetadata, from_response
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import (
     ErrorCode,
     KafkaError,
@@ -40,6 +39,7 @@ from kavka.common.errors import (
     UnknownTopicOrPartitionError,
     error_for,
 )
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES
 from kavka.protocol.messages import MetadataRequest, ProduceRequest, ProduceResponse, Request, Response
 
@@ -108,11 +108,11 @@ class Cluster:
         self._refreshing: asyncio.Task | None = None
         self._closed = False
 
-    async def start(self) -> "Cluster":
+    async def start(self) -> Cluster:
         await self.refresh_metadata()
         return self
 
-    async def __aenter__(self) -> "Cluster":
+    async def __aenter__(self) -> Cluster:
         return await self.start()
 
     async def __aexit__(self, *exc) -> None:

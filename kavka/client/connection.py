@@ -36,10 +36,10 @@ from typing import TypeVar, cast, overload
 
 from kavka.client.errors import ConnectFailed, ConnectionClosed, RequestTimedOut, UnsupportedVersion
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameDecoder, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
-from kavka.protocol.buffers import Buffer
 from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
 from kavka.protocol.schema import registry
 
@@ -81,7 +81,7 @@ class _KafkaProtocol(asyncio.Protocol):
     """Transport glue: feeds bytes to the connection, reports loss, and
     implements write flow control for ``drain``."""
 
-    def __init__(self, conn: "BrokerConnection") -> None:
+    def __init__(self, conn: BrokerConnection) -> None:
         self._conn = conn
         self._paused = False
         self._drain_waiters: list[asyncio.Future] = []
@@ -163,7 +163,7 @@ class BrokerConnection:
     def in_flight(self) -> int:
         return len(self._pending)
 
-    async def connect(self) -> "BrokerConnection":
+    async def connect(self) -> BrokerConnection:
         """Open the socket and negotiate versions. Raises ``ConnectFailed``."""
         if self._transport is not None:
             raise RuntimeError(f"{self!r} is already connected (or was closed); make a new one")
@@ -185,7 +185,7 @@ class BrokerConnection:
             raise
         return self
 
-    async def __aenter__(self) -> "BrokerConnection":
+    async def __aenter__(self) -> BrokerConnection:
         if self._transport is None:
             await self.connect()
         return self

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.protocol.records import iter_batches, iter_records
 

@@ -80,7 +80,7 @@ class ClusterMetadata:
         t = self.topics.get(topic)
         return t.partitions if t is not None else ()
 
-    def merged(self, newer: "ClusterMetadata", replace_all_topics: bool) -> "ClusterMetadata":
+    def merged(self, newer: ClusterMetadata, replace_all_topics: bool) -> ClusterMetadata:
         """``newer`` with this snapshot's topics kept when ``newer`` came
         from a request for only some topics."""
         if replace_all_topics:

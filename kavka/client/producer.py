@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass
 
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.common.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.protocol.records import Compression, SimpleRecord, build_batch
 
@@ -152,7 +152,7 @@ class Producer:
         await self.flush()
         self._closed = True
 
-    async def __aenter__(self) -> "Producer":
+    async def __aenter__(self) -> Producer:
         return self
 
     async def __aexit__(self, *exc) -> None:

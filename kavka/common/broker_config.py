@@ -21,9 +21,10 @@ Pure values; any thread. ``from_properties_file`` reads one file.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kavka.common.broker_config_keys import (
     BROKER_CONFIG,
@@ -135,7 +136,7 @@ class KafkaConfig:
         props: Mapping[str, Any],
         source: str = "",
         sources: Mapping[str, str] | None = None,
-    ) -> "KafkaConfig":
+    ) -> KafkaConfig:
         """Parse and cross-check raw values (strings or typed). ``sources``
         optionally names where each key came from, for error messages;
         ``source`` is used for keys without an entry there."""
@@ -165,7 +166,7 @@ class KafkaConfig:
 
     @classmethod
     def _derive(cls, v: dict[str, Any], overrides: dict[str, dict[str, Any]], listener_keys: Mapping[str, ListenerKey],
-                originals: dict[str, Any], source: str, sources: Mapping[str, str]) -> "KafkaConfig":
+                originals: dict[str, Any], source: str, sources: Mapping[str, str]) -> KafkaConfig:
         def err(key: str, message: str) -> ConfigError:
             return ConfigError(key, message, sources.get(key, source))
 
@@ -267,7 +268,7 @@ class KafkaConfig:
             flush_ms=flush,
         )
 
-    def with_dynamic(self, cluster_default: Mapping[str, Any], per_broker: Mapping[str, Any]) -> "KafkaConfig":
+    def with_dynamic(self, cluster_default: Mapping[str, Any], per_broker: Mapping[str, Any]) -> KafkaConfig:
         """The config with dynamic broker configs layered on: per-broker
         (/config/brokers/<id>) beats cluster-default (/config/brokers/<default>)
         beats static (server.properties) beats the built-in default, as in

@@ -12,9 +12,10 @@ Pure values and functions; any thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 
 class ConfigError(ValueError):
@@ -174,13 +175,13 @@ class ConfigDef:
         doc: str = "",
         validator: Validator | None = None,
         nullable: bool = False,
-    ) -> "ConfigDef":
+    ) -> ConfigDef:
         if name in self.keys:
             raise ValueError(f"config key {name} defined twice")
         self.keys[name] = ConfigKey(name, type, default, doc, validator, nullable)
         return self
 
-    def extend(self, other: "ConfigDef") -> "ConfigDef":
+    def extend(self, other: ConfigDef) -> ConfigDef:
         for key in other.keys.values():
             if key.name in self.keys:
                 raise ValueError(f"config key {key.name} defined twice")
@@ -253,10 +254,8 @@ def load_properties(text: str, source: str = "") -> dict[str, str]:
         while line.endswith("\\") and i < len(lines):
             line = line[:-1] + lines[i].strip()
             i += 1
-        for sep_pos, ch in enumerate(line):
-            if ch in "=:" or ch.isspace():
-                break
-        else:
+        sep_pos = next((pos for pos, ch in enumerate(line) if ch in "=:" or ch.isspace()), None)
+        if sep_pos is None:
             raise ConfigError(f"line {lineno}", "has no '=' (expected key=value)", source)
         key, value = line[:sep_pos].strip(), line[sep_pos:].lstrip()
         if value[:1] in ("=", ":"):

@@ -28,7 +28,7 @@ class ErrorCode(IntEnum):
     retriable: bool
     message: str
 
-    def __new__(cls, code: int, retriable: bool, message: str) -> "ErrorCode":
+    def __new__(cls, code: int, retriable: bool, message: str) -> ErrorCode:
         member = int.__new__(cls, code)
         member._value_ = code
         member.retriable = retriable
@@ -172,7 +172,7 @@ class ErrorCode(IntEnum):
     SHARE_SESSION_LIMIT_REACHED = (133, True, "the broker's share session limit is reached")
 
     @classmethod
-    def of(cls, code: int) -> "ErrorCode":
+    def of(cls, code: int) -> ErrorCode:
         """The member for ``code``; UNKNOWN_SERVER_ERROR for a code this table
         does not know (a newer broker's), as Kafka clients do."""
         try:

@@ -22,8 +22,9 @@ config key and what is allowed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kavka.common.config import ConfigError
 

@@ -56,13 +56,13 @@ class ThrottledReplicas:
     pairs: frozenset[tuple[int, int]] = frozenset()
 
     @classmethod
-    def parse(cls, value: str | None) -> "ThrottledReplicas":
+    def parse(cls, value: str | None) -> ThrottledReplicas:
         """``"*"``, ``"0:1,1:2"`` or empty/None. Raises ``ValueError`` naming
         the bad entry."""
         return cls.of(tuple(e.strip() for e in (value or "").split(",")))
 
     @classmethod
-    def of(cls, entries: Iterable[str]) -> "ThrottledReplicas":
+    def of(cls, entries: Iterable[str]) -> ThrottledReplicas:
         """From the entries of a LIST-typed config value (blank entries are
         ignored); ``*`` must stand alone. Raises ``ValueError``."""
         return _parse_entries(tuple(entries))

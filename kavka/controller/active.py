@@ -37,15 +37,17 @@ the controller's event task; after each event the controller calls
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
-from typing import Callable, Iterable, cast
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import BrokerEpoch, BrokerId, ControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.controller.channel import ControllerChannelManager
 from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment, as_broker_ids
-from kavka.common.topic_partition import TopicPartition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import (
     BrokerChange,
@@ -263,7 +265,7 @@ class ActiveController:
                 return None
 
         found = await asyncio.gather(*(one(i) for i in ids))
-        return {i: f for i, f in zip(ids, found) if f is not None}
+        return {i: f for i, f in zip(ids, found, strict=True) if f is not None}
 
     def _set_assignment(self, topic: TopicZNode, only: set[int] | None = None) -> list[TopicPartition]:
         ctx = self.context
@@ -302,7 +304,7 @@ class ActiveController:
             return with_id, new_version
 
         found = await asyncio.gather(*(one(t) for t in topics))
-        return {t: f[0] for t, f in zip(topics, found) if f is not None}
+        return {t: f[0] for t, f in zip(topics, found, strict=True) if f is not None}
 
     async def on_controller_failover(self) -> None:
         zk, ctx, cfg = self.zk, self.context, self.config
@@ -452,10 +454,8 @@ class ActiveController:
 
     async def _delete_paths(self, paths: list[str]) -> None:
         for path in paths:
-            try:
+            with contextlib.suppress(NoNodeError):
                 await self.zk.store.delete(path)
-            except NoNodeError:
-                pass
 
     async def close(self) -> None:
         self.elections.close()

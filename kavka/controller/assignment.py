@@ -26,7 +26,7 @@ Pure; any thread.
 from __future__ import annotations
 
 import random
-from typing import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 
 class AssignmentError(ValueError):

@@ -22,6 +22,7 @@ All methods run on the controller's event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Protocol
@@ -127,10 +128,8 @@ class ControllerChannelManager:
         if sender is None:
             return
         sender.task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await sender.task
-        except asyncio.CancelledError:
-            pass
         await self.transport.forget(broker_id)
 
     def send(self, broker_id: int, request: Message, callback: ResponseCallback | None = None) -> None:

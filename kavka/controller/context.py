@@ -15,8 +15,9 @@ and ``ReplicaAssignment``; ``TopicPartition``, ``LeaderAndIsr`` and
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, cast
+from typing import NamedTuple, cast
 
 from kavka.common.ids import BrokerEpoch, BrokerId, ControllerEpoch
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
@@ -65,7 +66,7 @@ class ReplicaAssignment:
         return tuple(r for r in self.replicas if r not in self.adding)
 
     @staticmethod
-    def for_reassignment(original: Iterable[BrokerId], target: Iterable[BrokerId]) -> "ReplicaAssignment":
+    def for_reassignment(original: Iterable[BrokerId], target: Iterable[BrokerId]) -> ReplicaAssignment:
         """AR = OAR + RAR, the seed's order (§Partition 重新分配 step 1 and its
         table: {1,2,3} -> {1,2,3,4,5,6}), so the preferred replica does not
         change until the reassignment completes."""

@@ -30,10 +30,10 @@ import logging
 from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.controller.election import ElectionResult, elect_for_controlled_shutdown
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine

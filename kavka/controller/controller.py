@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from kavka.controller.controlled_shutdown import on_controlled_shutdown
-from kavka.controller.active import ActiveController
+from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.active import ActiveController
 from kavka.controller.channel import BrokerTransport, ControllerChannelManager
+from kavka.controller.controlled_shutdown import on_controlled_shutdown
 from kavka.controller.elector import ControllerElector
 from kavka.controller.event_manager import ControllerEventManager
 from kavka.controller.events import (
@@ -45,13 +47,13 @@ from kavka.controller.events import (
     ControllerEvent,
     ControllerRequest,
     ElectLeaders,
+    IsrChangeNotification,
+    LeaderAndIsrResponseReceived,
     ListPartitionReassignments,
+    PartitionModifications,
     PartitionReassignmentIsrChange,
     PreferredReplicaElection,
     ReassignPartitions,
-    IsrChangeNotification,
-    LeaderAndIsrResponseReceived,
-    PartitionModifications,
     Reelect,
     Resign,
     Startup,
@@ -60,7 +62,6 @@ from kavka.controller.events import (
     TopicDeletion,
     WatchesLost,
 )
-from kavka.common.errors import ErrorCode, KafkaError, NotControllerError
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
@@ -150,7 +151,7 @@ class KafkaController:
         """The controller as this broker last saw ``/controller`` (Metadata's controller_id)."""
         return self.elector.controller_id
 
-    async def ask(self, make: Callable[["asyncio.Future[Any]"], ControllerRequest]) -> Any:
+    async def ask(self, make: Callable[[asyncio.Future[Any]], ControllerRequest]) -> Any:
         """Put a request event (``make(future)``) on the controller's queue
         and wait for its answer. Raises ``NotControllerError`` if this broker
         is not the active controller, or stops being it before the event is

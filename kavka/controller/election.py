@@ -26,8 +26,8 @@ preferred eligible replica. Any thread; no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Collection, Sequence
 
 from kavka.common.ids import NO_LEADER, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr

@@ -21,9 +21,10 @@ broker's event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.zk.client import ControllerClaim, KavkaZkClient
 from kavka.zk.controller_nodes import CONTROLLER_PATH
@@ -123,10 +124,8 @@ class ControllerElector:
                 # Typically a connection loss: a session event will wake us;
                 # retry on our own too in case the error was transient.
                 log.info("controller election attempt failed (%s); retrying in %.1fs", e, self._backoff)
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self._backoff)
-                except asyncio.TimeoutError:
-                    pass
                 self._wake.set()
 
     async def _elect(self) -> None:
@@ -150,10 +149,8 @@ class ControllerElector:
             # broker vanishes when that session expires (the watch is set).
             stat = await self._client.store.exists(CONTROLLER_PATH)
             if stat is not None and stat.ephemeral_owner == self._client.store.session_id:
-                try:
+                with contextlib.suppress(NoNodeError, BadVersionError):
                     await self._client.store.delete(CONTROLLER_PATH, stat.version)
-                except (NoNodeError, BadVersionError):
-                    pass
                 self._wake.set()
 
     async def _step_down(self, why: str) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.controller.events import ControllerEvent
 from kavka.zk.store_types import WatchCallback, WatchEvent, WatchEventType

@@ -18,14 +18,14 @@ deposed: ``ControllerMovedError``. Runs on the controller's event task.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
-from kavka.controller.context import ControllerContext
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kavka.common.topic_partition import TopicPartition
-from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
+from kavka.controller.context import ControllerContext
 from kavka.zk.brokers import PartitionStateZNode
+from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
 from kavka.zk.codec import ZnodeDataError
 
 log = logging.getLogger(__name__)

@@ -18,9 +18,9 @@ from the controller's event task.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable
 
 from kavka.common.topic_partition import TopicPartition
 
@@ -32,7 +32,7 @@ class PartitionState(Enum):
     NON_EXISTENT = "NonExistentPartition"
 
     @property
-    def valid_previous_states(self) -> frozenset["PartitionState"]:
+    def valid_previous_states(self) -> frozenset[PartitionState]:
         return _VALID_PREVIOUS[self]
 
 

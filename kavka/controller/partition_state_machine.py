@@ -25,12 +25,12 @@ or ``NEW``) and is retried by the next ``trigger_online_partition_state_change``
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
-from kavka.controller.context import ControllerContext
 from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext
 from kavka.controller.election import ElectionResult, elect_for_new_partition, elect_for_offline_partition
 from kavka.controller.leader_isr_update import update_leader_and_isr
 from kavka.controller.partition_state import PartitionState, PartitionStates

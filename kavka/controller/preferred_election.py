@@ -32,21 +32,22 @@ partition state machine, the topic deletion manager, the event queue's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import ControllerContext
 from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext
 from kavka.controller.election import ElectionResult, elect_for_offline_partition, elect_preferred_replica
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import AutoPreferredReplicaLeaderElection, ControllerEvent, PreferredReplicaElection
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
-from kavka.controller.rebalance import partitions_to_rebalance
 from kavka.controller.reassignment_requests import OK, PartitionError
+from kavka.controller.rebalance import partitions_to_rebalance
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.topic_deletion import TopicDeletionManager
 from kavka.zk.admin import PREFERRED_REPLICA_ELECTION_PATH, PreferredReplicaElectionZNode
@@ -180,10 +181,8 @@ class LeaderElections:
         await self._delete_znode()
 
     async def _delete_znode(self) -> None:
-        try:
+        with contextlib.suppress(NoNodeError):
             await self.zk.store.delete(PREFERRED_REPLICA_ELECTION_PATH)
-        except NoNodeError:
-            pass
 
     # -- auto leader rebalance -----------------------------------------------------------------
 

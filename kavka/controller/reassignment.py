@@ -56,12 +56,12 @@ epoch builds the reassigner with the collaborators it uses.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
-from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.common.ids import NO_LEADER, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.controller.election import ElectionResult, elect_for_reassigned_partition
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import PartitionReassignmentIsrChange

@@ -23,14 +23,15 @@ topic being deleted is not reassigned) and the epoch's
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import BrokerId
-from kavka.controller.context import ControllerContext, ReplicaAssignment, as_broker_ids
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment, as_broker_ids
 from kavka.controller.event_manager import EventWatches
 from kavka.controller.events import ReassignPartitions
 from kavka.controller.reassignment import PartitionReassigner, remove_from_reassign_znode
@@ -95,10 +96,8 @@ class ReassignmentRequests:
             return await self.zk.get_reassignment(self.watches(ReassignPartitions()))
         except ZnodeDataError as e:
             log.error("controller: deleting malformed %s: %s", REASSIGN_PARTITIONS_PATH, e)
-            try:
+            with contextlib.suppress(NoNodeError):
                 await self.zk.store.delete(REASSIGN_PARTITIONS_PATH)
-            except NoNodeError:
-                pass
             return None
 
     async def requested(self, node: ReassignPartitionsZNode | None) -> dict[TopicPartition, tuple[BrokerId, ...]]:

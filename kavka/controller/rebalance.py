@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kavka.controller.context import ControllerContext
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,9 @@ data, used only from the controller's event task.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterable
 
 from kavka.controller.context import PartitionReplica
 
@@ -34,7 +34,7 @@ class ReplicaState(Enum):
     NON_EXISTENT = "NonExistentReplica"
 
     @property
-    def valid_previous_states(self) -> frozenset["ReplicaState"]:
+    def valid_previous_states(self) -> frozenset[ReplicaState]:
         return _VALID_PREVIOUS[self]
 
 

@@ -27,12 +27,12 @@ Used only from the controller's event task.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.controller.election import remove_replica_from_isr
 from kavka.controller.leader_isr_update import update_leader_and_isr
 from kavka.controller.replica_state import ReplicaState, ReplicaStates, ReplicaTransition

@@ -28,14 +28,15 @@ Used only from the controller's event task.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from kavka.common.ids import NO_EPOCH, BrokerId
-from kavka.common.listeners import SECURITY_PROTOCOLS
-from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.listeners import SECURITY_PROTOCOLS
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.controller.state_change_log import StateChangeLogger
 from kavka.protocol.messages import (
     ZERO_UUID,

@@ -39,7 +39,7 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
-    def from_kafka_config(cls, config: KafkaConfig) -> "ControllerConfig":
+    def from_kafka_config(cls, config: KafkaConfig) -> ControllerConfig:
         return cls(
             unclean_leader_election_enable=bool(config["unclean.leader.election.enable"]),
             delete_topic_enable=bool(config["delete.topic.enable"]),

@@ -17,11 +17,11 @@ partition and time. Any thread (logging is thread-safe).
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
-from kavka.controller.context import PartitionReplica
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import PartitionReplica
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.replica_state import ReplicaState
 

@@ -24,12 +24,13 @@ the controller's event task.
 from __future__ import annotations
 
 import logging
-from typing import Iterable, cast
+from collections.abc import Iterable
+from typing import cast
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import BrokerId
-from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica
 from kavka.controller.partition_state import PartitionState
 from kavka.controller.partition_state_machine import PartitionStateMachine
 from kavka.controller.replica_state import ReplicaState

@@ -19,7 +19,7 @@ class GroupConfig:
     max_metadata_size: int = 4096
 
     @classmethod
-    def from_broker(cls, cfg: Any) -> "GroupConfig":
+    def from_broker(cls, cfg: Any) -> GroupConfig:
         return cls(cfg["offsets.topic.num.partitions"], cfg["group.min.session.timeout.ms"],
                    cfg["group.max.session.timeout.ms"], cfg["group.initial.rebalance.delay.ms"],
                    cfg["group.max.size"], cfg["offsets.retention.minutes"] * 60000,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.group.config import GroupConfig

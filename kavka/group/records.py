@@ -25,8 +25,8 @@ Pure functions; anyone may call them.
 from __future__ import annotations
 
 import struct
-from typing import Literal, overload
 from dataclasses import dataclass
+from typing import Literal, overload
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2

@@ -35,7 +35,7 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
     @property
-    def valid_previous(self) -> frozenset["GroupState"]:
+    def valid_previous(self) -> frozenset[GroupState]:
         return _VALID_PREVIOUS[self]
 
 

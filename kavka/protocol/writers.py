@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import uuid
 
+from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import EncodeError
+from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402
 
 # The one varint codec (kavka.protocol.varint) under the wire's names.
 from kavka.protocol.varint import encode_uvarint as write_uvarint
 from kavka.protocol.varint import encode_varint as write_varint
 from kavka.protocol.varint import encode_varlong as write_varlong
-
-from kavka.protocol.buffers import Buffer
-from kavka.protocol.structs import FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32  # noqa: E402
 
 __all__ = [  # what kavka.protocol.primitives re-exports
     "EMPTY_TAGGED_FIELDS", "write_array_len", "write_bool", "write_bytes", "write_compact_array_len",

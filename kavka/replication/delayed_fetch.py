@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData, LogReadResult
 from kavka.storage.errors import StorageError
-from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition
@@ -78,7 +78,7 @@ def read_from_local_log(
     return out
 
 
-def _readable_bytes(partition: "Partition", req: FetchPartition, isolation: FetchIsolation, want: int) -> int | None:
+def _readable_bytes(partition: Partition, req: FetchPartition, isolation: FetchIsolation, want: int) -> int | None:
     """Bytes readable from the fetch offset now, read up to ``want``; None
     when the fetch must be answered at once (the log was truncated below
     the fetch offset or can no longer be read there)."""

@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import ProducePartitionResult
-from kavka.common.topic_partition import TopicPartition
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition
@@ -54,7 +54,7 @@ class DelayedProduce(DelayedOperation):
         self,
         timeout_ms: int,
         statuses: dict[TopicPartition, ProducePartitionStatus],
-        get_partition: Callable[[TopicPartition], "Partition | None"],
+        get_partition: Callable[[TopicPartition], Partition | None],
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]],
     ) -> None:
         super().__init__(timeout_ms)

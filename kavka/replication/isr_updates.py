@@ -29,10 +29,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrWriter
-from kavka.replication.partition import Partition
 from kavka.common.clock import Clock
 from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrWriter
+from kavka.replication.partition import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class IsrUpdates:
         try:
             version = await asyncio.wait_for(self._writer.write_isr(tp, proposal, expected_version),
                                              self.write_timeout_ms / 1000.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("%s: writing isr %s got no answer within %d ms; the next check retries",
                            tp, list(proposal.leader_and_isr.isr), self.write_timeout_ms)
             partition.fail_isr_update(proposal, conflict=False)

@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 from typing import TypedDict
 
+from kavka.common.clock import Clock
 from kavka.common.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -61,6 +62,9 @@ from kavka.common.errors import (
     OffsetNotAvailableError,
     UnknownLeaderEpochError,
 )
+from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.replica import Replica
 from kavka.replication.requests import (
     DEBUGGING_CONSUMER_ID,
@@ -72,14 +76,11 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import PartitionState, isr_proposal
-from kavka.common.ids import NO_EPOCH, NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
-from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
-from kavka.common.clock import Clock
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
 from kavka.storage.log_append import LogAppendInfo
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -329,7 +330,8 @@ class Partition:
             )
 
     def append_records_to_leader(
-        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None
+        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 002 §6.5 appendMessagesToLeader):
         refuse when not leader, or for acks=-1 when the ISR is smaller than
@@ -342,7 +344,7 @@ class Partition:
                 f"{self.topic_partition} has {len(self.isr)} in-sync replicas {list(self.isr)}, fewer than "
                 f"min.insync.replicas={min_isr}; nothing was written"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin)
         self.maybe_increment_hw()
         return info
 

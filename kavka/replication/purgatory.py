@@ -83,7 +83,7 @@ class DelayedOperation(ABC):
     def on_complete(self) -> None:
         """Build and deliver the answer (called exactly once)."""
 
-    def on_expiration(self) -> None:
+    def on_expiration(self) -> None:  # noqa: B027 - optional: produce and fetch have nothing to add on expiry
         """Called after ``on_complete`` when the timeout completed it."""
 
 

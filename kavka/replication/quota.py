@@ -54,8 +54,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.common.broker_config import KafkaConfig
-from kavka.replication.requests import FetchPartitionData
 from kavka.common.topic_partition import TopicPartition
+from kavka.replication.requests import FetchPartitionData
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition
@@ -113,14 +113,14 @@ class ReplicationQuota:
         return -self._tokens / self.rate
 
 
-def leader_throttles(partition: "Partition", broker_id: int) -> bool:
+def leader_throttles(partition: Partition, broker_id: int) -> bool:
     """Does ``broker_id``, leading ``partition``, throttle it (its topic's
     ``leader.replication.throttled.replicas``)?"""
     return partition.log.config.leader_throttled.throttles(partition.topic_partition.partition, broker_id)
 
 
 def follower_throttled(
-    broker_id: int, get_partition: Callable[[TopicPartition], "Partition | None"]
+    broker_id: int, get_partition: Callable[[TopicPartition], Partition | None]
 ) -> Callable[[TopicPartition], bool]:
     """The follower side's question for the replica fetchers: does this
     broker, following ``tp``, throttle its fetching of it (its topic's
@@ -151,7 +151,7 @@ class LeaderReplicationQuota:
         self.recorded_bytes = 0  # all throttled bytes served so far (for tests and metrics)
 
     @classmethod
-    def for_broker(cls, broker_id: int, broker_config: Callable[[], KafkaConfig]) -> "LeaderReplicationQuota":
+    def for_broker(cls, broker_id: int, broker_config: Callable[[], KafkaConfig]) -> LeaderReplicationQuota:
         """From the broker's (dynamic) config: ``broker_config()`` returns the
         current one and its rate key is read at every use."""
         return cls(broker_id, lambda: int(broker_config()["leader.replication.throttled.rate"]))
@@ -167,7 +167,7 @@ class LeaderReplicationQuota:
         self._tick()
         return not self.quota.unlimited
 
-    def should_throttle(self, partition: "Partition", replica_id: int) -> bool:
+    def should_throttle(self, partition: Partition, replica_id: int) -> bool:
         """KIP-73: hold back ``replica_id``'s fetch of ``partition`` when the
         partition is throttled here, the quota is exceeded and the replica is
         not in the ISR."""
@@ -179,7 +179,7 @@ class LeaderReplicationQuota:
     def record(
         self,
         responses: Mapping[TopicPartition, FetchPartitionData],
-        get_partition: Callable[[TopicPartition], "Partition | None"],
+        get_partition: Callable[[TopicPartition], Partition | None],
     ) -> int:
         """Take the bytes of throttled partitions in a follower's fetch
         response from the quota; returns how many that was."""

@@ -49,8 +49,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kavka.common.broker_config_keys import TRUNCATION_MODES
+from kavka.common.clock import Clock, SystemClock
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.ids import BrokerId
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
 from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
 from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -73,12 +75,11 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
-from kavka.common.clock import Clock, SystemClock
-from kavka.storage.errors import StorageError
+from kavka.storage.append_origin import AppendOrigin
+from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -89,7 +90,9 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 def _failure(exc: BaseException, tp: TopicPartition) -> ProducePartitionResult:
     if not isinstance(exc, (KafkaError, StorageError)):
         logger.exception("unexpected error appending to %s", tp, exc_info=exc)
-    return ProducePartitionResult(error_code_of(exc), error_message=error_message_of(exc))
+    record_errors = exc.record_errors if isinstance(exc, (InvalidRecordError, InvalidTimestampError)) else ()
+    return ProducePartitionResult(error_code_of(exc), error_message=error_message_of(exc),
+                                  record_errors=record_errors)
 
 
 def _has_control_batch(records: bytes | memoryview) -> bool:
@@ -125,7 +128,7 @@ class ReplicaManagerConfig:
             raise ValueError("the isr write timeout (zookeeper.session.timeout.ms) must be >= 1 ms")
 
     @classmethod
-    def from_broker(cls, config: Any) -> "ReplicaManagerConfig":
+    def from_broker(cls, config: Any) -> ReplicaManagerConfig:
         """From a ``KafkaConfig`` (or any mapping with the keys)."""
         return cls(
             replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),
@@ -306,7 +309,10 @@ class ReplicaManager:
             error = self.missing_partition_error(tp)
             return ProducePartitionResult(error, error_message=f"broker {self.broker_id} does not lead {tp}")
         try:
-            info = partition.append_records_to_leader(records, required_acks)
+            # Only the coordinators may write internal topics and markers:
+            # their appends skip the client-only rules (Kafka's AppendOrigin).
+            origin = AppendOrigin.COORDINATOR if internal_topics_allowed else AppendOrigin.CLIENT
+            info = partition.append_records_to_leader(records, required_acks, origin=origin)
         except Exception as e:
             return _failure(e, tp)
         appended[tp] = (info, partition.leader_epoch)
@@ -319,7 +325,7 @@ class ReplicaManager:
             self.get_partition, self.missing_partition_error, params, partitions, self._leader_throttled(params)
         )
 
-    def _leader_throttled(self, params: FetchParams) -> "Callable[[Partition], bool] | None":
+    def _leader_throttled(self, params: FetchParams) -> Callable[[Partition], bool] | None:
         quota = self.leader_quota
         if not params.is_from_follower or quota is None or not quota.active:
             return None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.storage.errors import RecordError
 
 CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
@@ -40,7 +41,7 @@ class FetchIsolation(Enum):
     TXN_COMMITTED = "txn_committed"
 
     @classmethod
-    def of(cls, replica_id: int, isolation_level: int) -> "FetchIsolation":
+    def of(cls, replica_id: int, isolation_level: int) -> FetchIsolation:
         """Kafka's choice: a follower reads to the LEO; a consumer with
         isolation_level 1 (READ_COMMITTED) to the last stable offset, else to
         the high watermark."""
@@ -123,7 +124,7 @@ class LogReadResult:
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
-    def to_partition_data(self) -> "FetchPartitionData":
+    def to_partition_data(self) -> FetchPartitionData:
         return FetchPartitionData(
             self.error,
             self.high_watermark,
@@ -161,6 +162,7 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()  # the refused records (KIP-467; Produce v8+)
 
 
 def error_code_of(exc: BaseException) -> ErrorCode:

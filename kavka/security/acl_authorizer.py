@@ -203,7 +203,7 @@ class AclAuthorizer:
 
     def _audit(self, session: Session, actions: Sequence[Action], results: list[bool], request: str | None) -> None:
         seen: dict[tuple[AclOperation, ResourceType, str, bool], list[Any]] = {}
-        for action, allowed in zip(actions, results):
+        for action, allowed in zip(actions, results, strict=True):
             key = (action.operation, action.resource_type, action.name, allowed)
             flag = action.log_if_allowed if allowed else action.log_if_denied
             if key in seen:
@@ -217,10 +217,7 @@ class AclAuthorizer:
     @staticmethod
     def _log(session: Session, operation: AclOperation, resource: str, allowed: bool, flag: bool,
              request: str | None, count: int) -> None:
-        if allowed:
-            level = logging.DEBUG if flag else logging.NOTSET
-        else:
-            level = logging.INFO if flag else logging.DEBUG
+        level = (logging.DEBUG if flag else logging.NOTSET) if allowed else (logging.INFO if flag else logging.DEBUG)
         if level == logging.NOTSET or not audit_log.isEnabledFor(level):
             return
         audit_log.log(level, "Principal = %s is %s Operation = %s from host = %s on resource = %s for request = %s "

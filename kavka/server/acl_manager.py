@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from kavka.common.errors import ErrorCode
 from kavka.security.acl import AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern, binding_problem
 from kavka.security.acl_authorizer import AclAuthorizer
-from kavka.zk.acl_store import ZkAclStore
+from kavka.zk.acl_store import AclsTooLargeError, ZkAclStore
 from kavka.zk.acls import ACL_CHANGE_PREFIX, ExtendedAclChangeZNode, LiteralAclChangeZNode, ResourceAclsZNode
 from kavka.zk.change_listener import ChangeNotificationListener
 from kavka.zk.codec import ZnodePathError
@@ -152,6 +152,9 @@ class AclManager:
                 added = frozenset(bindings[i].entry for i in indexes)
                 try:
                     await self._update(pattern, added.union)
+                except AclsTooLargeError as e:
+                    for i in indexes:
+                        results[i] = AclCreateResult(ErrorCode.INVALID_REQUEST, f"Failed to create ACL {bindings[i]}: {e}")
                 except ZkError as e:
                     for i in indexes:
                         results[i] = AclCreateResult(ErrorCode.UNKNOWN_SERVER_ERROR,

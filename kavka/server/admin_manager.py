@@ -27,8 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 from kavka.common.config import ConfigError
 from kavka.common.errors import ErrorCode
@@ -152,7 +152,7 @@ class AdminManager:
         try:
             results = await asyncio.wait_for(self.create_topics([NewTopic(n) for n in names]),
                                              self.auto_create_timeout_s)
-        except (ZkError, asyncio.TimeoutError) as e:
+        except (TimeoutError, ZkError) as e:
             why = str(e) or f"no answer within {self.auto_create_timeout_s:g} s"
             log.warning("auto-creating topics %s failed: ZooKeeper %s (%s); answered LEADER_NOT_AVAILABLE, "
                         "the client retries", names, "timed out" if isinstance(e, asyncio.TimeoutError) else "error", why)

@@ -23,8 +23,9 @@ Runs on the broker's event loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
 from kavka.common.broker_config_keys import (

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
@@ -50,7 +50,7 @@ class ControlledShutdownSettings:
     listener_name: str = "PLAINTEXT"
 
     @classmethod
-    def from_kafka_config(cls, config) -> "ControlledShutdownSettings":
+    def from_kafka_config(cls, config) -> ControlledShutdownSettings:
         return cls(
             max_retries=int(config["controlled.shutdown.max.retries"]),
             retry_backoff_ms=int(config["controlled.shutdown.retry.backoff.ms"]),
@@ -84,7 +84,7 @@ class ControlledShutdownClient:
             self.attempts = attempt
             try:
                 remaining = await self._attempt()
-            except (KafkaError, ZkError, OSError, asyncio.TimeoutError) as e:
+            except (TimeoutError, KafkaError, ZkError, OSError) as e:
                 log.warning("controlled shutdown attempt %d of %d failed: %s", attempt, s.max_retries, e)
             else:
                 if remaining is None:

@@ -30,17 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.group.coordinator import GROUP_METADATA_TOPIC
 from kavka.protocol.records import iter_batches
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import PartitionState
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.metadata_cache import BrokerEndpoint, MetadataCache
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger("kavka.server")
@@ -62,13 +63,13 @@ class InternalTopicSettings:
     configs: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def consumer_offsets(cls, config: Any) -> "InternalTopicSettings":
+    def consumer_offsets(cls, config: Any) -> InternalTopicSettings:
         return cls(GROUP_METADATA_TOPIC, config["offsets.topic.num.partitions"],
                    config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
                    {"cleanup.policy": "compact", "segment.bytes": str(config["offsets.topic.segment.bytes"])})
 
     @classmethod
-    def transaction_state(cls, config: Any) -> "InternalTopicSettings":
+    def transaction_state(cls, config: Any) -> InternalTopicSettings:
         return cls(TRANSACTION_STATE_TOPIC, config["transaction.state.log.num.partitions"],
                    config["transaction.state.log.replication.factor"], "transaction.state.log.replication.factor",
                    {"cleanup.policy": "compact",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import logging.handlers
@@ -27,9 +28,10 @@ import sys
 from kavka.common.broker_config import from_properties_file
 from kavka.common.config import ConfigError
 from kavka.storage.errors import KafkaStorageError
+from kavka.zk.codec import ZnodeDataError
 from kavka.zk.store_types import ZkError
 
-_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError)
+_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError, ZnodeDataError)
 
 DESCRIPTION = "Run a Kavka broker in the foreground: kavka server start server.properties [--override k=v ...]"
 
@@ -121,10 +123,8 @@ async def _serve(config) -> int:
     if not starting.done():
         logging.getLogger("kavka.server").info("broker %d: stop requested during startup", config.broker_id)
         starting.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
             await starting
-        except (asyncio.CancelledError, Exception):  # cancelled on purpose; what was started is shut down below
-            pass
         await server.shutdown()
         return 0
     stopping.cancel()

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 LEADER_DURING_DELETE = -2
 ZERO_UUID = uuid.UUID(int=0)
@@ -82,7 +82,7 @@ class MetadataCache:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._changed: asyncio.Event | None = None
 
-    async def wait_until(self, predicate: Callable[["MetadataCache"], bool], timeout_s: float) -> bool:
+    async def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
         """Wait (on the loop) until ``predicate(self)`` holds after some
         update, or the timeout passes; returns whether it holds. Used by
         CreateTopics and DeleteTopics, which answer once the controller's
@@ -97,7 +97,7 @@ class MetadataCache:
                 self._changed = asyncio.Event()
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return predicate(self)
         return True
 

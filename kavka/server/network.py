@@ -52,8 +52,9 @@ import inspect
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, cast
+from typing import Any, cast
 
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
 from kavka.protocol.framing import FrameDecoder, frame_parts
@@ -78,7 +79,7 @@ class RequestContext:
     client_port: int
     listener: str
     received_ns: int
-    connection: "KafkaConnection | None" = field(default=None, repr=False)
+    connection: KafkaConnection | None = field(default=None, repr=False)
     # Who sent it: the connection's principal, listener and security protocol.
     session: Session = field(default_factory=Session)
 
@@ -130,7 +131,7 @@ class KafkaConnection(asyncio.Protocol):
 
     _ids = itertools.count(1)
 
-    def __init__(self, server: "SocketServer") -> None:
+    def __init__(self, server: SocketServer) -> None:
         self.server = server
         self.decoder = FrameDecoder(server.config.max_request_size)
         self.transport: asyncio.Transport | None = None
@@ -312,8 +313,8 @@ class KafkaConnection(asyncio.Protocol):
     async def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """KIP-511: answer an ApiVersions version we do not know at v0 with
         UNSUPPORTED_VERSION and our ranges, so the client can retry lower."""
-        from kavka.protocol.messages import ApiVersionsResponse as R
         from kavka.common.errors import ErrorCode
+        from kavka.protocol.messages import ApiVersionsResponse as R
 
         body = R(error_code=int(ErrorCode.UNSUPPORTED_VERSION), api_keys=[
             R.ApiKeys(api_key=k, min_version=lo, max_version=hi)
@@ -359,7 +360,7 @@ class KafkaConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass
 
-    async def _write_auth_reply(self, header: RequestHeader | None, reply: "_AuthReply") -> bool:
+    async def _write_auth_reply(self, header: RequestHeader | None, reply: _AuthReply) -> bool:
         """Write the authenticator's reply; False once the connection is closed."""
         self.in_flight -= 1
         self.last_active = time.monotonic()

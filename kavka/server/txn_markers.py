@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersRequest
 from kavka.server.metadata_cache import MetadataCache
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 log = logging.getLogger("kavka.transaction")

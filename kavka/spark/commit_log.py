@@ -29,8 +29,8 @@ from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.admin_types import NewTopic, OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 
 COMMIT_PARTITION = 0
 

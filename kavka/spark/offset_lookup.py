@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
 from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, SubscribePattern, spelled
@@ -53,7 +53,7 @@ class OffsetLookup:
                                                                                           "60000")))
         self._started = False
 
-    def __enter__(self) -> "OffsetLookup":
+    def __enter__(self) -> OffsetLookup:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -90,7 +90,7 @@ def parse_assign(option: str, text: str) -> tuple[TopicPartition, ...]:
             raise OffsetJsonError(f"option '{option}': topic {topic!r} must map to a list of partitions, "
                                   f"like {_ASSIGN_EXAMPLE}; got {text!r}")
         for raw in parts:
-            if isinstance(raw, str) or isinstance(raw, bool) or not isinstance(raw, int):
+            if isinstance(raw, (str, bool)) or not isinstance(raw, int):
                 raise OffsetJsonError(f"option '{option}': partition {raw!r} of topic {topic!r} must be an integer "
                                       f"in {text!r}")
             out.add(TopicPartition(topic, _partition_number(option, raw, text, _ASSIGN_EXAMPLE)))

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import overload
 from dataclasses import dataclass, field
+from typing import overload
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.spark.offsets import EARLIEST, LATEST, OffsetJsonError, parse_assign, parse_partition_offsets

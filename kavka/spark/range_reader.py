@@ -39,8 +39,8 @@ import pyarrow as pa
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.spark.arrow_records import ColumnBuilder
 from kavka.spark.offset_lookup import cluster_for

@@ -21,8 +21,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType(), True),
                                      StructField("value", BinaryType(), True)]), True)

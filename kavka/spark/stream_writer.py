@@ -36,6 +36,7 @@ planning process (creates the commit topic), ``write`` on executors.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -107,10 +108,8 @@ class KavkaStreamWriter(DataSourceStreamArrowWriter):
             errors.raise_first()  # a failed delivery names its record's error; then the transaction aborts
             producer.commit_transaction(timeout_s)
         except BaseException:
-            try:
+            with contextlib.suppress(Exception):  # the original failure is the one to report
                 producer.abort_transaction(timeout_s)
-            except Exception:  # noqa: BLE001 - the original failure is the one to report
-                pass
             raise
         return TaskCommit(batch_id, task, rows, False)
 

@@ -24,8 +24,9 @@ reads may happen from any thread.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Generic, TypeVar
 
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError
 

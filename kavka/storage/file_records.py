@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader, parse_header
 from kavka.storage.errors import KafkaStorageError

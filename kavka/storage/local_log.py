@@ -32,13 +32,14 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
+from kavka.common.clock import Clock
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 from kavka.protocol.records.reader import iter_records
 from kavka.storage.checkpoint import fsync_dir
-from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError, LogOfflineError, StorageError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata
 from kavka.storage.index.transaction_index import AbortedTxn
@@ -48,7 +49,6 @@ from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.producer_state.snapshot import fsync_file
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ import logging
 import os
 from pathlib import Path
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -31,7 +32,6 @@ from kavka.storage.checkpoint import (
     fsync_dir,
 )
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, LogDirLockedError
-from kavka.common.topic_partition import TopicPartition
 
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"

@@ -54,22 +54,22 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from functools import partial
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Mapping
 
-from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.common.clock import Clock, SystemClock
+from kavka.common.topic_partition import TopicPartition
+from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
+from kavka.storage.log_dir_names import delete_dir_name, is_delete_dir, log_dir_name, parse_topic_partition
 from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.retention import delete_old_segments
-from kavka.common.topic_partition import TopicPartition
-from kavka.storage.log_dir_names import delete_dir_name, is_delete_dir, log_dir_name, parse_topic_partition
 
 logger = logging.getLogger(__name__)
 
@@ -465,7 +465,7 @@ class LogManagerRunner:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kavka-log-manager", daemon=True)
 
-    def start(self) -> "LogManagerRunner":
+    def start(self) -> LogManagerRunner:
         """Start the manager (its cleaner threads) and the tick thread."""
         self.manager.startup()
         self._thread.start()

@@ -8,8 +8,9 @@ A frozen value; any thread.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from kavka.common.config import ConfigDef, ConfigType, Range
 from kavka.storage.cleaner.config import LogCleanerConfig
@@ -42,7 +43,7 @@ class LogManagerConfig:
     cleaner: LogCleanerConfig = field(default_factory=LogCleanerConfig)
 
     @classmethod
-    def from_broker(cls, props: Mapping[str, Any]) -> "LogManagerConfig":
+    def from_broker(cls, props: Mapping[str, Any]) -> LogManagerConfig:
         """From ``server.properties`` keys (``log.dir`` when ``log.dirs`` is
         absent); other keys are ignored."""
         known = {k: v for k, v in props.items() if k in MANAGER_CONFIG_DEF}

@@ -24,7 +24,7 @@ Plain functions over segments; ``Log`` calls them under its lock.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.protocol.records.batch import ATTR_TIMESTAMP_TYPE, InvalidRecordBatch, RecordBatchHeader
 from kavka.protocol.records.reader import iter_records

@@ -17,7 +17,8 @@ Not thread-safe: the owning ``LocalLog`` works on it under its log's lock;
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from itertools import pairwise
 
 from kavka.storage.segment import LogSegment
 
@@ -30,7 +31,7 @@ class LogSegments:
     def __init__(self, segments: Iterable[LogSegment] = ()) -> None:
         ordered = sorted(segments, key=lambda s: s.base_offset)
         bases = [s.base_offset for s in ordered]
-        if any(a >= b for a, b in zip(bases, bases[1:])):
+        if any(a >= b for a, b in pairwise(bases)):
             raise ValueError(f"segment base offsets must strictly increase: {bases}")
         self._segments: list[LogSegment] = ordered
         self._bases: list[int] = bases

@@ -26,8 +26,6 @@ thread (for compacted logs).
 
 from __future__ import annotations
 
-from typing import Optional
-
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 
@@ -55,7 +53,7 @@ def delete_retention_size_breached_segments(log: Log) -> int:
         return 0
     diff: int | None = None
 
-    def over(seg: LogSegment, _next: Optional[LogSegment]) -> bool:
+    def over(seg: LogSegment, _next: LogSegment | None) -> bool:
         nonlocal diff
         if diff is None:  # measured under the log's lock, with the segments it walks
             diff = log.size_in_bytes() - limit

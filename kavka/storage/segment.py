@@ -18,21 +18,22 @@ Not thread-safe: the owning ``Log`` serialises mutations under its lock.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
 from kavka.common.clock import Clock
+from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
-from kavka.storage.log_config import LogConfig
 from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
-from kavka.storage.segment_recovery import EpochAssigner, SegmentRecovery
 from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+
 # TXN_INDEX_SUFFIX is re-exported: the segment's file suffixes are named together here
 from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX as TXN_INDEX_SUFFIX
 from kavka.storage.index.transaction_index import TransactionIndex
+from kavka.storage.log_config import LogConfig
+from kavka.storage.segment_recovery import EpochAssigner, SegmentRecovery
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -24,9 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Mapping
 
 from kavka.tools.zookeeper import ZooKeeperServer, free_port
 
@@ -42,7 +42,6 @@ class BrokerProcess:
     directory: Path
     properties: Path
     process: subprocess.Popen | None = None
-    log_file: BinaryIO | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
@@ -141,13 +140,14 @@ class LocalCluster:
             return b
         if not b.properties.exists():
             self._write_properties(b)
-        b.log_file = open(b.log_path, "ab", buffering=0)
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        b.process = subprocess.Popen(
-            [sys.executable, "-m", "kavka", "server", "start", str(b.properties)],
-            stdout=b.log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True)
+        # The broker writes its log through its own copy of the descriptor.
+        with open(b.log_path, "ab", buffering=0) as log_file:
+            b.process = subprocess.Popen(
+                [sys.executable, "-m", "kavka", "server", "start", str(b.properties)],
+                stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                start_new_session=True)
         return b
 
     def stop_broker(self, broker_id: int, sig: int | None = signal.SIGTERM, timeout: float = 30.0) -> int | None:
@@ -167,9 +167,6 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
-        if b.log_file is not None:
-            b.log_file.close()
-            b.log_file = None
         return proc.returncode
 
     def kill_broker(self, broker_id: int) -> None:
@@ -212,7 +209,7 @@ class LocalCluster:
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.start()
         return self
 

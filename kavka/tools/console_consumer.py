@@ -34,8 +34,8 @@ import sys
 
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError, error_for
+from kavka.common.topic_partition import TopicPartition
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, parse_properties, run_main, usage
 from kavka.tools.console_format import CONSUMER_PROPERTIES, RecordFormatter
 

@@ -91,7 +91,7 @@ class LineParser:
     null_marker: bytes | None = None
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "LineParser":
+    def from_properties(cls, props: Mapping[str, str]) -> LineParser:
         return cls(_bool(props, "parse.key"), _separator(props, "key.separator"),
                    _bool(props, "parse.headers"), _separator(props, "headers.delimiter"),
                    _separator(props, "headers.separator"), _separator(props, "headers.key.separator"),
@@ -156,7 +156,7 @@ class RecordFormatter:
     null_literal: bytes = b"null"
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "RecordFormatter":
+    def from_properties(cls, props: Mapping[str, str]) -> RecordFormatter:
         return cls(_bool(props, "print.timestamp"), _bool(props, "print.key"), _bool(props, "print.offset"),
                    _bool(props, "print.partition"), _bool(props, "print.headers"), _bool(props, "print.value"),
                    props["key.separator"].encode(), props["line.separator"].encode(),

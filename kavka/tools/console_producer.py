@@ -37,8 +37,8 @@ from kavka.client.cluster import Cluster
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.protocol.records import Compression
-from kavka.tools.console_format import PRODUCER_PROPERTIES, LineError, LineParser
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, parse_properties, run_main, usage
+from kavka.tools.console_format import PRODUCER_PROPERTIES, LineError, LineParser
 
 DESCRIPTION = ("Send each line of stdin as a record to a topic. --property parse.key=true "
                "splits key and value at key.separator (default TAB).")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, usage
 
@@ -146,7 +146,7 @@ def _describe(admin, bootstrap: str, group: str) -> int:
                      m.host if m else "-", m.client_id if m else "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return 0
 
 
@@ -221,7 +221,7 @@ def _offsets_for_time(args: argparse.Namespace, targets) -> dict:
     except ValueError:
         raise usage(f"--to-datetime {args.to_datetime!r} is not an ISO date-time like 2024-01-31T12:00:00") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     ms = int(when.timestamp() * 1000)
     c = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": "kavka-consumer-groups-tool"})
     try:

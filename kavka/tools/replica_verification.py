@@ -37,8 +37,8 @@ from datetime import datetime
 from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.cluster import Cluster
 from kavka.client.errors import ClientConnectionError
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage
 from kavka.tools.replica_compare import Mismatch, ReplicaFetch, batches_below, compare, lag
@@ -168,7 +168,7 @@ class _Verifier:
         brokers = sorted(by_broker)
         answers = await asyncio.gather(*(self._fetch(b, by_broker[b]) for b in brokers), return_exceptions=True)
         fetched: dict[TopicPartition, dict[int, FetchResponse.Responses.Partitions]] = {tp: {} for tp in self.replicas}
-        for broker, answer in zip(brokers, answers):
+        for broker, answer in zip(brokers, answers, strict=True):
             if isinstance(answer, (KafkaError, ClientConnectionError, OSError, asyncio.TimeoutError)):
                 if broker not in self.down:
                     print(f"{_now()}: broker {broker} did not answer ({answer}); its partitions wait for it",

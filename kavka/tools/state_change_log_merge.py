@@ -23,6 +23,7 @@ command-line process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import heapq
 import os
 import re
@@ -168,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
     except MergeArgumentError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 2
-    handles = []
-    try:
+    with contextlib.ExitStack() as files:
+        handles = []
         for path in paths:
             try:
-                handles.append(open(path, encoding="utf-8", errors="replace"))
+                handles.append(files.enter_context(open(path, encoding="utf-8", errors="replace")))
             except OSError as e:
                 print(f"Error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
                 return 1
@@ -181,6 +182,3 @@ def run(args: argparse.Namespace) -> int:
             out.write(entry.text)
         out.flush()
         return 0
-    finally:
-        for h in handles:
-            h.close()

@@ -279,7 +279,7 @@ async def describe_lines(admin: KafkaAdmin, md: ClusterMetadata, ids: dict[str, 
         return overrides, int(min_isr.value) if min_isr is not None and min_isr.value else 1
     found = await asyncio.gather(*(configs(n) for n in names))
     live = frozenset(md.brokers)
-    return [line for name, (overrides, min_isr) in zip(names, found)
+    return [line for name, (overrides, min_isr) in zip(names, found, strict=True)
             for line in fmt.describe_topic(md.topics[name], ids.get(name), overrides, live, filters, min_isr)]
 
 

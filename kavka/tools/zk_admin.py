@@ -44,7 +44,7 @@ class ZkAdmin:
         self.connect = connect
         self._client = KazooClient(hosts=connect)
 
-    def __enter__(self) -> "ZkAdmin":
+    def __enter__(self) -> ZkAdmin:
         from kazoo.handlers.threading import KazooTimeoutError
 
         try:

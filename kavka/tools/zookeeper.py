@@ -23,6 +23,7 @@ Call from any thread; each instance owns one process. Also runnable as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -32,7 +33,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import BinaryIO
 from pathlib import Path
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -112,7 +112,6 @@ class ZooKeeperServer:
         self._fsync = fsync
         self._heap_mb = heap_mb
         self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: BinaryIO | None = None
 
     @property
     def connect_string(self) -> str:
@@ -131,7 +130,7 @@ class ZooKeeperServer:
         assert self.data_dir is not None
         return self.data_dir / "zookeeper.log"
 
-    def __enter__(self) -> "ZooKeeperServer":
+    def __enter__(self) -> ZooKeeperServer:
         self.start()
         return self
 
@@ -197,10 +196,12 @@ class ZooKeeperServer:
             MAIN_CLASS,
             str(cfg),
         ]
-        self._log_file = open(self.log_path, "ab")
-        self._process = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, cwd=self.data_dir, start_new_session=True
-        )
+        # ZooKeeper writes its log through its own copy of the descriptor.
+        with open(self.log_path, "ab") as log_file:
+            self._process = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, cwd=self.data_dir,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -224,19 +225,14 @@ class ZooKeeperServer:
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; remove an owned data dir."""
         proc = self._process
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
         self._kill()
         if self._own_dir and self.data_dir is not None:
             shutil.rmtree(self.data_dir, ignore_errors=True)

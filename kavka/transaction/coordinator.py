@@ -45,13 +45,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
-from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
 from kavka.common.topic_partition import TopicPartition
+from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
 from kavka.transaction.records import InvalidTransactionRecord, decode_key, decode_value, encode_key, encode_value
 from kavka.transaction.state import MAX_PRODUCER_EPOCH, TransactionMetadata, TransactionState, partition_for
 
@@ -99,7 +100,7 @@ class TransactionConfig:
     max_retry_backoff_ms: int = 5_000  # the pause doubles up to this
 
     @classmethod
-    def from_broker(cls, cfg: Any) -> "TransactionConfig":
+    def from_broker(cls, cfg: Any) -> TransactionConfig:
         return cls(cfg["transaction.state.log.num.partitions"], cfg["transaction.max.timeout.ms"],
                    abort_timed_out_interval_ms=cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                    id_expiration_ms=cfg["transactional.id.expiration.ms"])

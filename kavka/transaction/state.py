@@ -39,7 +39,7 @@ class TransactionState(IntEnum):
     PREPARE_EPOCH_FENCE = 7
 
     @property
-    def valid_previous(self) -> frozenset["TransactionState"]:
+    def valid_previous(self) -> frozenset[TransactionState]:
         return _PREVIOUS[self]
 
     @property
@@ -85,7 +85,7 @@ class TransactionMetadata:
     start_ms: int = -1
     last_update_ms: int = -1
 
-    def transition(self, state: TransactionState, now_ms: int, **changes) -> "TransactionMetadata":
+    def transition(self, state: TransactionState, now_ms: int, **changes) -> TransactionMetadata:
         """The next value, if ``state`` may follow the current one."""
         if self.state not in state.valid_previous:
             raise IllegalTransactionTransition(
@@ -93,7 +93,7 @@ class TransactionMetadata:
             )
         return replace(self, state=state, last_update_ms=now_ms, **changes)
 
-    def add_partitions(self, partitions: frozenset[TopicPartition], now_ms: int) -> "TransactionMetadata":
+    def add_partitions(self, partitions: frozenset[TopicPartition], now_ms: int) -> TransactionMetadata:
         """Ongoing with ``partitions`` added; a transaction starts its clock
         at its first partition."""
         start = self.start_ms if self.state is TransactionState.ONGOING else now_ms

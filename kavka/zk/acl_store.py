@@ -10,7 +10,8 @@ makes (its ``KafkaZkClient`` calls), over the ``ZkStore``.
 - ``update`` one pattern conditionally: read, apply the change, write with
   the version read (create if absent, delete when no entry is left); a lost
   race (someone wrote in between) re-reads and tries again after 100-150 ms,
-  at most ``max_update_retries`` times (Kafka: 10);
+  at most ``max_update_retries`` times (Kafka: 10); a document above 1 MB
+  (ZooKeeper's default ``jute.maxbuffer``) is refused before it is sent;
 - ``notify_change``: the sequential change notification other brokers
   follow (``kavka.zk.acls``).
 
@@ -25,13 +26,24 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from kavka.security.acl import CONCRETE_RESOURCE_TYPES, AccessControlEntry, PatternType, ResourcePattern, ResourceType, parse_name
+from kavka.security.acl import (
+    CONCRETE_RESOURCE_TYPES,
+    AccessControlEntry,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    parse_name,
+)
 from kavka.zk.acls import ACL_PERSISTENT_PATHS, ResourceAclsZNode, change_znode, store_path
 from kavka.zk.store_types import BadVersionError, NodeExistsError, NoNodeError, ZkError, ZkStore
 
 log = logging.getLogger("kavka.zk.acls")
 
 MAX_UPDATE_RETRIES = 10
+# ZooKeeper refuses a request above jute.maxbuffer (1 MB by default) by
+# closing the session's connection, which would fail every request the
+# broker has in flight; an ACL document that large is refused before that.
+MAX_ACLS_ZNODE_BYTES = 1_000_000
 RETRY_BACKOFF_MS = 100
 RETRY_BACKOFF_JITTER_MS = 50
 
@@ -53,6 +65,10 @@ NO_ACLS = VersionedAcls(frozenset(), -1)
 
 class AclUpdateError(ZkError):
     """A pattern's znode kept changing under a conditional update."""
+
+
+class AclsTooLargeError(ValueError):
+    """A pattern's entries would not fit in one znode."""
 
 
 class ZkAclStore:
@@ -95,7 +111,7 @@ class ZkAclStore:
                 except NoNodeError:
                     continue
                 paths = [f"{root}/{type_name}/{name}" for name in names]
-                for path, got in zip(paths, await self.store.get_many(paths)):
+                for path, got in zip(paths, await self.store.get_many(paths), strict=True):
                     if got is not None:
                         node = ResourceAclsZNode.decode(got[0], path)
                         if node.entries:
@@ -113,13 +129,17 @@ class ZkAclStore:
             new = frozenset(change(current.entries))
             if new == current.entries:
                 return current.entries, new
+            data = ResourceAclsZNode(pattern, new).encode() if new else b""
+            if len(data) > MAX_ACLS_ZNODE_BYTES:
+                raise AclsTooLargeError(f"the {len(new)} ACLs of {pattern} would take {len(data)} bytes in {path}, "
+                                        f"above ZooKeeper's znode limit ({MAX_ACLS_ZNODE_BYTES} bytes here)")
             try:
                 if not new:
                     await self.store.delete(path, current.zk_version)
                 elif current.exists:
-                    await self.store.set(path, ResourceAclsZNode(pattern, new).encode(), current.zk_version)
+                    await self.store.set(path, data, current.zk_version)
                 else:
-                    await self.store.create(path, ResourceAclsZNode(pattern, new).encode(), make_parents=True)
+                    await self.store.create(path, data, make_parents=True)
                 return current.entries, new
             except NoNodeError:
                 if not new:

@@ -62,7 +62,7 @@ class DeleteTopicZNode:
         return b""
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "DeleteTopicZNode":
+    def decode(cls, data: bytes, path: str) -> DeleteTopicZNode:
         topic = parse_path(path, _DELETE_TOPIC_RE, "/admin/delete_topics/<topic>").group(1)
         return build(path, lambda: cls(topic))
 
@@ -91,7 +91,7 @@ class DeleteTopicsZNode:
         return dump_json({"version": 1, "topics": list(self.topics)})
 
     @classmethod
-    def decode(cls, data: bytes, path: str = DELETE_TOPICS_PATH) -> "DeleteTopicsZNode":
+    def decode(cls, data: bytes, path: str = DELETE_TOPICS_PATH) -> DeleteTopicsZNode:
         if not data:
             return cls(())
         doc = load_json(path, data)
@@ -154,7 +154,7 @@ class ReassignPartitionsZNode:
         )
 
     @classmethod
-    def decode(cls, data: bytes, path: str = REASSIGN_PARTITIONS_PATH) -> "ReassignPartitionsZNode":
+    def decode(cls, data: bytes, path: str = REASSIGN_PARTITIONS_PATH) -> ReassignPartitionsZNode:
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         entries = _partition_entries(path, doc, with_replicas=True)
@@ -191,7 +191,7 @@ class PreferredReplicaElectionZNode:
         return dump_json({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]})
 
     @classmethod
-    def decode(cls, data: bytes, path: str = PREFERRED_REPLICA_ELECTION_PATH) -> "PreferredReplicaElectionZNode":
+    def decode(cls, data: bytes, path: str = PREFERRED_REPLICA_ELECTION_PATH) -> PreferredReplicaElectionZNode:
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         entries = _partition_entries(path, doc, with_replicas=False)

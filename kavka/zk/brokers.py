@@ -18,15 +18,17 @@ from __future__ import annotations
 import base64
 import re
 import uuid
-from dataclasses import dataclass, field as dc_field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from types import MappingProxyType
-from typing import Mapping, cast
+from typing import cast
 
 from kavka.common.config import ConfigError
 from kavka.common.ids import BrokerId, ControllerEpoch, LeaderEpoch
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.listeners import EndPoint, parse_listeners
+from kavka.common.topic_partition import TopicPartition
 from kavka.zk.codec import (
     ZnodeDataError,
     build,
@@ -110,7 +112,7 @@ class BrokerIdZNode:
         return dump_json(doc)
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "BrokerIdZNode":
+    def decode(cls, data: bytes, path: str) -> BrokerIdZNode:
         broker_id = int(parse_path(path, _BROKER_ID_RE, "/brokers/ids/<id>").group(1))
         doc = load_json(path, data)
         version = check_version(path, doc, (1, 2, 3, 4, 5))
@@ -208,7 +210,7 @@ class TopicZNode:
         return dump_json(doc)
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "TopicZNode":
+    def decode(cls, data: bytes, path: str) -> TopicZNode:
         topic = parse_path(path, _TOPIC_RE, "/brokers/topics/<topic>").group(1)
         doc = load_json(path, data)
         version = check_version(path, doc, (1, 2, 3))
@@ -294,7 +296,7 @@ class PartitionStateZNode:
         return self.path(self.topic, self.partition)
 
     @classmethod
-    def of(cls, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> "PartitionStateZNode":
+    def of(cls, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> PartitionStateZNode:
         """The znode content for ``tp`` holding ``state`` (its ``zk_version``
         is the znode's version, not part of the JSON)."""
         lai = state.leader_and_isr
@@ -319,7 +321,7 @@ class PartitionStateZNode:
         )
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "PartitionStateZNode":
+    def decode(cls, data: bytes, path: str) -> PartitionStateZNode:
         m = parse_path(path, _STATE_RE, "/brokers/topics/<topic>/partitions/<p>/state")
         doc = load_json(path, data)
         check_version(path, doc, (1,))

@@ -26,14 +26,23 @@ store's event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 from kavka.common.ids import BrokerId
 from kavka.zk.admin import DeleteTopicZNode
-from kavka.zk.brokers import BROKER_IDS_PATH, BROKER_SEQUENCE_ID_PATH, TOPICS_PATH, BrokerIdZNode, PartitionStateZNode, TopicZNode
+from kavka.zk.brokers import (
+    BROKER_IDS_PATH,
+    BROKER_SEQUENCE_ID_PATH,
+    TOPICS_PATH,
+    BrokerIdZNode,
+    PartitionStateZNode,
+    TopicZNode,
+)
 from kavka.zk.client_admin import AdminZkOps
 from kavka.zk.cluster import PERSISTENT_PATHS, ClusterIdZNode, generated_broker_id
 from kavka.zk.config_nodes import ConfigEntityZNode
@@ -44,9 +53,9 @@ from kavka.zk.store_types import (
     CreateOp,
     DeleteOp,
     MultiOpError,
-    Op,
     NodeExistsError,
     NoNodeError,
+    Op,
     SetDataOp,
     WatchCallback,
     WatchEvent,
@@ -151,9 +160,11 @@ class KavkaZkClient(AdminZkOps):
                 assert stat is not None
                 return stat.czxid
             except NodeExistsError:
+                # Bound per pass: a watch set by an earlier pass of this loop
+                # sets that pass's event, not the one this pass waits on.
                 gone = asyncio.Event()
 
-                def on_change(event: WatchEvent) -> None:
+                def on_change(event: WatchEvent, gone: asyncio.Event = gone) -> None:
                     gone.set()
 
                 stat = await self.store.exists(path, watch=on_change)
@@ -168,10 +179,8 @@ class KavkaZkClient(AdminZkOps):
                         "is another broker running with the same broker.id?",
                         path,
                     ) from None
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(gone.wait(), remaining)
-                except asyncio.TimeoutError:
-                    pass
 
     async def get_broker_ids(self, watch: WatchCallback | None = None) -> list[BrokerId]:
         children = await self.store.get_children(BROKER_IDS_PATH, watch)
@@ -191,7 +200,7 @@ class KavkaZkClient(AdminZkOps):
 
         ids = list(ids)
         found = await asyncio.gather(*(self._bounded(one(i)) for i in ids))
-        return {i: b for i, b in zip(ids, found) if b is not None}
+        return {i: b for i, b in zip(ids, found, strict=True) if b is not None}
 
     # -- controller -------------------------------------------------------------------------------
 
@@ -221,10 +230,8 @@ class KavkaZkClient(AdminZkOps):
         broker holds ``/controller`` or won the epoch first."""
         current = await self.get_controller_epoch()
         if current is None:
-            try:
+            with contextlib.suppress(NodeExistsError):
                 await self.store.create(ControllerEpochZNode.path(), ControllerEpochZNode(INITIAL_CONTROLLER_EPOCH).encode())
-            except NodeExistsError:
-                pass
             current = await self.get_controller_epoch()
             assert current is not None
         epoch, version = current
@@ -243,10 +250,8 @@ class KavkaZkClient(AdminZkOps):
 
     async def resign_controller(self, claim: ControllerClaim) -> None:
         """Delete ``/controller`` if this controller's epoch still holds."""
-        try:
+        with contextlib.suppress(MultiOpError):  # already gone or another controller: nothing of ours to remove
             await self.store.multi([CheckOp(ControllerEpochZNode.path(), claim.epoch_zk_version), DeleteOp(ControllerZNode.path())])
-        except MultiOpError:
-            pass  # already gone or another controller: nothing of ours to remove
 
     async def _fenced(self, claim: ControllerClaim, ops: Sequence[Op]) -> list[Any]:
         try:
@@ -273,7 +278,7 @@ class KavkaZkClient(AdminZkOps):
     async def get_topics_assignments(self, topics: Iterable[str]) -> dict[str, TopicZNode]:
         topics = list(topics)
         found = await asyncio.gather(*(self._bounded(self.get_topic(t)) for t in topics))
-        return {t: z[0] for t, z in zip(topics, found) if z is not None}
+        return {t: z[0] for t, z in zip(topics, found, strict=True) if z is not None}
 
     async def create_topic(self, topic: TopicZNode, config: Mapping[str, str]) -> None:
         """Write the topic's config, then its assignment (the controller acts
@@ -343,8 +348,8 @@ class KavkaZkClient(AdminZkOps):
         chunks = [keys[lo : lo + size] for lo in range(0, len(keys), size)]
         answers = await asyncio.gather(*(self._bounded(batch(c)) for c in chunks))
         out: dict[tuple[str, int], tuple[PartitionStateZNode, int]] = {}
-        for chunk, answer in zip(chunks, answers):
-            for (t, p), found in zip(chunk, answer):
+        for chunk, answer in zip(chunks, answers, strict=True):
+            for (t, p), found in zip(chunk, answer, strict=True):
                 if found is not None:
                     data, stat = found
                     out[(t, p)] = PartitionStateZNode.decode(data, PartitionStateZNode.path(t, p)), stat.version
@@ -363,17 +368,15 @@ class KavkaZkClient(AdminZkOps):
 
         keys = list(partitions)
         found = await asyncio.gather(*(self._bounded(one(t, p)) for t, p in keys))
-        return {k: v for k, v in zip(keys, found) if v is not None}
+        return {k: v for k, v in zip(keys, found, strict=True) if v is not None}
 
     async def create_partition_states(self, claim: ControllerClaim, states: Sequence[PartitionStateZNode]) -> dict[tuple[str, int], PartitionWrite]:
         """New partitions' first leader and ISR (seed 000 §创建 Topic 3.2),
         with their parent znodes, in fenced multis of up to ``batch_size``
         partitions. A partition whose state already exists reports ``conflict``."""
         for topic in {s.topic for s in states}:
-            try:
+            with contextlib.suppress(NodeExistsError):
                 await self.store.create(PartitionStateZNode.partitions_path(topic), b"")
-            except NodeExistsError:
-                pass
         items: list[list[Op]] = [[CreateOp(PartitionStateZNode.partition_path(s.topic, s.partition)), CreateOp(s.znode_path, s.encode())] for s in states]
 
         def on_error(ops: list[Op], k: int, cause: ZkError) -> list[Op] | PartitionWrite:
@@ -382,7 +385,7 @@ class KavkaZkClient(AdminZkOps):
             return _refused(cause)
 
         results = await self._fenced_batches(claim, items, on_error)
-        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(0)) for s, r in zip(states, results)}
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(0)) for s, r in zip(states, results, strict=True)}
 
     async def update_partition_states(
         self, claim: ControllerClaim, updates: Sequence[tuple[PartitionStateZNode, int]]
@@ -393,7 +396,7 @@ class KavkaZkClient(AdminZkOps):
         controller was deposed."""
         items: list[list[Op]] = [[SetDataOp(s.znode_path, s.encode(), v)] for s, v in updates]
         results = await self._fenced_batches(claim, items, lambda ops, k, cause: _refused(cause))
-        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(r[0].version)) for (s, _), r in zip(updates, results)}
+        return {(s.topic, s.partition): (r if isinstance(r, PartitionWrite) else PartitionWrite(r[0].version)) for (s, _), r in zip(updates, results, strict=True)}
 
     async def _fenced_batches(
         self,

@@ -49,14 +49,14 @@ class ClusterIdZNode:
         return CLUSTER_ID_PATH
 
     @staticmethod
-    def generate() -> "ClusterIdZNode":
+    def generate() -> ClusterIdZNode:
         return ClusterIdZNode(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("="))
 
     def encode(self) -> bytes:
         return dump_json({"version": "1", "id": self.cluster_id})
 
     @classmethod
-    def decode(cls, data: bytes, path: str = CLUSTER_ID_PATH) -> "ClusterIdZNode":
+    def decode(cls, data: bytes, path: str = CLUSTER_ID_PATH) -> ClusterIdZNode:
         doc = load_json(path, data)
         if str(doc.get("version")) != "1":
             raise ZnodeDataError(path, f"version {doc.get('version')!r} is not supported; supported: 1")
@@ -88,20 +88,20 @@ class ProducerIdBlockZNode:
     def path() -> str:
         return PRODUCER_ID_BLOCK_PATH
 
-    def next_block(self, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> "ProducerIdBlockZNode":
+    def next_block(self, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> ProducerIdBlockZNode:
         """The block a broker claims after this one."""
         start = self.block_end + 1
         return ProducerIdBlockZNode(broker_id, start, start + size - 1)
 
     @staticmethod
-    def first_block(broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> "ProducerIdBlockZNode":
+    def first_block(broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE) -> ProducerIdBlockZNode:
         return ProducerIdBlockZNode(broker_id, 0, size - 1)
 
     def encode(self) -> bytes:
         return dump_json({"version": 1, "broker": self.broker_id, "block_start": str(self.block_start), "block_end": str(self.block_end)})
 
     @classmethod
-    def decode(cls, data: bytes, path: str = PRODUCER_ID_BLOCK_PATH) -> "ProducerIdBlockZNode":
+    def decode(cls, data: bytes, path: str = PRODUCER_ID_BLOCK_PATH) -> ProducerIdBlockZNode:
         doc = load_json(path, data)
         if field(path, doc, "version", "int") != 1:
             raise ZnodeDataError(path, f"version {doc['version']} is not supported; supported: 1")

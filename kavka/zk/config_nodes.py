@@ -1,7 +1,17 @@
-"""Entity config znodes: ``/config/topics/<topic>``, ``/config/brokers/<id>``
-and ``/config/brokers/<default>`` — topic overrides and dynamic broker
-configs (seed 002 §8). A writer updates the entity znode, then creates a
+"""Entity config znodes (seed 002 §8; Kafka's ConfigEntityZNode):
+
+- ``/config/topics/<topic>``: topic overrides;
+- ``/config/brokers/<id>``, ``/config/brokers/<default>``: dynamic broker configs;
+- ``/config/users/<user>``, ``/config/users/<user>/clients/<client-id>``,
+  ``/config/clients/<client-id>``, each name possibly ``<default>``: client
+  quotas (KIP-55) and, on a user, its SCRAM credentials (KIP-554). Users
+  and client ids are sanitized (``kavka.common.sanitizer``).
+
+A writer updates the entity znode, then creates a
 ``/config/changes/config_change_<seq>`` notification (see notifications.py).
+A znode that exists only as the parent of others (``/config/users/alice``
+created for ``/config/users/alice/clients/app``) may hold no data: it has
+no configs.
 
 Values are strings, as Kafka stores them; the broker parses them with its
 ``ConfigDef`` when applying them. Pure; any thread.
@@ -10,15 +20,16 @@ Values are strings, as Kafka stores them; the broker parses them with its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field as dc_field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from types import MappingProxyType
-from typing import Mapping
 
 from kavka.zk.codec import ZnodeDataError, ZnodePathError, build, check_version, dump_json, field, load_json, parse_path
 from kavka.zk.notifications import BROKER_DEFAULT_ENTITY, CONFIG_ENTITY_TYPES, check_entity
 
 CONFIG_PATH = "/config"
-_ENTITY_RE = re.compile(r"^/config/([^/]+)/([^/]+)$")
+_ENTITY_RE = re.compile(r"^/config/([^/]+)/([^/]+(?:/clients/[^/]+)?)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +40,10 @@ class ConfigEntityZNode:
 
         {"version":1,"config":{"retention.ms":"3600000","cleanup.policy":"compact"}}
 
-    ``entity_type`` is ``topics`` or ``brokers``; for brokers the name is a
-    broker id or ``<default>`` (the cluster-wide default). Keys and values
-    are strings.
+    ``entity_type`` is one of ``CONFIG_ENTITY_TYPES``; for brokers the
+    name is a broker id or ``<default>`` (the cluster-wide default); for
+    users ``<user>`` or ``<user>/clients/<client-id>``. Keys and values are
+    strings. Empty data decodes to no configs.
     """
 
     entity_type: str
@@ -73,8 +85,10 @@ class ConfigEntityZNode:
         return dump_json({"version": 1, "config": dict(self.config)})
 
     @classmethod
-    def decode(cls, data: bytes, path: str) -> "ConfigEntityZNode":
+    def decode(cls, data: bytes, path: str) -> ConfigEntityZNode:
         m = parse_path(path, _ENTITY_RE, "/config/<type>/<name>")
+        if not data:
+            return build(path, lambda: cls(m.group(1), m.group(2), {}))
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         config = field(path, doc, "config", "dict")

@@ -48,7 +48,7 @@ class ControllerZNode:
         return dump_json({"version": 1, "brokerid": self.broker_id, "timestamp": str(self.timestamp_ms)})
 
     @classmethod
-    def decode(cls, data: bytes, path: str = CONTROLLER_PATH) -> "ControllerZNode":
+    def decode(cls, data: bytes, path: str = CONTROLLER_PATH) -> ControllerZNode:
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         broker_id = field(path, doc, "brokerid", "int")
@@ -75,7 +75,7 @@ class ControllerEpochZNode:
         return str(self.epoch).encode("ascii")
 
     @classmethod
-    def decode(cls, data: bytes, path: str = CONTROLLER_EPOCH_PATH) -> "ControllerEpochZNode":
+    def decode(cls, data: bytes, path: str = CONTROLLER_EPOCH_PATH) -> ControllerEpochZNode:
         text = data.decode("ascii", errors="replace").strip() if data else ""
         if not text.isdigit():
             raise ZnodeDataError(path, f"holds {text[:40]!r}; expected a decimal controller epoch")

@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from kavka.zk.store_types import (
     BadVersionError,
@@ -81,19 +81,19 @@ class InMemoryZooKeeper:
         self._zxid = itertools.count(1)
         self._sessions = itertools.count(0x1000)
         # path -> [(session, callback)] ; one-shot
-        self.data_watches: dict[str, list[tuple["InMemoryZkStore", WatchCallback]]] = {}
-        self.child_watches: dict[str, list[tuple["InMemoryZkStore", WatchCallback]]] = {}
+        self.data_watches: dict[str, list[tuple[InMemoryZkStore, WatchCallback]]] = {}
+        self.child_watches: dict[str, list[tuple[InMemoryZkStore, WatchCallback]]] = {}
 
     def new_session_id(self) -> int:
         return next(self._sessions)
 
     # -- watches ----------------------------------------------------------------------
 
-    def _fire(self, table: dict[str, list[tuple["InMemoryZkStore", WatchCallback]]], path: str, kind: WatchEventType) -> None:
+    def _fire(self, table: dict[str, list[tuple[InMemoryZkStore, WatchCallback]]], path: str, kind: WatchEventType) -> None:
         for session, callback in table.pop(path, []):
             session._deliver(callback, WatchEvent(kind, session._unroot(path)))
 
-    def drop_watches(self, session: "InMemoryZkStore") -> None:
+    def drop_watches(self, session: InMemoryZkStore) -> None:
         for table in (self.data_watches, self.child_watches):
             for path in list(table):
                 mine = [(s, cb) for s, cb in table[path] if s is session]
@@ -339,7 +339,7 @@ class InMemoryZkStore(ZkStoreBase):
         pending: dict[str, _Node | None] = {}
         plan: list[tuple[Op, str]] = []
         fulls = [self._root(op.path) for op in ops]
-        for i, (op, full) in enumerate(zip(ops, fulls)):
+        for i, (op, full) in enumerate(zip(ops, fulls, strict=True)):
             try:
                 if isinstance(op, CreateOp):
                     actual = self._server.check_create(full, op.sequential, pending)

@@ -25,7 +25,7 @@ Pure data; kazoo's connection thread serializes and deserializes it.
 from __future__ import annotations
 
 import struct
-from typing import Sequence
+from collections.abc import Sequence
 
 from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.states import ZnodeStat

@@ -15,8 +15,9 @@ loop; ``start`` once, ``stop`` once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
@@ -78,8 +79,6 @@ class BrokerRegistrar:
                     log.info("re-registered broker after a new ZooKeeper session (broker epoch %s)", self.broker_epoch)
                 except ZkError as e:
                     log.warning("broker registration failed, retrying in %.1fs: %s", self._backoff, e)
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), self._backoff)
-                    except asyncio.TimeoutError:
-                        pass
                     self._wake.clear()

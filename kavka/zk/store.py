@@ -25,10 +25,12 @@ One instance per event loop; start it before use and close it once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient
@@ -94,10 +96,8 @@ class _LoopHandoff:
             if self._scheduled:
                 return
             self._scheduled = True
-        try:
+        with contextlib.suppress(RuntimeError):  # loop closed
             self._loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:
-            pass  # loop closed
 
     def _drain(self) -> None:
         with self._lock:
@@ -338,7 +338,7 @@ class KazooZkStore(ZkStoreBase):
                 self._multi_read = False
             else:
                 out: list[tuple[bytes, ZnodeStat] | None] = []
-                for path, r in zip(paths, results):
+                for path, r in zip(paths, results, strict=True):
                     if isinstance(r, kz.NoNodeError):
                         out.append(None)
                     elif isinstance(r, Exception):
@@ -415,7 +415,7 @@ class KazooZkStore(ZkStoreBase):
             cause = _translate(err, op.path, getattr(op, "version", None))
             raise MultiOpError(i, op, cause if isinstance(cause, ZkError) else ZkError(str(cause), op.path))
         out: list[OpResult] = []
-        for op, r in zip(ops, results):
+        for op, r in zip(ops, results, strict=True):
             if isinstance(op, CreateOp):
                 out.append(r)
             elif isinstance(op, SetDataOp):

@@ -27,9 +27,10 @@ ZooKeeper semantics kept by both:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Protocol, Sequence, Union
+from typing import Protocol
 
 
 class ZkError(Exception):
@@ -93,7 +94,7 @@ class MultiOpError(ZkError):
     """A ``multi`` failed; nothing was applied. ``index`` and ``op`` name the
     failing operation, ``cause`` is its error (BadVersionError, NoNodeError ...)."""
 
-    def __init__(self, index: int, op: "Op", cause: ZkError) -> None:
+    def __init__(self, index: int, op: Op, cause: ZkError) -> None:
         self.index = index
         self.op = op
         self.cause = cause
@@ -179,9 +180,9 @@ class CheckOp:
     version: int
 
 
-Op = Union[CreateOp, SetDataOp, DeleteOp, CheckOp]
+Op = CreateOp | SetDataOp | DeleteOp | CheckOp
 # Per op: the created path (CreateOp), the new stat (SetDataOp), None otherwise.
-OpResult = Union[str, ZnodeStat, None]
+OpResult = str | ZnodeStat | None
 
 
 class ZkStore(Protocol):

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
+from kavka.protocol.errors import UnsupportedVersionError
 from kavka.protocol.framing import FrameDecoder, frame
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response
-from kavka.protocol.errors import UnsupportedVersionError
 from kavka.protocol.records import iter_batches, patch_base_offset, validate_batch
 from kavka.protocol.schema import registry
 
@@ -45,6 +45,7 @@ class FakeBroker:
         self.silent: set[int] = set()
         self.close_on: set[int] = set()
         self.received: list[RequestHeader] = []
+        self._received_more = asyncio.Event()
         self.connections = 0
         self.host = "127.0.0.1"
         self.port = 0
@@ -52,7 +53,7 @@ class FakeBroker:
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self) -> "FakeBroker":
+    async def start(self) -> FakeBroker:
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -67,6 +68,12 @@ class FakeBroker:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+
+    async def received_requests(self, api_key: int, count: int) -> None:
+        """Until ``count`` requests of ``api_key`` have arrived."""
+        while sum(h.api_key == api_key for h in self.received) < count:
+            self._received_more.clear()
+            await self._received_more.wait()
 
     def kill_connections(self) -> None:
         for w in list(self._writers):
@@ -88,6 +95,7 @@ class FakeBroker:
                     except UnsupportedVersionError as e:
                         header, body = e.header, None
                     self.received.append(header)
+                    self._received_more.set()
                     if header.api_key in self.close_on:
                         writer.close()
                         return
@@ -153,7 +161,7 @@ class FakeCluster:
                                33: self._alter_configs, 44: self._incremental_alter_configs,
                                60: self._describe_cluster})
 
-    async def start(self) -> "FakeCluster":
+    async def start(self) -> FakeCluster:
         for b in self.brokers:
             await b.start()
         return self

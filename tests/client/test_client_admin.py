@@ -3,16 +3,15 @@ leaders, typed per-entity errors, retry of NOT_CONTROLLER."""
 
 from __future__ import annotations
 
-
 import pytest
 from client_fakes import FakeCluster
 
 from kavka.client.admin import AdminError, KafkaAdmin
 from kavka.client.admin_types import AlterOp, NewTopic, OffsetSpec, ResourceType
 from kavka.client.cluster import Cluster
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode, TopicAlreadyExistsError
+from kavka.common.topic_partition import TopicPartition
 
 LIMIT = 20.0
 pytestmark = pytest.mark.async_timeout(LIMIT)

@@ -10,8 +10,8 @@ from client_fakes import FakeCluster
 
 from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import NoBrokersAvailable
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from kavka.common.topic_partition import TopicPartition
 
 LIMIT = 20.0
 pytestmark = pytest.mark.async_timeout(LIMIT)
@@ -114,7 +114,7 @@ async def test_connection_to_a_restarted_broker_is_reopened():
     async with Cluster(fc.bootstrap, retry_backoff_ms=10) as c:
         first = await c.connection(0)
         fc.brokers[0].kill_connections()
-        while first.connected:
+        while first.connected:  # noqa: ASYNC110 - the connection under test has no closed event to await
             await asyncio.sleep(0.01)
         md = await c.call(lambda: c.refresh_metadata(), deadline_ms=5000)
         assert 0 in md.brokers

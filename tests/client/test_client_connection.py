@@ -145,8 +145,7 @@ async def test_dead_socket_fails_every_pending_request():
     b.silent.add(3)
     async with BrokerConnection(b.host, b.port, request_timeout_ms=60_000) as conn:
         pending = [asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[]))) for _ in range(5)]
-        while sum(h.api_key == 3 for h in b.received) < 5:
-            await asyncio.sleep(0.01)
+        await b.received_requests(3, 5)
         b.kill_connections()
         results = await asyncio.gather(*pending, return_exceptions=True)
     await b.stop()

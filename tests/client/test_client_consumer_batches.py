@@ -11,8 +11,8 @@ import pytest
 
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchResponse
 from kavka.protocol.records import ControlRecordType, SimpleRecord, build_batch, build_control_batch
 

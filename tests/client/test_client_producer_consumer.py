@@ -11,10 +11,10 @@ from client_fakes import FakeCluster
 
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
 from kavka.common.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from kavka.common.topic_partition import TopicPartition
 
 LIMIT = 30.0
 pytestmark = pytest.mark.async_timeout(LIMIT)

@@ -20,9 +20,9 @@ from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import NewTopic, OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
+from kavka.common.topic_partition import TopicPartition
 
 N = 1000
 PARTITIONS = 3

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import TypeVar
 
 from kazoo.client import KazooClient
 
@@ -57,7 +58,7 @@ class ZkView:
         self.client.stop()
         self.client.close()
 
-    def __enter__(self) -> "ZkView":
+    def __enter__(self) -> ZkView:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -219,7 +220,7 @@ class RawConnection:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "RawConnection":
+    def __enter__(self) -> RawConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -257,12 +258,11 @@ class RawConnection:
     def closed_by_peer(self, timeout: float = 10.0) -> bool:
         """True once the broker closes (EOF or reset) within ``timeout``;
         False if it sent bytes or stayed open."""
-        import socket
 
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             return False
         except ConnectionResetError:
             return True
@@ -346,7 +346,7 @@ class ProducerThread:
             self._producer.poll(self.pace_s)
         self.unflushed = self._producer.flush(40)
 
-    def __enter__(self) -> "ProducerThread":
+    def __enter__(self) -> ProducerThread:
         self._thread.start()
         return self
 

@@ -189,7 +189,7 @@ class Workload:
             read[r.partition] = max(read.get(r.partition, -1), r.offset)
         return all(read.get(p, -1) >= o for p, o in top.items())
 
-    def start(self) -> "Workload":
+    def start(self) -> Workload:
         for t in self._threads:
             t.start()
         return self

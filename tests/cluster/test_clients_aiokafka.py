@@ -68,7 +68,7 @@ async def _wait_leaders(admin: AIOKafkaAdminClient, topic: str, partitions: int 
 
 
 async def _produce(bootstrap: str, plan: Plan) -> None:
-    for run, acks in zip(plan.runs, (1, "all")):
+    for run, acks in zip(plan.runs, (1, "all"), strict=True):
         producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id=CLIENT_ID, acks=acks, linger_ms=5)
         await producer.start()
         try:

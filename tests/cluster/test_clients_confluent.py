@@ -84,11 +84,11 @@ def _wait_leaders(admin: AdminClient, topic: str, partitions: int = PARTITIONS) 
 
 
 def _produce(cluster, plan: Plan) -> None:
-    for run, acks in zip(plan.runs, ("1", "all")):
+    for run, acks in zip(plan.runs, ("1", "all"), strict=True):
         producer = Producer(_conf(cluster, acks=acks, **{"linger.ms": 5, "batch.size": PRODUCER_BATCH_BYTES}))
         delivered: list[tuple] = []
 
-        def on_delivery(err, msg):
+        def on_delivery(err, msg, delivered: list[tuple] = delivered):
             delivered.append((err, msg.partition(), msg.offset(), msg.key(), msg.value()))
 
         for r in run:
@@ -244,7 +244,7 @@ def test_confluent_kafka_compression_headers_and_admin_extras(cluster) -> None:
         errors = []
         for r in plan[codec]:
             producer.produce(EXTRAS_TOPIC, value=r.value, key=r.key, partition=r.partition, headers=list(r.headers),
-                             on_delivery=lambda err, msg: err is not None and errors.append(err))
+                             on_delivery=lambda err, msg, errors=errors: err is not None and errors.append(err))
         assert producer.flush(30) == 0 and not errors, f"{codec}: {errors[:3]}"
     producer = Producer({**conf, "acks": "0"})
     for r in plan["acks0"]:

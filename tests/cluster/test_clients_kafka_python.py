@@ -76,7 +76,7 @@ def _wait_leaders(admin: KafkaAdminClient, topic: str) -> None:
 
 
 def _produce(cluster, plan: Plan) -> None:
-    for run, acks in zip(plan.runs, (1, "all")):
+    for run, acks in zip(plan.runs, (1, "all"), strict=True):
         producer = KafkaProducer(bootstrap_servers=_servers(cluster), client_id=CLIENT_ID, acks=acks, linger_ms=5)
         try:
             futures = [producer.send(TOPIC, value=r.value, key=r.key, partition=r.partition,

@@ -93,7 +93,7 @@ def _produce(cluster, plan: Plan) -> list[int]:
     """Runs kcat -P once per partition and acks; returns the wall-clock
     marks (ms) before the first run, between the runs and after the last."""
     marks = [int(time.time() * 1000)]
-    for run, acks in zip(plan.runs, ("1", "all")):
+    for run, acks in zip(plan.runs, ("1", "all"), strict=True):
         for p in range(PARTITIONS):
             # "key<TAB>value" lines; a line without the delimiter has a null key.
             lines = [r.value if r.key is None else r.key + b"\t" + r.value for r in run if r.partition == p]

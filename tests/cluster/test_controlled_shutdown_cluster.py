@@ -8,13 +8,14 @@ import asyncio
 
 import pytest
 
-from .cluster_zk import controller_id, create_topic, request, states
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ControlledShutdownRequest
+
+from .cluster_zk import controller_id, create_topic, request, states
 
 pytestmark = pytest.mark.cluster
 

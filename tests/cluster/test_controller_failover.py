@@ -9,8 +9,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from .cluster_helpers import (ProducerThread, ZkView, consume, consume_to_end, create_topic, delete_topic, leaders,
-                             produce, wait_until)
+
+from .cluster_helpers import (
+    ProducerThread,
+    ZkView,
+    consume,
+    consume_to_end,
+    create_topic,
+    delete_topic,
+    leaders,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -85,18 +95,20 @@ def test_hard_bounces_of_the_controller_leave_the_other_brokers_serving(make_clu
         with ProducerThread(cluster.bootstrap, "bounced", partitions=(0, 1, 2), message_timeout_ms=40000,
                             idempotent=True) as producer:
             for bounce in range(3):
-                wait_until(lambda: all(len(producer.acked_on(p)) > 10 * (bounce + 1) for p in range(3)), 30,
+                wait_until(lambda bounce=bounce: all(len(producer.acked_on(p)) > 10 * (bounce + 1) for p in range(3)),
+                           30,
                            f"records acknowledged on every partition before bounce {bounce + 1}")
                 ctrl, epoch = wait_until(zk.controller, 20, "a controller")
                 cluster.kill_broker(ctrl)
                 survivors = [p for p in range(3) if p != ctrl]
                 during = {p: len(producer.acked_on(p)) for p in survivors}
-                wait_until(lambda: (c := zk.controller()) and c[1] > epoch and c, 30, "a new controller")
-                wait_until(lambda: all(len(producer.acked_on(p)) > during[p] + 10 for p in survivors), 30,
+                wait_until(lambda epoch=epoch: (c := zk.controller()) and c[1] > epoch and c, 30, "a new controller")
+                wait_until(lambda during=during, survivors=survivors:
+                           all(len(producer.acked_on(p)) > during[p] + 10 for p in survivors), 30,
                            f"the survivors {survivors} to keep taking writes while broker {ctrl} is down")
                 cluster.start_broker(ctrl)
                 cluster.wait_registered({ctrl}, 30)
-                wait_until(lambda: zk.partition_state("bounced", ctrl).leader == ctrl, 30,
+                wait_until(lambda ctrl=ctrl: zk.partition_state("bounced", ctrl).leader == ctrl, 30,
                            f"broker {ctrl} to lead its partition again after bounce {bounce + 1}")
             mark = len(producer.acked_on(0)), len(producer.acked_on(1)), len(producer.acked_on(2))
             wait_until(lambda: all(len(producer.acked_on(p)) > mark[p] + 10 for p in range(3)), 40,

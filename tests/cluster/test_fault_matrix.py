@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

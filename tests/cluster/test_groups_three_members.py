@@ -27,10 +27,10 @@ from kavka.tools.cluster import LocalCluster
 from .cluster_helpers import create_topic, leaders, produce, wait_until
 from .group_helpers import (
     GroupView,
-    group_log,
     Ledger,
     assert_exactly_once,
     assert_owned,
+    group_log,
     phase_values,
     wait_consumed,
     wait_split,

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from .cluster_zk import controller_id, create_topic, request, states, zk_call
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ElectLeadersRequest as Elect
+
+from .cluster_zk import controller_id, create_topic, request, states, zk_call
 
 pytestmark = pytest.mark.cluster
 

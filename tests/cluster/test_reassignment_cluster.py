@@ -14,14 +14,15 @@ import signal
 
 import pytest
 
-from .cluster_zk import assignment, controller_id, create_topic, request, states, zk_call
 from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
-from kavka.common.topic_partition import TopicPartition
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest as Alter
 from kavka.protocol.messages import ListPartitionReassignmentsRequest as List
+
+from .cluster_zk import assignment, controller_id, create_topic, request, states, zk_call
 
 pytestmark = pytest.mark.cluster
 

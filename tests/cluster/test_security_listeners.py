@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from security.certs import Pki  # tests/security/certs.py
 
 from kavka.tools.cluster import LocalCluster
 from kavka.tools.zookeeper import free_port
-from security.certs import Pki  # tests/security/certs.py
 
 from .cluster_helpers import wait_until
 
@@ -403,7 +403,7 @@ class RawClient:
             data += chunk
         return data
 
-    def login(self, user: str, password: str) -> "RawClient":
+    def login(self, user: str, password: str) -> RawClient:
         from kavka.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
 
         assert self.call(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
@@ -532,9 +532,9 @@ def test_bad_inputs_are_refused_logged_and_cost_no_thread(secure):
 
     for _ in range(10):
         # a TLS handshake on the PLAINTEXT port
-        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            with ctx.wrap_socket(_raw(secure, "PLAINTEXT"), server_hostname="127.0.0.1") as s:
-                s.recv(1)
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)), \
+                ctx.wrap_socket(_raw(secure, "PLAINTEXT"), server_hostname="127.0.0.1") as s:
+            s.recv(1)
         # a plaintext Kafka request on the TLS port
         sock = _raw(secure, "SSL")
         sock.sendall(_kafka_frame(3, 9, MetadataRequest(topics=[])))
@@ -542,11 +542,11 @@ def test_bad_inputs_are_refused_logged_and_cost_no_thread(secure):
         # a client certificate from another CA
         stranger = ssl.create_default_context(cafile=str(secure.files.ca))
         stranger.load_cert_chain(secure.files.stranger_cert, secure.files.stranger_key)
-        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            with stranger.wrap_socket(_raw(secure, "SSL"), server_hostname="127.0.0.1") as s:
-                s.sendall(_kafka_frame(3, 9, MetadataRequest(topics=[])))
-                if s.recv(1) == b"":
-                    raise ConnectionError("closed")
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)), \
+                stranger.wrap_socket(_raw(secure, "SSL"), server_hostname="127.0.0.1") as s:
+            s.sendall(_kafka_frame(3, 9, MetadataRequest(topics=[])))
+            if s.recv(1) == b"":
+                raise ConnectionError("closed")
         # an unknown mechanism, a token before the handshake, a request before authentication
         for data in (_kafka_frame(17, 1, SaslHandshakeRequest(mechanism="GSSAPI")),
                      _kafka_frame(36, 2, SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret")),

@@ -14,11 +14,20 @@ import time
 from pathlib import Path
 
 import pytest
-from .cluster_helpers import (ProducerThread, RawConnection, consume, consume_to_end, create_topic, leaders, produce,
-                             wait_until)
 
 from kavka.protocol.messages import ApiVersionsRequest
 from kavka.tools.zookeeper import free_port
+
+from .cluster_helpers import (
+    ProducerThread,
+    RawConnection,
+    consume,
+    consume_to_end,
+    create_topic,
+    leaders,
+    produce,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -130,7 +139,7 @@ def test_state_changes_are_written_to_state_change_log(make_cluster):
     wait_until(lambda: leaders(cluster, "t") == {0: 0, 1: 1}, 20, "leaders of t")
     for b in cluster.brokers.values():
         path = b.directory / "logs" / "state-change.log"
-        wait_until(lambda: path.is_file() and "t-0" in path.read_text(), 10, f"{path} to mention t-0")
+        wait_until(lambda path=path: path.is_file() and "t-0" in path.read_text(), 10, f"{path} to mention t-0")
         text = path.read_text()
         assert f"broker {b.broker_id}" in text
     # The controller's decisions are there too.
@@ -201,7 +210,8 @@ def test_clean_bounces_under_load_skip_recovery_and_lose_nothing(make_cluster):
     wait_until(lambda: leaders(cluster, "t") == {0: 0}, 20, "a leader for t")
     with ProducerThread(cluster.bootstrap, "t", message_timeout_ms=40000) as producer:
         for bounce in range(3):
-            wait_until(lambda: len(producer.acked) > 20 * (bounce + 1), 30, f"records acked before bounce {bounce + 1}")
+            wait_until(lambda bounce=bounce: len(producer.acked) > 20 * (bounce + 1), 30,
+                       f"records acked before bounce {bounce + 1}")
             assert cluster.stop_broker(0) == 0, broker.log_tail()
             assert (log_dir / MARKER).is_file()
             cluster.start_broker(0)

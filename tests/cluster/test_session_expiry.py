@@ -20,9 +20,19 @@ from __future__ import annotations
 import time
 
 import pytest
-from .cluster_helpers import (ZkView, consume, create_topic, leaders, metadata_from, produce, produce_error,
-                             set_topic_config, wait_until)
 from kazoo.client import KazooClient
+
+from .cluster_helpers import (
+    ZkView,
+    consume,
+    create_topic,
+    leaders,
+    metadata_from,
+    produce,
+    produce_error,
+    set_topic_config,
+    wait_until,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -73,7 +83,7 @@ def test_the_controller_paused_past_its_session_re_registers_and_control_moves(m
         assert czxid > old_czxid and session != old_session
         # It stepped down: every broker, itself included, names the new controller.
         for b in cluster.brokers.values():
-            wait_until(lambda: metadata_from(b.address).controller_id == new_id, 20,
+            wait_until(lambda b=b: metadata_from(b.address).controller_id == new_id, 20,
                        f"broker {b.broker_id} to name controller {new_id}")
         _serves_its_partition(cluster, "t", old_id, before)
         assert zk.controller() == (new_id, new_epoch)
@@ -197,7 +207,7 @@ def test_a_short_zookeeper_hang_keeps_sessions_and_the_data_path(make_cluster, z
         # yet would take the producer's Metadata request for an
         # auto-creation, which needs ZooKeeper.
         for b in cluster.brokers.values():
-            wait_until(lambda: _leaders_known_by(b.address, "t") == {0: 0, 1: 1}, 20,
+            wait_until(lambda b=b: _leaders_known_by(b.address, "t") == {0: 0, 1: 1}, 20,
                        f"broker {b.broker_id} to know the leaders of t")
         registrations = {b: zk.broker_registration(b) for b in (0, 1)}
         controller = zk.controller()

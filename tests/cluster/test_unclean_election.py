@@ -48,7 +48,7 @@ def test_unclean_election_off_keeps_the_partition_offline_on_loses_data_loudly(m
                          {"min.insync.replicas": "1", "unclean.leader.election.enable": unclean})
         state = lambda t: zk.partition_state(t, 0)  # noqa: E731
         for topic in (OFFLINE, UNCLEAN):
-            wait_until(lambda: (s := state(topic)) and s.leader == a and len(s.isr) == 2, 30,
+            wait_until(lambda topic=topic: (s := state(topic)) and s.leader == a and len(s.isr) == 2, 30,
                        f"{topic}: leader {a}, ISR of 2")
         first = [b"first-%04d" % i for i in range(N)]
         second = [b"second-%04d" % i for i in range(N)]
@@ -57,12 +57,13 @@ def test_unclean_election_off_keeps_the_partition_offline_on_loses_data_loudly(m
 
         cluster.stop_broker(b)
         for topic in (OFFLINE, UNCLEAN):
-            wait_until(lambda: (s := state(topic)) and list(s.isr) == [a], 30, f"{topic}: ISR shrunk to [{a}]")
+            wait_until(lambda topic=topic: (s := state(topic)) and list(s.isr) == [a], 30,
+                       f"{topic}: ISR shrunk to [{a}]")
             produce(cluster, topic, {0: second})  # acknowledged by A alone
 
         cluster.kill_broker(a)
         for topic in (OFFLINE, UNCLEAN):
-            wait_until(lambda: (s := state(topic)) and s.leader == -1, 30, f"{topic}: offline")
+            wait_until(lambda topic=topic: (s := state(topic)) and s.leader == -1, 30, f"{topic}: offline")
         cluster.start_broker(b)
         cluster.wait_registered({b}, 60)
 

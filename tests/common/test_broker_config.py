@@ -301,3 +301,15 @@ def test_dynamic_keys_and_synonyms_are_real_keys():
 def test_unknown_key_lookup_on_config():
     with pytest.raises(ConfigError, match="unknown configuration key"):
         cfg()["no.such.key"]
+
+
+def test_authorizer_keys_are_kafkas_and_refused_by_name() -> None:
+    c = cfg()
+    assert (c["authorizer.class.name"], c["super.users"], c["allow.everyone.if.no.acl.found"]) == ("", "", False)
+    for name in ("kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer"):
+        assert cfg(**{"authorizer.class.name": name})["authorizer.class.name"] == name
+    with pytest.raises(ConfigError, match=r"config 'authorizer.class.name'.*StandardAuthorizer.*is not an authorizer"):
+        cfg(**{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    assert cfg(**{"super.users": "User:admin;User:CN=broker,O=x;"})["super.users"] == "User:admin;User:CN=broker,O=x;"
+    with pytest.raises(ConfigError, match=r"config 'super.users'.*principal 'admin' is not in the form Type:name"):
+        cfg(**{"super.users": "User:a;admin"})

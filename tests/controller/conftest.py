@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -72,10 +73,10 @@ class FakeTransport:
         pass
 
     def requests(self, api: str, broker_id: int | None = None) -> list[Message]:
-        return [r for b, r in self.sent if r.API_NAME == api and (broker_id is None or b == broker_id)]
+        return [r for b, r in self.sent if api == r.API_NAME and (broker_id is None or b == broker_id)]
 
     def brokers_sent(self, api: str) -> list[int]:
-        return [b for b, r in self.sent if r.API_NAME == api]
+        return [b for b, r in self.sent if api == r.API_NAME]
 
     def clear(self) -> None:
         self.sent.clear()
@@ -194,7 +195,8 @@ class Cluster:
         assert len(live) <= 1, f"two active controllers: {[c.broker_id for c in live]}"
         return live[0] if live else None
 
-    async def until(self, predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> None:
+    # ``timeout`` is an assertion's deadline: its failure names what was awaited.
+    async def until(self, predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> None:  # noqa: ASYNC109
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

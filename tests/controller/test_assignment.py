@@ -7,7 +7,8 @@ import random
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kavka.controller.assignment import (
     InvalidPartitions,

@@ -30,7 +30,7 @@ class MiniBroker:
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
-    async def start(self, port: int = 0) -> "MiniBroker":
+    async def start(self, port: int = 0) -> MiniBroker:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self

@@ -3,11 +3,11 @@ table, and the auto-rebalance selection."""
 
 from __future__ import annotations
 
-from kavka.common.listeners import EndPoint
-from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.common.ids import NO_LEADER
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.listeners import EndPoint
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.controller.election import elect_for_reassigned_partition, remove_replica_from_isr
 from kavka.controller.rebalance import leader_imbalance, partitions_to_rebalance
 from kavka.zk.brokers import BrokerIdZNode, PartitionStateZNode

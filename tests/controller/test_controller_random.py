@@ -144,7 +144,7 @@ def _last(c, api: str, broker: int, key: tuple[str, int]):
     """The newest partition state for ``key`` sent to ``broker`` by the current epoch."""
     epoch = c.active().epoch
     for b, req in reversed(c.transport.sent):
-        if b == broker and req.API_NAME == api and req.controller_epoch == epoch:
+        if b == broker and api == req.API_NAME and req.controller_epoch == epoch:
             got = c.partitions_of(req).get(key)
             if got is not None:
                 return got

@@ -3,7 +3,8 @@ and the seed's cases."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kavka.common.ids import NO_LEADER
 from kavka.common.leader_and_isr import LeaderAndIsr

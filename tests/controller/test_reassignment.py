@@ -7,8 +7,8 @@ notification (seed 002 §6.4)."""
 
 from __future__ import annotations
 
-from kavka.controller.events import AlterPartitionReassignments, ListPartitionReassignments
 from kavka.common.errors import ErrorCode
+from kavka.controller.events import AlterPartitionReassignments, ListPartitionReassignments
 from kavka.zk.admin import REASSIGN_PARTITIONS_PATH, ReassignPartitionsZNode
 from kavka.zk.brokers import PartitionStateZNode, TopicZNode
 

@@ -4,12 +4,13 @@ as a property over random clusters, plus a worked example."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kavka.common.listeners import EndPoint
-from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.listeners import EndPoint
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.controller.rebalance import leader_imbalance, partitions_to_rebalance
 from kavka.zk.brokers import BrokerIdZNode
 
@@ -53,7 +54,7 @@ def test_exactly_the_eligible_partitions_of_imbalanced_brokers(parts, live, shut
         if imbalance[preferred].ratio > pct / 100:
             expected.append(tp)
     assert chosen == sorted(expected)
-    for b, imb in imbalance.items():
+    for imb in imbalance.values():
         assert 0.0 <= imb.ratio <= 1.0
         assert set(imb.led_elsewhere) <= set(imb.preferred)
 

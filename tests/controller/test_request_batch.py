@@ -9,13 +9,13 @@ import uuid
 
 import pytest
 
-from kavka.common.listeners import EndPoint
-from kavka.controller.context import ControllerContext, ReplicaAssignment
 from kavka.common.leader_and_isr import LeaderAndIsr
+from kavka.common.listeners import EndPoint
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.controller.partition_state import PartitionState
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
-from kavka.controller.partition_state import PartitionState
 from kavka.protocol.codec import decode_body, encode_body
 from kavka.protocol.messages import Message
 from kavka.zk.brokers import BrokerIdZNode
@@ -103,7 +103,7 @@ def test_requests_encode_at_every_version_the_controller_sends(api: str, version
         batch.add_leader_and_isr([1], tp)
         batch.add_stop_replica([1], tp, delete=True)
     batch.send_requests()
-    (req,) = [r for b, r in sink.sent if r.API_NAME == api and b == 1]
+    (req,) = [r for b, r in sink.sent if api == r.API_NAME and b == 1]
     for v in versions:
         back = decode_body(req.API_KEY, "request", v, encode_body(req, v))
         assert back.controller_epoch == 4

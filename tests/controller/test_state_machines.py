@@ -6,20 +6,25 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kavka.controller.context import PartitionReplica
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import PartitionReplica
 from kavka.controller.partition_state import (
     IllegalPartitionStateTransition,
     PartitionState,
     PartitionStates,
+)
+from kavka.controller.partition_state import (
     check_transition as check_partition,
 )
 from kavka.controller.replica_state import (
     IllegalReplicaStateTransition,
     ReplicaState,
     ReplicaStates,
+)
+from kavka.controller.replica_state import (
     check_transition as check_replica,
 )
 

@@ -5,8 +5,8 @@ brokers, and delete.topic.enable=false."""
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
-from kavka.controller.context import PartitionReplica
 from kavka.common.topic_partition import TopicPartition
+from kavka.controller.context import PartitionReplica
 from kavka.controller.replica_state import ReplicaState
 
 

@@ -4,7 +4,6 @@ outcome when a new coordinator replays the log (with the markers in it)."""
 
 from __future__ import annotations
 
-
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 

@@ -4,10 +4,9 @@ import struct
 
 import pytest
 from hypothesis import given
-
-import schema_strategies as ss
 from hypothesis import strategies as st
 
+import schema_strategies as ss
 from kavka.protocol.errors import FrameSizeError
 from kavka.protocol.framing import FrameDecoder, frame, frame_parts
 

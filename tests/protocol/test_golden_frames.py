@@ -105,7 +105,7 @@ def _require_schema(api_key: int, api_name: str, version: int, count: int, clien
 
 
 def _first_difference(expected: bytes, actual: bytes) -> str:
-    n = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
+    n = next((i for i, (a, b) in enumerate(zip(expected, actual, strict=False)) if a != b), min(len(expected), len(actual)))
     return (f"lengths {len(expected)} captured vs {len(actual)} re-encoded; first difference at byte {n}: "
             f"captured ...{expected[max(0, n - 8):n + 8].hex()} re-encoded ...{actual[max(0, n - 8):n + 8].hex()}")
 

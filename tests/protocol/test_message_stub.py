@@ -14,13 +14,13 @@ import uuid
 
 from hypothesis import given
 from hypothesis import strategies as st
-from schema_strategies import all_versions, budget, case_id, message
 
 from kavka.protocol import messages
 from kavka.protocol.codec import decode_body, encode_body
 from kavka.protocol.message_base import Message
 from kavka.protocol.schema import registry
 from kavka.protocol.stubgen import COMMAND, STUB_PATH, main, render
+from schema_strategies import all_versions, budget, case_id, message
 
 STUB = ast.parse(STUB_PATH.read_text())
 # Names messages.py imports for its own use, not part of its interface.

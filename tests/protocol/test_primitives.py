@@ -6,10 +6,9 @@ import uuid
 
 import pytest
 from hypothesis import given
-
-import schema_strategies as ss
 from hypothesis import strategies as st
 
+import schema_strategies as ss
 from kavka.protocol import primitives as p
 from kavka.protocol.errors import DecodeError, EncodeError
 

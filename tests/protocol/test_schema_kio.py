@@ -245,7 +245,7 @@ def test_layout_matches_kio(key, side, version):
     their_names = [p + "ms" if time else p for p, _, _, _, _, time in theirs]
     assert [p for p, *_ in ours] == their_names
     assert [(t, n, tag) for _, t, n, tag, _ in ours] == [(t, n, tag) for _, t, n, tag, _, _ in theirs]
-    for (path, typ, nullable, _, f), (_, _, _, _, default, _) in zip(ours, theirs):
+    for (path, typ, nullable, _, f), (_, _, _, _, default, _) in zip(ours, theirs, strict=True):
         if nullable:
             assert f.default in (None, MISSING) and default in (None, MISSING), f"{path}: default"
         elif typ in _SCALARS:

@@ -23,8 +23,21 @@ from kavka.protocol.codec import decode_body, encode_body, plan_for
 from kavka.protocol.messages import REQUEST, RESPONSE, request_class, response_class
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.apis import (
-    acls, admin, admin_topics, auth_producer, configs, core, groups, inter_broker,
-    next_gen_groups, offsets, sasl, telemetry, transactions,
+    acls,
+    admin,
+    admin_topics,
+    auth_producer,
+    client_quotas,
+    configs,
+    core,
+    groups,
+    inter_broker,
+    next_gen_groups,
+    offsets,
+    sasl,
+    scram_credentials,
+    telemetry,
+    transactions,
 )
 from kavka.protocol.schema.dsl import _OPEN, MISSING, PRIMITIVES, Api, F, Field, S, V, Versions, api
 
@@ -50,6 +63,8 @@ MODULES = {
             45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
             60: "DescribeCluster", 61: "DescribeProducers"},
     sasl: {36: "SaslAuthenticate"},
+    client_quotas: {48: "DescribeClientQuotas", 49: "AlterClientQuotas"},
+    scram_credentials: {50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials"},
     next_gen_groups: {68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe"},
     telemetry: {71: "GetTelemetrySubscriptions", 72: "PushTelemetry"},
 }

@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from kavka.common.clock import ManualClock
+from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
 from kavka.replication.partition import Partition
 from kavka.replication.state import PartitionState
-from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.common.topic_partition import TopicPartition
 
 REPLICATION_SETTINGS = settings(
     max_examples=30,

@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.common.errors import NotLeaderOrFollowerError
 from kavka.common.clock import ManualClock
+from kavka.common.errors import NotLeaderOrFollowerError
 from kavka.storage.log import Log
 
 from .conftest import LAG_MS, REPLICATION_SETTINGS, T0, batch, log_config, make_partition, state

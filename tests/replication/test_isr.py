@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.isr import IsrChangePropagation, IsrPropagationConfig, ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.replica import Replica
 from kavka.replication.replica_manager import ReplicaManagerConfig
 from kavka.replication.state import PartitionState, isr_proposal
-from kavka.common.topic_partition import TopicPartition
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper

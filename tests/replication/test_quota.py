@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from kavka.common.config import ConfigError
 from kavka.common.errors import ErrorCode
 from kavka.common.throttled_replicas import ThrottledReplicas
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.quota import UNLIMITED_RATE, LeaderReplicationQuota, ReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_config import LogConfig
-from kavka.common.topic_partition import TopicPartition
 
 from .conftest import LAG_MS, REPLICATION_SETTINGS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 

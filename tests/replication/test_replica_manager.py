@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import iter_batches
 from kavka.replication.fetcher.assignments import FetcherAssignments
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
-from kavka.common.topic_partition import TopicPartition
 
 from .conftest import LAG_MS, TP, MemoryIsrZnodes, RecordingIsrListener, batch, log_config, state
 

@@ -3,6 +3,7 @@ into every mechanism (property tests)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -138,10 +139,8 @@ def test_a_large_hostile_token_is_refused_quickly() -> None:
         for token in [b"n,,n=" + b"a" * 1_000_000, b"\x00" * 1_000_000, b"n,," + b"\x01a=b" * 200_000,
                       b"n,,\x01auth=Bearer " + b"a" * 1_000_000 + b"\x01\x01"]:
             server = factory().create(m)
-            try:
+            with contextlib.suppress(SaslAuthenticationError):
                 server.evaluate_response(token)
-            except SaslAuthenticationError:
-                pass
 
 
 # client.properties in either dialect

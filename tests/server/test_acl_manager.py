@@ -163,7 +163,7 @@ async def test_create_refuses_invalid_bindings_with_their_reason_and_stores_the_
     assert [r.error for r in results[1:]] == [ErrorCode.INVALID_REQUEST] * len(bad)
     messages = [r.message or "" for r in results[1:]]
     for needle, message in zip(["ANY", "MATCH", "ANY", "UNKNOWN", "Type:name", "empty resource name", "kafka-cluster",
-                                "invalid resource name", "PREFIXED", "znode name", "U+0009"], messages):
+                                "invalid resource name", "PREFIXED", "znode name", "U+0009"], messages, strict=True):
         assert needle in message and message.startswith("Failed to create ACL"), message
     assert [b.pattern.name for b in one.authorizer.acls(ANY_BINDING)] == ["good"]
 
@@ -218,3 +218,14 @@ async def test_a_new_session_reloads_everything(brokers) -> None:
     assert not reads(one, "missed")
     await brokers.expire(one.acl_store.store)
     await until(lambda: reads(one, "missed"), "the reload after a new session")
+
+
+async def test_acls_too_large_for_one_znode_are_refused_before_zookeeper_sees_them(brokers) -> None:
+    one = await brokers.broker()
+    many = [binding("big", principal=f"User:{i:04d}{'x' * 1200}") for i in range(1000)]
+    results = await one.create_acls([*many, binding("small")])
+    assert {r.error for r in results[:-1]} == {ErrorCode.INVALID_REQUEST}
+    assert "above ZooKeeper's znode limit" in (results[0].message or "")
+    assert results[-1].error is ErrorCode.NONE
+    assert [b.pattern.name for b in one.authorizer.acls(ANY_BINDING)] == ["small"]
+    assert await one.acl_store.store.exists("/kafka-acl/Topic/big") is None

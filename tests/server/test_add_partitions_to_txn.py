@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.headers import RequestHeader
 from kavka.protocol.messages import AddPartitionsToTxnRequest
 from kavka.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from kavka.server.network import RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 
 class Cache:

@@ -9,12 +9,12 @@ import asyncio
 from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.group.state import partition_for
 from kavka.replication.state import PartitionState
 from kavka.server.internal_topic import CoordinatorLeadership, InternalTopic, InternalTopicSettings
 from kavka.server.metadata_cache import BrokerEndpoint
-from kavka.common.topic_partition import TopicPartition
 
 TOPIC = "__consumer_offsets"
 

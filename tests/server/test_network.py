@@ -30,7 +30,7 @@ class Client:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def connect(cls, address: tuple[str, int]) -> "Client":
+    async def connect(cls, address: tuple[str, int]) -> Client:
         return cls(*await asyncio.open_connection(*address))
 
     def send_request(self, body, version: int, correlation_id: int) -> None:
@@ -44,9 +44,10 @@ class Client:
     async def read_response(self, api_key: int, version: int):
         return decode_response(api_key, version, await self.read_frame())
 
-    async def closed(self, timeout: float = 5.0) -> bool:
+    async def closed(self) -> bool:
+        """Whether the server closed the connection (EOF or reset) within 5 s."""
         try:
-            return await asyncio.wait_for(self.reader.read(1), timeout) == b""
+            return await asyncio.wait_for(self.reader.read(1), 5.0) == b""
         except ConnectionResetError:
             return True
 
@@ -73,10 +74,13 @@ def versions_handler(calls: list[int] | None = None, api_keys: int = 1):
 async def test_responses_leave_in_request_order_even_when_handlers_finish_out_of_order():
     d = Dispatcher()
     release: dict[int, asyncio.Future] = {}
+    both_parked = asyncio.Event()
 
     async def slow_metadata(ctx, req):
         fut = asyncio.get_running_loop().create_future()
         release[ctx.header.correlation_id] = fut
+        if len(release) == 2:
+            both_parked.set()
         return fut  # an awaitable: a delayed response (like a parked Fetch)
 
     d.register(METADATA, slow_metadata, 0, 12)
@@ -86,8 +90,7 @@ async def test_responses_leave_in_request_order_even_when_handlers_finish_out_of
     c.send_request(MetadataRequest(topics=[]), 9, 1)
     c.send_request(ApiVersionsRequest(), 3, 2)
     c.send_request(MetadataRequest(topics=[]), 9, 3)
-    while len(release) < 2:
-        await asyncio.sleep(0.01)
+    await both_parked.wait()
     release[3].set_result(MetadataResponse(controller_id=3))
     release[1].set_result(MetadataResponse(controller_id=1))
     got = [(await c.read_response(METADATA, 9))[0].correlation_id,
@@ -192,12 +195,12 @@ async def test_idle_connections_are_swept_but_not_those_waiting_for_a_response()
     idle.send_request(ApiVersionsRequest(), 3, 1)
     await idle.read_response(API_VERSIONS, 3)
     waiting.send_request(MetadataRequest(topics=[]), 9, 2)
-    assert await idle.closed(timeout=5)
+    assert await idle.closed()
     await asyncio.sleep(0.5)  # well past the idle limit, with a request in flight
     parked[0].set_result(MetadataResponse())
     assert (await waiting.read_response(METADATA, 9))[0].correlation_id == 2
     assert len(server.connections) == 1  # then it is idle in turn
-    assert await waiting.closed(timeout=5)
+    assert await waiting.closed()
     idle.close()
     waiting.close()
     await server.stop()

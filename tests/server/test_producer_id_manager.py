@@ -9,8 +9,8 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import InitProducerIdRequest
 from kavka.server.handlers.init_producer_id import MAX_VERSION, InitProducerIdHandler
 from kavka.server.producer_id_manager import ProducerIdManager
-from kavka.zk.cluster import ProducerIdBlockZNode
 from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
+from kavka.zk.cluster import ProducerIdBlockZNode
 
 
 class FakeZk:

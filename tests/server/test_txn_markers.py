@@ -14,12 +14,12 @@ import socket
 import pytest
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersResponse
 from kavka.server.handlers import api_versions
 from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
 from kavka.server.txn_markers import BrokerMarkerWriter
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import CoordinatorFencedError
 
 LIMIT = 20.0
@@ -55,6 +55,7 @@ class Leader:
 
     def __init__(self, codes: list[ErrorCode] = (), hang: bool = False) -> None:
         self.codes, self.hang, self.calls = list(codes), hang, []
+        self._called = asyncio.Event()
         self.dispatcher = Dispatcher()
         api_versions.register(self.dispatcher)
         self.dispatcher.register(27, self.handle, 0, 2)
@@ -62,6 +63,7 @@ class Leader:
 
     async def handle(self, ctx, request):
         self.calls.append(request)
+        self._called.set()
         if self.hang:
             await asyncio.sleep(3600)
         code = self.codes.pop(0) if self.codes else ErrorCode.NONE
@@ -73,6 +75,12 @@ class Leader:
 
     async def start(self) -> int:
         return (await self.server.start("127.0.0.1", 0))[1]
+
+    async def called(self, times: int) -> None:
+        """Until ``times`` WriteTxnMarkers requests have arrived."""
+        while len(self.calls) < times:
+            self._called.clear()
+            await self._called.wait()
 
 
 def closed_port() -> int:
@@ -112,8 +120,7 @@ async def test_leader_not_answering_times_out_and_is_retried():
     cache.add(2, await good.start())
     cache.leaders[TP] = 1
     task = asyncio.create_task(write(writer(cache, request_timeout_ms=100)))
-    while len(silent.calls) < 2:  # timed out once at least, and asked again
-        await asyncio.sleep(0.02)
+    await silent.called(2)  # timed out once at least, and asked again
     cache.leaders[TP] = 2
     await task
     assert len(good.calls) == 1

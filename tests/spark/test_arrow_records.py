@@ -75,7 +75,7 @@ def _rows(rb: pa.RecordBatch, with_headers: bool):
     return list(zip(rb.column("key").to_pylist(), rb.column("value").to_pylist(), rb.column("offset").to_pylist(),
                     [us // 1000 for us in rb.column("timestamp").cast(pa.int64()).to_pylist()],
                     rb.column("timestampType").to_pylist(),
-                    rb.column("headers").to_pylist() if with_headers else [None] * rb.num_rows))
+                    rb.column("headers").to_pylist() if with_headers else [None] * rb.num_rows, strict=True))
 
 
 def _read(data: bytes, start: int, end: int, with_headers: bool, native: bool) -> pa.RecordBatch:

@@ -10,10 +10,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kavka.common.topic_partition import TopicPartition
-from kavka.spark.offsets import OffsetJsonError, from_json_dict, parse_assign, parse_partition_offsets, to_json, \
-    to_json_dict
-from kavka.spark.options import Assign, KavkaOptionError, Subscribe, SubscribePattern, parse_sink_options, \
-    parse_source_options
+from kavka.spark.offsets import (
+    OffsetJsonError,
+    from_json_dict,
+    parse_assign,
+    parse_partition_offsets,
+    to_json,
+    to_json_dict,
+)
+from kavka.spark.options import (
+    Assign,
+    KavkaOptionError,
+    Subscribe,
+    SubscribePattern,
+    parse_sink_options,
+    parse_source_options,
+)
 from kavka.spark.ranges import OffsetRange, split_ranges
 from kavka.spark.stream_reader import rate_limit
 

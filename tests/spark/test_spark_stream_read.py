@@ -47,7 +47,8 @@ def test_resume_from_checkpoint_without_loss_or_duplicates(spark, kavka_cluster,
     # offsets checkpointed in the stable JSON form
     import os
     latest = max((f for f in os.listdir(os.path.join(cp, "offsets")) if f.isdigit()), key=int)
-    text = open(os.path.join(cp, "offsets", latest)).read().splitlines()[-1]
+    with open(os.path.join(cp, "offsets", latest)) as f:
+        text = f.read().splitlines()[-1]
     doc = json.loads(text)
     assert list(doc) == ["clicks"] and list(doc["clicks"]) == ["0", "1"]
     assert sum(doc["clicks"].values()) == 200

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import RecordBatchHeader, iter_batches
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 

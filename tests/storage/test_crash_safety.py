@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kavka.protocol.records.batch import validate_batch
 from kavka.common.clock import ManualClock
+from kavka.protocol.records.batch import validate_batch
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 
@@ -165,7 +165,7 @@ class CrashSafety(RuleBasedStateMachine):
         n = len(served)
         lo = self.flushed if expected_min is None else expected_min
         assert lo <= n <= expected_max, (lo, n, expected_max)
-        for (header, raw), (base, last, expected_body) in zip(served, self.model):
+        for (header, raw), (base, last, expected_body) in zip(served, self.model, strict=False):
             validate_batch(raw)
             assert (header.base_offset, header.last_offset) == (base, last)
             assert body(raw) == expected_body

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -67,7 +69,7 @@ def test_invariants_hold_under_any_assignments(tmp_path_factory, ops, cut):
     for epoch, start in ops:
         c.assign(epoch, start)
         es = c.entries()
-        assert all(a.epoch < b.epoch and a.start_offset < b.start_offset for a, b in zip(es, es[1:]))
+        assert all(a.epoch < b.epoch and a.start_offset < b.start_offset for a, b in pairwise(es))
         assert es[-1] == EpochEntry(epoch, start) or (es[-1].epoch == epoch and es[-1].start_offset <= start)
     c.truncate_from_end(cut)
     assert all(e.start_offset < cut for e in c.entries())

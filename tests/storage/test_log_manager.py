@@ -10,13 +10,13 @@ import textwrap
 import pytest
 
 from kavka.common.clock import ManualClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.storage.errors import LogDirLockedError
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
+from kavka.storage.log_dir_names import InvalidLogDirName, log_dir_name
 from kavka.storage.log_manager import LogManager, LogManagerRunner
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.storage.log_dir_names import InvalidLogDirName, log_dir_name
-from kavka.common.topic_partition import TopicPartition
 
 from .conftest import T0, make_batch, read_all, small_config
 

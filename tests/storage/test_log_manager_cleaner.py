@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from kavka.common.clock import ManualClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.manager import LogCleaningState
-from kavka.common.clock import ManualClock
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
+from kavka.storage.log_dir_names import is_delete_dir
 from kavka.storage.log_manager import LogManager, LogManagerRunner
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.common.topic_partition import TopicPartition
-from kavka.storage.log_dir_names import is_delete_dir
 
 from .cleaner.support import Seen, append, compact_config, expected_after_clean, read_records
 from .conftest import T0, small_config

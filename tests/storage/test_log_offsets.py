@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kavka.common.clock import ManualClock
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
-from kavka.common.clock import ManualClock
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kavka.storage.log import Log
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from itertools import pairwise
 
 import pytest
 from hypothesis import given
@@ -15,7 +16,6 @@ from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 
 from .conftest import STORAGE_SETTINGS, make_batch, read_all, scan_dir, small_config
-
 
 CFG = small_config(**{"segment.bytes": 1200})
 
@@ -40,7 +40,7 @@ def assert_indexes_agree(log):
         for e in seg.offset_index.entries_list():
             assert e.position in batches and batches[e.position].last_offset == e.offset
         ts = seg.time_index.entries_list()
-        assert all(a.timestamp < b.timestamp and a.offset <= b.offset for a, b in zip(ts, ts[1:]))
+        assert all(a.timestamp < b.timestamp and a.offset <= b.offset for a, b in pairwise(ts))
         for e in ts:
             assert any(h.last_offset == e.offset and h.max_timestamp == e.timestamp for h in batches.values())
 

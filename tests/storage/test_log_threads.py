@@ -5,6 +5,7 @@ batches, offsets stay dense."""
 from __future__ import annotations
 
 import threading
+from itertools import pairwise
 
 from kavka.protocol.records.batch import iter_batches
 from kavka.storage.errors import OffsetOutOfRangeError
@@ -65,6 +66,6 @@ def test_concurrent_appends_reads_flushes_and_retention(log_dir, clock):
     served = read_all(log)
     offsets = [h.base_offset for h, _ in served]
     assert offsets == sorted(offsets) and served[-1][0].next_offset == total
-    for (a, _), (b, _) in zip(served, served[1:]):
+    for (a, _), (b, _) in pairwise(served):
         assert a.next_offset == b.base_offset
     log.close()

@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from kavka.protocol.records.batch import iter_batches
 from kavka.common.clock import ManualClock
+from kavka.protocol.records.batch import iter_batches
 from kavka.storage.segment import LogSegment
 
 from .conftest import T0, make_batch, small_config

@@ -14,12 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kavka.cli import main
+from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.protocol.records.record import SimpleRecord
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 
@@ -44,7 +45,8 @@ def segment_dir(tmp_path: Path) -> Path:
         # The idempotent producer's batches carry consecutive sequences (every other batch, one record each).
         kw = {"producer_id": 42, "producer_epoch": 3, "base_sequence": i // 2} if i % 2 else {}
         log.append_as_leader(build_batch(records, compression=Compression(i % 5), **kw), leader_epoch=5)
-    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 42, 3, 7, T0 + 40), leader_epoch=5)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 42, 3, 7, T0 + 40), leader_epoch=5,
+                         origin=AppendOrigin.COORDINATOR)
     log.roll()
     log.append_as_leader(build_batch([SimpleRecord(b"a", b"b", T0 + 50)]), leader_epoch=6)
     log.close()
@@ -70,7 +72,7 @@ def test_deep_iteration_prints_records_and_markers(segment_dir):
     assert result.returncode == 0
     records = [l for l in result.stdout.splitlines() if l.startswith("| offset:")]
     assert len(records) == 30
-    assert records[3].startswith("| offset: 3 CreateTime: %d keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]" % (T0 + 3))
+    assert records[3].startswith(f"| offset: 3 CreateTime: {T0 + 3} keySize: 5 valueSize: 7 sequence: 1 headerKeys: [h]")
     assert "endTxnMarker: COMMIT coordinatorEpoch: 7" in records[29]
     assert "payload" not in result.stdout
     data = cli("--print-data-log", str(segment_dir / f"{SEG}.log"))

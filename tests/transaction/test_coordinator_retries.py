@@ -11,12 +11,12 @@ import asyncio
 import itertools
 
 from kavka.common.errors import ErrorCode
+from kavka.protocol.records import iter_batches, iter_records
 from kavka.transaction.coordinator import CoordinatorFencedError, TransactionConfig, TransactionCoordinator
 from kavka.transaction.records import decode_value
-from kavka.protocol.records import iter_batches, iter_records
 from kavka.transaction.state import TransactionState, partition_for
 
-from .test_coordinator import A, B, TID, MemoryLog, Markers, owned, settle
+from .test_coordinator import TID, A, B, Markers, MemoryLog, owned, settle
 
 S = TransactionState
 FAST = TransactionConfig(num_partitions=4, retry_backoff_ms=2, max_retry_backoff_ms=8)
@@ -39,12 +39,20 @@ class FlakyMarkers(Markers):
         self.failures = failures
         self.error = error or ConnectionResetError("leader went away")
         self.calls = 0
+        self._called = asyncio.Event()
 
     async def write_markers(self, pid, epoch, commit, coordinator_epoch, partitions, still_owner) -> None:
         self.calls += 1
+        self._called.set()
         if self.calls <= self.failures:
             raise self.error
         await super().write_markers(pid, epoch, commit, coordinator_epoch, partitions, still_owner)
+
+    async def called(self, times: int) -> None:
+        """Until ``write_markers`` has been called ``times`` times."""
+        while self.calls < times:
+            self._called.clear()
+            await self._called.wait()
 
 
 class RefusingLog(MemoryLog):
@@ -111,8 +119,7 @@ async def test_losing_the_partition_stops_the_retries():
     c = await owned(coordinator(txn_log, markers))
     pid, epoch = await ongoing(c)
     assert await c.end_txn(TID, pid, epoch, True) is ErrorCode.NONE
-    while markers.calls < 3:
-        await asyncio.sleep(0.005)
+    await markers.called(3)
     c.on_resigned(partition_for(TID, 4))
     calls = markers.calls
     await asyncio.sleep(0.05)
@@ -128,8 +135,7 @@ async def test_reelection_with_a_new_epoch_resumes_under_it():
     c = await owned(coordinator(MemoryLog(), markers))
     pid, epoch = await ongoing(c)
     assert await c.end_txn(TID, pid, epoch, True) is ErrorCode.NONE
-    while markers.calls < 2:
-        await asyncio.sleep(0.005)
+    await markers.called(2)
     await owned(c, epoch=8)  # the same broker elected again, at a new leader epoch
     await settle(c)
     assert markers.written == [(pid, epoch, True, 8, frozenset({A, B}))]

@@ -11,7 +11,14 @@ import json
 
 import pytest
 
-from kavka.security.acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
+from kavka.security.acl import (
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kavka.zk.acl_store import AclUpdateError, ZkAclStore
 from kavka.zk.acls import ACL_CHANGE_PREFIX, LiteralAclChangeZNode, ResourceAclsZNode
 from kavka.zk.change_listener import ChangeNotificationListener
@@ -153,5 +160,41 @@ async def test_listener_follows_new_notifications_in_order_once_and_purges_old(b
                 break
             await asyncio.sleep(0.05)
         assert len(await store.get_children("/kafka-acl-changes")) == 1
+    finally:
+        listener.stop()
+
+
+async def test_listener_reads_each_notification_once(backend) -> None:
+    store = backend.new_store()
+    await store.start()
+    acls = ZkAclStore(store)
+    await acls.create_paths()
+    for i in range(20):
+        await acls.notify_change(ResourcePattern(TOPIC, f"old-{i}"))
+    read: list[list[str]] = []
+    real_get_many = store.get_many
+
+    async def counting_get_many(paths):
+        read.append(list(paths))
+        return await real_get_many(paths)
+
+    store.get_many = counting_get_many
+    handled: list[str] = []
+
+    async def handler(data: bytes, path: str) -> None:
+        handled.append(path)
+
+    listener = ChangeNotificationListener(store, "/kafka-acl-changes", ACL_CHANGE_PREFIX, handler)
+    try:
+        await listener.start(skip_existing=True)
+        assert [len(r) for r in read] == [20] and handled == []  # read once, for their ages
+        for i in range(3):
+            await acls.notify_change(ResourcePattern(TOPIC, f"new-{i}"))
+            for _ in range(400):
+                if len(handled) == i + 1:
+                    break
+                await asyncio.sleep(0.01)
+        assert len(handled) == 3
+        assert sum(len(r) for r in read[1:]) == 3  # each new notification read once, the old ones never again
     finally:
         listener.stop()

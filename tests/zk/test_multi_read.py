@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kazoo.exceptions import NoNodeError as KazooNoNode
 from kazoo.protocol.states import ZnodeStat
 
@@ -51,7 +52,7 @@ def test_response_decoding_matches_zookeepers_encoding(parts: list, prefix: byte
     buf = prefix + _encode_response(parts)
     got = MultiRead([f"/p{i}" for i in range(len(parts))]).deserialize(buf, len(prefix))
     assert len(got) == len(parts)
-    for want, have in zip(parts, got):
+    for want, have in zip(parts, got, strict=True):
         if isinstance(want, int):
             assert isinstance(have, KazooNoNode)
         else:
@@ -69,7 +70,7 @@ async def test_get_many_and_partition_states_on_a_real_zookeeper(zk_chroot: str)
         paths = [PartitionStateZNode.path("t", p) for p in range(40)]
         many = await store.get_many(paths)
         assert [m is not None for m in many] == [p % 2 == 0 for p in range(40)]
-        for path, m in zip(paths, many):
+        for path, m in zip(paths, many, strict=True):
             if m is not None:
                 assert m == await store.get(path)
         keys = [("t", p) for p in range(40)] + [("nope", 0)]

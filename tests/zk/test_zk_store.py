@@ -31,6 +31,7 @@ from kavka.zk.store_types import (
     ZkNotConnectedError,
 )
 
+
 async def test_create_get_set_delete_and_versions(backend) -> None:
     s = backend.new_store()
     await s.start()

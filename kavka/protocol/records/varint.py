@@ -18,8 +18,8 @@ outside the type. Pure functions; any thread.
 from __future__ import annotations
 
 from kavka.protocol import varint as _codec
-from kavka.protocol.records.batch import CorruptRecordBatch
 from kavka.protocol.buffers import Buffer
+from kavka.protocol.records.batch import CorruptRecordBatch
 from kavka.protocol.varint import (
     INT32_MAX,
     INT32_MIN,

@@ -23,7 +23,6 @@ Pure data; imported by the codec and by tests that generate round trips.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 _OPEN = 1 << 15  # larger than any version
 
@@ -90,10 +89,10 @@ PRIMITIVES = frozenset(
 class Struct:
     """A single (non-array) nested struct."""
 
-    fields: tuple["Field", ...]
+    fields: tuple[Field, ...]
 
 
-FieldType = Union[str, tuple["Field", ...], Struct]
+FieldType = str | tuple["Field", ...] | Struct
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,7 @@ class Field:
         return isinstance(self.type, Struct)
 
     @property
-    def struct_fields(self) -> tuple["Field", ...]:
+    def struct_fields(self) -> tuple[Field, ...]:
         if isinstance(self.type, tuple):
             return self.type
         if isinstance(self.type, Struct):

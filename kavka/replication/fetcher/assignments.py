@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from kavka.replication.state import BrokerEndPoint
 from kavka.common.topic_partition import TopicPartition
+from kavka.replication.state import BrokerEndPoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ class ReplicaFetcherConfig:
         return self.truncation_mode == "leader-epoch"
 
     @classmethod
-    def from_broker(cls, config: Any) -> "ReplicaFetcherConfig":
+    def from_broker(cls, config: Any) -> ReplicaFetcherConfig:
         """From a ``KafkaConfig`` (or any mapping with Kafka's keys)."""
         return cls(
             fetch_max_bytes=int(config["replica.fetch.max.bytes"]),

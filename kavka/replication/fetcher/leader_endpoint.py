@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kavka.common.errors import ErrorCode
-from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.common.topic_partition import TopicPartition
+from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (for a replica)

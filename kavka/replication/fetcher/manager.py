@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey, InitialFetchState
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
@@ -42,7 +43,6 @@ from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_manager import LogManager
-from kavka.common.topic_partition import TopicPartition
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
 
@@ -84,7 +84,7 @@ class ReplicaFetcherManager:
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
-    ) -> "ReplicaFetcherManager":
+    ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
         returns the current one; Kafka's keys are read each fetch round."""
         return cls(

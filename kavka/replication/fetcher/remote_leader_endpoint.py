@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.messages import (
     FetchRequest,
@@ -42,7 +43,6 @@ from kavka.replication.fetcher.leader_endpoint import (
 )
 from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
-from kavka.common.topic_partition import TopicPartition
 
 FETCH_MAX_VERSION = 12
 R = TypeVar("R", bound=Response)

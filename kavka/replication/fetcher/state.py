@@ -63,13 +63,13 @@ class PartitionFetchState:
     def ready(self, now: float) -> bool:
         return now >= self.delayed_until
 
-    def delayed(self, until: float) -> "PartitionFetchState":
+    def delayed(self, until: float) -> PartitionFetchState:
         return replace(self, delayed_until=until)
 
-    def fetching_from(self, offset: int, lag: int | None = None) -> "PartitionFetchState":
+    def fetching_from(self, offset: int, lag: int | None = None) -> PartitionFetchState:
         return PartitionFetchState(offset, self.leader_epoch, FetchPhase.FETCHING, 0.0, lag)
 
-    def truncating_from(self, offset: int) -> "PartitionFetchState":
+    def truncating_from(self, offset: int) -> PartitionFetchState:
         return PartitionFetchState(offset, self.leader_epoch, FetchPhase.TRUNCATING, 0.0, None)
 
     @property

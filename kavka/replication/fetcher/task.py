@@ -42,11 +42,13 @@ Event loop only: every log mutation happens between awaits, on the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import InitialFetchState
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import (
@@ -63,7 +65,6 @@ from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartiti
 from kavka.replication.state import BrokerEndPoint
 from kavka.storage.errors import UnexpectedAppendOffsetError
 from kavka.storage.log_manager import LogManager
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 
@@ -174,10 +175,8 @@ class ReplicaFetcher:
                 wait = min(wait, s.delayed_until - now)
             elif s.phase is FetchPhase.FETCHING:  # ready but left out: throttled
                 wait = min(wait, self._quota.seconds_until_available(now))
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wakeup.wait(), max(wait, MIN_IDLE_S))
-        except TimeoutError:
-            pass
 
     # ---- one round -------------------------------------------------------------------------------
     async def run_once(self) -> bool:

@@ -10,11 +10,11 @@ INVALID_PRODUCER_EPOCH (KIP-588).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupCoordinator
 from kavka.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 25

@@ -16,10 +16,10 @@ metadata was deleted, and needs no marker).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionCoordinator
 
 API_KEY = 24

@@ -15,7 +15,8 @@ gets INVALID_REQUEST.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Awaitable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import AlterPartitionReassignments
@@ -31,7 +32,7 @@ MAX_VERSION = 1
 
 
 class AlterPartitionReassignmentsHandler:
-    def __init__(self, controller: "KafkaController") -> None:
+    def __init__(self, controller: KafkaController) -> None:
         self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Awaitable[AlterPartitionReassignmentsResponse]:

@@ -13,7 +13,8 @@ returns an awaitable).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import KafkaError
 from kavka.common.ids import NO_EPOCH
@@ -30,7 +31,7 @@ MAX_VERSION = 3
 
 
 class ControlledShutdownHandler:
-    def __init__(self, controller: "KafkaController") -> None:
+    def __init__(self, controller: KafkaController) -> None:
         self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: ControlledShutdownRequest) -> Awaitable[ControlledShutdownResponse]:

@@ -7,10 +7,10 @@ log start offset in their fetch responses.
 
 from __future__ import annotations
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 21
 MIN_VERSION = 0

@@ -6,7 +6,7 @@ cluster: UNSUPPORTED_ENDPOINT_TYPE. No broker is ever fenced here.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeClusterRequest, DescribeClusterResponse

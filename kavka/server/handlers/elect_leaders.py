@@ -14,7 +14,8 @@ leader, or with REQUEST_TIMED_OUT after ``timeout_ms``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import ElectLeaders
@@ -32,7 +33,7 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersHandler:
-    def __init__(self, controller: "KafkaController", cache: MetadataCache) -> None:
+    def __init__(self, controller: KafkaController, cache: MetadataCache) -> None:
         self.controller = controller
         self.cache = cache
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import uuid
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 1
 MIN_VERSION = 4

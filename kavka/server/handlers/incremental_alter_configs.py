@@ -31,7 +31,7 @@ class IncrementalAlterConfigsHandler:
             ops = [(c.name, c.config_operation, c.value) for c in res.configs]
             code, message = await self.repo.alter(
                 res.resource_type, res.resource_name, self.cache.contains_topic(res.resource_name),
-                lambda current: apply_incremental(current, ops, LIST_KEYS), request.validate_only)  # called within this await
+                lambda current: apply_incremental(current, ops, LIST_KEYS), request.validate_only)  # noqa: B023 - called within this await
             out.append(R.Responses(error_code=int(code), error_message=message,
                                    resource_type=res.resource_type, resource_name=res.resource_name))
         return R(throttle_time_ms=0, responses=out)

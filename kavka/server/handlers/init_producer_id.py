@@ -21,8 +21,8 @@ import logging
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
 from kavka.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
-from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
+from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.transaction.coordinator import TransactionCoordinator
 

@@ -13,7 +13,7 @@ a previous incarnation of this broker id.
 from __future__ import annotations
 
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse

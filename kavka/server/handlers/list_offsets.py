@@ -13,11 +13,11 @@ FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE ...).
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 2
 MIN_VERSION = 1

@@ -24,7 +24,7 @@ MAX_VERSION = 0
 
 
 class ListPartitionReassignmentsHandler:
-    def __init__(self, controller: "KafkaController") -> None:
+    def __init__(self, controller: KafkaController) -> None:
         self.controller = controller
 
     async def __call__(self, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:

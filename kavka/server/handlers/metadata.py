@@ -22,7 +22,7 @@ resource type supports is allowed.
 from __future__ import annotations
 
 import uuid
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_names import validate_topic_name

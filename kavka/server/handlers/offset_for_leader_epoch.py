@@ -11,10 +11,10 @@ stale callers (FENCED_LEADER_EPOCH) and callers ahead of us
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 23
 MIN_VERSION = 0

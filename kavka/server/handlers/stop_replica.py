@@ -9,14 +9,14 @@ this broker gets STALE_BROKER_EPOCH (KIP-380).
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_EPOCH
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 5
 MIN_VERSION = 0

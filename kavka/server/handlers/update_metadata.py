@@ -9,7 +9,7 @@ have delayed fetches waiting on them: they are woken to answer.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import UpdateMetadataRequest, UpdateMetadataResponse

@@ -26,14 +26,14 @@ flexible); only brokers send it.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.network import Dispatcher, RequestContext
-from kavka.common.topic_partition import TopicPartition
 
 API_KEY = 27
 MIN_VERSION = 0

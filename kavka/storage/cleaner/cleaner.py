@@ -57,23 +57,30 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
+from kavka.common.clock import Clock
 from kavka.protocol.records.batch import HEADER_SIZE, RecordBatchHeader, parse_header
 from kavka.protocol.records.builder import rebuild_batch
 from kavka.protocol.records.reader import decode_batch
+from kavka.storage.cleaner.config import Throttler
 from kavka.storage.cleaner.keys import iter_keys
+from kavka.storage.cleaner.manager import LogCleaningAbortedError, LogToClean
+from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.cleaner.segments import group_segments_by_size, iter_segment_batches
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
-from kavka.storage.cleaner.config import Throttler
-from kavka.storage.cleaner.manager import LogCleaningAbortedError, LogToClean
-from kavka.common.clock import Clock
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log import Log
-from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
-from kavka.storage.segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
-from kavka.storage.segment import segment_file_name
+from kavka.storage.segment import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    segment_file_name,
+)
 
 logger = logging.getLogger(__name__)
 _CHECK_EVERY_BATCHES = 64
@@ -210,7 +217,7 @@ class Cleaner:
             self.map.clear()
         return CleanResult(end, ctx.earliest_horizon, stats)
 
-    def _clean_group(self, ctx: "_PassContext", group: list[LogSegment], stats: CleanerStats) -> None:
+    def _clean_group(self, ctx: _PassContext, group: list[LogSegment], stats: CleanerStats) -> None:
         log = ctx.log
         base = group[0].base_offset
         for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # a leftover of an aborted pass
@@ -237,7 +244,7 @@ class Cleaner:
         stats.segments_cleaned += len(group)
         self._hook("swapped", log)
 
-    def _swap(self, ctx: "_PassContext", cleaned: LogSegment, group: list[LogSegment]) -> None:
+    def _swap(self, ctx: _PassContext, cleaned: LogSegment, group: list[LogSegment]) -> None:
         log = ctx.log
 
         def unchanged() -> None:
@@ -257,7 +264,7 @@ class Cleaner:
         # dropped; from the .swap on, recovery finishes the swap (§5.3 (4))
         log.replace_segments(cleaned, group, precondition=unchanged)
 
-    def _copy_group(self, ctx: "_PassContext", group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
+    def _copy_group(self, ctx: _PassContext, group: list[LogSegment], cleaned: LogSegment, stats: CleanerStats) -> None:
         # The transactions of the group's range (Kafka: per cleaned group):
         # aborted data goes, markers go once their transaction's data has.
         ctx.txns = CleanedTransactions(
@@ -301,7 +308,7 @@ class Cleaner:
         if self.throttler is not None:
             self.throttler.maybe_throttle(len(data))
 
-    def _filter_batch(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
+    def _filter_batch(self, ctx: _PassContext, header: RecordBatchHeader, data: bytes, stats: CleanerStats) -> bytes | None:
         """The batch to write for ``data`` (itself, rebuilt, empty) or None."""
         if header.is_control:
             return self._filter_marker(ctx, header, data)
@@ -348,7 +355,7 @@ class Cleaner:
             return rebuild_batch(header, [])
         return None
 
-    def _filter_marker(self, ctx: "_PassContext", header: RecordBatchHeader, data: bytes) -> bytes | None:
+    def _filter_marker(self, ctx: _PassContext, header: RecordBatchHeader, data: bytes) -> bytes | None:
         """A transaction marker: kept while its transaction keeps records;
         then stamped with a horizon and dropped past it."""
         kind = marker_type(data) if header.producer_id >= 0 else None

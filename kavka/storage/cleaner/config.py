@@ -11,8 +11,9 @@ A frozen value; any thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from kavka.common.config import ConfigDef, ConfigType, Range
 
@@ -53,7 +54,7 @@ class LogCleanerConfig:
     max_io_bytes_per_second: float = float("inf")
 
     @classmethod
-    def from_broker(cls, props: Mapping[str, Any]) -> "LogCleanerConfig":
+    def from_broker(cls, props: Mapping[str, Any]) -> LogCleanerConfig:
         """From ``server.properties`` keys; other keys are ignored."""
         known = {k: v for k, v in props.items() if k in CLEANER_CONFIG_DEF}
         p = CLEANER_CONFIG_DEF.parse(known, source="broker config")

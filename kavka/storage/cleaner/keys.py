@@ -16,7 +16,7 @@ inflated with the reader's bounded ``records_section``. Pure; any thread.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from kavka.protocol.records.batch import HEADER_SIZE, Compression, CorruptRecordBatch, validate_batch
 from kavka.protocol.records.reader import DEFAULT_MAX_DECOMPRESSED, records_section
@@ -76,10 +76,7 @@ def iter_keys(
         p += max(key_len, 0)
         try:
             b = buf[p]
-            if b < 0x80:
-                value_len = (b >> 1) ^ -(b & 1)
-            else:
-                value_len = read_varint(buf, p)[0]
+            value_len = (b >> 1) ^ -(b & 1) if b < 0x80 else read_varint(buf, p)[0]
         except IndexError:
             raise CorruptRecordBatch("record value length runs past the end of the record", start) from None
         except VarintDecodeError as e:

@@ -35,14 +35,15 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.errors import CheckpointFormatError, StorageError
 from kavka.storage.log import Log
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ groupSegmentsBySize). Pure functions over segments; the cleaner thread."""
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from kavka.protocol.records.batch import HEADER_SIZE, CorruptRecordBatch
 from kavka.storage.index.offset_index import INT32_MAX

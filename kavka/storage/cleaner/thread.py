@@ -25,20 +25,20 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from kavka.common.clock import Clock, SystemClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import InvalidRecordBatch
 from kavka.storage.cleaner.cleaner import BufferTooSmallError, Cleaner, CleanerStats, StepHook
 from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleanerManager, LogCleaningAbortedError, LogSource
-from kavka.common.clock import Clock, SystemClock
+from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.errors import StorageError
 from kavka.storage.log import Log
-from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
 from kavka.storage.retention import delete_old_segments
-from kavka.common.topic_partition import TopicPartition
 
 logger = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ Owned by a ``LogSegment``; guarded by its ``Log``'s lock.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,10 +127,8 @@ class OffsetIndex(IndexFile):
 
     def restore(self, entries: int, last_offset: int) -> None:
         """Undo appends after a failed write (best effort on disk)."""
-        try:
+        with contextlib.suppress(OSError):
             self.truncate_to_entries(entries)
-        except OSError:
-            pass
         self._last_offset = last_offset
 
     def entries_list(self) -> list[OffsetPosition]:

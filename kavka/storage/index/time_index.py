@@ -16,10 +16,11 @@ Owned by a ``LogSegment``; guarded by its ``Log``'s lock.
 
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from kavka.storage.index.index_file import IndexFile
 from kavka.storage.index.offset_index import INT32_MAX, IndexOffsetError
@@ -110,10 +111,8 @@ class TimeIndex(IndexFile):
 
     def restore(self, entries: int, last: TimestampOffset) -> None:
         """Undo appends after a failed write (best effort on disk)."""
-        try:
+        with contextlib.suppress(OSError):
             self.truncate_to_entries(entries)
-        except OSError:
-            pass
         self._last = last
 
     def entries_list(self) -> list[TimestampOffset]:

@@ -61,7 +61,7 @@ class AbortedTxn:
                            self.last_stable_offset)
 
     @classmethod
-    def decode(cls, data: bytes | memoryview, pos: int = 0) -> "AbortedTxn":
+    def decode(cls, data: bytes | memoryview, pos: int = 0) -> AbortedTxn:
         version, pid, first, last, lso = _ENTRY.unpack_from(data, pos)
         if version != ABORTED_TXN_VERSION:
             raise TransactionIndexError(f"aborted-transaction entry at byte {pos} has version {version}; "
@@ -91,7 +91,7 @@ class TransactionIndex:
             self.entries = self._read()
 
     @classmethod
-    def for_segment(cls, directory: Path, base_offset: int, suffix: str = "") -> "TransactionIndex":
+    def for_segment(cls, directory: Path, base_offset: int, suffix: str = "") -> TransactionIndex:
         return cls(directory / f"{base_offset:020d}{TXN_INDEX_SUFFIX}{suffix}")
 
     def _read(self) -> list[AbortedTxn]:

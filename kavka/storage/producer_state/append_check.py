@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.records.batch import RecordBatchHeader
-from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, is_marker
 from kavka.storage.errors import InvalidRecordError, StorageError
+from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, is_marker
 from kavka.storage.producer_state.entry import SEQ_MOD, BatchMetadata, ProducerStateEntry, in_sequence
 
 

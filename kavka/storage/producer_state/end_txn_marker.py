@@ -15,7 +15,7 @@ functions over buffers; any thread.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
 from kavka.protocol.records.control import parse_control_record

@@ -105,7 +105,7 @@ class ProducerStateEntry:
                              self.current_txn_first_offset)
 
     @classmethod
-    def from_snapshot(cls, e: SnapshotEntry) -> "ProducerStateEntry":
+    def from_snapshot(cls, e: SnapshotEntry) -> ProducerStateEntry:
         entry = cls(ProducerId(e.producer_id), ProducerEpoch(e.producer_epoch))
         if e.last_sequence < 0 and e.last_offset < 0:
             entry.last_timestamp = e.timestamp

@@ -41,8 +41,9 @@ Not thread-safe: the owning ``Log`` calls it under its lock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from kavka.common.ids import ProducerEpoch, ProducerId
 from kavka.protocol.records.batch import RecordBatchHeader
@@ -212,7 +213,7 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
 
     # ---- load, truncation -----------------------------------------------------------------------
-    def load(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
+    def load(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> list[CompletedTxn]:
         """Rebuild from the latest good snapshot at or below
         ``log_end_offset`` and the batch headers after it; a corrupt snapshot
         is deleted and the next older one (or the log itself) used. Returns
@@ -248,7 +249,7 @@ class ProducerStateManager:
         self.remove_expired(now_ms)
         return completed
 
-    def truncate_and_reload(self, segments: list["LogSegment"], log_end_offset: int, now_ms: int) -> None:
+    def truncate_and_reload(self, segments: list[LogSegment], log_end_offset: int, now_ms: int) -> None:
         """After the log was cut to ``log_end_offset`` (the segments' own
         ``.txnindex`` files were cut with them)."""
         self.load(segments, log_end_offset, now_ms)

@@ -16,9 +16,9 @@ import asyncio
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from kavka.tools.cluster import BrokerProcess, LocalCluster
 
@@ -101,7 +101,7 @@ def assert_same_records(consumed: list[Rec], plan: Plan, client: str, with_times
         got = [Rec(r.partition, r.offset, r.key, r.value, 0) for r in got]
         want = [Rec(r.partition, r.offset, r.key, r.value, 0) for r in want]
     if got != want:
-        diffs = [(g, w) for g, w in zip(got, want) if g != w][:5]
+        diffs = [(g, w) for g, w in zip(got, want, strict=False) if g != w][:5]
         raise AssertionError(f"{client}: consumed {len(got)} records, expected {len(want)}; "
                              f"first differences (got, expected): {diffs}")
 
@@ -213,7 +213,7 @@ class Negotiated:
     software: frozenset[tuple[str, str]] = frozenset()  # from ApiVersions v3+
 
     @classmethod
-    def of(cls, calls: list[ApiCall]) -> "Negotiated":
+    def of(cls, calls: list[ApiCall]) -> Negotiated:
         seen: dict[int, set[int]] = defaultdict(set)
         for c in calls:
             seen[c.api_key].add(c.api_version)
@@ -307,6 +307,6 @@ def assert_same_hrecords(consumed: list[HRec], plan: dict[str, list[HRec]], clie
     got = sorted(consumed, key=lambda r: (r.partition, r.offset))
     want = sorted((r for recs in plan.values() for r in recs), key=lambda r: (r.partition, r.offset))
     if got != want:
-        diffs = [(g, w) for g, w in zip(got, want) if g != w][:3]
+        diffs = [(g, w) for g, w in zip(got, want, strict=False) if g != w][:3]
         raise AssertionError(f"{client}: consumed {len(got)} records with headers, expected {len(want)}; "
                              f"first differences (got, expected): {diffs}")

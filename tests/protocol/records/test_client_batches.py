@@ -221,7 +221,7 @@ def test_kavka_builders_reproduce_client_batches(client, frame):
         for rebuilt in (_rebuild_from_scratch(header, records), rebuild_batch(header, records)):
             if header.compression is Compression.NONE:
                 assert rebuilt == batch, f"first difference at byte " \
-                    f"{next(i for i, (a, b) in enumerate(zip(rebuilt, batch)) if a != b)}"
+                    f"{next(i for i, (a, b) in enumerate(zip(rebuilt, batch, strict=False)) if a != b)}"
                 continue
             again, again_records = decode_batch(rebuilt)
             assert again_records == records

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import iter_batches
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import (
@@ -31,7 +32,6 @@ from kavka.replication.state import BrokerEndPoint
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
-from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 
@@ -39,7 +39,7 @@ from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 class LocalLeaderEndPoint:
     """A ``LeaderEndPoint`` over another node in this process."""
 
-    def __init__(self, cluster: "Cluster", leader_id: int) -> None:
+    def __init__(self, cluster: Cluster, leader_id: int) -> None:
         self.cluster = cluster
         self.leader_id = leader_id
         self.calls: list[str] = []
@@ -85,7 +85,7 @@ class LocalLeaderEndPoint:
 class Node:
     """One in-process broker."""
 
-    def __init__(self, cluster: "Cluster", broker_id: int) -> None:
+    def __init__(self, cluster: Cluster, broker_id: int) -> None:
         self.cluster = cluster
         self.broker_id = broker_id
         self.reachable = True
@@ -165,7 +165,7 @@ class Node:
         directory = self.cluster.root / f"b{self.broker_id}"
         await self.stop()
         segment = directory / f"{tp.topic}-{tp.partition}" / f"{0:020d}.log"
-        with open(segment, "r+b") as f:
+        with open(segment, "r+b") as f:  # noqa: ASYNC230 - a stopped broker's file, cut in microseconds
             f.truncate(keep)
         (directory / CLEAN_SHUTDOWN_FILE).unlink()
         self.endpoints = []

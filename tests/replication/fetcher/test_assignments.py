@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import FetcherAssignments, InitialFetchState
 from kavka.replication.state import BrokerEndPoint
-from kavka.common.topic_partition import TopicPartition
 
 
 def test_fetcher_assignments_group_by_source_and_fetcher():

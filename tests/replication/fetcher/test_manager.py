@@ -12,17 +12,18 @@ from dataclasses import replace
 import pytest
 
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetcher.assignments import FetcherKey
 from kavka.replication.fetcher.state import FetchPhase
 from kavka.replication.quota import UNLIMITED_RATE
-from kavka.common.topic_partition import TopicPartition
 
 from ..conftest import TP, batch, state
 from .harness import Cluster
 
 
-async def eventually(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+async def eventually(predicate) -> None:
+    """Until ``predicate()`` holds; fails after 10 s."""
+    deadline = time.monotonic() + 10.0
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.01)
@@ -32,7 +33,7 @@ async def test_running_fetchers_catch_up_and_complete_acks_all(tmp_path, clock):
     c = Cluster(tmp_path, clock, (1, 2, 3), wait_max_ms=100, autostart=True, now=time.monotonic)
     other = TopicPartition("orders", 1)
     c.leader_and_isr([state(1, 0, (1, 2, 3)), state(2, 0, (2, 1, 3), tp=other)])
-    for i in range(20):
+    for _ in range(20):
         answer = await asyncio.wait_for(c[1].rm.append_records(30_000, -1, {TP: batch(5)}), 10)
         assert answer[TP].error is ErrorCode.NONE
         await c[2].rm.append_records(30_000, 1, {other: batch(2)})
@@ -229,5 +230,5 @@ async def test_an_idle_fetcher_wakes_for_new_partitions(tmp_path, clock):
     await asyncio.sleep(0.05)  # the fetcher is asleep
     c.leader_and_isr([state(1, 0, (1, 2), tp=other)])
     await c[1].rm.append_records(30_000, 1, {other: batch(3)})
-    await eventually(lambda: c[2].log(other).log_end_offset == 3, timeout=10)
+    await eventually(lambda: c[2].log(other).log_end_offset == 3)
     await c.close()

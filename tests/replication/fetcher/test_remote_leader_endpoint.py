@@ -10,8 +10,8 @@ import asyncio
 import time
 
 from kavka.common.errors import ErrorCode
-from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 from kavka.common.topic_partition import TopicPartition
+from kavka.replication.fetcher.state import FetchPhase, PartitionFetchState
 
 from ..conftest import TP, batch, state
 from .harness import Cluster

@@ -90,7 +90,8 @@ def test_repeated_truncation_leaves_a_prefix_of_the_leaders_log(tmp_path, leader
             break
         f_cache = cache_of(tmp_path / "f", follower)
         asked = leader_cache.end_offset_for(follower[-1][0], leader_end)
-        decision = truncation_offset(*asked, lambda e: f_cache.end_offset_for(e, f_end), f_end, 0)
+        decision = truncation_offset(
+            *asked, lambda e, f_cache=f_cache, f_end=f_end: f_cache.end_offset_for(e, f_end), f_end, 0)
         f_end = min(f_end, decision.offset)
         follower = [(e, s) for e, s in follower if s < f_end]
         if decision.done:

@@ -4,19 +4,19 @@ record a consumer would see."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kavka.common.clock import ManualClock
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import Compression, RecordBatchHeader, iter_batches
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.reader import iter_records
 from kavka.protocol.records.record import SimpleRecord
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import LogCleaner
-from kavka.common.clock import ManualClock
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
-from kavka.common.topic_partition import TopicPartition
 
 
 class StaticSource:
@@ -62,9 +62,22 @@ def append(
     compression: Compression = Compression.NONE,
     **kw,
 ) -> tuple[int, int]:
-    """Append one batch of (key, value) records; return (first, last) offset."""
+    """Append one batch of (key, value) records; return (first, last) offset.
+
+    The leader refuses keyless records on a compacted topic, so a compacted
+    log holds them only from before its cleanup.policy became compact: a
+    batch with a null key is appended the way it got there, under the
+    delete policy, and the policy is put back."""
     batch = build_batch([SimpleRecord(k, v, ts + i) for i, (k, v) in enumerate(items)], compression=compression, **kw)
-    info = log.append_as_leader(batch, leader_epoch=0)
+    config = log.config
+    if config.compact and any(k is None for k, _v in items):
+        log.update_config(replace(config, cleanup_policy=("delete",)))
+        try:
+            info = log.append_as_leader(batch, leader_epoch=0)
+        finally:
+            log.update_config(config)
+    else:
+        info = log.append_as_leader(batch, leader_epoch=0)
     return info.first_offset, info.last_offset
 
 
@@ -119,9 +132,10 @@ def expected_after_clean(original: list[Seen], end_offset: int, drop_tombstones:
             latest[r.key] = r.offset
     out = []
     for r in original:
-        if r.offset >= end_offset:
-            out.append(r)
-        elif r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None):
+        # kept: beyond the cleaned range, or the latest record of its key
+        if r.offset >= end_offset or (
+            r.key is not None and latest[r.key] == r.offset and not (drop_tombstones and r.value is None)
+        ):
             out.append(r)
     return out
 

@@ -19,15 +19,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from kavka.common.clock import ManualClock
 from kavka.storage.file_records import FileRecords
 from kavka.storage.index.index_file import IndexFile
 from kavka.storage.local_log import LocalLog
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
-from kavka.common.clock import ManualClock
 
-from .support import append, compact_config, make_cleaner, read_records, verify_indexes
 from ..conftest import T0
+from .support import append, compact_config, make_cleaner, read_records, verify_indexes
 
 STEPS = ("cleaned-partial", "cleaned-written", "swapped")
 

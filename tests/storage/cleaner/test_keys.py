@@ -3,6 +3,8 @@ turns any damage into ``CorruptRecordBatch``."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,10 +46,8 @@ def test_damaged_sections_raise_a_typed_error(items, data):
     if pos < len(batch):
         batch[pos] = data.draw(st.integers(0, 255))
     write_crc(batch)  # the CRC matches: only the record structure can catch it
-    try:
+    with contextlib.suppress(InvalidRecordBatch):
         list(iter_keys(bytes(batch)))
-    except InvalidRecordBatch:
-        pass
 
 
 def test_a_bad_crc_is_refused():

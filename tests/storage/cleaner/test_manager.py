@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kavka.common.clock import ManualClock
 from kavka.common.config import ConfigError
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleaningState
-from kavka.common.clock import ManualClock
-from kavka.storage.log import Log
 from kavka.storage.cleaner.offset_map import HASH_SIZE, OffsetMapError, SkimpyOffsetMap, key_hash
+from kavka.storage.log import Log
 
-from .support import StaticSource, append, compact_config, make_cleaner, read_records
 from ..conftest import T0
+from .support import StaticSource, append, compact_config, make_cleaner, read_records
 
 
 # ---- offset map ------------------------------------------------------------------------------

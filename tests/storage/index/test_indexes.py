@@ -109,7 +109,7 @@ def test_position_lookup_agrees_with_linear_scan(tmp_path_factory, offsets, gaps
     d = tmp_path_factory.mktemp("oi")
     idx = OffsetIndex(d / "00000000000000000050.index", 50, 8 * 64)
     positions = [sum(gaps[:i + 1]) for i in range(len(offsets))]
-    for off, pos in zip(offsets, positions):
+    for off, pos in zip(offsets, positions, strict=True):
         idx.append(50 + off, pos)
     for t in targets + positions + [p - 1 for p in positions]:
         expected = max((p for p in positions if p <= t), default=None)

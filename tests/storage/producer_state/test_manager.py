@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kavka.protocol.records.batch import parse_header
 from kavka.common.clock import ManualClock
+from kavka.protocol.records.batch import parse_header
 from kavka.storage.errors import InvalidRecordError
 from kavka.storage.log import Log as RealLog
 from kavka.storage.producer_state.append_check import InvalidProducerEpochError, OutOfOrderSequenceError
