@@ -4,7 +4,8 @@ KIP-368), and the clients people use connecting to each:
 
 - confluent-kafka, kafka-python, aiokafka and kcat, over SSL (the server's
   certificate checked against the test CA, host name included), mutual TLS
-  (a client certificate), SASL_PLAINTEXT with PLAIN and SASL_SSL with PLAIN,
+  (a client certificate), SASL_PLAINTEXT with PLAIN, SASL_SSL with PLAIN and
+  SASL_SSL with SCRAM-SHA-512 (users made with AlterUserScramCredentials),
   each producing, consuming in a group and committing;
 - a wrong password refused cleanly for each client;
 - the principal a connection gets (certificate DN through
@@ -113,15 +114,28 @@ def secure(zookeeper, tmp_path_factory):
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(files.ca),
         "listener.name.ssl.ssl.client.auth": "requested",
         "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),O=Kavka Tests,C=CZ$/$1/,DEFAULT",
-        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
         "sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_reauth.plain.connections.max.reauth.ms": str(REAUTH_MS),
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
     })
     cluster.start()
+    _add_scram_users(f"127.0.0.1:{ports['PLAINTEXT']}")
     yield Secure(cluster, ports, files, pki)
     cluster.stop()
+
+
+def _add_scram_users(bootstrap: str) -> None:
+    """AlterUserScramCredentials through librdkafka's AdminClient (what
+    kafka-configs.sh --alter --add-config 'SCRAM-SHA-512=[password=...]' sends)."""
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                            password.encode()) for user, password in USERS.items()]
+    for f in admin.alter_user_scram_credentials(upserts, request_timeout=20).values():
+        f.result(20)
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -131,8 +145,11 @@ def _write(path: Path, data: bytes) -> Path:
 
 # -- per client, per mode ----------------------------------------------------------------
 
-MODES = ["ssl", "mtls", "sasl_plaintext-plain", "sasl_ssl-plain"]
-LISTENER = {"ssl": "SSL", "mtls": "SSL", "sasl_plaintext-plain": "SASL_PLAINTEXT", "sasl_ssl-plain": "SASL_SSL"}
+# mode -> (listener, SASL mechanism)
+MODES = {"ssl": ("SSL", None), "mtls": ("SSL", None), "sasl_plaintext-plain": ("SASL_PLAINTEXT", "PLAIN"),
+         "sasl_ssl-plain": ("SASL_SSL", "PLAIN"), "sasl_ssl-scram512": ("SASL_SSL", "SCRAM-SHA-512")}
+LISTENER = {mode: listener for mode, (listener, _) in MODES.items()}
+MECHANISM = {mode: mechanism for mode, (_, mechanism) in MODES.items()}
 
 
 def _librdkafka(s: Secure, mode: str, password: str = USERS["alice"]) -> dict[str, str]:
@@ -144,8 +161,7 @@ def _librdkafka(s: Secure, mode: str, password: str = USERS["alice"]) -> dict[st
         conf.update({"ssl.certificate.location": str(s.files.client_cert),
                      "ssl.key.location": str(s.files.client_key)})
     if listener.startswith("SASL"):
-        conf.update({"sasl.mechanisms": mode.rsplit("-", 1)[1].upper(), "sasl.username": "alice",
-                     "sasl.password": password})
+        conf.update({"sasl.mechanisms": MECHANISM[mode], "sasl.username": "alice", "sasl.password": password})
     return conf
 
 
@@ -157,7 +173,8 @@ def _kafka_python(s: Secure, mode: str, password: str = USERS["alice"]) -> dict:
     if mode == "mtls":
         conf.update({"ssl_certfile": str(s.files.client_cert), "ssl_keyfile": str(s.files.client_key)})
     if listener.startswith("SASL"):
-        conf.update({"sasl_mechanism": "PLAIN", "sasl_plain_username": "alice", "sasl_plain_password": password})
+        conf.update({"sasl_mechanism": MECHANISM[mode], "sasl_plain_username": "alice",
+                     "sasl_plain_password": password})
     return conf
 
 
@@ -171,7 +188,8 @@ def _aiokafka(s: Secure, mode: str, password: str = USERS["alice"]) -> dict:
             cafile=str(s.files.ca),
             **({"certfile": str(s.files.client_cert), "keyfile": str(s.files.client_key)} if mode == "mtls" else {}))
     if listener.startswith("SASL"):
-        conf.update({"sasl_mechanism": "PLAIN", "sasl_plain_username": "alice", "sasl_plain_password": password})
+        conf.update({"sasl_mechanism": MECHANISM[mode], "sasl_plain_username": "alice",
+                     "sasl_plain_password": password})
     return conf
 
 
@@ -298,7 +316,7 @@ CLIENTS = {"confluent": confluent_roundtrip, "kafka-python": kafka_python_roundt
            "aiokafka": aiokafka_roundtrip, "kcat": kcat_roundtrip}
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("client", list(CLIENTS))
 def test_client_produces_consumes_and_commits(secure, client, mode):
     topic = f"sec-{client}-{mode}"
@@ -361,15 +379,20 @@ def _kcat_wrong(s: Secure, mode: str, caplog) -> str:
     return proc.stderr.decode(errors="replace")
 
 
-@pytest.mark.parametrize("mode", ["sasl_plaintext-plain", "sasl_ssl-plain"])
+@pytest.mark.parametrize("mode", ["sasl_plaintext-plain", "sasl_ssl-scram512"])
 @pytest.mark.parametrize("client, attempt", [("confluent", _confluent_wrong), ("kafka-python", _kafka_python_wrong),
                                              ("aiokafka", _aiokafka_wrong), ("kcat", _kcat_wrong)])
 def test_a_wrong_password_fails_cleanly(secure, client, attempt, mode, caplog):
-    before = secure.broker_log.count("Invalid username or password")
+    # Kafka's answers: PLAIN says so; SCRAM's never tells whether the user exists
+    answer = ("Authentication failed: Invalid username or password" if MECHANISM[mode] == "PLAIN" else
+              "Authentication failed during authentication due to invalid credentials with SASL mechanism "
+              "SCRAM-SHA-512")
+    failures = f"on listener {LISTENER[mode]} (User:ANONYMOUS): {MECHANISM[mode]}: "
+    before = secure.broker_log.count(failures)
     said = attempt(secure, mode, caplog)
     assert "guess" not in said
-    assert "Authentication failed: Invalid username or password" in said, said
-    assert wait_until(lambda: secure.broker_log.count("Invalid username or password") > before, 10,
+    assert answer in said, said
+    assert wait_until(lambda: secure.broker_log.count(failures) > before, 10,
                       "the broker's log line for the failed authentication")
     assert "guess" not in secure.broker_log
 
@@ -467,7 +490,7 @@ def test_principals_are_what_the_authorizer_sees(secure):
             f.result(20)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", list(MODES))
 def test_metadata_advertises_the_listener_the_request_came_in_on(secure, mode):
     from confluent_kafka.admin import AdminClient
 
