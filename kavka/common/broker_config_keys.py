@@ -42,7 +42,7 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
 SSL_CLIENT_AUTH = ("required", "requested", "none")
-# Kavka-specific (DESIGN.md): how a replica that becomes a follower truncates.
+# Kavka-specific (docs/ARCHITECTURE.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
 TRUNCATION_MODES = ("leader-epoch", "hw")

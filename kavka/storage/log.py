@@ -115,6 +115,10 @@ class Log:
         clock = clock or SystemClock()
         rng = rng or random.Random()
         self._lock = threading.RLock()
+        # offset -> its LogOffsetMetadata: the high watermark's and the last
+        # stable offset's, asked at every DelayedFetch check; cleared when
+        # positions may change (truncation, segments removed or replaced)
+        self._positions: dict[int, LogOffsetMetadata] = {}
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
@@ -225,6 +229,36 @@ class Log:
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         with self._lock:
             return self._local.log_end_offset_metadata()
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` is (its segment and batch position; see
+        ``LogOffsetMetadata``), remembered until positions may change.
+        Raises ``OffsetOutOfRangeError`` outside [log start, LEO]."""
+        with self._lock:
+            local = self._local
+            if offset >= local.log_end_offset:
+                if offset > local.log_end_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is past the log end {local.log_end_offset} "
+                                                f"of {self.topic_partition}")
+                return local.log_end_offset_metadata()
+            meta = self._positions.get(offset)
+            if meta is None:
+                if offset < self._log_start_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is below the log start {self._log_start_offset} "
+                                                f"of {self.topic_partition}")
+                if len(self._positions) >= 8:  # old high watermarks
+                    self._positions.clear()
+                meta = self._positions[offset] = local.offset_metadata(offset)
+            return meta
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        """The high watermark and where it is (see ``offset_metadata``)."""
+        with self._lock:
+            return self.offset_metadata(self._high_watermark)
+
+    def last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        with self._lock:
+            return self.offset_metadata(self.last_stable_offset)
 
     def segment_for(self, offset: int) -> LogSegment | None:
         """The segment whose range holds ``offset`` (floor by base offset)."""
@@ -443,6 +477,7 @@ class Log:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
             local.truncate_to(target_offset)
+            self._positions.clear()
             end = local.log_end_offset
             self._high_watermark = min(self._high_watermark, end)
             self._log_start_offset = min(self._log_start_offset, end)
@@ -459,6 +494,7 @@ class Log:
         with self._lock:
             self._local.check_online()
             self._local.truncate_fully_and_start_at(new_offset)
+            self._positions.clear()
             self._log_start_offset = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear_and_flush()
@@ -557,6 +593,7 @@ class Log:
         if not doomed:
             return
         self._local.remove_and_delete_segments(doomed)
+        self._positions.clear()
         # Snapshots below the first remaining segment describe no batch left;
         # the one at its base is kept: the state before every remaining batch.
         first = self._local.segments.first.base_offset
@@ -583,6 +620,7 @@ class Log:
             if precondition is not None:
                 precondition()
             self._local.replace_segments(new_segment, old_segments)
+            self._positions.clear()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:
