@@ -122,6 +122,7 @@ from kavka.server.internal_topic import (
     InternalTopicLog,
     InternalTopicSettings,
 )
+from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
@@ -176,6 +177,7 @@ class KafkaServer:
             QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
             SystemClock())
         self._tick_task: asyncio.Task | None = None
+        self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
         self.channels: Mapping[str, ChannelBuilder] = {}
 
@@ -194,6 +196,9 @@ class KafkaServer:
         # does not open or a JAAS config that does not parse stops the broker
         # before it touches ZooKeeper or its logs.
         self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
+        # Blocking work (asyncio.to_thread) runs on num.io.threads threads
+        # from the first ZooKeeper connect on.
+        self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
                                           connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
         await store.start()
@@ -204,6 +209,8 @@ class KafkaServer:
         # Topic overrides first: logs are loaded with their topic's config.
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
+        io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = log_manager = await asyncio.to_thread(
@@ -245,7 +252,9 @@ class KafkaServer:
         await dynamic_config.start()
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
-                            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+                            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
         for listener in cfg.listeners:
             server = SocketServer(dispatcher, net, channel=channels[listener.listener_name])
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))

@@ -29,7 +29,10 @@ Per connection:
   malformed request closes the connection too. Other connections are never
   disturbed;
 - a connection idle for ``connections.max.idle.ms`` (no request in flight)
-  is closed by the server's idle sweep.
+  is closed by the server's idle sweep;
+- every accepted socket gets ``socket.send.buffer.bytes`` and
+  ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
+  default).
 
 Security (``kavka.server.channel_builder``): on TLS listeners the
 ``TlsAcceptor`` completes the handshake before the connection exists; the
@@ -51,6 +54,7 @@ import collections
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -124,6 +128,10 @@ class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
     max_queued_requests: int = 64
+    # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
+    # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
+    send_buffer_bytes: int = 102400
+    receive_buffer_bytes: int = 102400
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -156,6 +164,7 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
+        _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         channel = self.server.channel
@@ -390,6 +399,14 @@ class KafkaConnection(asyncio.Protocol):
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
+
+
+def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None:
+    if sock is None:
+        return
+    for option, size in ((socket.SO_SNDBUF, config.send_buffer_bytes), (socket.SO_RCVBUF, config.receive_buffer_bytes)):
+        if size >= 0:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
 
 
 @dataclass(frozen=True, slots=True)
