@@ -124,6 +124,7 @@ from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServe
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
+from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
@@ -308,10 +309,11 @@ class KafkaServer:
             groups.partitions_deleted(list(update.deleted))
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
-        return {
+        quotas = self.quotas
+        handlers: dict[int, Handler] = {
             # data path (kavka.replication)
-            produce.API_KEY: produce.ProduceHandler(rm, cache),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache),
+            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
+            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -319,9 +321,11 @@ class KafkaServer:
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
-            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache),
-            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]),
-            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation),
+            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
+                                                                     quotas.controller_mutation),
+            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache,
+                                                                                 quotas.controller_mutation),
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
@@ -370,6 +374,9 @@ class KafkaServer:
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
+        # KIP-219: every response carries its throttle time and a throttled
+        # connection is muted; request_percentage charges each handler's time.
+        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
