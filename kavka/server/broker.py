@@ -201,7 +201,8 @@ class KafkaServer:
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+                                          max_in_flight_requests=cfg["zookeeper.max.in.flight.requests"])
         await store.start()
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
