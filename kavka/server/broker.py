@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
@@ -60,6 +61,7 @@ from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
@@ -106,6 +108,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -179,6 +183,7 @@ class KafkaServer:
         self.bound: list[tuple[str, int]] = []
         self.connection_quotas: ConnectionQuotas | None = None
         self._quota_reconfiguration: asyncio.Task | None = None
+        self.channels: Mapping[str, ChannelBuilder] = {}
 
     @property
     def config(self) -> KafkaConfig:
@@ -191,11 +196,16 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Every listener's TLS context and SASL setup first: a keystore that
+        # does not open or a JAAS config that does not parse stops the broker
+        # before it touches ZooKeeper or its logs.
+        self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
         # Blocking work (asyncio.to_thread) runs on num.io.threads threads
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+                                          max_in_flight_requests=cfg["zookeeper.max.in.flight.requests"])
         await store.start()
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
@@ -271,7 +281,7 @@ class KafkaServer:
         limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
                                       connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name, limits)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -385,6 +395,9 @@ class KafkaServer:
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            # SASL outside the authentication phase (the authenticator answers during it)
+            sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
+            sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
             delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
             offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
             # the transaction coordinator (kavka.transaction, KIP-98)
@@ -487,5 +500,5 @@ async def _quietly(awaitable, what: str) -> None:
 async def _connection_quota_config(config: KafkaConfig) -> ConnectionQuotaConfig:
     """The connection limits of ``config`` (host names of
     max.connections.per.ip.overrides resolved in a thread, off the loop)."""
-    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config,
-                                   inter_broker_listener=config.inter_broker_listener_name)
+    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config, config.listener_overrides,
+                                   config.inter_broker_listener_name)

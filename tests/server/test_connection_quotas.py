@@ -169,3 +169,26 @@ def test_the_broker_config_gives_the_limits_and_refuses_bad_ones():
     with pytest.raises(ConfigError, match="max.connections.per.ip'.*only with max.connections.per.ip.overrides"):
         _config(**{"max.connections.per.ip": "0"})
     assert _config(**{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "10.0.0.1:2"})
+
+
+def test_listener_limits_come_from_listener_name_keys_and_may_change_live():
+    cfg = KafkaConfig.from_props({
+        "zookeeper.connect": "127.0.0.1:2181",
+        "listeners": "CLIENTS://127.0.0.1:9092,REPLICATION://127.0.0.1:9093",
+        "listener.security.protocol.map": "CLIENTS:PLAINTEXT,REPLICATION:PLAINTEXT",
+        "inter.broker.listener.name": "REPLICATION",
+        "listener.name.clients.max.connections": "10",
+        "listener.name.replication.max.connection.creation.rate": "5"})
+    c = ConnectionQuotaConfig.from_broker(cfg, cfg.listener_overrides, cfg.inter_broker_listener_name)
+    assert dict(c.listener_max_connections) == {"CLIENTS": 10}
+    assert dict(c.listener_max_connection_creation_rate) == {"REPLICATION": 5}
+    assert c.inter_broker_listener == "REPLICATION"
+    live = cfg.with_dynamic({"max.connections.per.ip": "3"}, {"listener.name.clients.max.connections": "20",
+                                                               "max.connection.creation.rate": "100"})
+    c = ConnectionQuotaConfig.from_broker(live, live.listener_overrides, live.inter_broker_listener_name)
+    assert (dict(c.listener_max_connections), c.max_connections_per_ip, c.max_connection_creation_rate) == \
+        ({"CLIENTS": 20}, 3, 100)
+    with pytest.raises(ConfigError, match="cannot be changed while the broker runs"):
+        cfg.with_dynamic({}, {"socket.listen.backlog.size": "10"})
+    with pytest.raises(ConfigError, match="no listener OTHER"):
+        cfg.with_dynamic({}, {"listener.name.other.max.connections": "1"})

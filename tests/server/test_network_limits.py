@@ -236,3 +236,28 @@ async def test_a_request_waiting_in_its_handler_holds_no_memory_for_frames_behin
     for c in (slow, other):
         c.close()
     await server.stop()
+
+
+async def test_a_tls_listener_applies_the_limits_before_the_handshake(pki):
+    """On a TLS listener the acceptor asks the quotas before the handshake:
+    a connection over a limit costs no handshake, and one whose handshake
+    fails gives its place back."""
+    from test_network_security import Cluster
+
+    cluster = Cluster(pki)
+    quotas = ConnectionQuotas(ConnectionQuotaConfig(max_connections_per_ip=1))
+    server = SocketServer(Dispatcher(), NetworkConfig(), channel=cluster.channels["SSL"],
+                          limits=RequestLimits(quotas=quotas))
+    host, port = await server.start("127.0.0.1", 0)
+    plain_reader, plain_writer = await asyncio.open_connection(host, port)  # no TLS: its handshake fails
+    plain_writer.write(b"\x00\x00\x00\x05hello")
+    assert await plain_reader.read(1) == b""
+    await until(lambda: quotas.connections == 0, "the failed handshake to give its place back")
+    first = await asyncio.open_connection(host, port, ssl=cluster.client_ssl(), server_hostname="localhost")
+    await until(lambda: quotas.connections == 1 and len(server.connections) == 1, "the TLS connection")
+    with pytest.raises((ConnectionError, OSError)):  # closed before any handshake
+        await asyncio.open_connection(host, port, ssl=cluster.client_ssl(), server_hostname="localhost")
+    assert quotas.refused == {"max.connections.per.ip": 1}
+    first[1].close()
+    await until(lambda: quotas.connections == 0, "the TLS connection's close to be counted")
+    await server.stop()
