@@ -311,7 +311,7 @@ class KafkaServer:
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
