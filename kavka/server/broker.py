@@ -322,7 +322,7 @@ class KafkaServer:
             add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }

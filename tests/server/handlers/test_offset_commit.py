@@ -84,3 +84,26 @@ async def test_only_unknown_partitions_do_not_reach_the_group():
     assert [(p.partition_index, p.error_code) for t in response.topics for p in t.partitions] == [
         (3, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))]
     assert "g" not in coordinator.groups
+
+
+@pytest.mark.parametrize("version", [0, 3])
+async def test_txn_offset_commit_refuses_unknown_partitions(version):
+    from kavka.protocol.messages import TxnOffsetCommitRequest as T
+    from kavka.server.handlers import txn_offset_commit
+
+    coordinator = await _coordinator()
+    handler = txn_offset_commit.TxnOffsetCommitHandler(coordinator, _cache_with("known", 1))
+    request = T(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0, topics=[
+        T.Topics(name="known", partitions=[T.Topics.Partitions(partition_index=0, committed_offset=5),
+                                           T.Topics.Partitions(partition_index=1, committed_offset=5)]),
+        T.Topics(name="missing", partitions=[T.Topics.Partitions(partition_index=0, committed_offset=5)])])
+    ctx = RequestContext(RequestHeader(txn_offset_commit.API_KEY, version, 7, "c"), "conn-1", "127.0.0.1", 40000,
+                         "PLAINTEXT", 0)
+    response = await handler(ctx, request)
+    answers = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    unknown = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    assert answers[("known", 1)] == unknown and answers[("missing", 0)] == unknown
+    assert answers[("known", 0)] == 0
+    assert coordinator.has_pending_txn_offset("g", ("known", 0))
+    assert not coordinator.has_pending_txn_offset("g", ("known", 1))
+    assert not coordinator.has_pending_txn_offset("g", ("missing", 0))
