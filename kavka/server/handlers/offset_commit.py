@@ -44,7 +44,8 @@ class OffsetCommitHandler:
                     continue
                 commits[(t.name, p.partition_index)] = (
                     p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
-        code, results = ErrorCode.NONE, {}
+        code: ErrorCode = ErrorCode.NONE
+        results: dict[tuple[str, int], ErrorCode] = {}
         if commits:  # Kafka does not reach the coordinator when no partition is known
             code, results = await self.coordinator.commit_offsets(
                 request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
