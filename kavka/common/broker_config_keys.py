@@ -147,6 +147,19 @@ _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a cons
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
 
+# -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
+# Kafka brokers accept these whatever mechanisms are enabled, and change them
+# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
+# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
+# does not serve GSSAPI, so they tune nothing here: like num.network.threads,
+# they are kept and reported so that a Kafka configuration carries over.
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
 _d("transaction.state.log.replication.factor", INT, 3, "Replication factor of __transaction_state.", Range(1, SHORT_MAX))
@@ -255,4 +268,6 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }
+    # Kafka's DynamicListenerConfig reconfigures the Kerberos keys live.
+    | {k for k in BROKER_CONFIG.names() if k.startswith("sasl.kerberos.")}
 )
