@@ -18,6 +18,8 @@ Pure data; any thread.
 
 from __future__ import annotations
 
+import re
+
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
 INT, LONG, DOUBLE, BOOL, STRING, LIST = (
@@ -59,6 +61,16 @@ def _principal_list(key: str, value: object) -> None:
         ptype, sep, name = item.strip().partition(":")
         if item.strip() and (not sep or not ptype.strip() or not name):
             raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
+
+
+# A Kafka release as (log.)message.format.version names one (Kafka's
+# MetadataVersion.fromVersionString: 0.x.y[.z] or x.y[.z], optionally -IVn).
+_KAFKA_VERSION = re.compile(r"(0\.(8|9|10|11)\.\d+(\.\d+)?|[1-3]\.\d+(\.\d+)?)(-IV\d+)?")
+
+
+def kafka_version(key: str, value: object) -> None:
+    if not _KAFKA_VERSION.fullmatch(str(value)):
+        raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
 
 
 BROKER_CONFIG = ConfigDef()
@@ -211,6 +223,7 @@ _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-9
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
 
@@ -244,13 +257,15 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
 }
 
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    # Kafka's DynamicLogConfig leaves out log.message.format.version.
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
         "num.network.threads",
