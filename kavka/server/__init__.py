@@ -18,6 +18,13 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``dynamic_config``: ``BrokerConfigs`` (the effective broker config and
   the topics' log configs) and ``DynamicConfigManager``, which applies
   ``/config/changes`` on every broker (seed 002 §8);
+- ``quota_config_handler``: what a broker does with ``/config/users`` and
+  ``/config/clients``: the client quotas and the SCRAM credential cache;
+- ``client_quota_admin``, ``scram_admin``: client quotas and SCRAM
+  credentials read and written in ZooKeeper (DescribeClientQuotas,
+  AlterClientQuotas, Describe/AlterUserScramCredentials);
+- ``throttling``: KIP-219 — ``ThrottlingHandler`` around every API charges
+  request_percentage, answers ``throttle_time_ms`` and mutes the connection;
 - ``internal_topic``: ``__consumer_offsets`` and ``__transaction_state`` seen
   from the broker — log seam, coordinator lookup with creation on first use,
   leadership moving the coordinators' partitions;

@@ -29,7 +29,14 @@ Per connection:
   malformed request closes the connection too. Other connections are never
   disturbed;
 - a connection idle for ``connections.max.idle.ms`` (no request in flight)
-  is closed by the server's idle sweep.
+  is closed by the server's idle sweep;
+- ``throttle(ms)`` mutes a connection whose client violated a quota
+  (KIP-219): reading stops and no request already read is handled until
+  the time is up; the response that carries ``throttle_time_ms`` is not
+  held back;
+- every accepted socket gets ``socket.send.buffer.bytes`` and
+  ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
+  default).
 
 Runs on the broker's event loop only.
 """
@@ -41,6 +48,7 @@ import collections
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -69,6 +77,11 @@ class RequestContext:
     connection: KafkaConnection | None = field(default=None, repr=False)
     # Who sent it: the connection's principal, listener and security protocol.
     session: Session = field(default_factory=Session)
+    # Bytes of the request (header and body: what Kafka's produce quota counts).
+    size: int = 0
+    # KIP-219: how long the client is throttled for a quota this request
+    # violated; handlers raise it, the throttling wrapper answers it.
+    throttle_time_ms: int = 0
 
     @property
     def api_version(self) -> int:
@@ -111,6 +124,10 @@ class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
     max_queued_requests: int = 64
+    # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
+    # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
+    send_buffer_bytes: int = 102400
+    receive_buffer_bytes: int = 102400
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -133,6 +150,9 @@ class KafkaConnection(asyncio.Protocol):
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._paused = False
+        # KIP-219: a throttled connection reads and handles nothing until then (loop time).
+        self._throttled_until = 0.0
+        self._unthrottle: asyncio.TimerHandle | None = None
         self.in_flight = 0
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
@@ -140,6 +160,7 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
+        _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
@@ -168,6 +189,8 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self.server.connections.discard(self)
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
         for t in self._tasks:
             t.cancel()
 
@@ -184,6 +207,33 @@ class KafkaConnection(asyncio.Protocol):
             raise RuntimeError(f"{self.connection_id} has no transport yet")
         return self.transport
 
+    def throttle(self, ms: int) -> None:
+        """KIP-219: mute the connection for ``ms`` (a quota was violated;
+        the response saying so goes out at once): nothing more is read from
+        the socket and no request already read is handled until then."""
+        if ms <= 0 or self._closing or self.transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if until <= self._throttled_until:
+            return
+        self._throttled_until = until
+        self.transport.pause_reading()
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
+        self._unthrottle = loop.call_at(until, self._end_throttle)
+
+    def _end_throttle(self) -> None:
+        self._unthrottle = None
+        if not self._closing and not self._paused and self.transport is not None:
+            self.transport.resume_reading()
+
+    def _resume_reading(self) -> None:
+        """End a pause for queued frames; a throttle keeps its own."""
+        self._paused = False
+        if self._unthrottle is None:
+            self._live_transport().resume_reading()
+
     def close(self) -> None:
         if not self._closing:
             self._closing = True
@@ -196,9 +246,12 @@ class KafkaConnection(asyncio.Protocol):
                 if not self._inbox:
                     self._inbox_ready.clear()
                     if self._paused:
-                        self._paused = False
-                        self._live_transport().resume_reading()
+                        self._resume_reading()
                     await self._inbox_ready.wait()
+                    continue
+                wait = self._throttled_until - asyncio.get_running_loop().time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                     continue
                 if not self._can_write.is_set():
                     # The client is not reading: build no more responses for it.
@@ -206,8 +259,7 @@ class KafkaConnection(asyncio.Protocol):
                     continue
                 frame = self._inbox.popleft()
                 if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
-                    self._paused = False
-                    self._live_transport().resume_reading()
+                    self._resume_reading()
                 if not await self._handle(frame):
                     self.close()
                     return
@@ -243,7 +295,7 @@ class KafkaConnection(asyncio.Protocol):
             return False
         handler = entry[0]
         ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
-                             self.server.listener_name, received, self, self.session)
+                             self.server.listener_name, received, self, self.session, len(frame))
         self.in_flight += 1
         try:
             result = await handler(ctx, body)
@@ -304,6 +356,14 @@ class KafkaConnection(asyncio.Protocol):
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
+
+
+def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None:
+    if sock is None:
+        return
+    for option, size in ((socket.SO_SNDBUF, config.send_buffer_bytes), (socket.SO_RCVBUF, config.receive_buffer_bytes)):
+        if size >= 0:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
 
 
 class SocketServer:

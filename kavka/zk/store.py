@@ -3,8 +3,8 @@
 Threading: kazoo runs its own connection and callback threads. This class
 never acts in them: each kazoo async result is bridged to an asyncio future
 with ``loop.call_soon_threadsafe``, and every watch and session-state
-callback is re-posted to the loop the same way (DESIGN.md "kazoo's callbacks
-are handed to the loop"). ``_LoopHandoff`` batches those posts: one loop
+callback is re-posted to the loop the same way (docs/ARCHITECTURE.md,
+"Layers": kazoo's callbacks are handed to the loop). ``_LoopHandoff`` batches those posts: one loop
 wake-up carries every answer that arrived meanwhile, which matters when a
 controller has thousands of requests in flight. The few blocking kazoo calls (start, stop,
 recursive delete) run in a worker thread via ``asyncio.to_thread``.
