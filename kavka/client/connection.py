@@ -30,6 +30,7 @@ One event loop; all methods are called from the loop that connected.
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 from dataclasses import dataclass
 from typing import TypeVar, cast, overload
@@ -122,7 +123,8 @@ class BrokerConnection:
 
     ``node_id`` is informational (the cluster layer sets it; -1 for a
     bootstrap address). ``api_versions`` maps API key to the broker's
-    ``VersionRange`` once connected."""
+    ``VersionRange`` once connected. ``receive_buffer_bytes``: the socket's
+    SO_RCVBUF (a follower's ``replica.socket.receive.buffer.bytes``)."""
 
     def __init__(
         self,
@@ -134,6 +136,7 @@ class BrokerConnection:
         connect_timeout_ms: int = 10_000,
         max_frame_size: int = SOCKET_REQUEST_MAX_BYTES,
         node_id: int = -1,
+        receive_buffer_bytes: int = -1,
     ) -> None:
         if request_timeout_ms <= 0 or connect_timeout_ms <= 0:
             raise ValueError("request_timeout_ms and connect_timeout_ms must be > 0")
@@ -143,6 +146,7 @@ class BrokerConnection:
         self.node_id = node_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
+        self.receive_buffer_bytes = receive_buffer_bytes  # SO_RCVBUF; -1 leaves the OS default
         self.api_versions: dict[int, VersionRange] = {}
         self._decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, _Pending] = {}
@@ -174,6 +178,9 @@ class BrokerConnection:
                     lambda: _KafkaProtocol(self), self.host, self.port)
         except (OSError, TimeoutError) as e:
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
+        sock = self._transport.get_extra_info("socket")
+        if self.receive_buffer_bytes >= 0 and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
         try:
             await self._handshake()
         except KafkaError as e:

@@ -7,6 +7,14 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``main``: ``kavka server start`` (one broker in the foreground);
 - ``network``: socket server, per-connection request ordering, the
   ``Dispatcher`` (API key -> handler and served versions);
+- ``channel_builder``: each listener's security (Kafka's ChannelBuilders):
+  its TLS context, its SASL setup, who a connection is (``Session``), and
+  the inter-broker principal;
+- ``tls_acceptor``: a TLS listener's accept loop; every handshake completes
+  (or fails, logged with the peer) before the Kafka connection exists;
+- ``authenticator``: ``SaslServerAuthenticator``, the authentication phase
+  of a SASL connection (KIP-152 SaslHandshake/SaslAuthenticate, v0 raw
+  tokens, KIP-368 session expiry and re-authentication);
 - ``handler_table``: which handler module serves which API key;
 - ``handlers``: one module per API (see its package docstring);
 - ``metadata_cache``: live brokers and partition leadership from the

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
@@ -60,6 +61,7 @@ from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
@@ -105,6 +107,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -176,6 +180,7 @@ class KafkaServer:
         self._tick_task: asyncio.Task | None = None
         self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
+        self.channels: Mapping[str, ChannelBuilder] = {}
 
     @property
     def config(self) -> KafkaConfig:
@@ -188,11 +193,16 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Every listener's TLS context and SASL setup first: a keystore that
+        # does not open or a JAAS config that does not parse stops the broker
+        # before it touches ZooKeeper or its logs.
+        self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
         # Blocking work (asyncio.to_thread) runs on num.io.threads threads
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+                                          max_in_flight_requests=cfg["zookeeper.max.in.flight.requests"])
         await store.start()
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
@@ -248,7 +258,7 @@ class KafkaServer:
                             send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name])
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -362,6 +372,9 @@ class KafkaServer:
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            # SASL outside the authentication phase (the authenticator answers during it)
+            sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
+            sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
             delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
             offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
             # the transaction coordinator (kavka.transaction, KIP-98)

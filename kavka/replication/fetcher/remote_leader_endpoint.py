@@ -51,11 +51,13 @@ R = TypeVar("R", bound=Response)
 class RemoteLeaderEndPoint:
     """See the module docstring."""
 
-    def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str) -> None:
+    def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
+                 receive_buffer_bytes: int = -1) -> None:
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
         self.client_id = client_id
+        self.receive_buffer_bytes = receive_buffer_bytes  # replica.socket.receive.buffer.bytes
         self._conn: BrokerConnection | None = None
 
     def __repr__(self) -> str:
@@ -70,6 +72,7 @@ class RemoteLeaderEndPoint:
                     request_timeout_ms=self.request_timeout_ms,
                     connect_timeout_ms=self.request_timeout_ms,
                     node_id=self.leader.broker_id,
+                    receive_buffer_bytes=self.receive_buffer_bytes,
                 )
                 await conn.connect()
                 self._conn = conn
