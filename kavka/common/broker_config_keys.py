@@ -9,7 +9,7 @@ be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>`
 (seed 002 §8).
 
 Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
-``num.io.threads``, ``background.threads``, ``queued.max.requests``) are
+``num.io.threads``, ``background.threads``) are
 accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
 event loop per broker reads the ones that make sense for it (see each doc).
 
@@ -60,6 +60,33 @@ def _authorizer_class(key: str, value: object) -> None:
                                f"(or {AUTHORIZER_CLASSES[2]}), or leave it empty for no authorizer")
 
 
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:n,ip:n`` (an IPv6
+    address keeps its colons: the count is after the last one; brackets
+    around it are dropped). Raises ``ValueError`` naming the entry."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            n = -1
+        if not sep or not host or n < 0:
+            raise ValueError(f"entry {entry!r} is not host:count with a count >= 0")
+        out[host] = n
+    return out
+
+
+def _ip_overrides(key: str, value: object) -> None:
+    try:
+        parse_ip_overrides(str(value or ""))
+    except ValueError as e:
+        raise ConfigError(key, f"{e} (expected e.g. 'hostName:100,127.0.0.1:200')") from None
+
+
 def _principal_list(key: str, value: object) -> None:
     """``super.users``: ``Type:name`` items separated by ';' (Kafka's
     SecurityUtils.parseKafkaPrincipal form)."""
@@ -95,14 +122,17 @@ _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol bet
 _d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
-_d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests read (or being read) and not yet taken up by their handler, across all connections; when reached, connections wait with reading paused.", Range(1, None))
+_d("queued.max.request.bytes", LONG, 104857600, "Bytes of requests held in memory (Kafka's memory pool): a connection whose next request does not fit waits, muted, before reading it. Requests larger than half of it are read one at a time besides, so at most this plus socket.request.max.bytes is held. -1 (or 0) = unbounded, Kafka's default; Kavka bounds it by default (a Python broker has no heap limit to fail on first).")
 _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
-_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
+_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
-_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
-_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", Range(0, None))
-_d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
+_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
+_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
+_d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)
+_d("max.connection.creation.rate", INT, INT_MAX, "New connections a second the broker accepts on every listener but the inter-broker one (KIP-612); over it a new connection is closed at once. Per listener: listener.name.<listener>.max.connection.creation.rate.", Range(0, None))
+_d("connections.max.idle.ms", LONG, 600000, "A connection with no request in flight and no bytes read or written for this many ms is closed.", Range(1, None))
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
@@ -307,7 +337,10 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
 SSL_KEYS: frozenset[str] = frozenset(k for k in BROKER_CONFIG.names() if k.startswith("ssl."))
 SASL_LISTENER_KEYS: frozenset[str] = frozenset({"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
                                                 "connections.max.reauth.ms"})
-LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS
+# A listener's own connection limits (Kafka's ListenerReconfigurableConfigs),
+# which may also change live: listener.name.<listener>.max.connections ...
+CONNECTION_LISTENER_KEYS: frozenset[str] = frozenset({"max.connections", "max.connection.creation.rate"})
+LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS | CONNECTION_LISTENER_KEYS
 MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
@@ -330,6 +363,8 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "log.cleaner.backoff.ms",
         "max.connections",
         "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }

@@ -498,6 +498,43 @@ def test_metadata_advertises_the_listener_the_request_came_in_on(secure, mode):
     assert [(b.host, b.port) for b in md.brokers.values()] == [("127.0.0.1", secure.ports[LISTENER[mode]])]
 
 
+def test_registration_lists_every_listener_with_its_protocol(secure):
+    """/brokers/ids/0 as Kafka writes it: every advertised endpoint, the
+    listener -> security protocol map, host/port of the PLAINTEXT one."""
+    import json
+
+    from .cluster_helpers import ZkView
+
+    with ZkView(secure.cluster) as zk:
+        data, _ = zk.client.get("/brokers/ids/0")
+    doc = json.loads(data)
+    assert doc["endpoints"] == [f"{name}://127.0.0.1:{port}" for name, port in secure.ports.items()]
+    assert doc["listener_security_protocol_map"] == {
+        "PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SASL_SSL": "SASL_SSL",
+        "SASL_REAUTH": "SASL_PLAINTEXT"}
+    assert (doc["host"], doc["port"]) == ("127.0.0.1", secure.ports["PLAINTEXT"])
+
+
+@pytest.mark.parametrize("listener", ["SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+def test_find_coordinator_answers_with_the_listener_the_request_came_in_on(secure, listener):
+    from kavka.protocol.messages import FindCoordinatorRequest
+
+    tls = ssl.create_default_context(cafile=str(secure.files.ca)) if "SSL" in listener else None
+    client = RawClient(secure, listener, tls)
+    try:
+        if listener.startswith("SASL"):
+            client.login("bob", USERS["bob"])
+
+        def coordinator():
+            r = client.call(FindCoordinatorRequest(key="coordinated-group", key_type=0), 3)
+            return r if r.error_code == 0 else None
+
+        r = wait_until(coordinator, 30, "a coordinator for the group")
+        assert (r.host, r.port) == ("127.0.0.1", secure.ports[listener])
+    finally:
+        client.close()
+
+
 def test_describe_configs_shows_no_secret(secure):
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
