@@ -24,7 +24,8 @@ any cluster named in its ``test.conf``. This driver:
    result, seconds, reason), the runner output of each test under
    ``<out>/logs/``, and prints a summary line per protocol.
 
-Tests that drive Kafka's own command-line tools (``KAFKA_PATH``), and the
+Tests that drive Kafka's own command-line tools or Java client
+(``KAFKA_PATH``), and the
 SSL and SASL tests (no such listeners on this cluster), are listed as
 skipped with that reason without being run; ``-E`` leaves out the sockem
 (simulated network fault) tests, listed the same way.
@@ -61,6 +62,9 @@ TIMEOUT_MULTIPLIER = 3
 
 # Tests skipped here, with why (the suite's own list of what each needs).
 NEEDS_KAFKA_PATH = {"0052", "0077", "0109", "0115", "0119"}
+# Its first half produces with Kafka's Java client (TransactionProducerCli,
+# built against KAFKA_PATH) and fails without it before the second half runs.
+NEEDS_KAFKA_JAVA = {"0098"}
 NEEDS_SSL = {"0064", "0097", "0133", "0134"}
 NEEDS_SASL = {"0128", "0135", "0142"}
 
@@ -143,6 +147,8 @@ def skip_reason(t: SuiteTest, *, ssl: bool = False, sasl: bool = False) -> str |
     """Why this broker test is not run here, or None."""
     if t.number in NEEDS_KAFKA_PATH:
         return "drives Kafka's own CLI tools (KAFKA_PATH)"
+    if t.number in NEEDS_KAFKA_JAVA:
+        return "produces with Kafka's Java client (TransactionProducerCli, KAFKA_PATH)"
     if t.number in NEEDS_SSL and not ssl:
         return "needs an SSL listener (none on this cluster)"
     if t.number in NEEDS_SASL and not sasl:
