@@ -342,10 +342,11 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
             produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
+            fetch.API_KEY: fetch_handler,
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -411,7 +412,9 @@ class KafkaServer:
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
-        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
+        return {key: ThrottlingHandler(h, key, quotas.request,
+                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
