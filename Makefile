@@ -19,8 +19,9 @@ help:
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 
-# setup.py builds the C extension kavka.spark._recordcols: a changed source reinstalls.
-$(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c
+# setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
+# a changed source reinstalls.
+$(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/records/_validate.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
@@ -72,4 +73,4 @@ demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis build *.egg-info spark-warehouse kavka/spark/*.so
+	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis build *.egg-info spark-warehouse kavka/spark/*.so kavka/protocol/records/*.so

@@ -1,11 +1,20 @@
-"""Build of kavka's one C extension, ``kavka.spark._recordcols`` (the Spark
-reader's record decoder; everything else is in pyproject.toml).
+"""Build of kavka's C extensions (everything else is in pyproject.toml):
+
+* ``kavka.spark._recordcols`` — the Spark reader's record decoder;
+* ``kavka.protocol.records._validate`` — the leader's record walk (Kafka's
+  LogValidator, see ``kavka.protocol.records.validation``).
 
 ``optional=True``: a machine without a C compiler or Python headers still
-installs Kavka; ``kavka.spark.arrow_records`` then falls back to its Python
-decoding path."""
+installs Kavka; ``kavka.spark.arrow_records`` and
+``kavka.protocol.records.validation`` then fall back to their Python paths
+(tests fail where a compiler exists and a build did not happen)."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("kavka.spark._recordcols", ["kavka/spark/_recordcols.c"], optional=True,
-                             extra_compile_args=["-O2", "-std=c11"])])
+_FLAGS = ["-O2", "-std=c11"]
+
+setup(ext_modules=[
+    Extension("kavka.spark._recordcols", ["kavka/spark/_recordcols.c"], optional=True, extra_compile_args=_FLAGS),
+    Extension("kavka.protocol.records._validate", ["kavka/protocol/records/_validate.c"], optional=True,
+              extra_compile_args=_FLAGS),
+])

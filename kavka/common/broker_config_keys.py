@@ -95,6 +95,12 @@ _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authoriz
 _d("super.users", STRING, "", "Principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:broker).", _principal_list)
 _d("allow.everyone.if.no.acl.found", BOOL, False, "With the authorizer on: allow everyone on a resource no ACL applies to (default: deny).")
 
+# -- client quotas (KIP-13, KIP-124, KIP-599) -------------------------------------
+_d("quota.window.num", INT, 11, "Sample windows kept to measure client byte rates and request time.", Range(1, None))
+_d("quota.window.size.seconds", INT, 1, "Length of each client quota sample window.", Range(1, None))
+_d("controller.quota.window.num", INT, 11, "Sample windows of the controller mutation quota (its burst is num x size x rate).", Range(1, None))
+_d("controller.quota.window.size.seconds", INT, 1, "Length of each controller mutation quota window.", Range(1, None))
+
 # -- ZooKeeper -----------------------------------------------------------------
 _d("zookeeper.connect", STRING, NO_DEFAULT, "host:port[,host:port...][/chroot] of ZooKeeper.")
 _d("zookeeper.session.timeout.ms", INT, 18000, "ZooKeeper session timeout.", Range(1, None))
@@ -194,7 +200,9 @@ _d("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, "How often log-s
 _d("log.segment.delete.delay.ms", LONG, 60000, "A .deleted segment is removed after this (topic file.delete.delay.ms).", Range(0, None))
 _d("log.preallocate", BOOL, False, "Preallocate segment files (topic preallocate).")
 _d("log.message.timestamp.type", STRING, "CreateTime", "CreateTime or LogAppendTime (topic message.timestamp.type).", OneOf(TIMESTAMP_TYPES, case_sensitive=True))
-_d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Largest accepted gap between a record's CreateTime and the broker's clock.", Range(0, None))
+_d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-937): the before/after limits while they are at their defaults (topic message.timestamp.difference.max.ms).", Range(0, None))
+_d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
+_d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
 
 del _d
@@ -226,6 +234,8 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "preallocate": ("log.preallocate",),
     "message.timestamp.type": ("log.message.timestamp.type",),
     "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
 }
 

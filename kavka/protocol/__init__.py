@@ -15,7 +15,10 @@ Modules (entry points first):
   ``schema`` (the declarative tables) through compiled ``plan``s built on
   ``fieldio``, ``primitives`` and ``writers`` (fixed-size layouts in
   ``structs``, varints in ``varint``);
+* ``budget`` — ``DecodeBudget``: the memory a request's decoded objects
+  may take (a bound per frame byte), charged by the decoders before they
+  build anything;
 * ``errors`` — ``DecodeError`` (and ``FrameSizeError``, ``UnknownApiError``,
   ``UnsupportedVersionError``) and ``EncodeError``;
-* ``records`` — record batch v2 (opaque on the hot path).
+* ``records`` — record batch v2 (walked, not decoded, on the hot path).
 """

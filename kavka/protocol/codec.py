@@ -20,6 +20,7 @@ Sans-IO, synchronous, no global mutable state besides the plan cache
 
 from __future__ import annotations
 
+from kavka.protocol.budget import DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.messages import REQUEST, RESPONSE, Message, message_class
@@ -29,6 +30,8 @@ from kavka.protocol.schema import registry
 __all__ = ["REQUEST", "RESPONSE", "decode_body", "encode_body", "encode_body_parts", "plan_for", "label"]
 
 _PLANS: dict[tuple[int, str, int], Plan] = {}
+# Shared by every unbudgeted decode: its count only goes down, from 2**62.
+_UNLIMITED = DecodeBudget.unlimited()
 
 
 def label(api_key: int, side: str, version: int) -> str:
@@ -50,22 +53,28 @@ def plan_for(api_key: int, side: str, version: int) -> Plan:
             raise KeyError(f"{a.name} v{version} outside supported {a.min_version}-{a.max_version}")
         fields = a.request if side == REQUEST else a.response
         plan = compile_plan(message_class(api_key, side), fields, version,
-                            a.is_flexible(version), label(api_key, side, version))
+                            a.is_flexible(version), label(api_key, side, version), charged=side == REQUEST)
         _PLANS[key] = plan
     return plan
 
 
 def decode_body(api_key: int, side: str, version: int, buf: Buffer, pos: int = 0,
-                *, allow_trailing: bool = False) -> Message:
+                *, allow_trailing: bool = False, budget: DecodeBudget | None = None) -> Message:
     """Decode a whole request or response body from ``buf[pos:]``; every
     byte must be consumed unless ``allow_trailing``. ``records`` fields
-    come back as slices of ``buf`` (zero-copy when ``buf`` is a memoryview)."""
+    come back as slices of ``buf`` (zero-copy when ``buf`` is a memoryview).
+    ``budget`` bounds the memory of the objects built (``DecodeBudgetError``
+    past it; ``kavka.protocol.budget``); None decodes without a bound."""
     try:
         decode = plan_for(api_key, side, version)[0]
     except KeyError as e:
         raise DecodeError(str(e.args[0]), context=label(api_key, side, version)) from None
+    if budget is None:
+        budget = _UNLIMITED
+    elif not isinstance(buf, memoryview):
+        buf = memoryview(buf)  # the cost model counts records as slices, not copies
     try:
-        msg, end = decode(buf, pos)
+        msg, end = decode(buf, pos, budget)
         if end != len(buf) and not allow_trailing:
             raise DecodeError(f"{len(buf) - end} bytes left over after the body")
     except DecodeError as e:

@@ -1,7 +1,8 @@
 """Per-field readers and writers used by the compiled codec plans.
 
-``reader_for(field, version, flexible, child)`` returns ``fn(buf, pos) ->
-(value, pos)`` and ``writer_for(...)`` returns ``fn(value, out)`` appending
+``reader_for(field, version, flexible, child)`` returns ``fn(buf, pos,
+budget) -> (value, pos)``, which charges the objects it builds to the
+``DecodeBudget`` before building them (``kavka.protocol.budget``), and ``writer_for(...)`` returns ``fn(value, out)`` appending
 the encoding to the list ``out``; ``child`` is the compiled decoder or
 encoder of the field's struct (arrays of structs, single structs). The
 codec (``kavka.protocol.plan``) inlines the hot cases (runs of fixed-size
@@ -16,16 +17,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeAlias
 
+from kavka.protocol import budget as B
 from kavka.protocol import primitives as p
+from kavka.protocol.budget import DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.message_base import Message
 from kavka.protocol.schema.dsl import Field
 
-# fn(buf, pos) -> (value, pos after it); the value's type is the field's
-ReadFn: TypeAlias = Callable[[Buffer, int], tuple[Any, int]]
+# fn(buf, pos, budget) -> (value, pos after it); the value's type is the
+# field's; the objects it builds are charged to the budget first
+ReadFn: TypeAlias = Callable[[Buffer, int, DecodeBudget], tuple[Any, int]]
 # fn(value, out) appends the value's encoding to out
 WriteFn: TypeAlias = Callable[[Any, list[Buffer]], None]
 # fn(buf, pos, min_element_size) -> (count or -1, pos after it)
@@ -80,7 +85,7 @@ def not_null(what: str) -> DecodeError:
     return DecodeError(f"null {what} where this version does not allow null")
 
 
-def _no_null_reader(read: ReadFn, what: str) -> ReadFn:
+def _no_null_reader(read: p.ReadFn, what: str) -> p.ReadFn:
     def r(buf: Buffer, pos: int) -> tuple[Any, int]:
         v, pos = read(buf, pos)
         if v is None:
@@ -98,7 +103,15 @@ def elem_size(type_name: str, flexible: bool) -> int:
     return 1 if flexible else 4  # bytes, records
 
 
-def _scalar_reader(t: str, nullable: bool, flexible: bool) -> ReadFn:
+def elem_cost(type_name: str) -> int:
+    """Memory of the object one primitive value decodes to, besides the
+    content of strings and bytes (``kavka.protocol.budget``)."""
+    if type_name in B.INT:
+        return B.INT[type_name]
+    return {"uuid": B.UUID, "string": B.STR_BASE, "bytes": B.BYTES_BASE, "records": B.SLICE}[type_name]
+
+
+def _scalar_reader(t: str, nullable: bool, flexible: bool) -> p.ReadFn:
     if t in p.STRUCT_CODE:
         s = struct.Struct(">" + p.STRUCT_CODE[t])
         return p._fixed_reader(s, t)
@@ -118,49 +131,92 @@ def _scalar_reader(t: str, nullable: bool, flexible: bool) -> ReadFn:
     raise ValueError(f"unknown primitive type {t!r}")
 
 
+def scalar_reader(t: str, nullable: bool, flexible: bool) -> ReadFn:
+    """One primitive value, its object and content charged to the budget
+    before it is built (strings at four bytes a byte, refunded to one when
+    the text is ASCII: see ``kavka.protocol.budget``)."""
+    read = _scalar_reader(t, nullable, flexible)
+    cost = elem_cost(t)
+    if t in ("string", "bytes"):
+        read_len = (partial(p.read_compact_len, what=f"compact {t} length") if flexible else
+                    p.read_string_len if t == "string" else p.read_bytes_len)
+        wide = 4 if t == "string" else 1
+
+        def r(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[Any, int]:
+            n, _ = read_len(buf, pos)
+            b.left -= cost + wide * max(n, 0) + (B.WIDE_STR_EXTRA if wide > 1 else 0)
+            if b.left < 0:
+                raise b.exceeded(t)
+            v, end = read(buf, pos)
+            if wide > 1 and v is not None and len(v) == n:
+                b.left += (wide - 1) * n + B.WIDE_STR_EXTRA  # ASCII: one byte a character
+            return v, end
+        return r
+
+    def r2(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[Any, int]:
+        b.left -= cost
+        if b.left < 0:
+            raise b.exceeded(t)
+        return read(buf, pos)
+    return r2
+
+
 def array_len_reader(flexible: bool) -> ArrayLenReadFn:
     return p.read_compact_array_len if flexible else p.read_array_len
 
 
-def reader_for(f: Field, version: int, flexible: bool, child: ReadFn | None = None, min_child: int = 1) -> ReadFn:
+def reader_for(f: Field, version: int, flexible: bool, child: ReadFn | None = None, min_child: int = 1,
+               child_cost: int = 0) -> ReadFn:
+    """A budgeted reader of field ``f``; ``child`` decodes its struct, whose
+    smallest encoding is ``min_child`` bytes and fixed cost ``child_cost``."""
     nullable = version in f.nullable
     if f.is_struct_array:
         assert child is not None  # a struct's fields need its decoder
-        return struct_array_reader(child, flexible, nullable, min_child)
+        return struct_array_reader(child, flexible, nullable, min_child, child_cost)
     if f.is_struct:
         assert child is not None
-        return struct_reader(child, nullable)
+        return struct_reader(child, nullable, child_cost)
     if f.type_name.startswith("[]"):
         return prim_array_reader(f.type_name[2:], flexible, nullable)
-    return _scalar_reader(f.type_name, nullable, flexible)
+    return scalar_reader(f.type_name, nullable, flexible)
 
 
-def struct_reader(child: ReadFn, nullable: bool) -> ReadFn:
-    """A single struct; nullable structs carry an int8 marker (-1 = null)."""
-    if not nullable:
+def struct_reader(child: ReadFn, nullable: bool, cost: int = 0) -> ReadFn:
+    """A single struct; nullable structs carry an int8 marker (-1 = null).
+    ``cost``: charged here when the parent did not count it (a tagged
+    field may be absent, so its struct is charged only when present)."""
+    if not nullable and not cost:
         return child
 
-    def r(buf: Buffer, pos: int) -> tuple[Any, int]:
-        marker, pos = p.read_int8(buf, pos)
-        if marker < 0:
-            return None, pos
-        return child(buf, pos)
+    def r(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[Any, int]:
+        if nullable:
+            marker, pos = p.read_int8(buf, pos)
+            if marker < 0:
+                return None, pos
+        if cost:
+            b.left -= cost
+            if b.left < 0:
+                raise b.exceeded("struct")
+        return child(buf, pos, b)
     return r
 
 
-def struct_array_reader(child: ReadFn, flexible: bool, nullable: bool, min_size: int) -> ReadFn:
+def struct_array_reader(child: ReadFn, flexible: bool, nullable: bool, min_size: int, cost: int) -> ReadFn:
     read_len = array_len_reader(flexible)
 
-    def r(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
+    def r(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[list[Any] | None, int]:
         n, pos = read_len(buf, pos, min_size)
         if n < 0:
             if not nullable:
                 raise not_null("array")
             return None, pos
+        b.left -= B.LIST_BASE + n * (B.LIST_SLOT + cost)
+        if b.left < 0:
+            raise b.exceeded(f"an array of {n} structs")
         out = []
         for i in range(n):
             try:
-                el, pos = child(buf, pos)
+                el, pos = child(buf, pos, b)
             except Exception as e:
                 raise locate(e, f"[{i}]", -1) from None
             out.append(el)
@@ -173,34 +229,43 @@ def prim_array_reader(elem: str, flexible: bool, nullable: bool) -> ReadFn:
     size = elem_size(elem, flexible)
     if elem in p.STRUCT_CODE:
         code = p.STRUCT_CODE[elem]
+        # the list, the tuple unpack_from builds on the way, an int object each
+        each = B.LIST_SLOT + B.POINTER + B.INT[elem]
 
-        def r(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
+        def r(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[list[Any] | None, int]:
             n, pos = read_len(buf, pos, size)
             if n < 0:
                 if not nullable:
                     raise not_null("array")
                 return None, pos
+            b.left -= 2 * B.LIST_BASE + n * each
+            if b.left < 0:
+                raise b.exceeded(f"an array of {n} {elem}")
             return list(struct.unpack_from(f">{n}{code}", buf, pos)), pos + n * size
         return r
-    one = _scalar_reader(elem, False, flexible)
+    one = scalar_reader(elem, False, flexible)  # charges each element's object and content
 
-    def r2(buf: Buffer, pos: int) -> tuple[list[Any] | None, int]:
+    def r2(buf: Buffer, pos: int, b: DecodeBudget) -> tuple[list[Any] | None, int]:
         n, pos = read_len(buf, pos, size)
         if n < 0:
             if not nullable:
                 raise not_null("array")
             return None, pos
+        b.left -= B.LIST_BASE + n * B.LIST_SLOT
+        if b.left < 0:
+            raise b.exceeded(f"an array of {n} {elem}")
         out = []
         for _ in range(n):
-            v, pos = one(buf, pos)
+            v, pos = one(buf, pos, b)
             out.append(v)
         return out, pos
     return r2
 
 
-def read_tags(o: Message, buf: Buffer, pos: int, known: dict[int, tuple[str, ReadFn]]) -> int:
+def read_tags(o: Message, buf: Buffer, pos: int, known: dict[int, tuple[str, ReadFn]], b: DecodeBudget) -> int:
     """Parse a tagged-field block into ``o``: known tags by ``known[tag] =
-    (attribute, reader)``, others kept raw in ``o._unknown_tags``."""
+    (attribute, reader)``, others kept raw in ``o._unknown_tags``. Each
+    tag is charged (its table entry, key and value) before it is kept."""
     count, pos = p.read_uvarint(buf, pos)
     if count > len(buf) - pos:
         raise p.length_error("tagged field count", count, len(buf) - pos)
@@ -216,22 +281,30 @@ def read_tags(o: Message, buf: Buffer, pos: int, known: dict[int, tuple[str, Rea
         end = pos + size
         entry = known.get(tag)
         if entry is None:
+            b.left -= B.TAGGED_FIELD_COST + size
+            if b.left < 0:
+                raise b.exceeded(f"tagged field {tag}")
             if o._unknown_tags is None:
+                b.left -= B.DICT_BASE
                 o._unknown_tags = {}
             o._unknown_tags[tag] = bytes(buf[pos:end])
         else:
             name, reader = entry
+            b.left -= B.TABLE_ENTRY + B.INT["uint32"]
             try:
-                value, used = reader(buf[pos:end], 0)
+                value, used = reader(buf[pos:end], 0, b)
                 if used != size:
                     raise DecodeError(f"tagged field {tag} declares {size} bytes but its value has {used}")
             except Exception as e:
                 raise locate(e, name, -1) from None
             setattr(o, name, value)
             if o._sent_tags is None:
+                b.left -= B.SET_BASE
                 o._sent_tags = set()
             o._sent_tags.add(tag)
         pos = end
+    if b.left < 0:
+        raise b.exceeded("the tagged fields")
     return pos
 
 

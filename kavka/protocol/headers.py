@@ -37,6 +37,7 @@ import struct
 from dataclasses import dataclass
 
 from kavka.protocol import primitives as p
+from kavka.protocol.budget import DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.codec import REQUEST, RESPONSE, decode_body, encode_body_parts
 from kavka.protocol.errors import DecodeError, EncodeError, UnknownApiError, UnsupportedVersionError
@@ -92,11 +93,12 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     hv = a.request_header_version(api_version)
     pos = _REQ_FIXED
     client_id = None
+    budget = DecodeBudget.for_request(len(buf))
     try:
         if hv >= 1:
             client_id, pos = p.read_nullable_string(buf, pos)
         if hv >= 2:
-            _, pos = p.read_tagged_fields(buf, pos)
+            _, pos = p.read_tagged_fields(buf, pos, budget)
     except DecodeError as e:
         e.context = f"{a.name} v{api_version} request header"
         e.path.insert(0, "client_id" if hv < 2 else "client_id/tagged_fields")
@@ -105,7 +107,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader
     # Bytes after the body are ignored, as Kafka's broker does: librdkafka
     # 2.16 (confluent-kafka) sends some Metadata v12 requests with 3 extra
     # bytes after the tagged fields.
-    return header, decode_body(api_key, REQUEST, api_version, buf, pos, allow_trailing=True)
+    return header, decode_body(api_key, REQUEST, api_version, buf, pos, allow_trailing=True, budget=budget)
 
 
 def _check_body(body: Message, api_key: int, side: str) -> None:

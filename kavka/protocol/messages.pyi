@@ -3268,6 +3268,289 @@ class OffsetDeleteRequest(Request[OffsetDeleteResponse]):
             ) -> None: ...
 
 
+class DescribeClientQuotasResponse(Response):
+    """DescribeClientQuotas response (API key 48), versions 0-1, flexible from v1."""
+    throttle_time_ms: int  # v0+
+    error_code: int  # v0+
+    error_message: str | None  # v0+; nullable v0+
+    entries: list[DescribeClientQuotasResponse.Entries] | None  # v0+; nullable v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        entries: list[DescribeClientQuotasResponse.Entries] | None = ...,
+    ) -> None: ...
+
+    class Entries(Message):
+        """An element of ``DescribeClientQuotasResponse.entries``."""
+        entity: list[DescribeClientQuotasResponse.Entries.Entity]  # v0+
+        values: list[DescribeClientQuotasResponse.Entries.Values]  # v0+
+        def __init__(
+            self,
+            *,
+            entity: list[DescribeClientQuotasResponse.Entries.Entity] = ...,
+            values: list[DescribeClientQuotasResponse.Entries.Values] = ...,
+        ) -> None: ...
+
+        class Entity(Message):
+            """An element of ``DescribeClientQuotasResponse.Entries.entity``."""
+            entity_type: str  # v0+
+            entity_name: str | None  # v0+; nullable v0+
+            def __init__(
+                self,
+                *,
+                entity_type: str = ...,
+                entity_name: str | None = ...,
+            ) -> None: ...
+
+        class Values(Message):
+            """An element of ``DescribeClientQuotasResponse.Entries.values``."""
+            key: str  # v0+
+            value: float  # v0+
+            def __init__(
+                self,
+                *,
+                key: str = ...,
+                value: float = ...,
+            ) -> None: ...
+
+
+class DescribeClientQuotasRequest(Request[DescribeClientQuotasResponse]):
+    """DescribeClientQuotas request (API key 48), versions 0-1, flexible from v1."""
+    components: list[DescribeClientQuotasRequest.Components]  # v0+
+    strict: bool  # v0+
+    def __init__(
+        self,
+        *,
+        components: list[DescribeClientQuotasRequest.Components] = ...,
+        strict: bool = ...,
+    ) -> None: ...
+
+    class Components(Message):
+        """An element of ``DescribeClientQuotasRequest.components``."""
+        entity_type: str  # v0+
+        match_type: int  # v0+
+        match: str | None  # v0+; nullable v0+
+        def __init__(
+            self,
+            *,
+            entity_type: str = ...,
+            match_type: int = ...,
+            match: str | None = ...,
+        ) -> None: ...
+
+
+class AlterClientQuotasResponse(Response):
+    """AlterClientQuotas response (API key 49), versions 0-1, flexible from v1."""
+    throttle_time_ms: int  # v0+
+    entries: list[AlterClientQuotasResponse.Entries]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        entries: list[AlterClientQuotasResponse.Entries] = ...,
+    ) -> None: ...
+
+    class Entries(Message):
+        """An element of ``AlterClientQuotasResponse.entries``."""
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        entity: list[AlterClientQuotasResponse.Entries.Entity]  # v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            entity: list[AlterClientQuotasResponse.Entries.Entity] = ...,
+        ) -> None: ...
+
+        class Entity(Message):
+            """An element of ``AlterClientQuotasResponse.Entries.entity``."""
+            entity_type: str  # v0+
+            entity_name: str | None  # v0+; nullable v0+
+            def __init__(
+                self,
+                *,
+                entity_type: str = ...,
+                entity_name: str | None = ...,
+            ) -> None: ...
+
+
+class AlterClientQuotasRequest(Request[AlterClientQuotasResponse]):
+    """AlterClientQuotas request (API key 49), versions 0-1, flexible from v1."""
+    entries: list[AlterClientQuotasRequest.Entries]  # v0+
+    validate_only: bool  # v0+
+    def __init__(
+        self,
+        *,
+        entries: list[AlterClientQuotasRequest.Entries] = ...,
+        validate_only: bool = ...,
+    ) -> None: ...
+
+    class Entries(Message):
+        """An element of ``AlterClientQuotasRequest.entries``."""
+        entity: list[AlterClientQuotasRequest.Entries.Entity]  # v0+
+        ops: list[AlterClientQuotasRequest.Entries.Ops]  # v0+
+        def __init__(
+            self,
+            *,
+            entity: list[AlterClientQuotasRequest.Entries.Entity] = ...,
+            ops: list[AlterClientQuotasRequest.Entries.Ops] = ...,
+        ) -> None: ...
+
+        class Entity(Message):
+            """An element of ``AlterClientQuotasRequest.Entries.entity``."""
+            entity_type: str  # v0+
+            entity_name: str | None  # v0+; nullable v0+
+            def __init__(
+                self,
+                *,
+                entity_type: str = ...,
+                entity_name: str | None = ...,
+            ) -> None: ...
+
+        class Ops(Message):
+            """An element of ``AlterClientQuotasRequest.Entries.ops``."""
+            key: str  # v0+
+            value: float  # v0+
+            remove: bool  # v0+
+            def __init__(
+                self,
+                *,
+                key: str = ...,
+                value: float = ...,
+                remove: bool = ...,
+            ) -> None: ...
+
+
+class DescribeUserScramCredentialsResponse(Response):
+    """DescribeUserScramCredentials response (API key 50), versions 0-0, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    error_code: int  # v0+
+    error_message: str | None  # v0+; nullable v0+
+    results: list[DescribeUserScramCredentialsResponse.Results]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        results: list[DescribeUserScramCredentialsResponse.Results] = ...,
+    ) -> None: ...
+
+    class Results(Message):
+        """An element of ``DescribeUserScramCredentialsResponse.results``."""
+        user: str  # v0+
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        credential_infos: list[DescribeUserScramCredentialsResponse.Results.CredentialInfos]  # v0+
+        def __init__(
+            self,
+            *,
+            user: str = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            credential_infos: list[DescribeUserScramCredentialsResponse.Results.CredentialInfos] = ...,
+        ) -> None: ...
+
+        class CredentialInfos(Message):
+            """An element of ``DescribeUserScramCredentialsResponse.Results.credential_infos``."""
+            mechanism: int  # v0+
+            iterations: int  # v0+
+            def __init__(
+                self,
+                *,
+                mechanism: int = ...,
+                iterations: int = ...,
+            ) -> None: ...
+
+
+class DescribeUserScramCredentialsRequest(Request[DescribeUserScramCredentialsResponse]):
+    """DescribeUserScramCredentials request (API key 50), versions 0-0, flexible from v0."""
+    users: list[DescribeUserScramCredentialsRequest.Users] | None  # v0+; nullable v0+
+    def __init__(
+        self,
+        *,
+        users: list[DescribeUserScramCredentialsRequest.Users] | None = ...,
+    ) -> None: ...
+
+    class Users(Message):
+        """An element of ``DescribeUserScramCredentialsRequest.users``."""
+        name: str  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+        ) -> None: ...
+
+
+class AlterUserScramCredentialsResponse(Response):
+    """AlterUserScramCredentials response (API key 51), versions 0-0, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    results: list[AlterUserScramCredentialsResponse.Results]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        results: list[AlterUserScramCredentialsResponse.Results] = ...,
+    ) -> None: ...
+
+    class Results(Message):
+        """An element of ``AlterUserScramCredentialsResponse.results``."""
+        user: str  # v0+
+        error_code: int  # v0+
+        error_message: str | None  # v0+; nullable v0+
+        def __init__(
+            self,
+            *,
+            user: str = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+        ) -> None: ...
+
+
+class AlterUserScramCredentialsRequest(Request[AlterUserScramCredentialsResponse]):
+    """AlterUserScramCredentials request (API key 51), versions 0-0, flexible from v0."""
+    deletions: list[AlterUserScramCredentialsRequest.Deletions]  # v0+
+    upsertions: list[AlterUserScramCredentialsRequest.Upsertions]  # v0+
+    def __init__(
+        self,
+        *,
+        deletions: list[AlterUserScramCredentialsRequest.Deletions] = ...,
+        upsertions: list[AlterUserScramCredentialsRequest.Upsertions] = ...,
+    ) -> None: ...
+
+    class Deletions(Message):
+        """An element of ``AlterUserScramCredentialsRequest.deletions``."""
+        name: str  # v0+
+        mechanism: int  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            mechanism: int = ...,
+        ) -> None: ...
+
+    class Upsertions(Message):
+        """An element of ``AlterUserScramCredentialsRequest.upsertions``."""
+        name: str  # v0+
+        mechanism: int  # v0+
+        iterations: int  # v0+
+        salt: bytes  # v0+
+        salted_password: bytes  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+            mechanism: int = ...,
+            iterations: int = ...,
+            salt: bytes = ...,
+            salted_password: bytes = ...,
+        ) -> None: ...
+
+
 class DescribeClusterResponse(Response):
     """DescribeCluster response (API key 60), versions 0-2, flexible from v0."""
     throttle_time_ms: int  # v0+

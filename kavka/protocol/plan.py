@@ -11,7 +11,9 @@ inlined in the loop — the Produce/Fetch partitions cost one ``unpack_from``
 and one object each. Everything else (arrays of primitives, uuids, single
 structs, tagged fields) goes through ``kavka.protocol.fieldio``.
 
-Generated decoder: ``d(buf, pos) -> (message, pos)``; encoder: ``e(msg,
+Generated decoder: ``d(buf, pos, budget) -> (message, pos)``, charging
+the memory of what it builds to the ``DecodeBudget`` before building it
+(``kavka.protocol.budget``; request decoders only); encoder: ``e(msg,
 out)`` appends byte strings to the list ``out``. Each keeps the current
 field name and array index in locals (``_f``, ``_i``, and ``_g`` for the
 field inside an inlined element) so any failure becomes a typed error with
@@ -28,11 +30,14 @@ Plans are built on first use and cached by the codec; read-only after.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any, TypeAlias, cast
 
+from kavka.protocol import budget as B
 from kavka.protocol import fieldio as fio
 from kavka.protocol import primitives as p
+from kavka.protocol.budget import DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.fieldio import field_kind as kind
@@ -40,7 +45,7 @@ from kavka.protocol.message_base import FRESH, Message, camel, default_of
 from kavka.protocol.schema.dsl import Field
 
 # The compiled functions of one (API, side, version); see the module docstring.
-DecodeFn: TypeAlias = Callable[[Buffer, int], tuple[Message, int]]
+DecodeFn: TypeAlias = Callable[[Buffer, int, DecodeBudget], tuple[Message, int]]
 EncodeFn: TypeAlias = Callable[[Message, list[Buffer]], None]
 Plan: TypeAlias = tuple[DecodeFn, EncodeFn, str]
 # Field name -> the generated function (by its global name) of that field's struct
@@ -53,6 +58,12 @@ SLICE = {  # the value of a string/bytes/records of {n} bytes at pos
 }
 
 
+def instance_size(cls: type[Message]) -> int:
+    """Memory of one instance of a message class (its slots, object and
+    GC headers), as ``tracemalloc`` counts it."""
+    return sys.getsizeof(object.__new__(cls))
+
+
 class SchemaError(ValueError):
     """A schema table that cannot be compiled (e.g. two definitions of one
     field name present in the same version)."""
@@ -61,9 +72,10 @@ class SchemaError(ValueError):
 class Compiler:
     """Generates the decoder and encoder of one (api, side, version)."""
 
-    def __init__(self, version: int, flexible: bool) -> None:
+    def __init__(self, version: int, flexible: bool, charged: bool = True) -> None:
         self.v = version
         self.flex = flexible
+        self.charged = charged  # emit the budget's charges (requests; see decoders)
         # globals of the generated module: helpers, then everything name() binds
         self.ns: dict[str, Any] = {
             "_new": object.__new__, "_locate": fio.locate, "_elocate": fio.elocate,
@@ -78,6 +90,7 @@ class Compiler:
         self.late: list[tuple[str, Callable[[dict[str, Any]], object]]] = []
         self.n = 0
         self.min_sizes: dict[str, int] = {}
+        self.costs: dict[str, int] = {}  # decoder name -> fixed cost of its struct (see decoders)
         self.source = ""
 
     def name(self, prefix: str, value: object) -> str:
@@ -132,14 +145,24 @@ class Compiler:
             self.ns[name] = factory(self.ns)
         self.source = code
 
-    # -- decoders. Per struct ``def dN(buf, pos): ... return o, pos``. Field
-    # code is emitted by ``dec_fields()`` for a target object (``o``, or
-    # ``el`` inside an inlined array element), an indentation, the local
-    # naming the current field (``_f``, or ``_g`` inside an element) and the
-    # local holding lengths (``n`` / ``m``), so the same emission serves both
-    # levels. Fields absent in the version, tagged fields not sent and
+    # -- decoders. Per struct ``def dN(buf, pos, b): ... return o, pos``
+    # (``b``: the ``DecodeBudget``). Field code is emitted by
+    # ``dec_fields()`` for a target object (``o``, or ``el`` inside an
+    # inlined array element), an indentation, the local naming the current
+    # field (``_f``, or ``_g`` inside an element) and the local holding
+    # lengths (``n`` / ``m``), so the same emission serves both levels.
+    # Fields absent in the version, tagged fields not sent and
     # ``_unknown_tags`` are left unset: ``Message.__getattr__`` makes their
     # default on first access, which keeps decoding free of default structs.
+    #
+    # Memory (``kavka.protocol.budget``): each struct has a fixed cost (its
+    # instance, an int object per integer field, the base of each string,
+    # bytes, uuid and records field, its non-null nested structs). An array
+    # charges its elements' fixed costs when its length is read, before the
+    # loop; strings and bytes charge their content as read; tagged fields and
+    # arrays of primitives charge in ``fieldio``. The top-level struct
+    # charges its own fixed cost on entry. Response decoders (``charged``
+    # false) emit no charges: responses are decoded without a budget.
 
     def length_lines(self, ind: str, nv: str, what: str, width: int, min_each: int) -> list[str]:
         """Read a length into ``nv`` (-1 = null) and check ``nv * min_each``
@@ -156,25 +179,32 @@ class Compiler:
         L.append(f"{ind}if {need} > len(buf) - pos: raise _length_error({what!r}, {nv}, len(buf) - pos)")
         return L
 
+    def charge_lines(self, ind: str, amount: str, what: str) -> list[str]:
+        if not self.charged:
+            return []
+        return [f"{ind}b.left -= {amount}",
+                f"{ind}if b.left < 0: raise b.exceeded({what})"]
+
     def dec_tags(self, ind: str, obj: str, fv: str, tagged: list[Field], children: Children) -> list[str]:
         specs = []
         for f in tagged:
             cn = children.get(f.name)
             mn = max(1, self.min_sizes[cn]) if cn is not None and f.is_struct_array else 1
-            specs.append((f, cn, mn))
+            specs.append((f, cn, mn, self.costs[cn] if cn is not None else 0))
         v = self.v
         kn = self.late_name("T", lambda ns: {
-            f.tag: (f.name, fio.reader_for(f, v, True, ns[cn] if cn else None, mn))
-            for f, cn, mn in specs})
+            f.tag: (f.name, fio.reader_for(f, v, True, ns[cn] if cn else None, mn, cost))
+            for f, cn, mn, cost in specs})
         return [f"{ind}{fv} = '_tagged_fields'",
                 f"{ind}if buf[pos] == 0: pos += 1",
-                f"{ind}else: pos = _read_tags({obj}, buf, pos, {kn})"]
+                f"{ind}else: pos = _read_tags({obj}, buf, pos, {kn}, b)"]
 
     def dec_fields(self, cls: type[Message], body: list[Field], children: Children, obj: str, ind: str,
-               fv: str, nv: str) -> tuple[list[str], int]:
-        """Code decoding ``body`` into ``obj``; returns (lines, min size)."""
+               fv: str, nv: str) -> tuple[list[str], int, int]:
+        """Code decoding ``body`` into ``obj``; returns (lines, min size,
+        fixed cost of the objects the fields hold)."""
         L: list[str] = []
-        size = 0
+        size = cost = 0
         i = 0
         while i < len(body):
             f = body[i]
@@ -189,9 +219,11 @@ class Compiler:
                 un = self.name("U", s.unpack_from)
                 L.append(f"{ind}{', '.join(f'{obj}.{x.name}' for x in run)}, = {un}(buf, pos); pos += {s.size}")
                 size += s.size
+                cost += sum(B.INT[x.type_name] for x in run)
             elif k == "structs":
                 L += self.dec_array(cls, f, children, obj, ind, nv)
                 size += 1 if self.flex else 4
+                cost += B.LIST_BASE
             elif k == "scalar" and f.type_name in SLICE:
                 t = f.type_name
                 L += self.length_lines(ind, nv, f"{'string ' if t == 'string' else ''}length",
@@ -199,45 +231,69 @@ class Compiler:
                 L += [f"{ind}if {nv} < 0:",
                       f"{ind}    {obj}.{f.name} = None" if self.v in f.nullable else
                       f"{ind}    raise _not_null({t!r})",
-                      f"{ind}else:",
-                      f"{ind}    {obj}.{f.name} = {SLICE[t].format(n=nv)}; pos += {nv}"]
+                      f"{ind}else:"]
+                if t == "string" and self.charged:
+                    # charged as four bytes a byte (the widest str) until
+                    # the text turns out ASCII
+                    L += [*self.charge_lines(ind + "    ", f"4 * {nv} + {B.WIDE_STR_EXTRA}", "'string'"),
+                          f"{ind}    {obj}.{f.name} = _s = {SLICE[t].format(n=nv)}; pos += {nv}",
+                          f"{ind}    if len(_s) == {nv}: b.left += 3 * {nv} + {B.WIDE_STR_EXTRA}"]
+                elif t == "bytes" and self.charged:
+                    L += [*self.charge_lines(ind + "    ", nv, "'bytes'"),
+                          f"{ind}    {obj}.{f.name} = {SLICE[t].format(n=nv)}; pos += {nv}"]
+                else:
+                    L.append(f"{ind}    {obj}.{f.name} = {SLICE[t].format(n=nv)}; pos += {nv}")
                 size += fio.elem_size(t, self.flex)
+                cost += fio.elem_cost(t)
+            elif k == "scalar":  # uuid: fixed size, fixed cost
+                r = self.name("R", fio._scalar_reader(f.type_name, False, self.flex))
+                L.append(f"{ind}{obj}.{f.name}, pos = {r}(buf, pos)")
+                size += fio.elem_size(f.type_name, self.flex)
+                cost += fio.elem_cost(f.type_name)
             else:
                 if k == "struct":
                     cn, nl = children[f.name], self.v in f.nullable
+                    # a nullable struct is charged when present, by its reader
+                    ccost = self.costs[cn] if nl else 0
 
-                    def struct_reader(ns: dict[str, Any], cn: str = cn, nl: bool = nl) -> fio.ReadFn:
-                        return fio.struct_reader(ns[cn], nl)
+                    def struct_reader(ns: dict[str, Any], cn: str = cn, nl: bool = nl, cc: int = ccost) -> fio.ReadFn:
+                        return fio.struct_reader(ns[cn], nl, cc)
                     r = self.late_name("R", struct_reader)
                     size += 1 if nl else self.min_sizes[cn]
-                else:
+                    cost += 0 if nl else self.costs[cn]
+                else:  # an array of primitives charges itself
                     r = self.name("R", fio.reader_for(f, self.v, self.flex))
-                    size += fio.elem_size(f.type_name, self.flex) if k == "scalar" else (1 if self.flex else 4)
-                L.append(f"{ind}{obj}.{f.name}, pos = {r}(buf, pos)")
+                    size += 1 if self.flex else 4
+                L.append(f"{ind}{obj}.{f.name}, pos = {r}(buf, pos, b)")
             i += 1
-        return L, size
+        return L, size, cost
 
     def dec_array(self, cls: type[Message], f: Field, children: Children, obj: str, ind: str, nv: str) -> list[str]:
         """An array of structs: the element decoder called in a loop, or for
-        a leaf element its code inlined in the loop."""
+        a leaf element its code inlined in the loop. The elements' fixed
+        costs are charged once the length is known."""
         inner = ind + "        "
         if f.name in children:
             mn = max(1, self.min_sizes[children[f.name]])
-            loop = [f"{inner}el, pos = {children[f.name]}(buf, pos)"]
+            each = self.costs[children[f.name]]
+            loop = [f"{inner}el, pos = {children[f.name]}(buf, pos, b)"]
         else:
             ccls = self.child_class(cls, f)
             body, _ = self.split(ccls, f.struct_fields)
-            lines, mn = self.dec_fields(ccls, body, {}, "el", inner, "_g", "m")
+            lines, mn, each = self.dec_fields(ccls, body, {}, "el", inner, "_g", "m")
+            each += instance_size(ccls)
             loop = [f"{inner}el = _new({self.name('C', ccls)})", *lines]
             if self.flex:
                 loop += self.dec_tags(inner, "el", "_g", [], {})
                 mn += 1
             mn = max(1, mn)
+        each += B.LIST_SLOT
         return [*self.length_lines(ind, nv, "array length", 4, mn),
                 f"{ind}if {nv} < 0:",
                 f"{ind}    {obj}.{f.name} = None" if self.v in f.nullable else
                 f"{ind}    raise _not_null('array')",
                 f"{ind}else:",
+                *self.charge_lines(ind + "    ", f"{nv} * {each}", f"f'an array of {{{nv}}} structs'"),
                 f"{ind}    lst = []; ap = lst.append",
                 f"{ind}    for _i in range({nv}):",
                 *loop,
@@ -245,15 +301,17 @@ class Compiler:
                 f"{ind}    _i = -1; _g = ''",
                 f"{ind}    {obj}.{f.name} = lst"]
 
-    def decoder(self, cls: type[Message], fields: tuple[Field, ...]) -> str:
+    def decoder(self, cls: type[Message], fields: tuple[Field, ...], root: bool = False) -> str:
         body, tagged = self.split(cls, fields)
         fname = self.name("d", None)
         children = {}
         for f in body + tagged:
             if (f.is_struct_array and not self.is_leaf(f)) or f.is_struct or (f.is_struct_array and f in tagged):
                 children[f.name] = self.decoder(self.child_class(cls, f), f.struct_fields)
-        lines, size = self.dec_fields(cls, body, children, "o", "        ", "_f", "n")
-        L = [f"def {fname}(buf, pos):", "    _f = ''; _i = -1; _g = ''", "    try:",
+        lines, size, cost = self.dec_fields(cls, body, children, "o", "        ", "_f", "n")
+        cost += instance_size(cls)
+        L = [f"def {fname}(buf, pos, b):", "    _f = ''; _i = -1; _g = ''", "    try:",
+             *(self.charge_lines("        ", str(cost), repr(cls.__qualname__)) if root else ()),
              f"        o = _new({self.name('C', cls)})", *lines]
         if self.flex:
             L += self.dec_tags("        ", "o", "_f", tagged, children)
@@ -262,6 +320,7 @@ class Compiler:
               "        raise _locate(e, _f, _i, _g) from None"]
         self.src.append("\n".join(L))
         self.min_sizes[fname] = size
+        self.costs[fname] = cost
         return fname
 
     # -- encoders. Per struct ``def eN(o, out): ...`` appending byte strings
@@ -381,10 +440,14 @@ class Compiler:
         return fname
 
 
-def compile_plan(cls: type[Message], fields: tuple[Field, ...], version: int, flexible: bool, label: str) -> Plan:
-    """``(decode, encode, source)`` for a top-level message class at ``version``."""
-    c = Compiler(version, flexible)
-    d = c.decoder(cls, fields)
+def compile_plan(cls: type[Message], fields: tuple[Field, ...], version: int, flexible: bool, label: str,
+                 charged: bool = True) -> Plan:
+    """``(decode, encode, source)`` for a top-level message class at
+    ``version``; ``charged``: the decoder charges its budget (requests: a
+    response decoder leaves that to the readers it shares, charging an
+    unlimited budget, and so stays as fast as before budgets)."""
+    c = Compiler(version, flexible, charged)
+    d = c.decoder(cls, fields, root=True)
     e = c.encoder(cls, fields)
     c.build(label)
     return cast(DecodeFn, c.ns[d]), cast(EncodeFn, c.ns[e]), c.source

@@ -21,7 +21,8 @@ buffer (``bytes``, ``bytearray``, ``memoryview``); ``Reader`` wraps them with
 a position for hand-written parsers (headers). Every declared length or
 count is checked against the bytes that remain BEFORE anything is allocated
 (CVE-2022-34917: a tiny request declaring a huge array made Kafka allocate
-it). Every failure is a ``DecodeError``. Writers ``write_x(value) -> bytes``.
+it); the memory of what a whole request decodes to is bounded by
+``kavka.protocol.budget``. Every failure is a ``DecodeError``. Writers ``write_x(value) -> bytes``.
 The varint readers and writers are ``kavka.protocol.varint``'s, re-exported.
 
 Pure functions; any thread.
@@ -34,6 +35,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
+from kavka.protocol.budget import TAGGED_FIELD_COST, DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.structs import FLOAT64 as FLOAT64  # noqa: E402
@@ -245,8 +247,9 @@ def read_compact_array_len(buf: Buffer, pos: int, min_element_size: int = 1) -> 
     return n, pos
 
 
-def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
-    """A tagged-field block as ``{tag: bytes}``; tags must strictly increase."""
+def read_tagged_fields(buf: Buffer, pos: int, budget: DecodeBudget | None = None) -> tuple[dict[int, bytes], int]:
+    """A tagged-field block as ``{tag: bytes}``; tags must strictly increase.
+    Each field is charged to ``budget`` (when given) before it is kept."""
     count, pos = read_uvarint(buf, pos)
     if count > len(buf) - pos:
         raise length_error("tagged field count", count, len(buf) - pos)
@@ -260,6 +263,8 @@ def read_tagged_fields(buf: Buffer, pos: int) -> tuple[dict[int, bytes], int]:
         size, pos = read_uvarint(buf, pos)
         if size > len(buf) - pos:
             raise length_error(f"tagged field {tag} size", size, len(buf) - pos)
+        if budget is not None:
+            budget.charge(TAGGED_FIELD_COST + size, f"tagged field {tag}")
         fields[tag] = bytes(buf[pos : pos + size])
         pos += size
     return fields, pos

@@ -76,6 +76,7 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import PartitionState, isr_proposal
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
@@ -329,7 +330,8 @@ class Partition:
             )
 
     def append_records_to_leader(
-        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None
+        self, records: bytes | memoryview, required_acks: int, min_insync_replicas: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 002 §6.5 appendMessagesToLeader):
         refuse when not leader, or for acks=-1 when the ISR is smaller than
@@ -342,7 +344,7 @@ class Partition:
                 f"{self.topic_partition} has {len(self.isr)} in-sync replicas {list(self.isr)}, fewer than "
                 f"min.insync.replicas={min_isr}; nothing was written"
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin)
         self.maybe_increment_hw()
         return info
 

@@ -75,7 +75,8 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
-from kavka.storage.errors import StorageError
+from kavka.storage.append_origin import AppendOrigin
+from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
@@ -89,7 +90,9 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 def _failure(exc: BaseException, tp: TopicPartition) -> ProducePartitionResult:
     if not isinstance(exc, (KafkaError, StorageError)):
         logger.exception("unexpected error appending to %s", tp, exc_info=exc)
-    return ProducePartitionResult(error_code_of(exc), error_message=error_message_of(exc))
+    record_errors = exc.record_errors if isinstance(exc, (InvalidRecordError, InvalidTimestampError)) else ()
+    return ProducePartitionResult(error_code_of(exc), error_message=error_message_of(exc),
+                                  record_errors=record_errors)
 
 
 def _has_control_batch(records: bytes | memoryview) -> bool:
@@ -306,7 +309,10 @@ class ReplicaManager:
             error = self.missing_partition_error(tp)
             return ProducePartitionResult(error, error_message=f"broker {self.broker_id} does not lead {tp}")
         try:
-            info = partition.append_records_to_leader(records, required_acks)
+            # Only the coordinators may write internal topics and markers:
+            # their appends skip the client-only rules (Kafka's AppendOrigin).
+            origin = AppendOrigin.COORDINATOR if internal_topics_allowed else AppendOrigin.CLIENT
+            info = partition.append_records_to_leader(records, required_acks, origin=origin)
         except Exception as e:
             return _failure(e, tp)
         appended[tp] = (info, partition.leader_epoch)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.storage.errors import RecordError
 
 CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
@@ -161,6 +162,7 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[RecordError, ...] = ()  # the refused records (KIP-467; Produce v8+)
 
 
 def error_code_of(exc: BaseException) -> ErrorCode:

@@ -19,5 +19,8 @@ Modules:
 - ``sasl``: SASL authentication, sans-IO: PLAIN, SCRAM-SHA-256/512 and
   OAUTHBEARER (unsecured JWTs) on both sides, SCRAM credentials as stored
   under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
-  ``SaslServerFactory`` the network layer asks for one server per exchange.
+  ``SaslServerFactory`` the network layer asks for one server per exchange,
+  and the ``ScramCredentialCache`` every broker keeps.
+- ``quota``: client quotas (KIP-13/55/124/219/599): entities and their
+  precedence, sampled rates, the quota managers and throttle times.
 """

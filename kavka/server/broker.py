@@ -17,13 +17,15 @@ Startup, in order:
    With ``authorizer.class.name`` set, the ACL authorizer comes first
    (``AclAuthorizer`` fed by the ``AclManager``, which loads every ACL from
    ZooKeeper and follows the change notifications), so that the first
-   request is already checked against the ACLs;
+   request is already checked against the ACLs; and before the socket
+   server listens, the dynamic config manager applies every override —
+   topics, brokers, users' SCRAM credentials (the ``ScramCredentialCache``
+   the SASL servers read) and client quotas (``QuotaManagers``) — then
+   follows ``/config/changes`` (seed 002 §8);
 4. register ``/brokers/ids/<id>`` (re-registered after every session
    expiry, waiting out an old session's node: seed 002 §9, seed 003);
-5. the dynamic config manager applies every override, then follows
-   ``/config/changes`` (seed 002 §8);
-6. the controller component competes for ``/controller``;
-7. periodic work: the log manager's flush / checkpoint / retention ticks on
+5. the controller component competes for ``/controller``;
+6. periodic work: the log manager's flush / checkpoint / retention ticks on
    a thread, ISR expiry and propagation on the loop.
 
 Shutdown (SIGTERM/SIGINT through ``kavka server start``) reverses it and
@@ -40,6 +42,7 @@ import logging
 import time
 
 from kavka.common.broker_config import KafkaConfig
+from kavka.common.clock import SystemClock
 from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.broker_transport import KavkaBrokerTransport
@@ -51,17 +54,23 @@ from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.security.acl_authorizer import AclAuthorizer
+from kavka.security.quota.manager import QuotaManagers
+from kavka.security.quota.rate import QuotaWindow
+from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -71,10 +80,12 @@ from kavka.server.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -110,6 +121,8 @@ from kavka.server.internal_topic import (
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
+from kavka.server.quota_config_handler import QuotaConfigHandler
+from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
@@ -150,6 +163,14 @@ class KafkaServer:
         # handler that checks a request asks it (Kafka's Authorizer).
         self.authorizer: AclAuthorizer | None = None
         self.acl_manager: AclManager | None = None
+        # Every user's SCRAM credentials (what the SASL servers look up) and
+        # the client quotas, both kept current from /config/users and
+        # /config/clients by the dynamic config manager.
+        self.scram_credentials = ScramCredentialCache()
+        self.quotas = QuotaManagers(
+            QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000),
+            QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
+            SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.bound: list[tuple[str, int]] = []
 
@@ -206,6 +227,14 @@ class KafkaServer:
         handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,
                                                                     self.authorizer, self.acl_manager))
 
+        # Every override, user credential and quota is read before the first
+        # request is served (a SCRAM login must find its user); then the
+        # manager follows /config/changes.
+        quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
+        self.dynamic_config = dynamic_config = DynamicConfigManager(
+            zk, {**configs.handlers(), **quota_configs.handlers()})
+        await dynamic_config.start()
+
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
         for listener in cfg.listeners:
@@ -221,9 +250,6 @@ class KafkaServer:
         await self._warn_if_registration_held(store, wait_s)
         await registrar.start()
         log.info("broker %d registered with broker epoch %s", self.broker_id, registrar.broker_epoch)
-
-        self.dynamic_config = dynamic_config = DynamicConfigManager(zk, configs.handlers())
-        await dynamic_config.start()
 
         self.controller = controller
         await controller.start()
@@ -245,6 +271,7 @@ class KafkaServer:
         admin = AdminManager(zk, configs.log_defaults, lambda: sorted(cache.brokers),
                              cfg["num.partitions"], cfg["default.replication.factor"])
         repo = ConfigRepository(zk, self.static_config)
+        quota_admin, scram_admin = ClientQuotaAdmin(zk), ScramCredentialAdmin(zk)
 
         # The coordinators (kavka.group, kavka.transaction) with their
         # internal topics: logs through the replica manager, created on first use.
@@ -288,6 +315,13 @@ class KafkaServer:
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
+            # users and client ids: quotas (KIP-546) and SCRAM credentials (KIP-554)
+            describe_client_quotas.API_KEY: describe_client_quotas.DescribeClientQuotasHandler(quota_admin, authorizer),
+            alter_client_quotas.API_KEY: alter_client_quotas.AlterClientQuotasHandler(quota_admin, authorizer),
+            describe_user_scram_credentials.API_KEY:
+                describe_user_scram_credentials.DescribeUserScramCredentialsHandler(scram_admin, authorizer),
+            alter_user_scram_credentials.API_KEY:
+                alter_user_scram_credentials.AlterUserScramCredentialsHandler(scram_admin, authorizer),
             # ACLs (KIP-140)
             describe_acls.API_KEY: describe_acls.DescribeAclsHandler(authorizer),
             create_acls.API_KEY: create_acls.CreateAclsHandler(authorizer, acls),

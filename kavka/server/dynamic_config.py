@@ -1,13 +1,15 @@
 """Dynamic configuration manager (seed 002 §8 动态配置管理器).
 
 Overrides live in ``/config/<entity-type>/<entity-name>`` (topics, brokers
-— ``<default>`` for every broker); whoever changes one creates a
+— ``<default>`` for every broker —, users, users' client ids and client ids,
+whose handlers are in ``quota_config_handler``); whoever changes one creates a
 notification ``/config/changes/config_change_<10 digits>``. Every broker
 watches ``/config/changes``; on a change it reads the notifications in
 sequence order, processes only those numbered above ``last_executed``,
 hands each entity to its handler (topic: merge the overrides with the
 broker defaults and apply them to the topic's logs; broker: re-apply the
-dynamic broker configs), and purges notifications older than 15 minutes
+dynamic broker configs; user or client id: its quotas and SCRAM
+credentials), and purges notifications older than 15 minutes
 (``CHANGE_EXPIRATION_MS``).
 
 At startup every existing override is applied once, so a broker that was
@@ -34,6 +36,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
+from kavka.common.broker_config_keys import BROKER_CONFIG
+from kavka.common.config import ConfigType
+from kavka.security.sasl.credentials import ScramMechanism
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.zk.client import KavkaZkClient
@@ -78,11 +83,7 @@ class DynamicConfigManager:
         seqs = [s for s in (_sequence(c) for c in children) if s is not None]
         self.last_executed = max(seqs, default=-1)
         for entity_type in self.handlers:
-            try:
-                names = await self.zk.store.get_children(f"/config/{entity_type}")
-            except NoNodeError:
-                continue
-            for name in names:
+            for name in await self.zk.get_entity_names(entity_type):
                 await self._apply(entity_type, name)
         await self._process()
 
@@ -171,7 +172,7 @@ class DynamicConfigManager:
         except Exception:
             log.exception("applying the %s config of %s failed", entity_type, entity_name)
         else:
-            log.info("applied %s config of %s: %s", entity_type, entity_name, dict(overrides))
+            log.info("applied %s config of %s: %s", entity_type, entity_name, loggable(overrides))
 
 
 class BrokerConfigs:
@@ -251,6 +252,19 @@ class BrokerConfigs:
             self._log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
         for topic in list(self._topic_overrides):
             await self.apply_topic_config(topic, self._topic_overrides[topic])
+
+
+def loggable(config: Mapping[str, str]) -> dict[str, str]:
+    """``config`` fit for a log line: SCRAM credentials and password-typed
+    keys show as ``[hidden]``, as Kafka logs them."""
+    return {k: "[hidden]" if _sensitive(k) else v for k, v in config.items()}
+
+
+def _sensitive(key: str) -> bool:
+    if ScramMechanism.of(key) is not None:
+        return True
+    definition = BROKER_CONFIG.keys.get(key)
+    return definition is not None and definition.type is ConfigType.PASSWORD
 
 
 def _sequence(child: str) -> int | None:

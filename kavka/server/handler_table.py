@@ -16,8 +16,10 @@ from types import ModuleType
 from kavka.server.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     controlled_shutdown,
     create_acls,
@@ -28,10 +30,12 @@ from kavka.server.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -102,6 +106,10 @@ API_MODULES: tuple[ModuleType, ...] = (
     alter_partition_reassignments,  # 45
     list_partition_reassignments,  # 46
     offset_delete,  # 47
+    describe_client_quotas,  # 48
+    alter_client_quotas,  # 49
+    describe_user_scram_credentials,  # 50
+    alter_user_scram_credentials,  # 51
     describe_cluster,  # 60
 )
 

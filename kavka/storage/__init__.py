@@ -29,7 +29,10 @@ The log, by level of abstraction (as Kafka cuts it):
   offset, high watermark and last stable offset, producer state,
   leader-epoch cache and append validation; its docstring traces a produce.
   Beside it: ``log_append`` (validation and offset assignment of appended
-  batches), ``log_loader`` (loading and recovery, seed 002 §5.3),
+  batches), ``log_validator`` (Kafka's LogValidator: every record of a
+  leader append walked, timestamps, keys of compacted topics, LogAppendTime,
+  the topic's compression.type; ``append_origin`` says whose append it is),
+  ``log_loader`` (loading and recovery, seed 002 §5.3),
   ``log_offsets`` (ListOffsets by timestamp), ``retention`` (seed 002
   §5.4.1), ``leader_epoch_cache`` (KIP-101), ``log_config`` (topic-level
   settings) and ``fetch_data_info`` (what reads return).

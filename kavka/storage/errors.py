@@ -11,6 +11,7 @@ Pure exceptions; any thread.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode, KafkaError
 
@@ -65,18 +66,38 @@ class CorruptMessageError(StorageError):
     code = ErrorCode.CORRUPT_MESSAGE
 
 
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One refused record (KIP-467): ``batch_index`` is the record's index in
+    its batch; goes back in Produce v8+'s ``record_errors``."""
+
+    batch_index: int
+    message: str
+
+
 class InvalidRecordError(StorageError):
-    """A well-formed batch the broker must still refuse (no records, offset
-    delta disagreeing with the record count ...)."""
+    """A batch the broker must refuse although its CRC holds: no records, an
+    offset delta disagreeing with the record count, records that do not
+    follow the v2 layout, a keyless record on a compacted topic (Kafka's
+    LogValidator). ``record_errors`` names the records at fault, when known."""
 
     code = ErrorCode.INVALID_RECORD
 
+    def __init__(self, message: str | None = None, record_errors: tuple[RecordError, ...] = ()) -> None:
+        self.record_errors = record_errors
+        super().__init__(message)
+
 
 class InvalidTimestampError(StorageError):
-    """A CreateTime batch whose timestamps are further from the broker's clock
-    than ``message.timestamp.difference.max.ms``."""
+    """A CreateTime record outside ``message.timestamp.before.max.ms`` /
+    ``after.max.ms`` of the broker's clock (KIP-937), or a producer that set
+    LogAppendTime itself. ``record_errors`` names the records at fault."""
 
     code = ErrorCode.INVALID_TIMESTAMP
+
+    def __init__(self, message: str | None = None, record_errors: tuple[RecordError, ...] = ()) -> None:
+        self.record_errors = record_errors
+        super().__init__(message)
 
 
 class OffsetOutOfRangeError(StorageError):

@@ -22,9 +22,12 @@ The produce route, one pass through this class under the log's lock
 handler and the transaction markers):
 
 1. ``log_append.validate_leader_batches``: checks every batch (size,
-   magic, CRC32C, record count, timestamps; Kafka's LogValidator) and
-   assigns offsets from LEO and the leader epoch by patching the batch
-   headers, without copying the batches;
+   magic, CRC32C, record count) and, through ``log_validator`` (Kafka's
+   LogValidator), every record (layout, offset deltas, keys of compacted
+   topics, timestamps; per-record errors for KIP-467), then assigns
+   offsets from LEO and the leader epoch by patching the batch headers,
+   without copying uncompressed batches (LogAppendTime and a topic
+   ``compression.type`` rewrite the header or the batch);
 2. ``ProducerStateManager.check_leader_append``: producer fencing,
    sequence order and the coordinator epoch of markers; a duplicate (a
    producer's retry of a batch already in the log) is answered with its
@@ -57,6 +60,7 @@ from pathlib import Path
 
 from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import CheckpointFormatError, KafkaStorageError, OffsetOutOfRangeError
 from kavka.storage.fetch_data_info import (
     EARLIEST_TIMESTAMP,
@@ -228,8 +232,12 @@ class Log:
             return self._local.segments.floor(offset)
 
     # ---- append (the route is in the module docstring) -------------------------------------------
-    def append_as_leader(self, records: Buffer, leader_epoch: int) -> LogAppendInfo:
-        """Validate, assign offsets from LEO, stamp ``leader_epoch``, append."""
+    def append_as_leader(
+        self, records: Buffer, leader_epoch: int, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> LogAppendInfo:
+        """Validate (every record: Kafka's LogValidator, stricter for a
+        client's batches than a coordinator's), assign offsets from LEO,
+        stamp ``leader_epoch``, append. A refused append writes nothing."""
         local = self._local
         with self._lock:
             local.check_online()
@@ -237,7 +245,8 @@ class Log:
             now = local.clock.milliseconds()
             append_time = now if config.log_append_time else None
             batches = validate_leader_batches(
-                records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now
+                records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now,
+                topic_partition=self.topic_partition, origin=origin,
             )
             markers = coordinator_epochs(records, batches.headers)
             duplicate = self.producer_state.check_leader_append(batches.headers, markers)

@@ -1,21 +1,24 @@
-"""Validation and offset assignment for appends, without decoding records.
+"""Validation and offset assignment for appends.
 
 A leader append (``validate_leader_batches``) checks every batch of the
 produced bytes: whole (no trailing partial batch), no larger than
 ``max.message.bytes`` (MESSAGE_TOO_LARGE), magic 2, CRC32C (CORRUPT_MESSAGE),
 at least one record and ``last_offset_delta == record_count - 1``
-(INVALID_RECORD: a producer's batch is dense), timestamps within
-``message.timestamp.difference.max.ms`` for CreateTime (INVALID_TIMESTAMP).
-Offsets are then assigned by rewriting the 16 bytes in front of the CRC'd
-region — base offset, length, partition leader epoch — which are written as
-a separate small buffer in front of the untouched rest (``pwritev``): no copy
-of the batch. With ``message.timestamp.type=LogAppendTime`` the attributes
-and max timestamp (inside the CRC) change too, so that batch is copied and
-its CRC recomputed (Kafka does the same).
+(INVALID_RECORD: a producer's batch is dense). Then Kafka's LogValidator
+(``log_validator``) walks every record (in C) — layout, offset deltas,
+record count, keys on compacted topics, CreateTime timestamps (KIP-937) —
+and assigns offsets by rewriting the 16 bytes in front of the CRC'd region
+(base offset, length, partition leader epoch), written as a separate small
+buffer in front of the untouched rest (``pwritev``): no copy of the batch.
+With ``message.timestamp.type=LogAppendTime`` the attributes and max
+timestamp (inside the CRC) change too: a new 61-byte header whose CRC is
+continued over the untouched records. A topic ``compression.type`` other
+than the producer's codec recompresses the batch (Kafka does the same).
 
 A follower append (``validate_follower_batches``) keeps offsets and epochs
 as the leader wrote them, checks CRCs and that offsets increase, and ignores
-a trailing partial batch (a fetch response may end mid-batch).
+a trailing partial batch (a fetch response may end mid-batch); its records
+are not walked again (the leader validated them, as in Kafka).
 
 Pure functions over buffers; any thread.
 """
@@ -25,35 +28,28 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import (
-    ATTR_TIMESTAMP_TYPE,
-    CRC_START,
     LOG_OVERHEAD,
     CorruptRecordBatch,
     InvalidRecordBatch,
     RecordBatchHeader,
-    crc32c,
     peek_size,
     validate_batch,
 )
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import (
     CorruptMessageError,
     InvalidRecordError,
-    InvalidTimestampError,
     MessageTooLargeError,
     RecordListTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from kavka.storage.file_records import Buffer
 from kavka.storage.log_config import LogConfig
+from kavka.storage.log_validator import LogValidator
 
-_PREFIX = struct.Struct(">qii")  # base_offset, batch_length, partition_leader_epoch
-PREFIX_SIZE = _PREFIX.size  # 16
-_ATTRS = struct.Struct(">h")
-_INT64 = struct.Struct(">q")
-_UINT32 = struct.Struct(">I")
 _INT32 = struct.Struct(">i")
-_UNBOUNDED_MS = 2**62  # message.timestamp.difference.max.ms at or above it: no check
 NO_TIMESTAMP = -1
 
 
@@ -99,13 +95,21 @@ def _validate_one(view: memoryview, pos: int) -> RecordBatchHeader:
 
 
 def validate_leader_batches(
-    records: Buffer, config: LogConfig, *, next_offset: int, leader_epoch: int, now_ms: int
+    records: Buffer,
+    config: LogConfig,
+    *,
+    next_offset: int,
+    leader_epoch: int,
+    now_ms: int,
+    topic_partition: TopicPartition | str = "",
+    origin: AppendOrigin = AppendOrigin.CLIENT,
 ) -> ValidatedBatches:
     """Check produced batches and assign offsets from ``next_offset``.
 
     The hot path of a produce: per batch one header parse and one CRC pass
-    (in C) over the batch, no copy of its bytes; the config values are read
-    once, and the timestamp check is skipped when its limit is unbounded."""
+    (in C) over the batch, then the record walk (in C, ``LogValidator``),
+    no copy of an uncompressed batch's bytes; the config values are read
+    once. Nothing is returned (so nothing appended) unless every batch passes."""
     view = records if type(records) is memoryview and records.format == "B" else memoryview(records).cast("B")
     n = len(view)
     if n == 0:
@@ -114,14 +118,12 @@ def validate_leader_batches(
         raise RecordListTooLargeError(
             f"{n} bytes of records can never fit a segment of segment.bytes={config.segment_bytes}"
         )
+    validator = LogValidator(config, topic_partition, now_ms, origin)
     parts: list[Buffer] = []
     headers: list[RecordBatchHeader] = []
     offset = next_offset
-    max_ts, offset_of_max_ts, count = NO_TIMESTAMP, next_offset, 0
-    append_time = config.log_append_time
+    max_ts, offset_of_max_ts, count, total = NO_TIMESTAMP, next_offset, 0, 0
     max_message_bytes = config.max_message_bytes
-    check_timestamps = not append_time and config.message_timestamp_difference_max_ms < _UNBOUNDED_MS
-    pack_prefix = _PREFIX.pack
     pos = 0
     while pos < n:
         size = _INT32.unpack_from(view, pos + 8)[0] + LOG_OVERHEAD if n - pos >= LOG_OVERHEAD else None
@@ -144,42 +146,16 @@ def validate_leader_batches(
                 f"batch at byte {pos} has record count {header.record_count} but last offset delta "
                 f"{delta}; a producer's batch must hold count-1 as its delta"
             )
-        if check_timestamps:
-            _check_timestamps(header, config, now_ms, pos)
-        base = offset
-        prefix = pack_prefix(base, header.batch_length, leader_epoch)
-        if append_time:
-            batch = bytearray(view[pos : pos + size])
-            batch[:PREFIX_SIZE] = prefix
-            attrs = header.attributes | ATTR_TIMESTAMP_TYPE
-            _ATTRS.pack_into(batch, 21, attrs)
-            _INT64.pack_into(batch, 35, now_ms)
-            _UINT32.pack_into(batch, 17, crc32c(memoryview(batch)[CRC_START:]))
-            parts.append(batch)
-            batch_max_ts, batch_max_offset = now_ms, base
-        else:
-            parts.append(prefix)
-            parts.append(view[pos + PREFIX_SIZE : pos + size])
-            batch_max_ts, batch_max_offset = header.max_timestamp, base + delta
-        if batch_max_ts > max_ts:
-            max_ts, offset_of_max_ts = batch_max_ts, batch_max_offset
-        headers.append(header)
-        offset = base + delta + 1
+        batch = validator.assign(view, pos, header, offset, leader_epoch)
+        parts += batch.parts
+        if batch.max_timestamp > max_ts:
+            max_ts, offset_of_max_ts = batch.max_timestamp, batch.offset_of_max_timestamp
+        headers.append(batch.header)
+        offset += delta + 1
         count += header.record_count
+        total += batch.size
         pos += size
-    return ValidatedBatches(parts, headers, next_offset, offset - 1, max_ts, offset_of_max_ts, count, n)
-
-
-def _check_timestamps(header: RecordBatchHeader, config: LogConfig, now_ms: int, pos: int) -> None:
-    limit = config.message_timestamp_difference_max_ms
-    if limit >= _UNBOUNDED_MS:
-        return
-    for ts in (header.base_timestamp, header.max_timestamp):
-        if ts >= 0 and abs(ts - now_ms) > limit:
-            raise InvalidTimestampError(
-                f"batch at byte {pos} has timestamp {ts}, more than message.timestamp.difference.max.ms="
-                f"{limit} away from the broker's clock {now_ms}"
-            )
+    return ValidatedBatches(parts, headers, next_offset, offset - 1, max_ts, offset_of_max_ts, count, total)
 
 
 def validate_follower_batches(records: Buffer, *, log_end_offset: int) -> ValidatedBatches | None:

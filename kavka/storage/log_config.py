@@ -70,7 +70,21 @@ TOPIC_CONFIG_DEF = (
         "message.timestamp.difference.max.ms",
         _T.LONG,
         _LONG_MAX,
-        "Largest accepted distance between a CreateTime timestamp and the broker's clock.",
+        "Deprecated (KIP-937): the before and after limits below when they are left at their defaults.",
+        Range(0),
+    )
+    .define(
+        "message.timestamp.before.max.ms",
+        _T.LONG,
+        _LONG_MAX,
+        "How far a CreateTime timestamp may lie before the broker's clock (KIP-937).",
+        Range(0),
+    )
+    .define(
+        "message.timestamp.after.max.ms",
+        _T.LONG,
+        _LONG_MAX,
+        "How far a CreateTime timestamp may lie after the broker's clock (KIP-937).",
         Range(0),
     )
     .define("min.compaction.lag.ms", _T.LONG, 0, "Minimum age of a record before compaction.", Range(0))
@@ -128,6 +142,8 @@ class LogConfig:
     file_delete_delay_ms: int = 60_000
     message_timestamp_type: str = "CreateTime"
     message_timestamp_difference_max_ms: int = _LONG_MAX
+    message_timestamp_before_max_ms: int = _LONG_MAX
+    message_timestamp_after_max_ms: int = _LONG_MAX
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = _LONG_MAX
     preallocate: bool = False
@@ -202,6 +218,23 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """The effective ``message.timestamp.before.max.ms``: while it is at
+        its default the deprecated ``message.timestamp.difference.max.ms``
+        applies (KIP-937, as Kafka 3.6 to 3.9 do)."""
+        if self.message_timestamp_before_max_ms != _LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """The effective ``message.timestamp.after.max.ms`` (see
+        ``timestamp_before_max_ms``)."""
+        if self.message_timestamp_after_max_ms != _LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     @property
     def max_index_entries_bytes(self) -> int:

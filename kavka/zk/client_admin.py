@@ -6,7 +6,8 @@ partition state (those are in ``client.py``).
   ``/admin/preferred_replica_election``: requests from tools to the controller.
 - ``/isr_change_notification/isr_change_<seq>``: leaders tell the controller.
 - ``/config/<type>/<name>`` + ``/config/changes/config_change_<seq>``: live
-  config changes (seed 002 §8).
+  config changes (seed 002 §8), including the user and client-id entities
+  of client quotas and SCRAM credentials.
 - ``/latest_producer_id_block``: producer id blocks, claimed conditionally.
 
 A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
@@ -15,7 +16,7 @@ A mixin over ``self.store`` (a ``ZkStore``); coroutines for its event loop.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kavka.zk.admin import DELETE_TOPICS_PATH, DeleteTopicZNode, PreferredReplicaElectionZNode, ReassignPartitionsZNode
 from kavka.zk.cluster import ProducerIdBlockZNode
@@ -23,6 +24,7 @@ from kavka.zk.codec import sequence_number
 from kavka.zk.config_nodes import ConfigEntityZNode
 from kavka.zk.notifications import (
     ISR_CHANGE_NOTIFICATION_PATH,
+    USER_CLIENTS_SEPARATOR,
     ConfigChangeNotificationZNode,
     IsrChangeNotificationZNode,
 )
@@ -98,8 +100,67 @@ class AdminZkOps:
             await self.store.set(node.znode_path, node.encode())
         except NoNodeError:
             await self.store.create(node.znode_path, node.encode(), make_parents=True)
+        await self._notify_config_change(entity_type, entity_name)
+
+    async def update_entity_config(self, entity_type: str, entity_name: str,
+                                   update: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
+        """Read-modify-write of an entity's configs: ``update(current)``
+        gives the new configs, written only if nobody wrote the znode
+        meanwhile (its version), else re-read and retried; then every broker
+        is notified. Returns what was written. ``update`` may raise to write
+        nothing. Used where one znode holds configs of several owners (a
+        user's quotas and its SCRAM credentials), so that concurrent changes
+        to different keys both survive."""
+        path = ConfigEntityZNode.path(entity_type, entity_name)
+        while True:
+            try:
+                data, stat = await self.store.get(path)
+            except NoNodeError:
+                config = update({})
+                node = ConfigEntityZNode(entity_type, entity_name, config)
+                try:
+                    await self.store.create(path, node.encode(), make_parents=True)
+                except NodeExistsError:
+                    continue
+                break
+            config = update(dict(ConfigEntityZNode.decode(data, path).config))
+            node = ConfigEntityZNode(entity_type, entity_name, config)
+            if await self.store.maybe_set(path, node.encode(), stat.version) is not None:
+                break
+        await self._notify_config_change(entity_type, entity_name)
+        return dict(config)
+
+    async def _notify_config_change(self, entity_type: str, entity_name: str) -> None:
         change = ConfigChangeNotificationZNode(entity_type, entity_name)
         await self.store.create(ConfigChangeNotificationZNode.PREFIX, change.encode(), sequential=True, make_parents=True)
+
+    async def get_entity_names(self, entity_type: str) -> list[str]:
+        """The (sanitized) names under ``/config/<type>``; for ``users`` also
+        every ``<user>/clients/<client-id>`` (Kafka's fetchAllChildEntityConfigs)."""
+        try:
+            names = await self.store.get_children(ConfigEntityZNode.type_path(entity_type))
+        except NoNodeError:
+            return []
+        out = list(names)
+        if entity_type == "users":
+            for user in names:
+                try:
+                    clients = await self.store.get_children(f"{ConfigEntityZNode.type_path('users')}/{user}/clients")
+                except NoNodeError:
+                    continue
+                out.extend(f"{user}{USER_CLIENTS_SEPARATOR}{client}" for client in clients)
+        return out
+
+    async def get_all_entity_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
+        """Every entity of a type (users with their client-id children) with
+        its configs, in one multi-read."""
+        names = await self.get_entity_names(entity_type)
+        paths = [ConfigEntityZNode.path(entity_type, n) for n in names]
+        out: dict[str, dict[str, str]] = {}
+        for name, path, found in zip(names, paths, await self.store.get_many(paths), strict=True):
+            if found is not None:
+                out[name] = dict(ConfigEntityZNode.decode(found[0], path).config)
+        return out
 
     # -- producer ids -------------------------------------------------------------------------------------
 

@@ -1,7 +1,17 @@
-"""Entity config znodes: ``/config/topics/<topic>``, ``/config/brokers/<id>``
-and ``/config/brokers/<default>`` — topic overrides and dynamic broker
-configs (seed 002 §8). A writer updates the entity znode, then creates a
+"""Entity config znodes (seed 002 §8; Kafka's ConfigEntityZNode):
+
+- ``/config/topics/<topic>``: topic overrides;
+- ``/config/brokers/<id>``, ``/config/brokers/<default>``: dynamic broker configs;
+- ``/config/users/<user>``, ``/config/users/<user>/clients/<client-id>``,
+  ``/config/clients/<client-id>``, each name possibly ``<default>``: client
+  quotas (KIP-55) and, on a user, its SCRAM credentials (KIP-554). Users
+  and client ids are sanitized (``kavka.common.sanitizer``).
+
+A writer updates the entity znode, then creates a
 ``/config/changes/config_change_<seq>`` notification (see notifications.py).
+A znode that exists only as the parent of others (``/config/users/alice``
+created for ``/config/users/alice/clients/app``) may hold no data: it has
+no configs.
 
 Values are strings, as Kafka stores them; the broker parses them with its
 ``ConfigDef`` when applying them. Pure; any thread.
@@ -19,7 +29,7 @@ from kavka.zk.codec import ZnodeDataError, ZnodePathError, build, check_version,
 from kavka.zk.notifications import BROKER_DEFAULT_ENTITY, CONFIG_ENTITY_TYPES, check_entity
 
 CONFIG_PATH = "/config"
-_ENTITY_RE = re.compile(r"^/config/([^/]+)/([^/]+)$")
+_ENTITY_RE = re.compile(r"^/config/([^/]+)/([^/]+(?:/clients/[^/]+)?)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +40,10 @@ class ConfigEntityZNode:
 
         {"version":1,"config":{"retention.ms":"3600000","cleanup.policy":"compact"}}
 
-    ``entity_type`` is ``topics`` or ``brokers``; for brokers the name is a
-    broker id or ``<default>`` (the cluster-wide default). Keys and values
-    are strings.
+    ``entity_type`` is one of ``CONFIG_ENTITY_TYPES``; for brokers the
+    name is a broker id or ``<default>`` (the cluster-wide default); for
+    users ``<user>`` or ``<user>/clients/<client-id>``. Keys and values are
+    strings. Empty data decodes to no configs.
     """
 
     entity_type: str
@@ -76,6 +87,8 @@ class ConfigEntityZNode:
     @classmethod
     def decode(cls, data: bytes, path: str) -> ConfigEntityZNode:
         m = parse_path(path, _ENTITY_RE, "/config/<type>/<name>")
+        if not data:
+            return build(path, lambda: cls(m.group(1), m.group(2), {}))
         doc = load_json(path, data)
         check_version(path, doc, (1,))
         config = field(path, doc, "config", "dict")

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kavka.common.sanitizer import DEFAULT_ENTITY, is_sanitized
 from kavka.zk.codec import ZnodeDataError, build, check_id, check_topic, check_version, dump_json, field, load_json
 
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
 CONFIG_CHANGES_PATH = "/config/changes"
 
-# Config entity types Kavka keeps under /config/<type>/<name>.
-CONFIG_ENTITY_TYPES = ("topics", "brokers")
+# Config entity types Kavka keeps under /config/<type>/<name>: topic
+# overrides, dynamic broker configs, and the user and client-id entities of
+# client quotas and SCRAM credentials (KIP-55, KIP-554).
+CONFIG_ENTITY_TYPES = ("topics", "brokers", "users", "clients")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +123,10 @@ class ConfigChangeNotificationZNode:
         {"version":2,"entity_path":"topics/my-topic"}
 
     Version 1 (``{"version":1,"entity_type":"topics","entity_name":"t"}``)
-    is accepted when decoding. ``entity_type`` is ``topics`` or ``brokers``;
-    ``entity_name`` a topic name, a broker id, or ``<default>``.
+    is accepted when decoding. ``entity_type`` is one of
+    ``CONFIG_ENTITY_TYPES``; ``entity_name`` is as ``check_entity`` says
+    (for a user's client-id entity, ``users/alice/clients/app`` names type
+    ``users`` and name ``alice/clients/app``, as Kafka writes it).
     """
 
     entity_type: str
@@ -159,14 +164,33 @@ class ConfigChangeNotificationZNode:
         return build(path, lambda: cls(entity_type, entity_name))
 
 
-BROKER_DEFAULT_ENTITY = "<default>"
+BROKER_DEFAULT_ENTITY = DEFAULT_ENTITY
+# The child entity type of a user: /config/users/<user>/clients/<client-id>.
+USER_CLIENTS_SEPARATOR = "/clients/"
 
 
 def check_entity(entity_type: str, entity_name: str) -> None:
-    """A config entity: ``topics/<topic>``, ``brokers/<id>`` or ``brokers/<default>``."""
+    """A config entity: ``topics/<topic>``, ``brokers/<id>``,
+    ``brokers/<default>``, ``users/<user>``, ``users/<user>/clients/<client-id>``
+    or ``clients/<client-id>``, where users and client ids are sanitized
+    names (``kavka.common.sanitizer``) or ``<default>``."""
     if entity_type not in CONFIG_ENTITY_TYPES:
         raise ValueError(f"config entity type {entity_type!r} is not allowed; allowed values: {', '.join(CONFIG_ENTITY_TYPES)}")
     if entity_type == "topics":
         check_topic(entity_name)
-    elif entity_name != BROKER_DEFAULT_ENTITY and not (entity_name.isdigit() and entity_name == str(int(entity_name))):
-        raise ValueError(f"broker config entity {entity_name!r} must be a broker id or {BROKER_DEFAULT_ENTITY}")
+    elif entity_type == "brokers":
+        if entity_name != BROKER_DEFAULT_ENTITY and not (entity_name.isdigit() and entity_name == str(int(entity_name))):
+            raise ValueError(f"broker config entity {entity_name!r} must be a broker id or {BROKER_DEFAULT_ENTITY}")
+    elif entity_type == "clients":
+        _check_quota_name("client-id", entity_name)
+    else:
+        user, sep, client = entity_name.partition(USER_CLIENTS_SEPARATOR)
+        _check_quota_name("user", user)
+        if sep:
+            _check_quota_name("client-id", client)
+
+
+def _check_quota_name(what: str, name: str) -> None:
+    if not is_sanitized(name):
+        raise ValueError(f"{what} config entity {name[:100]!r} is neither {DEFAULT_ENTITY} nor a sanitized name "
+                         "(letters, digits, '.', '-', '_' and %XY escapes)")

@@ -1,7 +1,7 @@
 """Bad input against a live broker process ("bad input never costs data":
 bounded sizes as ``socket.request.max.bytes`` and ``message.max.bytes``,
-CVE-2022-34917's huge array lengths, CVE-2023-34455's decompression
-bombs): hostile or broken frames get
+CVE-2022-34917's huge array lengths, arrays of tiny elements that would
+decode to many times their frame, CVE-2023-34455's decompression bombs): hostile or broken frames get
 the Kafka error or a closed connection, the broker's memory stays bounded,
 and a real client producing and consuming at the same time never notices.
 A batch failing its CRC gets CORRUPT_MESSAGE and appends nothing."""
@@ -70,6 +70,9 @@ def _hostile_inputs() -> dict[str, bytes]:
         "a header cut short": frame(struct.pack(">hh", 3, 1)),
         "a Metadata v9 body cut short": frame(metadata_v9[: len(metadata_v9) - 8]),
         "a Metadata v1 topic array longer than the frame": frame(_header_v1(3, 1) + struct.pack(">i", 0x7FFFFFFF)),
+        # 2 MB that a decoder without a budget builds into 72 MB of structs
+        "a Metadata v1 frame of a million empty topic names":
+            frame(_header_v1(3, 1) + struct.pack(">i", 1_000_000) + b"\x00\x00" * 1_000_000),
         "a Metadata v9 compact array longer than the frame":
             frame(struct.pack(">hhih", 3, 9, 1, len(CLIENT_ID)) + CLIENT_ID + b"\x00" + b"\xff\xff\xff\xff\x07"),
         "a Produce v3 records field longer than the frame":

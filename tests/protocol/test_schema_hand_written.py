@@ -61,7 +61,7 @@ def _hand_written() -> list[tuple[str, int, str, int, object]]:
 def _hand_types(t) -> list[str]:
     kind = (t if isinstance(t, type) else type(t)).__name__
     simple = {"Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
-              "Boolean": "bool", "String": "string", "CompactString": "string",
+              "Boolean": "bool", "String": "string", "CompactString": "string", "Float64": "float64",
               "Bytes": "bytes", "CompactBytes": "bytes", "UUID": "uuid",
               # kafka-python's view of an int32 bit set (authorized operations).
               "BitField": "int32"}
@@ -152,7 +152,7 @@ def test_hand_written_oracles_were_found():
     assert len(_HAND) > 400
     # Every API in the registry but these has hand-written structs: the
     # ZooKeeper-era and KIP-848/KIP-714 APIs, and a few newer admin ones.
-    assert set(registry()) - {k for _, k, *_ in _HAND} == {4, 5, 6, 7, 27, 44, 47, 60, 61, 68, 69, 71, 72}
+    assert set(registry()) - {k for _, k, *_ in _HAND} == {4, 5, 6, 7, 27, 44, 47, 49, 50, 51, 60, 61, 68, 69, 71, 72}
 
 
 def test_hand_written_structs_cover_the_versions_below_kafka_4_floor():

@@ -27,6 +27,7 @@ from kavka.protocol.schema.apis import (
     admin,
     admin_topics,
     auth_producer,
+    client_quotas,
     configs,
     core,
     groups,
@@ -34,6 +35,7 @@ from kavka.protocol.schema.apis import (
     next_gen_groups,
     offsets,
     sasl,
+    scram_credentials,
     telemetry,
     transactions,
 )
@@ -61,6 +63,8 @@ MODULES = {
             45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
             60: "DescribeCluster", 61: "DescribeProducers"},
     sasl: {36: "SaslAuthenticate"},
+    client_quotas: {48: "DescribeClientQuotas", 49: "AlterClientQuotas"},
+    scram_credentials: {50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials"},
     next_gen_groups: {68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe"},
     telemetry: {71: "GetTelemetrySubscriptions", 72: "PushTelemetry"},
 }

@@ -9,6 +9,7 @@ from kavka.protocol.records.batch import iter_batches
 from kavka.protocol.records.builder import SimpleRecord, build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.requests import AbortedTransaction, FetchIsolation
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.fetch_data_info import LATEST_TIMESTAMP
 
 from .conftest import T0, batch, make_partition, state
@@ -32,7 +33,8 @@ def test_read_committed_stops_at_lso_and_lists_aborts(log, clock):
     assert p.fetch_offset_for_timestamp(LATEST_TIMESTAMP, FetchIsolation.TXN_COMMITTED).offset == 1
     assert p.fetch_offset_for_timestamp(LATEST_TIMESTAMP, FetchIsolation.HIGH_WATERMARK).offset == 4
 
-    p.append_records_to_leader(build_control_batch(ControlRecordType.ABORT, 7, 0, 0, T0), required_acks=1)  # 4
+    p.append_records_to_leader(build_control_batch(ControlRecordType.ABORT, 7, 0, 0, T0), required_acks=1,
+                               origin=AppendOrigin.COORDINATOR)  # 4
     after = p.read_records(0, 1 << 20, FetchIsolation.TXN_COMMITTED)
     assert after.error is ErrorCode.NONE and after.last_stable_offset == 5
     assert [h.last_offset for _, h in iter_batches(after.records)] == [0, 2, 3, 4]

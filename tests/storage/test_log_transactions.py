@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from kavka.common.clock import ManualClock
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.index.transaction_index import AbortedTxn
 from kavka.storage.log import Log
 from tests.storage.conftest import T0, make_batch, small_config
+
+COORDINATOR = AppendOrigin.COORDINATOR  # markers are written by the transaction coordinator
 
 
 def open_log(d, **kw) -> Log:
@@ -21,7 +24,7 @@ def txn(log: Log, pid: int, seq: int, count: int = 2) -> int:
 
 
 def end(log: Log, pid: int, kind: ControlRecordType) -> int:
-    return log.append_as_leader(build_control_batch(kind, pid, 0, 5, T0), 0).first_offset
+    return log.append_as_leader(build_control_batch(kind, pid, 0, 5, T0), 0, COORDINATOR).first_offset
 
 
 def plain(log: Log) -> int:
@@ -98,7 +101,8 @@ def test_aborted_index_survives_compaction(tmp_path):
     append_kv(log, [(b"k", b"before")], T0)
     first, _ = append_kv(log, [(b"k", b"txn")], T0 + 1, producer_id=9, producer_epoch=0, base_sequence=0,
                          is_transactional=True)
-    marker_at = log.append_as_leader(build_control_batch(ControlRecordType.ABORT, 9, 0, 1, T0 + 2), 0).first_offset
+    marker_at = log.append_as_leader(build_control_batch(ControlRecordType.ABORT, 9, 0, 1, T0 + 2), 0,
+                                  COORDINATOR).first_offset
     append_kv(log, [(b"k", b"after")], T0 + 3)
     log.roll()
     log.update_high_watermark(log.log_end_offset)

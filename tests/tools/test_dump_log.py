@@ -19,6 +19,7 @@ from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.protocol.records.record import SimpleRecord
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.checkpoint import LeaderEpochCheckpointFile, OffsetCheckpointFile
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
@@ -44,7 +45,8 @@ def segment_dir(tmp_path: Path) -> Path:
         # The idempotent producer's batches carry consecutive sequences (every other batch, one record each).
         kw = {"producer_id": 42, "producer_epoch": 3, "base_sequence": i // 2} if i % 2 else {}
         log.append_as_leader(build_batch(records, compression=Compression(i % 5), **kw), leader_epoch=5)
-    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 42, 3, 7, T0 + 40), leader_epoch=5)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 42, 3, 7, T0 + 40), leader_epoch=5,
+                         origin=AppendOrigin.COORDINATOR)
     log.roll()
     log.append_as_leader(build_batch([SimpleRecord(b"a", b"b", T0 + 50)]), leader_epoch=6)
     log.close()

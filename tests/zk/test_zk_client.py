@@ -188,3 +188,39 @@ async def test_batched_writes_settle_each_partition_despite_conflicts(backend):
         z, version = read[("t", p)]
         assert (z.leader == 2) == (p not in conflicting)
         assert version == 1
+
+
+async def test_user_and_client_entity_configs(backend):
+    """Quotas and SCRAM credentials share /config/users/<user>: concurrent
+    read-modify-writes of different keys both survive (conditional writes),
+    every write is announced, and the entities list with their children."""
+    a, b = await started(backend, 2)
+
+    def put(key: str, value: str):
+        return lambda current: {**current, key: value}
+
+    await asyncio.gather(*(c.update_entity_config("users", "alice", put(f"k{i}", str(i)))
+                           for i, c in enumerate([a, b, a, b, a, b])))
+    assert await a.get_entity_config("users", "alice") == {f"k{i}": str(i) for i in range(6)}
+    assert len(await a.store.get_children("/config/changes")) == 6
+
+    await a.update_entity_config("users", "<default>/clients/app", put("producer_byte_rate", "10"))
+    await a.update_entity_config("users", "CN%3Dbob/clients/<default>", put("consumer_byte_rate", "20"))
+    await a.update_entity_config("clients", "<default>", put("request_percentage", "50.0"))
+    # /config/users/CN%3Dbob exists only as a parent: it holds no configs
+    assert await b.get_entity_config("users", "CN%3Dbob") == {}
+    assert sorted(await b.get_entity_names("users")) == [
+        "<default>", "<default>/clients/app", "CN%3Dbob", "CN%3Dbob/clients/<default>", "alice"]
+    assert await b.get_all_entity_configs("users") == {
+        "<default>": {}, "<default>/clients/app": {"producer_byte_rate": "10"}, "CN%3Dbob": {},
+        "CN%3Dbob/clients/<default>": {"consumer_byte_rate": "20"},
+        "alice": {f"k{i}": str(i) for i in range(6)}}
+    assert await b.get_all_entity_configs("clients") == {"<default>": {"request_percentage": "50.0"}}
+    assert await b.get_entity_names("topics") == []
+
+    def refuse(current):
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        await a.update_entity_config("users", "alice", refuse)
+    assert len(await a.store.get_children("/config/changes")) == 9

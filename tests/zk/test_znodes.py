@@ -152,6 +152,22 @@ def test_config_entity_and_change_notification():
     assert ConfigChangeNotificationZNode.path(4) == "/config/changes/config_change_0000000004"
 
 
+def test_user_and_client_entities():
+    """Client quotas and SCRAM credentials: the KIP-55 paths, sanitized names,
+    the default entity, and a parent znode that holds no data."""
+    z = ConfigEntityZNode("users", "CN%3Dalice/clients/<default>", {"producer_byte_rate": "1024"})
+    assert z.znode_path == "/config/users/CN%3Dalice/clients/<default>"
+    assert ConfigEntityZNode.decode(z.encode(), z.znode_path) == z
+    assert ConfigEntityZNode.decode(b"", "/config/users/alice").config == {}
+    assert ConfigEntityZNode("clients", "<default>").znode_path == "/config/clients/<default>"
+    n = ConfigChangeNotificationZNode("users", "alice/clients/app")
+    assert json.loads(n.encode()) == {"version": 2, "entity_path": "users/alice/clients/app"}
+    assert ConfigChangeNotificationZNode.decode(n.encode(), ConfigChangeNotificationZNode.path(1)) == n
+    for entity_type, name in [("clients", "a/b"), ("users", "a/clients/b/c"), ("users", "."), ("users", "")]:
+        with pytest.raises(ValueError):
+            ConfigEntityZNode(entity_type, name)
+
+
 def test_sequential_notifications():
     z = IsrChangeNotificationZNode((("t", 0), ("u", 3)))
     assert json.loads(z.encode()) == {"version": 1, "partitions": [{"topic": "t", "partition": 0}, {"topic": "u", "partition": 3}]}
@@ -204,7 +220,10 @@ BAD = [
     (ReassignPartitionsZNode, "/admin/reassign_partitions", b'{"version":1,"partitions":[{"topic":"t","partition":0}]}', "partitions[0] field 'replicas' is missing"),
     (ReassignPartitionsZNode, "/admin/reassign_partitions", b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},{"topic":"t","partition":0,"replicas":[2]}]}', "listed twice"),
     (ConfigEntityZNode, "/config/topics/t", b'{"version":1,"config":{"a":1}}', "values are strings"),
-    (ConfigEntityZNode, "/config/users/t", b'{"version":1,"config":{}}', "entity type 'users' is not allowed"),
+    (ConfigEntityZNode, "/config/groups/t", b'{"version":1,"config":{}}', "entity type 'groups' is not allowed"),
+    (ConfigEntityZNode, "/config/users/a b", b'{"version":1,"config":{}}', "user config entity 'a b' is neither"),
+    (ConfigEntityZNode, "/config/users/a/clients/%ZZ", b'{"version":1,"config":{}}', "client-id config entity '%ZZ'"),
+    (ConfigEntityZNode, "/config/clients/a/clients/b", b'{"version":1,"config":{}}', "client-id config entity 'a/clients/b'"),
     (ConfigChangeNotificationZNode, "/config/changes/config_change_1", b'{"version":2,"entity_path":"topics"}', "is not <type>/<name>"),
     (LogDirEventNotificationZNode, "/log_dir_event_notification/log_dir_event_1", b'{"version":1,"broker":1,"event":7}', "event 7 is unknown"),
 ]

@@ -12,6 +12,10 @@ Modules:
 * ``builder`` — new batches from records, and the log cleaner's rebuild of
   a batch from its surviving records.
 * ``reader`` — decode the records of one batch, decompressing (bounded).
+* ``validation`` — the record walk of the leader's LogValidator: every
+  record of a batch checked without building objects, in C (the extension
+  ``_validate``, built by setup.py) with a Python fallback giving the same
+  answers.
 * ``compression`` — the codecs of attribute bits 0-2, every decompression
   bounded; ``lz4_frame`` — LZ4's frame format as Kafka uses it.
 * ``control`` — control batches: the transaction markers (KIP-98).

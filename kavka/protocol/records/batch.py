@@ -154,9 +154,10 @@ class RecordBatchHeader:
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
 
-def crc32c(data: bytes | bytearray | memoryview) -> int:
-    """CRC32C (Castagnoli) in C."""
-    return _crc32c.crc32c(data)
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC32C (Castagnoli) in C; ``value``: the CRC of the bytes before
+    ``data``, to continue it (a rewritten header before untouched records)."""
+    return _crc32c.crc32c(data, value)
 
 
 def peek_size(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:

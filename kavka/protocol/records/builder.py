@@ -69,7 +69,7 @@ def _attributes(
 
 
 def assemble_batch(
-    records_section: bytes | bytearray,
+    records_section: bytes | bytearray | memoryview,
     *,
     base_offset: int,
     last_offset_delta: int,

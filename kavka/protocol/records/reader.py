@@ -1,7 +1,7 @@
 """Decode the records of one v2 batch (lazily, decompressing when needed).
 
-Not on the broker's hot path, which keeps batches opaque (DESIGN.md): used
-to compact, to check idempotent sequence numbers, by tools (dump-log, the
+Not on the broker's hot path, which walks records without decoding them
+(``validation``, in C; DESIGN.md): used to compact, to check idempotent sequence numbers, by tools (dump-log, the
 console consumer) and by Kavka's own client.
 
 The header is validated first (size, magic, CRC32C unless told otherwise).

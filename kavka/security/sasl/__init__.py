@@ -17,4 +17,6 @@ Modules:
 - ``jaas``: ``sasl.jaas.config`` values parsed.
 - ``factory``: ``SaslServerFactory`` (per listener) and the client-side
   ``sasl_client_for``.
+- ``credential_cache``: ``ScramCredentialCache``, the broker's in-memory
+  copy of every user's SCRAM credentials, which the SCRAM servers read.
 """

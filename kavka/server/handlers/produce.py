@@ -3,8 +3,8 @@ leads, with acks 0, 1 or -1 (seed 003; seed 002 §6.5).
 
 Versions 3-11: every version that carries record batch v2 (v0-2 carry the
 old message sets, which Kafka 4 dropped too). The batches go to the replica
-manager as the opaque bytes the client sent (the hot path never decodes
-records). acks=0 gets no response at all, as in Kafka; acks=-1 answers
+manager as the bytes the client sent; the leader's log walks their records
+in C without decoding them into objects. acks=0 gets no response at all, as in Kafka; acks=-1 answers
 when the high watermark passes every batch or ``timeout_ms`` runs out
 (DelayedProduce). A partition error carries NOT_LEADER_OR_FOLLOWER with the
 current leader (v10+, KIP-951) so the client can redirect without a
@@ -12,6 +12,13 @@ Metadata round trip. Idempotent batches are checked against the
 partition's producer state (``kavka.storage.producer_state.manager``): a retried
 duplicate answers NONE with its original base offset; sequence gaps and
 fenced epochs get OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH.
+
+As Kafka's ProduceRequest.validateRecords, each partition carries exactly
+one batch of magic 2 (INVALID_RECORD otherwise) and no zstd before v7
+(UNSUPPORTED_COMPRESSION_TYPE). The leader walks every record (Kafka's
+LogValidator, ``kavka.storage.log_validator``); a refused batch answers
+INVALID_RECORD or INVALID_TIMESTAMP with, from v8, the refused records in
+``record_errors`` (KIP-467), and nothing of it is appended.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
+from kavka.protocol.records import ATTR_COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression, peek_size
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -26,6 +34,8 @@ from kavka.server.network import Dispatcher, RequestContext
 API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 11
+MAGIC_OFFSET = 16  # in the batch header (kavka.protocol.records.batch)
+ATTRIBUTES_OFFSET = 21  # int16; the codec is in the low byte
 
 
 class ProduceHandler:
@@ -47,6 +57,8 @@ class ProduceHandler:
                     entries.pop(tp, None)
                 elif p.records is None or len(p.records) == 0:
                     early[tp] = (ErrorCode.CORRUPT_MESSAGE, f"no record batches for {tp}")
+                elif (refused := check_one_batch(version, p.records, tp)) is not None:
+                    early[tp] = refused
                 else:
                     entries[tp] = p.records
         acks = request.acks
@@ -67,6 +79,11 @@ class ProduceHandler:
                     index=tp.partition, error_code=int(r.error), base_offset=r.base_offset,
                     log_append_time_ms=r.log_append_time, log_start_offset=r.log_start_offset,
                     error_message=r.error_message if r.error != ErrorCode.NONE else None)
+                if version >= 8 and r.record_errors:
+                    part.record_errors = [
+                        R.Responses.PartitionResponses.RecordErrors(batch_index=e.batch_index,
+                                                                    batch_index_error_message=e.message)
+                        for e in r.record_errors]
                 if version >= 10 and r.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                     meta = self.cache.partition(tp.topic, tp.partition)
                     if meta is not None and meta.leader >= 0:
@@ -84,6 +101,26 @@ class ProduceHandler:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response
+
+
+def check_one_batch(version: int, records: bytes | memoryview, tp: TopicPartition) -> tuple[ErrorCode, str] | None:
+    """Kafka's ProduceRequest.validateRecords (v3+): exactly one batch per
+    partition, of magic 2, and no zstd before v7 (KIP-110). A partial or
+    damaged batch is left to the log, which names the problem."""
+    n = len(records)
+    size = peek_size(records)
+    if size is None or n < HEADER_SIZE:
+        return None
+    if records[MAGIC_OFFSET] != MAGIC_V2:
+        return (ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain "
+                                          f"record batches with magic version 2 ({tp})")
+    if version < 7 and records[ATTRIBUTES_OFFSET + 1] & ATTR_COMPRESSION_MASK == Compression.ZSTD:
+        return (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not allowed "
+                                                        f"to use ZStandard compression ({tp})")
+    if LOG_OVERHEAD <= size < n:
+        return (ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to contain "
+                                          f"exactly one record batch per partition ({tp})")
+    return None
 
 
 def register(dispatcher: Dispatcher, handler: ProduceHandler) -> None:

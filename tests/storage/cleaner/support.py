@@ -4,7 +4,7 @@ record a consumer would see."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kavka.common.clock import ManualClock
@@ -62,9 +62,22 @@ def append(
     compression: Compression = Compression.NONE,
     **kw,
 ) -> tuple[int, int]:
-    """Append one batch of (key, value) records; return (first, last) offset."""
+    """Append one batch of (key, value) records; return (first, last) offset.
+
+    The leader refuses keyless records on a compacted topic, so a compacted
+    log holds them only from before its cleanup.policy became compact: a
+    batch with a null key is appended the way it got there, under the
+    delete policy, and the policy is put back."""
     batch = build_batch([SimpleRecord(k, v, ts + i) for i, (k, v) in enumerate(items)], compression=compression, **kw)
-    info = log.append_as_leader(batch, leader_epoch=0)
+    config = log.config
+    if config.compact and any(k is None for k, _v in items):
+        log.update_config(replace(config, cleanup_policy=("delete",)))
+        try:
+            info = log.append_as_leader(batch, leader_epoch=0)
+        finally:
+            log.update_config(config)
+    else:
+        info = log.append_as_leader(batch, leader_epoch=0)
     return info.first_offset, info.last_offset
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import Compression
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kavka.storage.log import Log
 
@@ -24,6 +25,8 @@ from .support import (
     read_records,
     verify_indexes,
 )
+
+COORDINATOR = AppendOrigin.COORDINATOR  # markers are written by the transaction coordinator
 
 KEYS = [b"k%d" % i for i in range(12)] + [b"a-key-longer-than-sixteen-bytes-%d" % i for i in range(4)]
 
@@ -284,9 +287,9 @@ def test_a_marker_goes_after_its_transaction_emptied_and_its_horizon_passed(tmp_
     log = _fresh_log(tmp_path, clock, **{"delete.retention.ms": 1000})
     txn = {"producer_id": 11, "producer_epoch": 0, "is_transactional": True}
     append(log, [(b"a", b"txn-1")], T0, base_sequence=0, **txn)
-    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 1), leader_epoch=0)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 1), leader_epoch=0, origin=COORDINATOR)
     append(log, [(b"b", b"txn-2")], T0 + 2, base_sequence=1, **txn)
-    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 3), leader_epoch=0)
+    log.append_as_leader(build_control_batch(ControlRecordType.COMMIT, 11, 0, 1, T0 + 3), leader_epoch=0, origin=COORDINATOR)
     append(log, [(b"a", b"plain")], T0 + 4)
     log.roll()
     log.update_high_watermark(log.log_end_offset)

@@ -11,12 +11,15 @@ from __future__ import annotations
 from kavka.common.clock import ManualClock
 from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
+from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.cleaner.transactions import CleanedTransactions, marker_type
 from kavka.storage.index.transaction_index import AbortedTxn
 from kavka.storage.log import Log
 
 from ..conftest import T0, make_batch
 from .support import append, compact_config, make_cleaner, read_headers, read_records
+
+COORDINATOR = AppendOrigin.COORDINATOR  # markers are written by the transaction coordinator
 
 COMMIT, ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT
 
@@ -34,7 +37,8 @@ class Producer:
         return first
 
     def end(self, kind: ControlRecordType, ts: int) -> int:
-        return self.log.append_as_leader(build_control_batch(kind, self.pid, 0, 1, ts), leader_epoch=0).first_offset
+        return self.log.append_as_leader(build_control_batch(kind, self.pid, 0, 1, ts), leader_epoch=0,
+                                     origin=COORDINATOR).first_offset
 
 
 def fresh(tmp_path, clock, **cfg) -> Log:

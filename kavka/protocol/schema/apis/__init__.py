@@ -24,5 +24,8 @@ every module here.
 * ``transactions`` — AddPartitionsToTxn (24), AddOffsetsToTxn (25),
   EndTxn (26), WriteTxnMarkers (27), TxnOffsetCommit (28).
 * ``acls`` — DescribeAcls (29), CreateAcls (30), DeleteAcls (31).
+* ``client_quotas`` — DescribeClientQuotas (48), AlterClientQuotas (49).
+* ``scram_credentials`` — DescribeUserScramCredentials (50),
+  AlterUserScramCredentials (51).
 * ``telemetry`` — KIP-714: GetTelemetrySubscriptions (71), PushTelemetry (72).
 """
