@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
-INT, LONG, DOUBLE, BOOL, STRING, LIST = (
+INT, LONG, DOUBLE, BOOL, STRING, LIST, PASSWORD = (
     ConfigType.INT,
     ConfigType.LONG,
     ConfigType.DOUBLE,
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -36,6 +37,11 @@ DOUBLE_MAX = 1.7976931348623157e308
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# TLS versions Python's ssl (OpenSSL 3) negotiates at its default security
+# level; Kafka's ssl.protocol also takes "TLS" (any version).
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
+SSL_CLIENT_AUTH = ("required", "requested", "none")
 # Kavka-specific (DESIGN.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
@@ -89,6 +95,33 @@ _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (con
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch response holds.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
+
+# -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
+# Each may be given per listener as listener.name.<listener>.<key> (LISTENER_KEYS).
+_d("ssl.protocol", STRING, "TLSv1.3", "Highest TLS version of the listener's context (TLS: any); ssl.enabled.protocols lists the versions offered.", OneOf(("TLS", *TLS_VERSIONS), case_sensitive=True))
+_d("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS versions enabled on SSL connections.", OneOf(TLS_VERSIONS, case_sensitive=True))
+_d("ssl.cipher.suites", LIST, None, "Cipher suites by their IANA names (TLS_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); default: OpenSSL's.", nullable=True)
+_d("ssl.keystore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12, which keytool writes since Java 9; a legacy JKS file is refused with how to convert it).", OneOf(KEYSTORE_TYPES))
+_d("ssl.keystore.location", STRING, None, "The broker's key and certificate chain: a PKCS12 file, or a PEM file holding the private key and the certificates.", nullable=True)
+_d("ssl.keystore.password", PASSWORD, None, "Password of the PKCS12 keystore file.", nullable=True)
+_d("ssl.key.password", PASSWORD, None, "Password of the private key (PEM: its encryption; PKCS12: when it differs from the store's).", nullable=True)
+_d("ssl.keystore.key", PASSWORD, None, "The private key in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.certificate.chain).", nullable=True)
+_d("ssl.keystore.certificate.chain", PASSWORD, None, "The certificate chain in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.key).", nullable=True)
+_d("ssl.truststore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12).", OneOf(KEYSTORE_TYPES))
+_d("ssl.truststore.location", STRING, None, "Certificates of the CAs trusted to sign peers' certificates: a PKCS12 or PEM file.", nullable=True)
+_d("ssl.truststore.password", PASSWORD, None, "Password of the PKCS12 truststore file.", nullable=True)
+_d("ssl.truststore.certificates", PASSWORD, None, "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", nullable=True)
+_d("ssl.client.auth", STRING, "none", "Client certificates: required, requested (verified when sent) or none.", OneOf(SSL_CLIENT_AUTH))
+_d("ssl.endpoint.identification.algorithm", STRING, "https", "https: this broker's own TLS clients (to other brokers) check the server's host name against its certificate; empty: no check.", OneOf(("https", "")), nullable=True)
+_d("ssl.principal.mapping.rules", STRING, "DEFAULT", "Rules mapping a client certificate's distinguished name (RFC 2253) to a principal name: RULE:pattern/replacement/[LU], ..., DEFAULT.")
+
+# -- security: SASL and sessions (Kafka's BrokerSecurityConfigs, KIP-368) ----------
+_d("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); Kafka's default GSSAPI (Kerberos) is not served.")
+_d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism brokers use with each other when the inter-broker listener is SASL.")
+_d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback for listener.name.<listener>.<mechanism>.sasl.jaas.config.", nullable=True)
+_d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
+_d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
+_d("connection.failed.authentication.delay.ms", INT, 100, "Delay before answering a failed authentication and closing the connection.", Range(0, None))
 
 # -- authorization (Kafka's AclAuthorizer) ----------------------------------------
 _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)
@@ -238,6 +271,16 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
 }
+
+# Keys a listener may override with listener.name.<listener>.<key>, the
+# listener's name lower-case (Kafka's ListenerName.configPrefix), and those a
+# listener may set per SASL mechanism with listener.name.<listener>.<mechanism>.<key>
+# (ListenerName.saslMechanismConfigPrefix, the mechanism lower-case).
+SSL_KEYS: frozenset[str] = frozenset(k for k in BROKER_CONFIG.names() if k.startswith("ssl."))
+SASL_LISTENER_KEYS: frozenset[str] = frozenset({"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+                                                "connections.max.reauth.ms"})
+LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS
+MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
@@ -105,6 +106,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -118,6 +121,8 @@ from kavka.server.internal_topic import (
     InternalTopicLog,
     InternalTopicSettings,
 )
+from kavka.security.sasl.scram import ScramCredentialLookup
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
@@ -173,6 +178,12 @@ class KafkaServer:
             SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.bound: list[tuple[str, int]] = []
+        # The SCRAM credentials the SASL listeners authenticate against
+        # (mechanism, user) -> ScramCredential | None: the cache of
+        # /config/users, kept current by the dynamic config manager. None: no
+        # SCRAM store, and a listener enabling SCRAM is refused at startup.
+        self.scram_credentials: ScramCredentialLookup | None = None
+        self.channels: Mapping[str, ChannelBuilder] = {}
 
     @property
     def config(self) -> KafkaConfig:
@@ -185,6 +196,10 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Every listener's TLS context and SASL setup first: a keystore that
+        # does not open or a JAAS config that does not parse stops the broker
+        # before it touches ZooKeeper or its logs.
+        self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
                                           connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
         await store.start()
@@ -238,7 +253,7 @@ class KafkaServer:
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"])
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name])
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -349,6 +364,9 @@ class KafkaServer:
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            # SASL outside the authentication phase (the authenticator answers during it)
+            sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
+            sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
             delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
             offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
             # the transaction coordinator (kavka.transaction, KIP-98)

@@ -31,6 +31,16 @@ Per connection:
 - a connection idle for ``connections.max.idle.ms`` (no request in flight)
   is closed by the server's idle sweep.
 
+Security (``kavka.server.channel_builder``): on TLS listeners the
+``TlsAcceptor`` completes the handshake before the connection exists; the
+connection starts with the session its ``ChannelBuilder`` gives it (an SSL
+client certificate's principal), and on SASL listeners every frame first
+goes to the connection's ``SaslServerAuthenticator``, which answers the
+authentication phase itself, lets ApiVersions through, adopts the
+authenticated session and closes the connection (after its reply) when
+authentication fails or the session expired. Until authentication
+completes, frames are bounded by ``sasl.server.max.receive.size``.
+
 Runs on the broker's event loop only.
 """
 
@@ -50,6 +60,9 @@ from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, 
 from kavka.protocol.framing import FrameDecoder, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
 from kavka.security.principal import Session
+from kavka.server.authenticator import AuthStep, SaslServerAuthenticator
+from kavka.server.channel_builder import ChannelBuilder, PrincipalError
+from kavka.server.tls_acceptor import TlsAcceptor
 
 log = logging.getLogger("kavka.network")
 
@@ -136,13 +149,29 @@ class KafkaConnection(asyncio.Protocol):
         self.in_flight = 0
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
+        self.authenticator: SaslServerAuthenticator | None = None
+        # set once a reply that ends the connection is queued: read no more
+        self._draining = False
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
-        self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
+        channel = self.server.channel
+        try:
+            self.session = channel.session(transport, self.peer[0])
+        except PrincipalError as e:
+            log.info("closing %s from %s:%s on listener %s: %s", self.connection_id, *self.peer,
+                     self.server.listener_name, e)
+            self._closing = True
+            transport.close()
+            return
+        versions = self.server.dispatcher.lookup(API_VERSIONS_KEY)
+        self.authenticator = channel.authenticator(self.peer[0], versions[2] if versions is not None else 0)
+        if self.authenticator is not None:
+            self.decoder.max_frame_size = min(self.decoder.max_frame_size,
+                                              self.authenticator.settings.max_receive_size)
         self.server.connections.add(self)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._process()), loop.create_task(self._write())]
@@ -152,7 +181,10 @@ class KafkaConnection(asyncio.Protocol):
         try:
             frames = self.decoder.feed(data)
         except FrameSizeError as e:
-            log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
+            before = (" before authentication (sasl.server.max.receive.size)"
+                      if self.authenticator is not None and not self.authenticator.authenticated else "")
+            log.warning("closing %s from %s:%s on listener %s%s: %s", self.connection_id, *self.peer,
+                        self.server.listener_name, before, e)
             self.close()
             return
         if frames:
@@ -192,7 +224,7 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _process(self) -> None:
         try:
-            while not self._closing:
+            while not self._closing and not self._draining:
                 if not self._inbox:
                     self._inbox_ready.clear()
                     if self._paused:
@@ -217,6 +249,10 @@ class KafkaConnection(asyncio.Protocol):
     async def _handle(self, frame: bytes | memoryview) -> bool:
         """Decode and dispatch one request; False closes the connection."""
         received = time.monotonic_ns()
+        if self.authenticator is not None:
+            step = self.authenticator.receive(frame)
+            if step is not None:
+                return await self._authentication_step(step)
         dispatcher = self.server.dispatcher
         try:
             header, body = decode_request(frame)
@@ -256,6 +292,24 @@ class KafkaConnection(asyncio.Protocol):
         await self._outbox.put((header, reply))
         return True
 
+    async def _authentication_step(self, step: AuthStep) -> bool:
+        """Carry out what the authenticator decided for a frame."""
+        if step.failure is not None:
+            log.info("closing %s from %s:%s on listener %s (%s): %s", self.connection_id,
+                     *self.peer, self.server.listener_name, self.session.principal, step.failure)
+        if step.session is not None:
+            self.session = step.session
+            self.decoder.max_frame_size = self.server.config.max_request_size
+        if step.response is None and step.token is None:
+            return not step.close
+        self.in_flight += 1
+        await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s)))
+        if step.close:
+            # No more requests from this client: the writer closes once the reply is out.
+            self._draining = True
+            self._live_transport().pause_reading()
+        return True
+
     async def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """KIP-511: answer an ApiVersions version we do not know at v0 with
         UNSUPPORTED_VERSION and our ranges, so the client can retry lower."""
@@ -272,6 +326,10 @@ class KafkaConnection(asyncio.Protocol):
         try:
             while True:
                 header, result = await self._outbox.get()
+                if isinstance(result, _AuthReply):
+                    if not await self._write_auth_reply(header, result):
+                        return
+                    continue
                 try:
                     if isinstance(result, asyncio.Future):
                         body = await result
@@ -302,30 +360,75 @@ class KafkaConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass
 
+    async def _write_auth_reply(self, header: RequestHeader | None, reply: "_AuthReply") -> bool:
+        """Write the authenticator's reply; False once the connection is closed."""
+        if reply.delay_s > 0:
+            # connection.failed.authentication.delay.ms: a failed client
+            # cannot retry at full speed (Kafka delays the reply and the close)
+            await asyncio.sleep(reply.delay_s)
+        self.in_flight -= 1
+        self.last_active = time.monotonic()
+        if self._closing:
+            return False
+        if reply.token is not None:
+            parts: list = [reply.token]
+        else:
+            assert header is not None and reply.response is not None
+            parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id,
+                                          reply.response)
+        if not self._can_write.is_set():
+            await self._can_write.wait()
+        self._live_transport().writelines(frame_parts(parts))
+        if reply.close:
+            self.close()
+            return False
+        return True
+
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
 
 
+@dataclass(frozen=True, slots=True)
+class _AuthReply:
+    """An authenticator's reply in the outbox: a response or a raw token,
+    written after ``delay_s``, then the connection closed if ``close``."""
+
+    response: Any
+    token: bytes | None
+    close: bool
+    delay_s: float
+
+
 class SocketServer:
-    """One listener: accepts connections and sweeps idle ones."""
+    """One listener: accepts connections (through the ``TlsAcceptor`` on TLS
+    listeners) and sweeps idle ones. ``channel`` is the listener's security;
+    without one, a PLAINTEXT listener named ``listener_name``."""
 
     def __init__(self, dispatcher: Dispatcher, config: NetworkConfig | None = None,
-                 listener_name: str = "PLAINTEXT") -> None:
+                 listener_name: str = "PLAINTEXT", channel: ChannelBuilder | None = None) -> None:
         self.dispatcher = dispatcher
         self.config = config or NetworkConfig()
-        self.listener_name = listener_name
+        self.channel = channel if channel is not None else ChannelBuilder(listener_name)
+        self.listener_name = self.channel.listener_name
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
+        self._acceptor: TlsAcceptor | None = None
         self._sweeper: asyncio.Task | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         """Listen; returns the bound address (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
-                                                reuse_address=True, backlog=1024)
+        if self.channel.ssl_context is not None:
+            self._acceptor = TlsAcceptor(self.listener_name, self.channel.ssl_context,
+                                         self.channel.handshake_timeout_s, lambda: KafkaConnection(self))
+            address = await self._acceptor.start(host, port)
+        else:
+            self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
+                                                    reuse_address=True, backlog=1024)
+            sockname = self._server.sockets[0].getsockname()
+            address = (str(sockname[0]), int(sockname[1]))
         self._sweeper = loop.create_task(self._sweep_idle())
-        addr = self._server.sockets[0].getsockname()
-        return str(addr[0]), int(addr[1])
+        return address
 
     async def _sweep_idle(self) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000.0
@@ -343,6 +446,8 @@ class SocketServer:
             self._sweeper.cancel()
         if self._server is not None:
             self._server.close()
+        if self._acceptor is not None:
+            await self._acceptor.stop()
         for conn in list(self.connections):
             conn.close()
         if self._server is not None:
