@@ -20,7 +20,7 @@ import functools
 
 from kavka.security.client_properties import client_security_from_properties, librdkafka_security_config
 from kavka.security.client_security import ClientSecurity
-from kavka.spark.options import SECURITY_OPTIONSSECURITY_OPTIONS_SOURCE, KavkaOptionError, Settings
+from kavka.spark.options import SECURITY_OPTIONS_SOURCE, KavkaOptionError, Settings
 
 
 @functools.lru_cache(maxsize=16)
