@@ -28,9 +28,9 @@ from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
+from kavka.spark.client_security import security_for
 from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
-from kavka.spark.client_security import security_for
 from kavka.spark.options import Assign, KavkaOptionError, Position, Settings, SourceOptions, SubscribePattern, spelled
 
 

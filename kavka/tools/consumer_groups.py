@@ -28,7 +28,13 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, add_command_config_argument, load_command_config, usage
+from kavka.tools.client_cli import (
+    CliError,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
+    usage,
+)
 
 DESCRIPTION = "List, describe, delete consumer groups and reset their offsets."
 TIMEOUT_S = 30

@@ -101,7 +101,7 @@ def create_local_pki(directory: Path, broker_ids: Iterable[int], client_name: st
     ``directory`` (see the module docstring) and return where they are."""
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(minutes=5), now + VALIDITY
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("Kavka local CA")

@@ -43,6 +43,7 @@ from kavka.replication.fetcher.leader_endpoint import (
 )
 from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 FETCH_MAX_VERSION = 12
 R = TypeVar("R", bound=Response)
@@ -51,7 +52,9 @@ R = TypeVar("R", bound=Response)
 class RemoteLeaderEndPoint:
     """See the module docstring."""
 
-    def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str) -> None:
+    def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
+                 security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+        self.security = security
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
@@ -69,7 +72,7 @@ class RemoteLeaderEndPoint:
                     self.leader.host, self.leader.port, self.client_id,
                     request_timeout_ms=self.request_timeout_ms,
                     connect_timeout_ms=self.request_timeout_ms,
-                    node_id=self.leader.broker_id,
+                    node_id=self.leader.broker_id, security=self.security,
                 )
                 await conn.connect()
                 self._conn = conn
