@@ -199,6 +199,21 @@ def test_a_changed_nonce_in_the_final_message_fails(change: str) -> None:
     assert "nonce" in e.value.reason
 
 
+def test_librdkafka_final_nonce_with_its_own_nonce_repeated_in_front_is_accepted_as_kafka_does() -> None:
+    """librdkafka (kcat, confluent-kafka) sends ``r=<client nonce><server-first
+    nonce>`` and signs that message; Kafka's server checks ``endsWith``."""
+    f = ScramFormatter(SHA256)
+    cred = f.generate_credential("pw")
+    server = ScramSaslServer(SHA256, lambda m, u: cred, mock_secret=SECRET, nonce_source=lambda: "srv")
+    server_first = server.evaluate_response(b"n,,n=alice,r=cn").decode()
+    salt = base64.b64decode(server_first.split(",")[1][2:])
+    without_proof = "c=biws,r=cn" + "cnsrv"
+    auth = f"n=alice,r=cn,{server_first},{without_proof}".encode()
+    proof = f.client_proof(f.salted_password("pw", salt, 4096), auth)
+    reply = server.evaluate_response(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    assert server.complete and reply.startswith(b"v=")
+
+
 def test_a_final_message_replayed_into_another_exchange_fails() -> None:
     """Each exchange has a fresh server nonce, so a captured final message
     (even with a valid proof) is useless elsewhere."""

@@ -342,7 +342,12 @@ class ScramSaslServer:
         first, server_first, credential = self._client_first, self._server_first, self._credential
         assert first is not None and server_first is not None and credential is not None
         final = ClientFinalMessage.parse(response)
-        if final.nonce != server_first.nonce:
+        # Kafka's ScramSaslServer accepts a final nonce that ends with the
+        # server-first nonce, and librdkafka relies on it: its final message
+        # carries its own nonce before the whole server-first one. The proof
+        # covers the message as sent, so the exchange stays bound to this
+        # server nonce either way.
+        if not final.nonce.endswith(server_first.nonce):
             raise self._invalid("Invalid client nonce in the final client message.")
         if _b64decode(final.channel_binding, "channel binding") != first.gs2_header.encode("utf-8"):
             raise self._invalid("Channel binding does not match the gs2 header of the client-first-message")
