@@ -1,7 +1,8 @@
 """``kavka acls``'s command-line rules (kafka-acls.sh's checkArgs and its
 usage messages), each refused before anything is sent: exit code 2, one
 ``Error:`` line, nothing on stdout; and --command-config files refused by
-key (security settings: tests/tools/test_command_config.py). The same command against real clusters: tests/cluster/test_acls_cluster.py."""
+key (security settings: tests/tools/test_command_config.py). The same
+command against real clusters: tests/cluster/test_acls_cluster.py."""
 
 from __future__ import annotations
 
