@@ -21,6 +21,11 @@ Modules:
   under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
   ``SaslServerFactory`` the network layer asks for one server per exchange,
   and the ``ScramCredentialCache`` every broker keeps.
+- ``client_security``: ``ClientSecurity``, how a client secures its
+  connections (protocol, TLS context, SASL mechanism and a fresh
+  ``SaslClient`` per exchange), shared by Kavka's client and the brokers'
+  own inter-broker clients; ``client_properties``: it from client.properties
+  in librdkafka's or Java's keys, and those keys for librdkafka.
 - ``quota``: client quotas (KIP-13/55/124/219/599): entities and their
   precedence, sampled rates, the quota managers and throttle times.
 """

@@ -43,6 +43,7 @@ loop's hot path (at client start).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import ssl
 import tempfile
@@ -263,8 +264,13 @@ def _private_ca_file(certificates: list[Any]) -> str:
     fd, path = tempfile.mkstemp(prefix="kavka-ca-", suffix=".pem")
     with os.fdopen(fd, "wb") as f:
         f.write(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates))
-    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    atexit.register(_remove, path)
     return path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def librdkafka_security_config(props: Mapping[str, str], source: str = "client properties") -> dict[str, str]:

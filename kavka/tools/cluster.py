@@ -363,13 +363,15 @@ class LocalCluster:
         from kavka.common.errors import KafkaError
         from kavka.protocol.messages import MetadataRequest
 
+        assert self.secure is not None  # called for a secured cluster only
         if self._probe_security is None:
-            self._probe_security = self.client_security(ADMIN_USER)
+            self._probe_security = self.secure.security(ADMIN_USER)
+        security = self._probe_security
 
         async def probe() -> bool:
             async with BrokerConnection("127.0.0.1", self.brokers[broker_id].port, "kavka-cluster",
                                         request_timeout_ms=2000, connect_timeout_ms=2000,
-                                        security=self._probe_security) as conn:
+                                        security=security) as conn:
                 response = await conn.request(MetadataRequest(topics=[]), version=1)
             return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
 
