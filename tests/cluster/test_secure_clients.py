@@ -358,3 +358,29 @@ def test_kavka_tools_refuse_a_wrong_password_naming_broker_and_mechanism(cluster
               timeout=30)
     assert r.returncode == 1 and r.stdout == ""
     assert "SCRAM-SHA-512" in r.stderr and "127.0.0.1:" in r.stderr and "not-the-password" not in r.stderr, r.stderr
+
+
+def test_kavka_client_reauthenticates_before_the_broker_ends_its_session(make_cluster):
+    """KIP-368 against a real broker: ``connections.max.reauth.ms`` bounds
+    the session, SaslAuthenticate tells the client, and Kavka's client
+    re-authenticates on the same connection before it ends; a client that
+    did not would have the connection closed on its first request after it."""
+    from kavka.client.connection import BrokerConnection
+    from kavka.protocol.messages import MetadataRequest
+
+    cluster = make_cluster(brokers=1, secure=True, config={"connections.max.reauth.ms": "1500"})
+    security = cluster.client_security("client")
+
+    async def run() -> int:
+        broker = cluster.brokers[0]
+        async with BrokerConnection("127.0.0.1", broker.port, "reauth-test", security=security) as conn:
+            for _ in range(4):  # 4 x 0.9 s: past two session lifetimes
+                await conn.request(MetadataRequest(topics=[]))
+                await asyncio.sleep(0.9)
+            await conn.request(MetadataRequest(topics=[]))
+            assert conn.connected
+            return conn._next_correlation_id
+
+    sent = asyncio.run(run())
+    # ApiVersions + (SaslHandshake + 2 SaslAuthenticate) per exchange + 5 Metadata
+    assert sent >= 1 + 3 * 3 + 5, sent
