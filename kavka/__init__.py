@@ -6,6 +6,8 @@ that enforce them: docs/ARCHITECTURE.md):
 * ``common`` — the shared vocabulary: ``TopicPartition``, ``LeaderAndIsr``,
   typed ids and sentinels, ``Clock``, the error-code table, configs.
 * ``protocol`` — the sans-IO Kafka wire codec and record batch v2.
+* ``security`` — principals and sessions, Kafka's ACL vocabulary, the
+  authorizer seam (below both the broker and the client).
 * ``storage`` — segments, indexes, the log, recovery, retention,
   compaction, checkpoints, the log manager.
 * ``zk`` — the ZooKeeper layout of seed 000, one class per znode, and the

@@ -43,6 +43,7 @@ One event loop; all methods are called from the loop that connected.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import struct
 from dataclasses import dataclass
@@ -145,7 +146,8 @@ class BrokerConnection:
 
     ``node_id`` is informational (the cluster layer sets it; -1 for a
     bootstrap address). ``api_versions`` maps API key to the broker's
-    ``VersionRange`` once connected."""
+    ``VersionRange`` once connected. ``receive_buffer_bytes``: the socket's
+    SO_RCVBUF (a follower's ``replica.socket.receive.buffer.bytes``)."""
 
     def __init__(
         self,
@@ -158,6 +160,7 @@ class BrokerConnection:
         max_frame_size: int = SOCKET_REQUEST_MAX_BYTES,
         node_id: int = -1,
         security: ClientSecurity = PLAINTEXT_SECURITY,
+        receive_buffer_bytes: int = -1,
     ) -> None:
         if request_timeout_ms <= 0 or connect_timeout_ms <= 0:
             raise ValueError("request_timeout_ms and connect_timeout_ms must be > 0")
@@ -168,6 +171,7 @@ class BrokerConnection:
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
         self.security = security
+        self.receive_buffer_bytes = receive_buffer_bytes  # SO_RCVBUF; -1 leaves the OS default
         self.api_versions: dict[int, VersionRange] = {}
         # KIP-368: loop time at which the next request re-authenticates first
         self._reauthenticate_at: float | None = None
@@ -217,6 +221,9 @@ class BrokerConnection:
                                 "(is it a TLS listener?)") from e
         except (OSError, TimeoutError) as e:
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
+        sock = self._transport.get_extra_info("socket")
+        if self.receive_buffer_bytes >= 0 and sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
         try:
             await self._handshake()
         except KafkaError as e:

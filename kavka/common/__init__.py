@@ -1,5 +1,5 @@
-"""The shared vocabulary every layer speaks (DESIGN.md "Layers": the bottom
-layer; it imports nothing else of Kavka).
+"""The shared vocabulary every layer speaks (docs/ARCHITECTURE.md, "Layers":
+the bottom layer; it imports nothing else of Kavka).
 
 Modules:
 

@@ -42,7 +42,7 @@ TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
 SSL_CLIENT_AUTH = ("required", "requested", "none")
-# Kavka-specific (DESIGN.md): how a replica that becomes a follower truncates.
+# Kavka-specific (docs/ARCHITECTURE.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
 TRUNCATION_MODES = ("leader-epoch", "hw")
@@ -81,11 +81,11 @@ _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLA
 _d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
 _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
 _d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
-_d("num.io.threads", INT, 8, "Kafka's request handler count; Kavka uses it as the size of its blocking-I/O thread pool (fsync, recovery).", Range(1, None))
+_d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
 _d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
-_d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 = OS default.", Range(-1, None))
-_d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 = OS default.", Range(-1, None))
+_d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
+_d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
 _d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
@@ -93,7 +93,7 @@ _d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one addres
 _d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
-_d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch response holds.", Range(1024, None))
+_d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
 
 # -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
@@ -121,7 +121,7 @@ _d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism bro
 _d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback for listener.name.<listener>.<mechanism>.sasl.jaas.config.", nullable=True)
 _d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
 _d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
-_d("connection.failed.authentication.delay.ms", INT, 100, "Delay before answering a failed authentication and closing the connection.", Range(0, None))
+_d("connection.failed.authentication.delay.ms", INT, 100, "How long after answering a failed authentication the connection is closed.", Range(0, None))
 
 # -- authorization (Kafka's AclAuthorizer) ----------------------------------------
 _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)
@@ -176,7 +176,7 @@ _d("controlled.shutdown.retry.backoff.ms", LONG, 5000, "Pause between Controlled
 _d("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets.", Range(1, None))
 _d("offsets.topic.replication.factor", INT, 3, "Replication factor of __consumer_offsets (capped by live brokers at creation).", Range(1, SHORT_MAX))
 _d("offsets.topic.segment.bytes", INT, 104857600, "segment.bytes of __consumer_offsets.", Range(1, None))
-_d("offsets.topic.compression.codec", INT, 0, "Codec of offset commits (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", Range(0, 4))
+_d("offsets.topic.compression.codec", INT, 0, "Codec of every batch the group coordinator writes to __consumer_offsets (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", Range(0, 4))
 _d("offsets.load.buffer.size", INT, 5242880, "Read size when loading __consumer_offsets.", Range(1, None))
 _d("offsets.retention.minutes", INT, 10080, "Committed offsets of empty groups expire after this.", Range(1, None))
 _d("offsets.retention.check.interval.ms", LONG, 600000, "How often expired offsets are removed.", Range(1, None))
@@ -195,7 +195,8 @@ _d("transaction.state.log.load.buffer.size", INT, 5242880, "Read size when loadi
 _d("transaction.max.timeout.ms", INT, 900000, "Largest transaction timeout a producer may ask.", Range(1, None))
 _d("transactional.id.expiration.ms", INT, 604800000, "Idle transactional ids expire after this.", Range(1, None))
 _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, "How often the coordinator aborts transactions past their timeout.", Range(1, None))
-_d("producer.id.expiration.ms", INT, 86400000, "Idle producer ids' sequence state expires after this.", Range(1, None))
+_d("producer.id.expiration.ms", INT, 86400000, "A producer id's state (sequence numbers, epoch) is forgotten this long after its last batch, unless it has an open transaction (KIP-854).", Range(1, None))
+_d("producer.id.expiration.check.interval.ms", INT, 600000, "How often every log drops its expired producer ids.", Range(1, None))
 
 # -- log manager (seed 002) ----------------------------------------------------------------
 _d("log.dirs", LIST, None, "Comma-separated data directories; default: log.dir.", nullable=True)

@@ -1,4 +1,4 @@
-"""The clock seam (DESIGN.md convention 2: a ``typing.Protocol`` for seams).
+"""The clock seam (docs/ARCHITECTURE.md convention 2: a ``typing.Protocol`` for seams).
 
 Every layer reads time through ``Clock`` so tests drive it by hand with
 ``ManualClock``: the log's segment rolling (``segment.ms``), flushing

@@ -254,16 +254,14 @@ def load_properties(text: str, source: str = "") -> dict[str, str]:
         while line.endswith("\\") and i < len(lines):
             line = line[:-1] + lines[i].strip()
             i += 1
-        for sep_pos, ch in enumerate(line):
-            if ch in "=:" or ch.isspace():
-                break
-        else:
-            raise ConfigError(f"line {lineno}", "has no '=' (expected key=value)", source)
+        sep_pos = next((pos for pos, ch in enumerate(line) if ch in "=:" or ch.isspace()), None)
+        if sep_pos is None:
+            raise ConfigError("(no key)", f"line {lineno} has no '=' (expected key=value)", source)
         key, value = line[:sep_pos].strip(), line[sep_pos:].lstrip()
         if value[:1] in ("=", ":"):
             value = value[1:]
         value = value.strip()
         if not key:
-            raise ConfigError(f"line {lineno}", "has an empty key", source)
+            raise ConfigError("(no key)", f"line {lineno} has an empty key", source)
         out[key] = value
     return out

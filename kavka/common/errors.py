@@ -8,7 +8,7 @@ are Kavka's own wording.
 
 ``KafkaError`` is the exception every layer raises when an operation fails
 with one of these codes; request handlers catch it and put ``error.code`` in
-the response (DESIGN.md convention 6). Subclasses exist for the codes the
+the response (docs/ARCHITECTURE.md convention 6). Subclasses exist for the codes the
 broker raises by name; ``error_for(code)`` builds the right exception for any
 code (e.g. from a response decoded by Kavka's own client).
 

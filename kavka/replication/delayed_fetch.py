@@ -12,12 +12,16 @@ answers with its offsets but no records and takes none of the budget.
 ``DelayedFetch`` is a fetch that found fewer than ``min_bytes`` and may
 wait up to ``max_wait_ms``. It completes early when, for any of its
 partitions, this broker stopped leading or no longer hosts it, the leader
-epoch changed, the log was truncated below the fetch offset, or when the
-bytes now readable (up to the HW for consumers, the LEO for followers)
-reach ``min_bytes`` — bytes of partitions the leader quota holds back do
-not count, so such a fetch waits out ``max_wait_ms``. Completing re-reads
-every partition, so the answer holds what is there at that moment; the
-timeout answers the same way.
+epoch changed, the log was truncated below the fetch offset or rolled a
+segment past it, or when the bytes now readable (up to the HW for
+consumers, the last stable offset for read_committed, the LEO for
+followers) reach ``min_bytes`` — bytes of partitions the leader quota
+holds back do not count, so such a fetch waits out ``max_wait_ms``. The
+bytes are counted from log positions (``LogOffsetMetadata``: segment and
+byte position of the fetch offset and of the end), not by reading: a check
+costs the same whatever ``min_bytes`` is. Completing re-reads every
+partition, so the answer holds what is there at that moment; the timeout
+answers the same way.
 
 Event loop only.
 """
@@ -34,6 +38,7 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData, LogReadResult
 from kavka.storage.errors import StorageError
+from kavka.storage.fetch_data_info import LogOffsetMetadata
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition
@@ -78,31 +83,33 @@ def read_from_local_log(
     return out
 
 
-def _readable_bytes(partition: Partition, req: FetchPartition, isolation: FetchIsolation, want: int) -> int | None:
-    """Bytes readable from the fetch offset now, read up to ``want``; None
-    when the fetch must be answered at once (the log was truncated below
-    the fetch offset or can no longer be read there)."""
+def _end_metadata(partition: Partition, isolation: FetchIsolation) -> LogOffsetMetadata:
+    """How far a fetch of ``isolation`` may read now, with its position: the
+    log end (followers), the last stable offset (read_committed) or the
+    high watermark (remembered by the log until it moves)."""
     log = partition.log
     if isolation is FetchIsolation.LOG_END:
-        end, limit = log.log_end_offset, None
-    elif isolation is FetchIsolation.TXN_COMMITTED:
-        end = limit = partition.last_stable_offset()
-    else:
-        end = limit = log.high_watermark
-    if req.fetch_offset > end:
-        return None
-    if req.fetch_offset == end:
-        return 0
-    try:
-        info = log.read(req.fetch_offset, max(1, min(req.max_bytes, want)), limit, True)
-    except StorageError:
-        return None
-    return len(info.records)
+        return log.log_end_offset_metadata()
+    if isolation is FetchIsolation.TXN_COMMITTED:
+        return log.last_stable_offset_metadata()
+    return log.high_watermark_metadata()
 
 
 class DelayedFetch(DelayedOperation):
     """See the module docstring. ``leader_epochs``: each partition's leader
-    epoch when the fetch arrived; ``read`` re-reads every partition."""
+    epoch when the fetch arrived; ``start``: where each partition's read
+    started (``LogReadResult.fetch_offset_metadata``; None or without a
+    position: looked up once, at the first check); ``read`` re-reads every
+    partition.
+
+    A check costs no log read (Kafka's DelayedFetch.tryComplete): per
+    partition it compares the start with the end the fetch may read to
+    (``_end_metadata``). The fetch completes at once when the end is below
+    the start (truncated), when they are on different segments (the end
+    rolled past, or the start was removed: the bytes between are not
+    counted, the answer re-reads), and otherwise when the bytes between,
+    each partition counting at most its ``max_bytes``, reach
+    ``min_bytes``."""
 
     def __init__(
         self,
@@ -113,6 +120,7 @@ class DelayedFetch(DelayedOperation):
         read: Callable[[], dict[TopicPartition, LogReadResult]],
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]],
         throttled: Throttled | None = None,
+        start: Mapping[TopicPartition, LogOffsetMetadata | None] | None = None,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -122,6 +130,13 @@ class DelayedFetch(DelayedOperation):
         self._read = read
         self.future = future
         self._throttled = throttled
+        self._start: dict[TopicPartition, LogOffsetMetadata | None] = dict(start or {})
+
+    def _start_of(self, tp: TopicPartition, partition: Partition, fetch_offset: int) -> LogOffsetMetadata:
+        meta = self._start.get(tp)
+        if meta is None or meta.message_offset_only or meta.message_offset != fetch_offset:
+            meta = self._start[tp] = partition.log.offset_metadata(fetch_offset)
+        return meta
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -131,14 +146,29 @@ class DelayedFetch(DelayedOperation):
                 return self.force_complete()
             if partition.leader_epoch != self.leader_epochs.get(tp, partition.leader_epoch):
                 return self.force_complete()
-            readable = _readable_bytes(partition, req, self.params.isolation, self.params.min_bytes - accumulated)
-            if readable is None:
+            try:
+                end = _end_metadata(partition, self.params.isolation)
+                if end.message_offset == req.fetch_offset:
+                    continue  # nothing new (even if the segment just rolled)
+                if end.message_offset < req.fetch_offset:
+                    return self.force_complete()  # truncated below the fetch offset
+                start = self._start_of(tp, partition, req.fetch_offset)
+            except StorageError:  # the log went offline, or moved past the fetch offset
                 return self.force_complete()
-            if self._throttled is None or not self._throttled(partition):
-                accumulated += readable
+            if not start.on_same_segment(end):
+                if end.on_older_segment(start) or not self._held_back(partition):
+                    return self.force_complete()
+                continue
+            if not self._held_back(partition):
+                accumulated += min(end.position_diff(start), max(req.max_bytes, 0))
             if accumulated >= self.params.min_bytes:
                 return self.force_complete()
         return False
+
+    def _held_back(self, partition: Partition) -> bool:
+        """The leader's replication quota holds this partition back: its
+        bytes do not count (seed 002 §8)."""
+        return self._throttled is not None and self._throttled(partition)
 
     def on_complete(self) -> None:
         if self.future.done():

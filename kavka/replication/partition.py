@@ -461,7 +461,8 @@ class Partition:
                     AbortedTransaction(t.producer_id, t.first_offset)
                     for t in log.collect_aborted_transactions(fetch_offset, lso)
                 )
-            return LogReadResult(ErrorCode.NONE, bytes(info.records), aborted_transactions=aborted, **snapshot)
+            return LogReadResult(ErrorCode.NONE, bytes(info.records), aborted_transactions=aborted,
+                                 fetch_offset_metadata=info.fetch_offset_metadata, **snapshot)
         except (StorageError, NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError) as e:
             return LogReadResult(error_code_of(e), fetch_offset=fetch_offset, error_message=error_message_of(e))
 

@@ -15,8 +15,10 @@ waits in the produce purgatory (``DelayedProduce``) when at least one
 append succeeded. Every append tries to complete waiting fetches and
 produces of its partition.
 
-Fetch (``fetch_messages``): read every partition (``read_from_local_log``);
-for a follower, record its fetch offset as its LEO, propose adding it to
+Fetch (``fetch_messages``): the request's ``max_bytes`` and ``min_bytes``
+are capped by ``fetch.max.bytes``; read every partition
+(``read_from_local_log``: each within its ``partition_max_bytes`` and what
+the request has left, the log read no further); for a follower, record its fetch offset as its LEO, propose adding it to
 the ISR when it caught up, and move the HW; answer at once when the request
 does not wait, named no partition, found ``min_bytes``, hit an error or a
 diverging epoch; otherwise wait in the fetch purgatory (``DelayedFetch``).
@@ -43,6 +45,7 @@ coroutines ``append_records`` and ``fetch_messages``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -113,6 +116,9 @@ class ReplicaManagerConfig:
 
     replica_lag_time_max_ms: int = 30_000
     truncation_mode: str = "leader-epoch"
+    # fetch.max.bytes: the most a Fetch answer holds, whatever the request
+    # asks (Kafka's default 55 MiB); the first batch still goes whole (KIP-74)
+    fetch_max_bytes: int = 57_671_680
     num_replica_fetchers: int = 1
     isr_propagation: IsrPropagationConfig = field(default_factory=IsrPropagationConfig)
     isr_write_timeout_ms: int = 18_000  # zookeeper.session.timeout.ms (see isr_updates)
@@ -124,6 +130,8 @@ class ReplicaManagerConfig:
             )
         if self.replica_lag_time_max_ms < 1 or self.num_replica_fetchers < 1:
             raise ValueError("replica.lag.time.max.ms and num.replica.fetchers must be >= 1")
+        if self.fetch_max_bytes < 1024:
+            raise ValueError(f"fetch.max.bytes {self.fetch_max_bytes} is below its minimum of 1024")
         if self.isr_write_timeout_ms < 1:
             raise ValueError("the isr write timeout (zookeeper.session.timeout.ms) must be >= 1 ms")
 
@@ -135,6 +143,7 @@ class ReplicaManagerConfig:
             truncation_mode=str(config["replica.truncation.mode"]),
             num_replica_fetchers=int(config["num.replica.fetchers"]),
             isr_write_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
+            fetch_max_bytes=int(config["fetch.max.bytes"]),
         )
 
 
@@ -341,7 +350,13 @@ class ReplicaManager:
     async def fetch_messages(
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
     ) -> dict[TopicPartition, FetchPartitionData]:
-        """Serve a Fetch from a consumer (replica_id -1) or a follower."""
+        """Serve a Fetch from a consumer (replica_id -1) or a follower.
+        The answer holds at most ``fetch.max.bytes`` whatever the request
+        asks, and the fetch waits for no more than that (Kafka's
+        fetchMaxBytes and fetchMinBytes, followers included)."""
+        max_bytes = min(params.max_bytes, self.config.fetch_max_bytes)
+        if max_bytes != params.max_bytes or params.min_bytes > max_bytes:
+            params = dataclasses.replace(params, max_bytes=max_bytes, min_bytes=min(params.min_bytes, max_bytes))
         results = self._read(params, partitions)
         if params.is_from_follower:
             self._update_follower_fetch_states(params.replica_id, partitions, results)
@@ -362,7 +377,7 @@ class ReplicaManager:
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
         op = DelayedFetch(
             params, partitions, epochs, self.get_partition, lambda: self._read(params, partitions), future,
-            self._leader_throttled(params),
+            self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
         )
         self.fetch_purgatory.try_complete_else_watch(op, list(partitions))
         return self._record_leader_quota(params, await future)

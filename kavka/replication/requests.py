@@ -23,6 +23,7 @@ from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.storage.errors import RecordError
+from kavka.storage.fetch_data_info import LogOffsetMetadata
 
 CONSUMER_REPLICA_ID = -1  # Fetch's replica_id for a consumer (seed 002 §6.6)
 FUTURE_LOCAL_REPLICA_ID = -3  # used by Kafka for intra-broker moves; never a follower
@@ -111,7 +112,9 @@ class LogReadResult:
     """One partition's read: the batches (whole, as stored), the leader's
     offsets at read time, the error (NONE when fine), and for followers the
     divergence found from ``last_fetched_epoch``. ``fetch_offset`` is the
-    requested offset; ``leader_end_offset`` the leader's LEO when read."""
+    requested offset; ``leader_end_offset`` the leader's LEO when read;
+    ``fetch_offset_metadata`` where the read started in the log (what a
+    DelayedFetch measures new bytes from), None when nothing was read."""
 
     error: ErrorCode
     records: bytes = b""
@@ -123,6 +126,7 @@ class LogReadResult:
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
+    fetch_offset_metadata: LogOffsetMetadata | None = None
 
     def to_partition_data(self) -> FetchPartitionData:
         return FetchPartitionData(

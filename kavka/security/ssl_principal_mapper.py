@@ -87,7 +87,7 @@ class SslPrincipalMapper:
         self.rules = rules
 
     @classmethod
-    def from_rules(cls, text: str | None, key: str = "ssl.principal.mapping.rules") -> "SslPrincipalMapper":
+    def from_rules(cls, text: str | None, key: str = "ssl.principal.mapping.rules") -> SslPrincipalMapper:
         """Parse the config value; ``ValueError`` naming ``key`` and the bad rule."""
         if text is None:
             return cls([Rule(None)])

@@ -27,10 +27,11 @@ Errors, as Kafka answers them: a mechanism not enabled on the listener gets
 SaslHandshake UNSUPPORTED_SASL_MECHANISM with the enabled list; a
 SaslAuthenticate before SaslHandshake gets ILLEGAL_SASL_STATE; a failed
 exchange SASL_AUTHENTICATION_FAILED with the mechanism's message (never a
-password, never whether the user exists). Each failure is answered after
-``connection.failed.authentication.delay.ms`` and the connection is then
-closed; a v0 client, which has no way to read an error, is only
-disconnected.
+password, never whether the user exists). Each failure is answered at once
+and the connection closed ``connection.failed.authentication.delay.ms``
+later (Kafka's delayed close), so that the client reads the answer before
+the connection goes; a v0 client, which has no way to read an error, is
+only disconnected (after the same delay).
 
 KIP-368: when the exchange completes, the session lasts the shorter of
 ``connections.max.reauth.ms`` (the mechanism's own override first) and the
@@ -90,9 +91,9 @@ class AuthStep:
     """What the connection does with a frame the authenticator took:
     write ``response`` (a Kafka response to the request with ``header``) or
     ``token`` (a raw v0 SASL token, size-prefixed), adopt ``session`` from
-    the next request on, and close once the reply is written when ``close``.
-    ``failure`` says why authentication failed (log it once, with the peer);
-    a failure's reply waits ``delay_s``."""
+    the next request on, and close once the reply is written when ``close``
+    (``delay_s`` later). ``failure`` says why authentication failed (log it
+    once, with the peer)."""
 
     header: RequestHeader | None = None
     response: Message | None = None

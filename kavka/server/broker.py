@@ -123,11 +123,13 @@ from kavka.server.internal_topic import (
     InternalTopicLog,
     InternalTopicSettings,
 )
+from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
+from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
@@ -177,6 +179,7 @@ class KafkaServer:
             QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
             SystemClock())
         self._tick_task: asyncio.Task | None = None
+        self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
         self.channels: Mapping[str, ChannelBuilder] = {}
         self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
@@ -201,8 +204,12 @@ class KafkaServer:
         # listener: replica fetchers, the controller's channel, transaction
         # markers and controlled shutdown all use it.
         self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
+        # Blocking work (asyncio.to_thread) runs on num.io.threads threads
+        # from the first ZooKeeper connect on.
+        self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+                                          max_in_flight_requests=cfg["zookeeper.max.in.flight.requests"])
         await store.start()
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
@@ -211,6 +218,8 @@ class KafkaServer:
         # Topic overrides first: logs are loaded with their topic's config.
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
+        io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = log_manager = await asyncio.to_thread(
@@ -253,7 +262,9 @@ class KafkaServer:
         await dynamic_config.start()
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
-                            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+                            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
         for listener in cfg.listeners:
             server = SocketServer(dispatcher, net, channel=channels[listener.listener_name])
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
@@ -317,10 +328,11 @@ class KafkaServer:
             groups.partitions_deleted(list(update.deleted))
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
-        return {
+        quotas = self.quotas
+        handlers: dict[int, Handler] = {
             # data path (kavka.replication)
-            produce.API_KEY: produce.ProduceHandler(rm, cache),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache),
+            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
+            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -328,9 +340,11 @@ class KafkaServer:
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
-            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache),
-            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"]),
-            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation),
+            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
+                                                                     quotas.controller_mutation),
+            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache,
+                                                                                 quotas.controller_mutation),
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
@@ -382,6 +396,9 @@ class KafkaServer:
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
+        # KIP-219: every response carries its throttle time and a throttled
+        # connection is muted; request_percentage charges each handler's time.
+        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""

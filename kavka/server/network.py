@@ -29,7 +29,14 @@ Per connection:
   malformed request closes the connection too. Other connections are never
   disturbed;
 - a connection idle for ``connections.max.idle.ms`` (no request in flight)
-  is closed by the server's idle sweep.
+  is closed by the server's idle sweep;
+- ``throttle(ms)`` mutes a connection whose client violated a quota
+  (KIP-219): reading stops and no request already read is handled until
+  the time is up; the response that carries ``throttle_time_ms`` is not
+  held back;
+- every accepted socket gets ``socket.send.buffer.bytes`` and
+  ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
+  default).
 
 Security (``kavka.server.channel_builder``): on TLS listeners the
 ``TlsAcceptor`` completes the handshake before the connection exists; the
@@ -51,6 +58,7 @@ import collections
 import inspect
 import itertools
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -82,6 +90,11 @@ class RequestContext:
     connection: KafkaConnection | None = field(default=None, repr=False)
     # Who sent it: the connection's principal, listener and security protocol.
     session: Session = field(default_factory=Session)
+    # Bytes of the request (header and body: what Kafka's produce quota counts).
+    size: int = 0
+    # KIP-219: how long the client is throttled for a quota this request
+    # violated; handlers raise it, the throttling wrapper answers it.
+    throttle_time_ms: int = 0
 
     @property
     def api_version(self) -> int:
@@ -124,6 +137,10 @@ class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
     max_queued_requests: int = 64
+    # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
+    # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
+    send_buffer_bytes: int = 102400
+    receive_buffer_bytes: int = 102400
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -146,6 +163,9 @@ class KafkaConnection(asyncio.Protocol):
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._paused = False
+        # KIP-219: a throttled connection reads and handles nothing until then (loop time).
+        self._throttled_until = 0.0
+        self._unthrottle: asyncio.TimerHandle | None = None
         self.in_flight = 0
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
@@ -156,6 +176,7 @@ class KafkaConnection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
+        _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
         channel = self.server.channel
@@ -200,6 +221,8 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self.server.connections.discard(self)
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
         for t in self._tasks:
             t.cancel()
 
@@ -216,6 +239,33 @@ class KafkaConnection(asyncio.Protocol):
             raise RuntimeError(f"{self.connection_id} has no transport yet")
         return self.transport
 
+    def throttle(self, ms: int) -> None:
+        """KIP-219: mute the connection for ``ms`` (a quota was violated;
+        the response saying so goes out at once): nothing more is read from
+        the socket and no request already read is handled until then."""
+        if ms <= 0 or self._closing or self.transport is None:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000.0
+        if until <= self._throttled_until:
+            return
+        self._throttled_until = until
+        self.transport.pause_reading()
+        if self._unthrottle is not None:
+            self._unthrottle.cancel()
+        self._unthrottle = loop.call_at(until, self._end_throttle)
+
+    def _end_throttle(self) -> None:
+        self._unthrottle = None
+        if not self._closing and not self._paused and self.transport is not None:
+            self.transport.resume_reading()
+
+    def _resume_reading(self) -> None:
+        """End a pause for queued frames; a throttle keeps its own."""
+        self._paused = False
+        if self._unthrottle is None:
+            self._live_transport().resume_reading()
+
     def close(self) -> None:
         if not self._closing:
             self._closing = True
@@ -228,9 +278,12 @@ class KafkaConnection(asyncio.Protocol):
                 if not self._inbox:
                     self._inbox_ready.clear()
                     if self._paused:
-                        self._paused = False
-                        self._live_transport().resume_reading()
+                        self._resume_reading()
                     await self._inbox_ready.wait()
+                    continue
+                wait = self._throttled_until - asyncio.get_running_loop().time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
                     continue
                 if not self._can_write.is_set():
                     # The client is not reading: build no more responses for it.
@@ -238,8 +291,7 @@ class KafkaConnection(asyncio.Protocol):
                     continue
                 frame = self._inbox.popleft()
                 if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
-                    self._paused = False
-                    self._live_transport().resume_reading()
+                    self._resume_reading()
                 if not await self._handle(frame):
                     self.close()
                     return
@@ -279,7 +331,7 @@ class KafkaConnection(asyncio.Protocol):
             return False
         handler = entry[0]
         ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
-                             self.server.listener_name, received, self, self.session)
+                             self.server.listener_name, received, self, self.session, len(frame))
         self.in_flight += 1
         try:
             result = await handler(ctx, body)
@@ -300,7 +352,7 @@ class KafkaConnection(asyncio.Protocol):
         if step.session is not None:
             self.session = step.session
             self.decoder.max_frame_size = self.server.config.max_request_size
-        if step.response is None and step.token is None:
+        if step.response is None and step.token is None and step.delay_s <= 0:
             return not step.close
         self.in_flight += 1
         await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s)))
@@ -360,43 +412,56 @@ class KafkaConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass
 
-    async def _write_auth_reply(self, header: RequestHeader | None, reply: "_AuthReply") -> bool:
+    async def _write_auth_reply(self, header: RequestHeader | None, reply: _AuthReply) -> bool:
         """Write the authenticator's reply; False once the connection is closed."""
-        if reply.delay_s > 0:
-            # connection.failed.authentication.delay.ms: a failed client
-            # cannot retry at full speed (Kafka delays the reply and the close)
-            await asyncio.sleep(reply.delay_s)
         self.in_flight -= 1
         self.last_active = time.monotonic()
         if self._closing:
             return False
+        parts: list = []
         if reply.token is not None:
-            parts: list = [reply.token]
-        else:
-            assert header is not None and reply.response is not None
+            parts = [reply.token]
+        elif reply.response is not None:
+            assert header is not None
             parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id,
                                           reply.response)
-        if not self._can_write.is_set():
-            await self._can_write.wait()
-        self._live_transport().writelines(frame_parts(parts))
-        if reply.close:
-            self.close()
-            return False
-        return True
+        if parts:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            self._live_transport().writelines(frame_parts(parts))
+        if not reply.close:
+            return True
+        if reply.close_delay_s > 0:
+            # connection.failed.authentication.delay.ms: the close waits, so
+            # the client reads the error before the connection goes (a
+            # client that sees the close with the answer may drop the
+            # answer) and cannot retry at once on the same socket.
+            await asyncio.sleep(reply.close_delay_s)
+        self.close()
+        return False
 
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
 
 
+def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None:
+    if sock is None:
+        return
+    for option, size in ((socket.SO_SNDBUF, config.send_buffer_bytes), (socket.SO_RCVBUF, config.receive_buffer_bytes)):
+        if size >= 0:
+            sock.setsockopt(socket.SOL_SOCKET, option, size)
+
+
 @dataclass(frozen=True, slots=True)
 class _AuthReply:
-    """An authenticator's reply in the outbox: a response or a raw token,
-    written after ``delay_s``, then the connection closed if ``close``."""
+    """An authenticator's reply in the outbox: a response or a raw token
+    (or nothing), then, if ``close``, the connection closed ``close_delay_s``
+    later."""
 
     response: Any
     token: bytes | None
     close: bool
-    delay_s: float
+    close_delay_s: float
 
 
 class SocketServer:

@@ -115,6 +115,21 @@ class LocalLog:
         active = self.segments.active
         return LogOffsetMetadata(self._next_offset, active.base_offset, active.size)
 
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` (within [first base, LEO]: the caller checks the
+        range) is: its segment and the position of the batch holding it,
+        or the segment's end when no batch there reaches it (Kafka's
+        convertToOffsetMetadata). One index lookup and a header scan of at
+        most ``index.interval.bytes``."""
+        if offset >= self._next_offset:
+            return self.log_end_offset_metadata()
+        segment = self.segments.floor(offset)
+        if segment is None:
+            segment = self.segments.first
+        found = segment.translate_offset(offset)
+        position = found[0] if found is not None else segment.size
+        return LogOffsetMetadata(offset, segment.base_offset, position)
+
     def raise_recovery_point(self, offset: int) -> None:
         """Everything below ``offset`` needs no recovery (the log start moved
         past it); never beyond LEO."""

@@ -88,6 +88,7 @@ from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
+from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
 
@@ -109,12 +110,17 @@ class Log:
         high_watermark: int = 0,
         had_clean_shutdown: bool = False,
         rng: random.Random | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.dir = Path(directory)
         self.topic_partition: TopicPartition = parse_topic_partition(self.dir.name)
         clock = clock or SystemClock()
         rng = rng or random.Random()
         self._lock = threading.RLock()
+        # offset -> its LogOffsetMetadata: the high watermark's and the last
+        # stable offset's, asked at every DelayedFetch check; cleared when
+        # positions may change (truncation, segments removed or replaced)
+        self._positions: dict[int, LogOffsetMetadata] = {}
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
@@ -150,7 +156,7 @@ class Log:
         self._log_start_offset = loaded.log_start_offset
         end = loaded.next_offset
         # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.
-        self.producer_state = ProducerStateManager(self.dir)
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         completed = self.producer_state.load(loaded.segments, end, clock.milliseconds())
         self._local.index_aborted(completed)  # aborts whose index entry was lost in a crash
         self.leader_epoch_cache.truncate_from_end(end)
@@ -225,6 +231,36 @@ class Log:
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         with self._lock:
             return self._local.log_end_offset_metadata()
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` is (its segment and batch position; see
+        ``LogOffsetMetadata``), remembered until positions may change.
+        Raises ``OffsetOutOfRangeError`` outside [log start, LEO]."""
+        with self._lock:
+            local = self._local
+            if offset >= local.log_end_offset:
+                if offset > local.log_end_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is past the log end {local.log_end_offset} "
+                                                f"of {self.topic_partition}")
+                return local.log_end_offset_metadata()
+            meta = self._positions.get(offset)
+            if meta is None:
+                if offset < self._log_start_offset:
+                    raise OffsetOutOfRangeError(f"offset {offset} is below the log start {self._log_start_offset} "
+                                                f"of {self.topic_partition}")
+                if len(self._positions) >= 8:  # old high watermarks
+                    self._positions.clear()
+                meta = self._positions[offset] = local.offset_metadata(offset)
+            return meta
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        """The high watermark and where it is (see ``offset_metadata``)."""
+        with self._lock:
+            return self.offset_metadata(self._high_watermark)
+
+    def last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        with self._lock:
+            return self.offset_metadata(self.last_stable_offset)
 
     def segment_for(self, offset: int) -> LogSegment | None:
         """The segment whose range holds ``offset`` (floor by base offset)."""
@@ -375,6 +411,14 @@ class Log:
         """The periodic flusher (``flush.ms``, or a segment rolled since)."""
         return self._local.maybe_flush(now_ms)
 
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget the producers idle (by their last batch's timestamp) for
+        ``producer.id.expiration.ms`` that hold no open transaction (Kafka's
+        PeriodicProducerExpirationCheck, KIP-854): their next batch starts
+        afresh (KIP-360). Returns how many went."""
+        with self._lock:
+            return self.producer_state.remove_expired(now_ms)
+
     # ---- read ------------------------------------------------------------------------------------
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
@@ -443,6 +487,7 @@ class Log:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
             local.truncate_to(target_offset)
+            self._positions.clear()
             end = local.log_end_offset
             self._high_watermark = min(self._high_watermark, end)
             self._log_start_offset = min(self._log_start_offset, end)
@@ -459,6 +504,7 @@ class Log:
         with self._lock:
             self._local.check_online()
             self._local.truncate_fully_and_start_at(new_offset)
+            self._positions.clear()
             self._log_start_offset = new_offset
             self._high_watermark = new_offset
             self.leader_epoch_cache.clear_and_flush()
@@ -557,6 +603,7 @@ class Log:
         if not doomed:
             return
         self._local.remove_and_delete_segments(doomed)
+        self._positions.clear()
         # Snapshots below the first remaining segment describe no batch left;
         # the one at its base is kept: the state before every remaining batch.
         first = self._local.segments.first.base_offset
@@ -583,6 +630,7 @@ class Log:
             if precondition is not None:
                 precondition()
             self._local.replace_segments(new_segment, old_segments)
+            self._positions.clear()
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:

@@ -17,6 +17,9 @@ Commands:
   librdkafka. Both share the line/record formats of ``console_format``.
 * ``consumer_groups`` — ``kavka consumer-groups``: list, describe, delete
   groups, reset their offsets.
+* ``configs`` — ``kavka configs``: describe and alter topic, broker, user
+  and client-id configs — client quotas and SCRAM credentials included —
+  with kafka-configs.sh's options and output.
 * ``acls`` — ``kavka acls``: add, remove and list ACLs (kafka-acls.sh's
   options, ``--producer``/``--consumer`` shortcuts and output).
 * ``dump_log`` — ``kavka dump-log``: segments, indexes, checkpoint and

@@ -59,7 +59,7 @@ class Ca:
     def __init__(self, cn: str) -> None:
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.name = _name(cn)
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.cert = (x509.CertificateBuilder().subject_name(self.name).issuer_name(self.name)
                      .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
                      .not_valid_before(now - datetime.timedelta(minutes=5))
@@ -77,7 +77,7 @@ class Ca:
     def issue(self, cn: str, *, hosts: tuple[str, ...] = (), name: x509.Name | None = None,
               rsa_key: bool = False) -> Issued:
         key = rsa.generate_private_key(65537, 2048) if rsa_key else ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         builder = (x509.CertificateBuilder().subject_name(name or _name(cn)).issuer_name(self.name)
                    .public_key(key.public_key()).serial_number(x509.random_serial_number())
                    .not_valid_before(now - datetime.timedelta(minutes=5))

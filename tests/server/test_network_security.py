@@ -20,6 +20,7 @@ import ssl
 import struct
 
 import pytest
+from security.certs import Pki  # tests/security/certs.py (tests/ is on sys.path: its conftest)
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.errors import ErrorCode
@@ -36,8 +37,6 @@ from kavka.security import tls
 from kavka.server.channel_builder import build_channel_builders
 from kavka.server.handlers import sasl_authenticate, sasl_handshake
 from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
-
-from security.certs import Pki  # tests/security/certs.py (tests/ is on sys.path: its conftest)
 
 pytestmark = pytest.mark.async_timeout(40)
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
@@ -91,7 +90,7 @@ class Cluster:
         self.servers: dict[str, SocketServer] = {}
         self.addresses: dict[str, tuple[str, int]] = {}
 
-    async def __aenter__(self) -> "Cluster":
+    async def __aenter__(self) -> Cluster:
         d = session_dispatcher()
         for name, channel in self.channels.items():
             server = SocketServer(d, NetworkConfig(max_request_size=1 << 20), channel=channel)
@@ -117,7 +116,7 @@ class Conn:
         self.correlation = 0
 
     @classmethod
-    async def open(cls, cluster: Cluster, listener: str, ssl_ctx: ssl.SSLContext | None = None) -> "Conn":
+    async def open(cls, cluster: Cluster, listener: str, ssl_ctx: ssl.SSLContext | None = None) -> Conn:
         host, port = cluster.addresses[listener]
         if ssl_ctx is None and listener in ("SSL", "SASL_SSL"):
             ssl_ctx = cluster.client_ssl()
@@ -141,9 +140,9 @@ class Conn:
             return hs
         return await self.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()), 2)
 
-    async def closed(self, timeout: float = 10.0) -> bool:
+    async def closed(self, wait_s: float = 10.0) -> bool:
         try:
-            return await asyncio.wait_for(self.reader.read(1), timeout) == b""
+            return await asyncio.wait_for(self.reader.read(1), wait_s) == b""
         except (ConnectionResetError, ssl.SSLError):
             return True
 

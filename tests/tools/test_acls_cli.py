@@ -37,7 +37,7 @@ def test_command_config_keys_the_client_cannot_honour_are_refused(kavka, tmp_pat
                           ("sasl.mechanism=PLAIN\n", "security.protocol is PLAINTEXT, which does not use SASL"),
                           ("linger.ms=5\n", "'linger.ms' is not a client setting"),
                           ("request.timeout.ms=soon\n", "not a positive integer"),
-                          ("no-separator-here\n", "line 1")]:
+                          ("no-separator-here\n", "line 1 has no '='")]:
         cfg.write_text(text)
         r = kavka("acls", "--bootstrap-server", "127.0.0.1:1", "--list", "--command-config", str(cfg))
         assert r.returncode == 2 and str(cfg) in r.stderr and message in r.stderr, (text, r.stderr)

@@ -1,7 +1,8 @@
 """Decode the records of one v2 batch (lazily, decompressing when needed).
 
 Not on the broker's hot path, which walks records without decoding them
-(``validation``, in C; DESIGN.md): used to compact, to check idempotent sequence numbers, by tools (dump-log, the
+(``validation``, in C; docs/ARCHITECTURE.md): used to compact, to check
+idempotent sequence numbers, by tools (dump-log, the
 console consumer) and by Kavka's own client.
 
 The header is validated first (size, magic, CRC32C unless told otherwise).

@@ -98,9 +98,11 @@ class ReplicaFetcherManager:
         )
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
+        config = self._config()
         return RemoteLeaderEndPoint(
-            leader, self.broker_id, request_timeout_ms=self._config().socket_timeout_ms,
-            client_id=f"broker-{self.broker_id}-fetcher", security=self._security,
+            leader, self.broker_id, request_timeout_ms=config.socket_timeout_ms,
+            client_id=f"broker-{self.broker_id}-fetcher", receive_buffer_bytes=config.receive_buffer_bytes,
+            security=self._security,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------

@@ -53,12 +53,13 @@ class RemoteLeaderEndPoint:
     """See the module docstring."""
 
     def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
-                 security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+                 receive_buffer_bytes: int = -1, security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
         self.security = security
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
         self.client_id = client_id
+        self.receive_buffer_bytes = receive_buffer_bytes  # replica.socket.receive.buffer.bytes
         self._conn: BrokerConnection | None = None
 
     def __repr__(self) -> str:
@@ -72,7 +73,8 @@ class RemoteLeaderEndPoint:
                     self.leader.host, self.leader.port, self.client_id,
                     request_timeout_ms=self.request_timeout_ms,
                     connect_timeout_ms=self.request_timeout_ms,
-                    node_id=self.leader.broker_id, security=self.security,
+                    node_id=self.leader.broker_id,
+                    receive_buffer_bytes=self.receive_buffer_bytes, security=self.security,
                 )
                 await conn.connect()
                 self._conn = conn

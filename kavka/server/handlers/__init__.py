@@ -21,6 +21,10 @@ From the controller (seed 000): ``leader_and_isr`` (4), ``stop_replica``
 ACLs (KIP-140, KIP-290): ``describe_acls`` (29), ``create_acls`` (30),
 ``delete_acls`` (31), with what they share in ``acl_common``.
 
+Users and client ids: ``describe_client_quotas`` (48),
+``alter_client_quotas`` (49) (KIP-546), ``describe_user_scram_credentials``
+(50), ``alter_user_scram_credentials`` (51) (KIP-554).
+
 Group coordinator (kavka.group): ``find_coordinator`` (10), ``join_group``
 (11), ``heartbeat`` (12), ``leave_group`` (13), ``sync_group`` (14),
 ``describe_groups`` (15), ``list_groups`` (16), ``offset_commit`` (8),

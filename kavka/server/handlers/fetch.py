@@ -11,6 +11,13 @@ every response has session id 0, which tells a client to keep sending full
 requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
 Kafka answers for an evicted session. The records are the log's bytes,
 never decoded here.
+
+``consumer_byte_rate`` (KIP-13, KIP-219) for consumers (not followers):
+``max_bytes`` is capped to what the quota's window holds; the bytes
+returned are charged to the quota, and a fetch that takes the client over
+it returns no data — no partitions, as Kafka's throttled response — with
+the throttle time, its bytes taken back off the measurement, and the
+connection muted for that long (``kavka.server.throttling``).
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
+from kavka.security.quota.manager import ClientQuotaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -32,9 +41,10 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
+        self.quota = quota
 
     async def __call__(self, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         version = ctx.api_version
@@ -65,10 +75,25 @@ class FetchHandler:
                     log_start_offset=p.log_start_offset if version >= 5 else -1,
                 )
                 order.append((name, topic_id, tp))
+        max_bytes, min_bytes = request.max_bytes, request.min_bytes
+        user, client_id = quota_user(ctx), quota_client_id(ctx)
+        quota_applies = replica_id < 0 and self.quota.enabled
+        if quota_applies:
+            window_bytes = self.quota.max_value_in_quota_window(user, client_id)
+            if window_bytes is not None:
+                max_bytes = min(max_bytes, int(window_bytes))
+                min_bytes = min(min_bytes, max_bytes)
         params = FetchParams(
-            replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
-            max_bytes=request.max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
+            replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=min_bytes,
+            max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
         data = await self.replica_manager.fetch_messages(params, partitions) if partitions else {}
+        if quota_applies:
+            size = sum(len(d.records) for d in data.values() if d.records)
+            throttle = self.quota.record_and_get_throttle_ms(user, client_id, size)
+            if throttle > 0:
+                self.quota.unrecord(user, client_id, size)
+                ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
+                return R(throttle_time_ms=throttle, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
 
         topics: dict[tuple[str, uuid.UUID], list] = {}
         leaders_wanted: set[int] = set()

@@ -19,6 +19,11 @@ one batch of magic 2 (INVALID_RECORD otherwise) and no zstd before v7
 LogValidator, ``kavka.storage.log_validator``); a refused batch answers
 INVALID_RECORD or INVALID_TIMESTAMP with, from v8, the refused records in
 ``record_errors`` (KIP-467), and nothing of it is appended.
+
+``producer_byte_rate`` (KIP-13): once the batches are appended, the
+request's size is charged to the client's quota; over it, the response
+carries the throttle time and the connection is muted for it
+(``kavka.server.throttling``) — acks=0 included, which has no response.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.protocol.records import ATTR_COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression, peek_size
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.security.quota.manager import ClientQuotaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -39,9 +46,10 @@ ATTRIBUTES_OFFSET = 21  # int16; the codec is in the low byte
 
 
 class ProduceHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
+        self.quota = quota
 
     async def __call__(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
         version = ctx.api_version
@@ -63,6 +71,9 @@ class ProduceHandler:
                     entries[tp] = p.records
         acks = request.acks
         results = await self.replica_manager.append_records(request.timeout_ms, acks, entries) if entries else {}
+        if self.quota.enabled:
+            throttle = self.quota.record_and_get_throttle_ms(quota_user(ctx), quota_client_id(ctx), ctx.size)
+            ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
         if acks == 0:
             return None
         R = ProduceResponse

@@ -82,6 +82,11 @@ class ProducerStateManager:
         self.dir = directory
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        # producer id -> first offset of its open transaction: the entries
+        # whose current_txn_first_offset >= 0, so that the first unstable
+        # offset (asked at every read_committed fetch) costs the open
+        # transactions, not the producers
+        self._ongoing: dict[int, int] = {}
         self._unsynced: list[Path] = []
 
     # ---- leader checks and updates -----------------------------------------------------------
@@ -138,6 +143,7 @@ class ProducerStateManager:
         entry.add(ProducerEpoch(h.producer_epoch), BatchMetadata(h.base_sequence, h.last_sequence, first_offset, last_offset, timestamp))
         if h.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = first_offset
+            self._ongoing[h.producer_id] = first_offset
 
     def _complete_txn(
         self, h: RecordBatchHeader, marker_offset: int, timestamp: int, coordinator_epoch: int
@@ -158,6 +164,7 @@ class ProducerStateManager:
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
+        self._ongoing.pop(h.producer_id, None)
         if first < 0:
             return None  # a marker for a transaction with no data here (or a retried marker)
         still_open = self.first_unstable_offset()
@@ -166,12 +173,11 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest open transaction (None: all stable)."""
-        opened = [e.current_txn_first_offset for e in self.producers.values() if e.current_txn_first_offset >= 0]
-        return min(opened) if opened else None
+        return min(self._ongoing.values()) if self._ongoing else None
 
     def ongoing_transactions(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset."""
-        return {pid: e.current_txn_first_offset for pid, e in self.producers.items() if e.current_txn_first_offset >= 0}
+        return dict(self._ongoing)
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -221,6 +227,7 @@ class ProducerStateManager:
         re-indexes the aborted ones its ``.txnindex`` files lack)."""
         self.delete_snapshots_after(log_end_offset)
         self.producers = {}
+        self._ongoing = {}
         start = segments[0].base_offset if segments else log_end_offset
         for off in reversed(list_snapshots(self.dir)):
             try:
@@ -230,6 +237,8 @@ class ProducerStateManager:
                 delete_snapshot(self.dir, off)
                 continue
             self.producers = {e.producer_id: ProducerStateEntry.from_snapshot(e) for e in entries}
+            self._ongoing = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                             if e.current_txn_first_offset >= 0}
             start = max(off, start)
             break
         completed: list[CompletedTxn] = []
@@ -256,4 +265,5 @@ class ProducerStateManager:
 
     def truncate_fully(self) -> None:
         self.producers = {}
+        self._ongoing = {}
         self.delete_snapshots_after(-1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from kavka.common.clock import SystemClock
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import iter_batches
@@ -29,6 +30,9 @@ from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoin
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.quota.entity import QuotaType
+from kavka.security.quota.manager import ClientQuotaManager
+from kavka.security.quota.rate import QuotaWindow
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -131,7 +135,8 @@ class Node:
 
         d = Dispatcher()
         api_versions.register(d)
-        fetch.register(d, fetch.FetchHandler(self.rm, MetadataCache(self.broker_id)))
+        fetch.register(d, fetch.FetchHandler(
+            self.rm, MetadataCache(self.broker_id), ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock())))
         list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm))
         offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm))
         self.server = SocketServer(d, NetworkConfig())

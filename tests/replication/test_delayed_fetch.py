@@ -1,0 +1,160 @@
+"""DelayedFetch against a real log: it completes when the bytes between the
+fetch offset's position and the end it may read to (HW, LSO or LEO) reach
+``min_bytes`` — counted from log positions, each partition at most its
+``max_bytes`` — or at once on a truncation below the fetch offset or a
+segment rolled past it; and a check reads nothing from the log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kavka.protocol.records.builder import SimpleRecord, build_batch
+from kavka.protocol.records.control import ControlRecordType, build_control_batch
+from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
+from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
+from kavka.storage.append_origin import AppendOrigin
+from kavka.storage.file_records import FileRecords
+from kavka.storage.log import Log
+
+from .conftest import T0, TP, batch, make_partition, state
+
+MiB = 1 << 20
+ONE = batch(1, b"x" * 200)
+SIZE = len(ONE)
+
+
+def delayed(partition, isolation: FetchIsolation, fetch_offset: int, min_bytes: int, max_bytes: int = MiB,
+            replica_id: int = -1) -> DelayedFetch:
+    """A fetch parked as the replica manager parks one: read once, then
+    waiting from where that read started."""
+    params = FetchParams(replica_id, 30_000, min_bytes, 50 * MiB, isolation)
+    partitions = {TP: FetchPartition(fetch_offset, max_bytes)}
+
+    def read():
+        return read_from_local_log(lambda tp: partition, lambda tp: None, params, partitions)
+
+    first = read()
+    future = asyncio.get_running_loop().create_future()
+    return DelayedFetch(params, partitions, {TP: partition.leader_epoch}, lambda tp: partition, read, future,
+                        start={tp: r.fetch_offset_metadata for tp, r in first.items()})
+
+
+def leader(log, clock, replicas=(1,)):
+    p = make_partition(log, clock)
+    p.make_leader(state(1, 0, replicas))
+    return p
+
+
+async def test_completes_when_the_bytes_below_the_high_watermark_reach_min_bytes(log, clock):
+    p = leader(log, clock)
+    p.append_records_to_leader(ONE, required_acks=1)
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 1, min_bytes=3 * SIZE)
+    assert not op.try_complete()
+    p.append_records_to_leader(ONE, required_acks=1)
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert log.high_watermark == 3 and not op.try_complete()  # 2 batches
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert op.try_complete()
+    answer = await op.future
+    assert len(answer[TP].records) == 3 * SIZE
+
+
+async def test_bytes_past_the_high_watermark_do_not_count(log, clock):
+    p = leader(log, clock, replicas=(1, 2))  # the follower holds the HW back
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 0, min_bytes=SIZE)
+    for _ in range(5):
+        p.append_records_to_leader(ONE, required_acks=1)
+    assert log.log_end_offset == 5 and log.high_watermark == 0 and not op.try_complete()
+    p.update_follower_fetch_state(2, 2, 0, clock.milliseconds(), 5)
+    p.maybe_increment_hw()
+    assert log.high_watermark == 2 and op.try_complete()
+    assert len((await op.future)[TP].records) == 2 * SIZE
+
+
+async def test_a_follower_counts_to_the_log_end(log, clock):
+    p = leader(log, clock, replicas=(1, 2))
+    op = delayed(p, FetchIsolation.LOG_END, 0, min_bytes=2 * SIZE, replica_id=2)
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert not op.try_complete()
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert op.try_complete()
+
+
+async def test_each_partition_counts_at_most_its_max_bytes(log, clock):
+    p = leader(log, clock)
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 0, min_bytes=2 * SIZE, max_bytes=SIZE)
+    for _ in range(10):
+        p.append_records_to_leader(ONE, required_acks=1)
+    assert not op.try_complete()  # 10 batches there, but the partition may give one
+
+
+async def test_read_committed_waits_for_the_last_stable_offset(log, clock):
+    p = leader(log, clock)
+    op = delayed(p, FetchIsolation.TXN_COMMITTED, 0, min_bytes=1)
+    txn = build_batch([SimpleRecord(b"k", b"v", T0)], producer_id=7, producer_epoch=0, base_sequence=0,
+                      is_transactional=True)
+    p.append_records_to_leader(txn, required_acks=1)
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert log.high_watermark == 2 and p.last_stable_offset() == 0 and not op.try_complete()
+    p.append_records_to_leader(build_control_batch(ControlRecordType.COMMIT, 7, 0, 0, T0), required_acks=1,
+                               origin=AppendOrigin.COORDINATOR)
+    assert p.last_stable_offset() == 3 and op.try_complete()
+
+
+async def test_a_truncation_below_the_fetch_offset_completes_it(log, clock):
+    p = leader(log, clock, replicas=(1, 2))
+    for _ in range(4):
+        p.append_records_to_leader(ONE, required_acks=1)
+    op = delayed(p, FetchIsolation.LOG_END, 4, min_bytes=MiB, replica_id=2)
+    assert not op.try_complete()
+    log.truncate_to(2)
+    assert op.try_complete()
+
+
+async def test_a_segment_rolled_past_the_fetch_offset_completes_it(log, clock):
+    p = leader(log, clock)
+    p.append_records_to_leader(ONE, required_acks=1)
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 1, min_bytes=MiB)
+    log.roll()
+    assert not op.try_complete()  # rolled, nothing new: the same offset on the new segment
+    p.append_records_to_leader(ONE, required_acks=1)
+    assert op.try_complete()  # the bytes are on a newer segment than the fetch offset
+
+
+async def test_a_fetch_parked_at_the_high_watermark_with_a_lagging_follower(log, clock):
+    """The read at the HW (below the LEO) knows no position; it is looked
+    up once, and the HW's position is remembered by the log until it moves."""
+    p = leader(log, clock, replicas=(1, 2))
+    for _ in range(3):
+        p.append_records_to_leader(ONE, required_acks=1)
+    p.update_follower_fetch_state(2, 1, 0, clock.milliseconds(), 3)
+    p.maybe_increment_hw()
+    assert log.high_watermark == 1
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 1, min_bytes=2 * SIZE)
+    assert not op.try_complete()
+    p.update_follower_fetch_state(2, 3, 0, clock.milliseconds(), 3)
+    p.maybe_increment_hw()
+    assert op.try_complete()
+    assert len((await op.future)[TP].records) == 2 * SIZE
+
+
+@pytest.mark.parametrize("min_bytes", [2 * SIZE * 50, MiB])
+async def test_a_check_reads_nothing_from_the_log(log: Log, clock, monkeypatch, min_bytes):
+    """Kafka compares positions (O(1) per check); re-reading up to
+    ``min_bytes`` at every append made each check cost what it waited for."""
+    p = leader(log, clock)
+    p.append_records_to_leader(ONE, required_acks=1)
+    op = delayed(p, FetchIsolation.HIGH_WATERMARK, 1, min_bytes=min_bytes)
+    reads: list[int] = []
+    real_read = FileRecords.read
+    monkeypatch.setattr(FileRecords, "read", lambda self, pos, size: reads.append(size) or real_read(self, pos, size))
+    for _ in range(100):
+        p.append_records_to_leader(ONE, required_acks=1)
+        reads_before = len(reads)
+        done = op.try_complete()
+        assert len(reads) == reads_before or done, "a check read the log"
+        if done:
+            break
+    assert op.future.done() == (min_bytes <= 100 * SIZE)
