@@ -28,6 +28,7 @@ from typing import Any
 
 from kavka.common.broker_config_keys import (
     BROKER_CONFIG,
+    CONNECTION_LISTENER_KEYS,
     DYNAMIC_BROKER_KEYS,
     LISTENER_KEYS,
     MECHANISM_KEYS,
@@ -175,6 +176,9 @@ class KafkaConfig:
             raise err("broker.id", "is -1 but broker.id.generation.enable is false; set broker.id to an id >= 0")
         if broker_id > v["reserved.broker.max.id"] and v["broker.id.generation.enable"]:
             raise err("broker.id", f"value {broker_id} is above reserved.broker.max.id ({v['reserved.broker.max.id']}), where generated ids live; use a smaller id or raise reserved.broker.max.id")
+        if v["max.connections.per.ip"] == 0 and not v["max.connections.per.ip.overrides"]:
+            raise err("max.connections.per.ip", "can be 0 only with max.connections.per.ip.overrides "
+                                                "(the addresses that may connect at all)")
 
         protocol_map = _wrap(sources.get("listener.security.protocol.map", source), lambda: parse_security_protocol_map("listener.security.protocol.map", v["listener.security.protocol.map"]))
         listeners = _wrap(sources.get("listeners", source), lambda: parse_listeners("listeners", v["listeners"], protocol_map))
@@ -277,13 +281,20 @@ class KafkaConfig:
         sources: dict[str, str] = {k: self.source for k in merged}
         for where, layer in (("/config/brokers/<default>", cluster_default), (f"/config/brokers/{self.broker_id}", per_broker)):
             for key, raw in layer.items():
-                if key not in DYNAMIC_BROKER_KEYS:
+                if key not in DYNAMIC_BROKER_KEYS and not _dynamic_listener_key(key, where):
                     if key not in BROKER_CONFIG and not key.startswith("listener.name."):
                         raise ConfigError(key, _unknown_message(key), where)
                     raise ConfigError(key, "cannot be changed while the broker runs; set it in server.properties and restart", where)
                 merged[key] = raw
                 sources[key] = where
         return KafkaConfig.from_props(merged, self.source, sources)
+
+
+def _dynamic_listener_key(key: str, where: str) -> bool:
+    """``listener.name.<listener>.max.connections`` and
+    ``...max.connection.creation.rate`` may change live, as in Kafka."""
+    lk = _wrap(where, lambda: parse_listener_key(key, LISTENER_KEYS, MECHANISM_KEYS))
+    return lk is not None and lk.mechanism is None and lk.key in CONNECTION_LISTENER_KEYS
 
 
 def _check_listener_overrides(v: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]],

@@ -9,7 +9,7 @@ be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>`
 (seed 002 §8).
 
 Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
-``num.io.threads``, ``background.threads``, ``queued.max.requests``) are
+``num.io.threads``, ``background.threads``) are
 accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
 event loop per broker reads the ones that make sense for it (see each doc).
 
@@ -17,6 +17,8 @@ Pure data; any thread.
 """
 
 from __future__ import annotations
+
+import re
 
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
@@ -58,6 +60,33 @@ def _authorizer_class(key: str, value: object) -> None:
                                f"(or {AUTHORIZER_CLASSES[2]}), or leave it empty for no authorizer")
 
 
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:n,ip:n`` (an IPv6
+    address keeps its colons: the count is after the last one; brackets
+    around it are dropped). Raises ``ValueError`` naming the entry."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            n = -1
+        if not sep or not host or n < 0:
+            raise ValueError(f"entry {entry!r} is not host:count with a count >= 0")
+        out[host] = n
+    return out
+
+
+def _ip_overrides(key: str, value: object) -> None:
+    try:
+        parse_ip_overrides(str(value or ""))
+    except ValueError as e:
+        raise ConfigError(key, f"{e} (expected e.g. 'hostName:100,127.0.0.1:200')") from None
+
+
 def _principal_list(key: str, value: object) -> None:
     """``super.users``: ``Type:name`` items separated by ';' (Kafka's
     SecurityUtils.parseKafkaPrincipal form)."""
@@ -65,6 +94,16 @@ def _principal_list(key: str, value: object) -> None:
         ptype, sep, name = item.strip().partition(":")
         if item.strip() and (not sep or not ptype.strip() or not name):
             raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
+
+
+# A Kafka release as (log.)message.format.version names one (Kafka's
+# MetadataVersion.fromVersionString: 0.x.y[.z] or x.y[.z], optionally -IVn).
+_KAFKA_VERSION = re.compile(r"(0\.(8|9|10|11)\.\d+(\.\d+)?|[1-3]\.\d+(\.\d+)?)(-IV\d+)?")
+
+
+def kafka_version(key: str, value: object) -> None:
+    if not _KAFKA_VERSION.fullmatch(str(value)):
+        raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
 
 
 BROKER_CONFIG = ConfigDef()
@@ -83,14 +122,17 @@ _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol bet
 _d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
-_d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests read (or being read) and not yet taken up by their handler, across all connections; when reached, connections wait with reading paused.", Range(1, None))
+_d("queued.max.request.bytes", LONG, 104857600, "Bytes of requests held in memory (Kafka's memory pool): a connection whose next request does not fit waits, muted, before reading it. Requests larger than half of it are read one at a time besides, so at most this plus socket.request.max.bytes is held. -1 (or 0) = unbounded, Kafka's default; Kavka bounds it by default (a Python broker has no heap limit to fail on first).")
 _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
-_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
+_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
-_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
-_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", Range(0, None))
-_d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
+_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
+_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
+_d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)
+_d("max.connection.creation.rate", INT, INT_MAX, "New connections a second the broker accepts on every listener but the inter-broker one (KIP-612); over it a new connection is closed at once. Per listener: listener.name.<listener>.max.connection.creation.rate.", Range(0, None))
+_d("connections.max.idle.ms", LONG, 600000, "A connection with no request in flight and no bytes read or written for this many ms is closed.", Range(1, None))
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
@@ -186,6 +228,19 @@ _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a cons
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
 
+# -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
+# Kafka brokers accept these whatever mechanisms are enabled, and change them
+# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
+# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
+# does not serve GSSAPI, so they tune nothing here: like num.network.threads,
+# they are kept and reported so that a Kafka configuration carries over.
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
 _d("transaction.state.log.replication.factor", INT, 3, "Replication factor of __transaction_state.", Range(1, SHORT_MAX))
@@ -238,6 +293,7 @@ _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-9
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
 
@@ -271,6 +327,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
 }
 
 # Keys a listener may override with listener.name.<listener>.<key>, the
@@ -280,14 +337,18 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
 SSL_KEYS: frozenset[str] = frozenset(k for k in BROKER_CONFIG.names() if k.startswith("ssl."))
 SASL_LISTENER_KEYS: frozenset[str] = frozenset({"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
                                                 "connections.max.reauth.ms"})
-LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS
+# A listener's own connection limits (Kafka's ListenerReconfigurableConfigs),
+# which may also change live: listener.name.<listener>.max.connections ...
+CONNECTION_LISTENER_KEYS: frozenset[str] = frozenset({"max.connections", "max.connection.creation.rate"})
+LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS | CONNECTION_LISTENER_KEYS
 MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    # Kafka's DynamicLogConfig leaves out log.message.format.version.
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
         "num.network.threads",
@@ -302,7 +363,11 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "log.cleaner.backoff.ms",
         "max.connections",
         "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }
+    # Kafka's DynamicListenerConfig reconfigures the Kerberos keys live.
+    | {k for k in BROKER_CONFIG.names() if k.startswith("sasl.kerberos.")}
 )

@@ -7,6 +7,13 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``main``: ``kavka server start`` (one broker in the foreground);
 - ``network``: socket server, per-connection request ordering, the
   ``Dispatcher`` (API key -> handler and served versions);
+- ``frame_receiver``: ``FrameReceiver``, a connection's frames read into
+  buffers granted before they are used;
+- ``memory_pool``: ``MemoryPool``, the budget of requests held in memory
+  (``queued.max.request.bytes``) and of requests read ahead
+  (``queued.max.requests``);
+- ``connection_quotas``: ``ConnectionQuotas``, the connection limits
+  (``max.connections``, per listener and per address, creation rates);
 - ``channel_builder``: each listener's security (Kafka's ChannelBuilders):
   its TLS context, its SASL setup, who a connection is (``Session``), and
   the inter-broker principal;
@@ -42,6 +49,8 @@ lifecycle, over the replication, controller, group and transaction layers.
   AclAuthorizer: loads every ACL into the broker's ``AclAuthorizer``
   cache, follows the ACL change notifications, and stores what CreateAcls
   and DeleteAcls change;
+- ``io_threads``: ``IoThreadPool``, the threads of the broker's blocking
+  work, sized by ``num.io.threads``;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

@@ -65,6 +65,7 @@ from kavka.server.admin_manager import AdminManager
 from kavka.server.channel_builder import ChannelBuilder, build_channel_builders, inter_broker_client_security
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
+from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
@@ -125,7 +126,7 @@ from kavka.server.internal_topic import (
 )
 from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
-from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
+from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
@@ -181,6 +182,8 @@ class KafkaServer:
         self._tick_task: asyncio.Task | None = None
         self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
+        self.connection_quotas: ConnectionQuotas | None = None
+        self._quota_reconfiguration: asyncio.Task | None = None
         self.channels: Mapping[str, ChannelBuilder] = {}
         self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
         self.marker_writer: BrokerMarkerWriter | None = None
@@ -256,6 +259,21 @@ class KafkaServer:
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
         # manager follows /config/changes.
+        # The connection limits follow dynamic broker config changes too
+        # (host names of the overrides resolved off the loop).
+        self.connection_quotas = connection_quotas = ConnectionQuotas(await _connection_quota_config(configs.current))
+
+        async def reconfigure_connection_quotas(config: KafkaConfig) -> None:
+            try:
+                connection_quotas.update(await _connection_quota_config(config))
+            except Exception:
+                log.exception("applying the changed connection limits failed")
+
+        def connection_limits_changed(config: KafkaConfig) -> None:
+            self._quota_reconfiguration = asyncio.get_running_loop().create_task(
+                reconfigure_connection_quotas(config), name="connection-quotas-reconfigure")
+
+        configs.add_listener(connection_limits_changed)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
         self.dynamic_config = dynamic_config = DynamicConfigManager(
             zk, {**configs.handlers(), **quota_configs.handlers()})
@@ -263,10 +281,15 @@ class KafkaServer:
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            listen_backlog=cfg["socket.listen.backlog.size"],
                             send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
+        # One request queue and memory pool for all listeners, as Kafka's
+        # SocketServer has one RequestChannel and one MemoryPool.
+        limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
+                                      connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name])
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -378,7 +401,7 @@ class KafkaServer:
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
@@ -392,7 +415,7 @@ class KafkaServer:
             add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
@@ -485,3 +508,10 @@ async def _quietly(awaitable, what: str) -> None:
         await awaitable
     except Exception:
         log.exception("stopping the %s failed", what)
+
+
+async def _connection_quota_config(config: KafkaConfig) -> ConnectionQuotaConfig:
+    """The connection limits of ``config`` (host names of
+    max.connections.per.ip.overrides resolved in a thread, off the loop)."""
+    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config, config.listener_overrides,
+                                   config.inter_broker_listener_name)

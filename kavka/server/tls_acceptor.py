@@ -11,7 +11,10 @@ once with the peer's address and OpenSSL's reason (a plaintext Kafka
 request reads as a TLS record of the wrong version). A handshake costs a
 task and the TLS buffers of one connection, never a thread; the protocol
 (the ``KafkaConnection``) is made when the accept happens and sees
-``connection_made`` only once the handshake is done.
+``connection_made`` only once the handshake is done. The broker's
+connection limits (``ConnectionQuotas``, through ``admit``) are applied at
+accept, before the handshake costs anything: a socket over a limit is
+closed at once.
 
 Runs on the broker's event loop.
 """
@@ -52,12 +55,18 @@ class TlsAcceptor:
     each connection (called once per accepted socket)."""
 
     def __init__(self, listener_name: str, context: ssl.SSLContext, handshake_timeout_s: float,
-                 protocol_factory: Callable[[], asyncio.Protocol], backlog: int = 1024) -> None:
+                 protocol_factory: Callable[[], asyncio.BaseProtocol], backlog: int = 1024,
+                 admit: Callable[[str], bool] = lambda ip: True,
+                 give_back: Callable[[str], None] = lambda ip: None) -> None:
         self.listener_name = listener_name
         self.context = context
         self.handshake_timeout_s = handshake_timeout_s
         self.protocol_factory = protocol_factory
         self.backlog = backlog
+        # The connection limits: a socket ``admit`` refuses is closed before
+        # its handshake; one admitted whose handshake fails is given back.
+        self.admit = admit
+        self.give_back = give_back
         self._sock: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._handshakes: set[asyncio.Task[None]] = set()
@@ -88,6 +97,9 @@ class TlsAcceptor:
                 log.warning("listener %s: accept failed: %s; retrying", self.listener_name, e)
                 await asyncio.sleep(ACCEPT_RETRY_S)
                 continue
+            if not self.admit(str(addr[0])):
+                sock.close()  # over a connection limit (counted by the quotas)
+                continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             task = loop.create_task(self._handshake(sock, addr))
             self._handshakes.add(task)
@@ -101,10 +113,12 @@ class TlsAcceptor:
         except asyncio.CancelledError:
             if sock.fileno() != -1:
                 sock.close()
+            self.give_back(str(addr[0]))
             raise
         except Exception as e:
             if sock.fileno() != -1:
                 sock.close()
+            self.give_back(str(addr[0]))
             log.info("closed connection from %s:%s on listener %s: %s", addr[0], addr[1], self.listener_name,
                      handshake_failure(e))
 
