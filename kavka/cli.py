@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("kavka.server.main", "run a broker: kavka server start server.properties"),
     "up": ("kavka.tools.up", "run a local cluster (ZooKeeper + N brokers) in the foreground"),
     "topics": ("kavka.tools.topics", "create, list, describe, alter and delete topics"),
+    "configs": ("kavka.tools.configs",
+                "describe and alter configs of topics, brokers, users and clients (quotas, SCRAM credentials)"),
     "console-producer": ("kavka.tools.console_producer", "send lines from stdin to a topic"),
     "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
     "acls": ("kavka.tools.acls", "add, remove and list ACLs (kafka-acls.sh)"),

@@ -1,5 +1,6 @@
 """Admin operations over the Kafka protocol: topics, partitions, configs,
-offsets, records, cluster description, ACLs.
+offsets, records, cluster description, ACLs, client quotas and SCRAM
+credentials.
 
 Routing follows ZooKeeper-era Kafka: CreateTopics, DeleteTopics,
 CreatePartitions go to the controller (NOT_CONTROLLER makes the client
@@ -12,7 +13,10 @@ failed entity (``errors``: name -> KafkaError), after retrying only the
 entities that failed retriably. ``describe_topics`` and ``list_topics``
 read Metadata. The ACL calls (DescribeAcls, CreateAcls, DeleteAcls) go to
 any broker, as Kafka's admin client sends them; every broker keeps every
-ACL.
+ACL. So do the client quota and SCRAM credential calls (DescribeClientQuotas,
+AlterClientQuotas, Describe/AlterUserScramCredentials: KIP-546, KIP-554),
+which any ZooKeeper-mode broker answers; a SCRAM password is salted here and
+never sent.
 
 One event loop; used by ``kavka topics`` and tests.
 """
@@ -36,6 +40,8 @@ from kavka.client.metadata import ClusterMetadata, TopicMetadata
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.topic_partition import TopicPartition
 from kavka.security.acl import AclBinding, AclBindingFilter
+from kavka.security.quota.entity import ClientQuotaEntity
+from kavka.security.sasl.credentials import ScramFormatter, ScramMechanism, secure_random_string
 
 # Entity codes worth retrying in admin calls (metadata moves); other
 # retriable codes such as REQUEST_TIMED_OUT on CreateTopics mean the
@@ -177,10 +183,11 @@ class KafkaAdmin:
         return await self.cluster.any_connection()
 
     async def describe_configs(self, resource_type: ResourceType, name: str,
-                               keys: Iterable[str] | None = None) -> dict[str, ConfigEntry]:
+                               keys: Iterable[str] | None = None, *,
+                               include_synonyms: bool = False) -> dict[str, ConfigEntry]:
         async def send(remaining):
             conn = await self._config_conn(resource_type, name)
-            req, version = rq.describe_configs(resource_type, name, keys, conn)
+            req, version = rq.describe_configs(resource_type, name, keys, conn, include_synonyms)
             return rq.parse_describe_configs(await conn.request(req, version=version))
         return (await self._per_entity("DescribeConfigs", [name], send))[name]
 
@@ -303,3 +310,80 @@ class KafkaAdmin:
         if failed:
             raise AdminError("DeleteAcls", failed)
         return out
+
+    # -- client quotas and SCRAM credentials -------------------------------------------
+
+    async def describe_client_quotas(self, components: Iterable[tuple[str, int, str | None]], *,
+                                     strict: bool = False) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+        """The quotas of the entities a KIP-546 filter selects: each component
+        is (entity type, match type 0 exact / 1 default / 2 any, name)."""
+        components = list(components)
+
+        async def send() -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+            conn = await self.cluster.any_connection()
+            req, version = rq.describe_client_quotas(components, strict, conn)
+            resp = await conn.request(req, version=version)
+            if resp.error_code != ErrorCode.NONE:
+                raise error_for(resp.error_code, resp.error_message)
+            return rq.parse_describe_client_quotas(resp)
+        return await self.cluster.call(send, deadline_ms=self.timeout_ms)
+
+    async def alter_client_quotas(self, alterations: Mapping[ClientQuotaEntity, Mapping[str, float | None]], *,
+                                  validate_only: bool = False) -> None:
+        """Set (a number) or remove (None) quota keys per entity;
+        AdminError names each entity refused."""
+        async def send(remaining):
+            conn = await self.cluster.any_connection()
+            req, version = rq.alter_client_quotas([(e, alterations[e]) for e in remaining], validate_only, conn)
+            return rq.parse_alter_client_quotas(await conn.request(req, version=version))
+        await self._per_entity("AlterClientQuotas", list(alterations), send)
+
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None
+                                              ) -> dict[str, list[tuple[ScramMechanism, int]] | KafkaError]:
+        """Each user's SCRAM mechanisms with their iterations, or the error
+        the broker gave for that user; ``users`` None: every user that has
+        a credential."""
+        wanted = None if users is None else list(users)
+
+        async def send() -> Any:
+            conn = await self.cluster.any_connection()
+            req, version = rq.describe_user_scram_credentials(wanted, conn)
+            resp = await conn.request(req, version=version)
+            if resp.error_code != ErrorCode.NONE:
+                raise error_for(resp.error_code, resp.error_message)
+            return resp
+        resp = await self.cluster.call(send, deadline_ms=self.timeout_ms)
+        out: dict[str, list[tuple[ScramMechanism, int]] | KafkaError] = {}
+        for r in resp.results:
+            if r.error_code != ErrorCode.NONE:
+                out[r.user] = error_for(r.error_code, r.error_message)
+                continue
+            infos = []
+            for c in r.credential_infos:
+                mechanism = ScramMechanism.of_type_id(c.mechanism)
+                if mechanism is not None:
+                    infos.append((mechanism, c.iterations))
+            out[r.user] = infos
+        return out
+
+    async def alter_user_scram_credentials(self, upsertions: Iterable[tuple[str, ScramMechanism, int, str]] = (),
+                                           deletions: Iterable[tuple[str, ScramMechanism]] = ()) -> None:
+        """Upsert (user, mechanism, iterations, password) and delete (user,
+        mechanism) credentials. The password never leaves this process:
+        the broker gets a random salt and the salted password (KIP-554).
+        AdminError names each user refused."""
+        prepared = []
+        for user, mechanism, iterations, password in upsertions:
+            salt = secure_random_string().encode("ascii")
+            salted = ScramFormatter(mechanism).salted_password(password, salt, iterations)
+            prepared.append((user, mechanism, iterations, salt, salted))
+        removed = list(deletions)
+        users = list(dict.fromkeys([u for u, *_ in prepared] + [u for u, _ in removed]))
+
+        async def send(remaining):
+            conn = await self.cluster.any_connection()
+            req, version = rq.alter_user_scram_credentials(
+                [p for p in prepared if p[0] in remaining], [d for d in removed if d[0] in remaining], conn)
+            resp = await conn.request(req, version=version)
+            return {r.user: (r.error_code, r.error_message, None) for r in resp.results}
+        await self._per_entity("AlterUserScramCredentials", users, send)

@@ -30,6 +30,8 @@ from kavka.security.acl import (
     ResourceType,
     enum_code,
 )
+from kavka.security.quota.entity import ClientQuotaEntity
+from kavka.security.sasl.credentials import ScramMechanism
 
 DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs config_source DEFAULT_CONFIG (KIP-226)
 
@@ -89,11 +91,15 @@ def describe_cluster(conn: BrokerConnection):
     return m.DescribeClusterRequest(), conn.version_for(60)
 
 
-def describe_configs(rtype: int, name: str, keys: Iterable[str] | None, conn: BrokerConnection):
+def describe_configs(rtype: int, name: str, keys: Iterable[str] | None, conn: BrokerConnection,
+                     include_synonyms: bool = False):
     R = m.DescribeConfigsRequest
     req = R(resources=[R.Resources(resource_type=int(rtype), resource_name=name,
                                    configuration_keys=None if keys is None else list(keys))])
-    return req, conn.version_for(32)
+    version = conn.version_for(32)
+    if include_synonyms and version >= 1:
+        req.include_synonyms = True
+    return req, version
 
 
 def parse_describe_configs(resp) -> dict:
@@ -103,7 +109,7 @@ def parse_describe_configs(resp) -> dict:
         for c in r.configs:
             is_default = c.is_default if c.config_source == -1 else c.config_source == DEFAULT_CONFIG_SOURCE
             entries[c.name] = ConfigEntry(c.name, c.value, c.read_only, is_default, c.is_sensitive,
-                                          c.config_source)
+                                          c.config_source, tuple((s.name, s.value, s.source) for s in c.synonyms or ()))
         out[r.resource_name] = (r.error_code, r.error_message, entries)
     return out
 
@@ -240,3 +246,49 @@ def parse_describe_acls_matches(matches) -> list[AclBinding]:
                        AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
                                           enum_code(AclPermissionType, a.permission_type)))
             for a in matches]
+
+
+# -- client quotas (KIP-546) and SCRAM credentials (KIP-554) ---------------------------
+
+def describe_client_quotas(components: Iterable[tuple[str, int, str | None]], strict: bool,
+                           conn: BrokerConnection):
+    R = m.DescribeClientQuotasRequest
+    req = R(components=[R.Components(entity_type=t, match_type=mt, match=n) for t, mt, n in components],
+            strict=strict)
+    return req, conn.version_for(48)
+
+
+def parse_describe_client_quotas(resp) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+    return [(ClientQuotaEntity.from_components([(e.entity_type, e.entity_name) for e in entry.entity]),
+             {v.key: v.value for v in entry.values}) for entry in resp.entries or ()]
+
+
+def alter_client_quotas(entries: Iterable[tuple[ClientQuotaEntity, Mapping[str, float | None]]],
+                        validate_only: bool, conn: BrokerConnection):
+    R = m.AlterClientQuotasRequest
+    req = R(validate_only=validate_only, entries=[
+        R.Entries(entity=[R.Entries.Entity(entity_type=t, entity_name=n) for t, n in entity.components()],
+                  ops=[R.Entries.Ops(key=k, value=0.0 if v is None else float(v), remove=v is None)
+                       for k, v in ops.items()])
+        for entity, ops in entries])
+    return req, conn.version_for(49)
+
+
+def parse_alter_client_quotas(resp) -> dict:
+    return {ClientQuotaEntity.from_components([(e.entity_type, e.entity_name) for e in r.entity]):
+            (r.error_code, r.error_message, None) for r in resp.entries}
+
+
+def describe_user_scram_credentials(users: Iterable[str] | None, conn: BrokerConnection):
+    R = m.DescribeUserScramCredentialsRequest
+    return R(users=None if users is None else [R.Users(name=u) for u in users]), conn.version_for(50)
+
+
+def alter_user_scram_credentials(upsertions: Iterable[tuple[str, ScramMechanism, int, bytes, bytes]],
+                                 deletions: Iterable[tuple[str, ScramMechanism]], conn: BrokerConnection):
+    """``upsertions``: (user, mechanism, iterations, salt, salted password)."""
+    R = m.AlterUserScramCredentialsRequest
+    req = R(deletions=[R.Deletions(name=u, mechanism=mech.type_id) for u, mech in deletions],
+            upsertions=[R.Upsertions(name=u, mechanism=mech.type_id, iterations=i, salt=salt, salted_password=salted)
+                        for u, mech, i, salt, salted in upsertions])
+    return req, conn.version_for(51)

@@ -56,6 +56,8 @@ class ConfigEntry:
     is_default: bool = False
     is_sensitive: bool = False
     source: int = -1
+    # (name, value, source) per synonym, most specific first, when asked for
+    synonyms: tuple[tuple[str, str | None, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>`
 (seed 002 §8).
 
 Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
-``num.io.threads``, ``background.threads``, ``queued.max.requests``) are
+``num.io.threads``, ``background.threads``) are
 accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
 event loop per broker reads the ones that make sense for it (see each doc).
 
@@ -18,15 +18,18 @@ Pure data; any thread.
 
 from __future__ import annotations
 
+import re
+
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
-INT, LONG, DOUBLE, BOOL, STRING, LIST = (
+INT, LONG, DOUBLE, BOOL, STRING, LIST, PASSWORD = (
     ConfigType.INT,
     ConfigType.LONG,
     ConfigType.DOUBLE,
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -36,6 +39,11 @@ DOUBLE_MAX = 1.7976931348623157e308
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# TLS versions Python's ssl (OpenSSL 3) negotiates at its default security
+# level; Kafka's ssl.protocol also takes "TLS" (any version).
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
+SSL_CLIENT_AUTH = ("required", "requested", "none")
 # Kavka-specific (docs/ARCHITECTURE.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
@@ -52,6 +60,33 @@ def _authorizer_class(key: str, value: object) -> None:
                                f"(or {AUTHORIZER_CLASSES[2]}), or leave it empty for no authorizer")
 
 
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:n,ip:n`` (an IPv6
+    address keeps its colons: the count is after the last one; brackets
+    around it are dropped). Raises ``ValueError`` naming the entry."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            n = -1
+        if not sep or not host or n < 0:
+            raise ValueError(f"entry {entry!r} is not host:count with a count >= 0")
+        out[host] = n
+    return out
+
+
+def _ip_overrides(key: str, value: object) -> None:
+    try:
+        parse_ip_overrides(str(value or ""))
+    except ValueError as e:
+        raise ConfigError(key, f"{e} (expected e.g. 'hostName:100,127.0.0.1:200')") from None
+
+
 def _principal_list(key: str, value: object) -> None:
     """``super.users``: ``Type:name`` items separated by ';' (Kafka's
     SecurityUtils.parseKafkaPrincipal form)."""
@@ -59,6 +94,16 @@ def _principal_list(key: str, value: object) -> None:
         ptype, sep, name = item.strip().partition(":")
         if item.strip() and (not sep or not ptype.strip() or not name):
             raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
+
+
+# A Kafka release as (log.)message.format.version names one (Kafka's
+# MetadataVersion.fromVersionString: 0.x.y[.z] or x.y[.z], optionally -IVn).
+_KAFKA_VERSION = re.compile(r"(0\.(8|9|10|11)\.\d+(\.\d+)?|[1-3]\.\d+(\.\d+)?)(-IV\d+)?")
+
+
+def kafka_version(key: str, value: object) -> None:
+    if not _KAFKA_VERSION.fullmatch(str(value)):
+        raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
 
 
 BROKER_CONFIG = ConfigDef()
@@ -75,20 +120,50 @@ _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLA
 _d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
 _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
 _d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
-_d("num.io.threads", INT, 8, "Kafka's request handler count; Kavka uses it as the size of its blocking-I/O thread pool (fsync, recovery).", Range(1, None))
+_d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
-_d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
-_d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 = OS default.", Range(-1, None))
-_d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 = OS default.", Range(-1, None))
-_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests read (or being read) and not yet taken up by their handler, across all connections; when reached, connections wait with reading paused.", Range(1, None))
+_d("queued.max.request.bytes", LONG, 104857600, "Bytes of requests held in memory (Kafka's memory pool): a connection whose next request does not fit waits, muted, before reading it. Requests larger than half of it are read one at a time besides, so at most this plus socket.request.max.bytes is held. -1 (or 0) = unbounded, Kafka's default; Kavka bounds it by default (a Python broker has no heap limit to fail on first).")
+_d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
+_d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
+_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
-_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
-_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", Range(0, None))
-_d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
+_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
+_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
+_d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)
+_d("max.connection.creation.rate", INT, INT_MAX, "New connections a second the broker accepts on every listener but the inter-broker one (KIP-612); over it a new connection is closed at once. Per listener: listener.name.<listener>.max.connection.creation.rate.", Range(0, None))
+_d("connections.max.idle.ms", LONG, 600000, "A connection with no request in flight and no bytes read or written for this many ms is closed.", Range(1, None))
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
-_d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch response holds.", Range(1024, None))
+_d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
+
+# -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
+# Each may be given per listener as listener.name.<listener>.<key> (LISTENER_KEYS).
+_d("ssl.protocol", STRING, "TLSv1.3", "Highest TLS version of the listener's context (TLS: any); ssl.enabled.protocols lists the versions offered.", OneOf(("TLS", *TLS_VERSIONS), case_sensitive=True))
+_d("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS versions enabled on SSL connections.", OneOf(TLS_VERSIONS, case_sensitive=True))
+_d("ssl.cipher.suites", LIST, None, "Cipher suites by their IANA names (TLS_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); default: OpenSSL's.", nullable=True)
+_d("ssl.keystore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12, which keytool writes since Java 9; a legacy JKS file is refused with how to convert it).", OneOf(KEYSTORE_TYPES))
+_d("ssl.keystore.location", STRING, None, "The broker's key and certificate chain: a PKCS12 file, or a PEM file holding the private key and the certificates.", nullable=True)
+_d("ssl.keystore.password", PASSWORD, None, "Password of the PKCS12 keystore file.", nullable=True)
+_d("ssl.key.password", PASSWORD, None, "Password of the private key (PEM: its encryption; PKCS12: when it differs from the store's).", nullable=True)
+_d("ssl.keystore.key", PASSWORD, None, "The private key in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.certificate.chain).", nullable=True)
+_d("ssl.keystore.certificate.chain", PASSWORD, None, "The certificate chain in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.key).", nullable=True)
+_d("ssl.truststore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12).", OneOf(KEYSTORE_TYPES))
+_d("ssl.truststore.location", STRING, None, "Certificates of the CAs trusted to sign peers' certificates: a PKCS12 or PEM file.", nullable=True)
+_d("ssl.truststore.password", PASSWORD, None, "Password of the PKCS12 truststore file.", nullable=True)
+_d("ssl.truststore.certificates", PASSWORD, None, "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", nullable=True)
+_d("ssl.client.auth", STRING, "none", "Client certificates: required, requested (verified when sent) or none.", OneOf(SSL_CLIENT_AUTH))
+_d("ssl.endpoint.identification.algorithm", STRING, "https", "https: this broker's own TLS clients (to other brokers) check the server's host name against its certificate; empty: no check.", OneOf(("https", "")), nullable=True)
+_d("ssl.principal.mapping.rules", STRING, "DEFAULT", "Rules mapping a client certificate's distinguished name (RFC 2253) to a principal name: RULE:pattern/replacement/[LU], ..., DEFAULT.")
+
+# -- security: SASL and sessions (Kafka's BrokerSecurityConfigs, KIP-368) ----------
+_d("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); Kafka's default GSSAPI (Kerberos) is not served.")
+_d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism brokers use with each other when the inter-broker listener is SASL.")
+_d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback for listener.name.<listener>.<mechanism>.sasl.jaas.config.", nullable=True)
+_d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
+_d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
+_d("connection.failed.authentication.delay.ms", INT, 100, "How long after answering a failed authentication the connection is closed.", Range(0, None))
 
 # -- authorization (Kafka's AclAuthorizer) ----------------------------------------
 _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)
@@ -143,7 +218,7 @@ _d("controlled.shutdown.retry.backoff.ms", LONG, 5000, "Pause between Controlled
 _d("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets.", Range(1, None))
 _d("offsets.topic.replication.factor", INT, 3, "Replication factor of __consumer_offsets (capped by live brokers at creation).", Range(1, SHORT_MAX))
 _d("offsets.topic.segment.bytes", INT, 104857600, "segment.bytes of __consumer_offsets.", Range(1, None))
-_d("offsets.topic.compression.codec", INT, 0, "Codec of offset commits (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", Range(0, 4))
+_d("offsets.topic.compression.codec", INT, 0, "Codec of every batch the group coordinator writes to __consumer_offsets (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).", Range(0, 4))
 _d("offsets.load.buffer.size", INT, 5242880, "Read size when loading __consumer_offsets.", Range(1, None))
 _d("offsets.retention.minutes", INT, 10080, "Committed offsets of empty groups expire after this.", Range(1, None))
 _d("offsets.retention.check.interval.ms", LONG, 600000, "How often expired offsets are removed.", Range(1, None))
@@ -152,6 +227,19 @@ _d("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout a consum
 _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a consumer may ask.", Range(0, None))
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
+
+# -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
+# Kafka brokers accept these whatever mechanisms are enabled, and change them
+# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
+# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
+# does not serve GSSAPI, so they tune nothing here: like num.network.threads,
+# they are kept and reported so that a Kafka configuration carries over.
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
 
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
@@ -162,7 +250,8 @@ _d("transaction.state.log.load.buffer.size", INT, 5242880, "Read size when loadi
 _d("transaction.max.timeout.ms", INT, 900000, "Largest transaction timeout a producer may ask.", Range(1, None))
 _d("transactional.id.expiration.ms", INT, 604800000, "Idle transactional ids expire after this.", Range(1, None))
 _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, "How often the coordinator aborts transactions past their timeout.", Range(1, None))
-_d("producer.id.expiration.ms", INT, 86400000, "Idle producer ids' sequence state expires after this.", Range(1, None))
+_d("producer.id.expiration.ms", INT, 86400000, "A producer id's state (sequence numbers, epoch) is forgotten this long after its last batch, unless it has an open transaction (KIP-854).", Range(1, None))
+_d("producer.id.expiration.check.interval.ms", INT, 600000, "How often every log drops its expired producer ids.", Range(1, None))
 
 # -- log manager (seed 002) ----------------------------------------------------------------
 _d("log.dirs", LIST, None, "Comma-separated data directories; default: log.dir.", nullable=True)
@@ -204,6 +293,7 @@ _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-9
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
 
@@ -237,13 +327,28 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
 }
+
+# Keys a listener may override with listener.name.<listener>.<key>, the
+# listener's name lower-case (Kafka's ListenerName.configPrefix), and those a
+# listener may set per SASL mechanism with listener.name.<listener>.<mechanism>.<key>
+# (ListenerName.saslMechanismConfigPrefix, the mechanism lower-case).
+SSL_KEYS: frozenset[str] = frozenset(k for k in BROKER_CONFIG.names() if k.startswith("ssl."))
+SASL_LISTENER_KEYS: frozenset[str] = frozenset({"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+                                                "connections.max.reauth.ms"})
+# A listener's own connection limits (Kafka's ListenerReconfigurableConfigs),
+# which may also change live: listener.name.<listener>.max.connections ...
+CONNECTION_LISTENER_KEYS: frozenset[str] = frozenset({"max.connections", "max.connection.creation.rate"})
+LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS | CONNECTION_LISTENER_KEYS
+MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    # Kafka's DynamicLogConfig leaves out log.message.format.version.
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
         "num.network.threads",
@@ -258,7 +363,11 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "log.cleaner.backoff.ms",
         "max.connections",
         "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }
+    # Kafka's DynamicListenerConfig reconfigures the Kerberos keys live.
+    | {k for k in BROKER_CONFIG.names() if k.startswith("sasl.kerberos.")}
 )

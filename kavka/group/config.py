@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kavka.protocol.records.batch import Compression
+
 
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
@@ -17,10 +19,14 @@ class GroupConfig:
     offsets_retention_ms: int = 10080 * 60000
     retention_check_interval_ms: int = 600000
     max_metadata_size: int = 4096
+    # offsets.topic.compression.codec: the codec of every batch the
+    # coordinator writes to __consumer_offsets (0 none ... 4 zstd)
+    offsets_topic_compression: Compression = Compression.NONE
 
     @classmethod
     def from_broker(cls, cfg: Any) -> GroupConfig:
         return cls(cfg["offsets.topic.num.partitions"], cfg["group.min.session.timeout.ms"],
                    cfg["group.max.session.timeout.ms"], cfg["group.initial.rebalance.delay.ms"],
                    cfg["group.max.size"], cfg["offsets.retention.minutes"] * 60000,
-                   cfg["offsets.retention.check.interval.ms"])
+                   cfg["offsets.retention.check.interval.ms"],
+                   offsets_topic_compression=Compression(cfg["offsets.topic.compression.codec"]))

@@ -45,7 +45,7 @@ class GroupCoordinator:
     def __init__(self, broker_id: int, config: GroupConfig, group_log: GroupLog) -> None:
         self.broker_id = broker_id
         self.config = config
-        self.manager = GroupMetadataManager(config.num_partitions, group_log)
+        self.manager = GroupMetadataManager(config.num_partitions, group_log, config.offsets_topic_compression)
         self.membership = GroupMembership(self.manager, config)
         self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry)
         self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)

@@ -47,7 +47,7 @@ from kavka.group.state import (
     partition_for,
 )
 from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
-from kavka.protocol.records.batch import InvalidRecordBatch
+from kavka.protocol.records.batch import Compression, InvalidRecordBatch
 from kavka.protocol.records.control import ControlRecordType, parse_control_record
 
 log = logging.getLogger("kavka.group")
@@ -70,9 +70,10 @@ class GroupMetadataManager:
     """See the module docstring. ``groups`` is the one table of groups
     (never rebound); ``owned`` and ``loading`` the partitions' ownership."""
 
-    def __init__(self, num_partitions: int, group_log: GroupLog) -> None:
+    def __init__(self, num_partitions: int, group_log: GroupLog, compression: Compression = Compression.NONE) -> None:
         self.num_partitions = num_partitions
         self.group_log = group_log
+        self.compression = compression  # of every batch written (offsets.topic.compression.codec)
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: set[int] = set()
         self.loading: dict[int, int] = {}  # partition -> the leader epoch being loaded
@@ -247,7 +248,7 @@ class GroupMetadataManager:
         to what a group client understands."""
         if not records:
             return ErrorCode.NONE
-        code = await self.append(group_id, build_batch(records))
+        code = await self.append(group_id, build_batch(records, compression=self.compression))
         if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
                     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE

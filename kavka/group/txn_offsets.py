@@ -59,7 +59,8 @@ class GroupTxnOffsets:
                                         encode_offset_value(OffsetValue(offset, epoch, metadata or "", now)), now))
         written = ErrorCode.NONE
         if records:
-            batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True)
+            batch = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch, is_transactional=True,
+                                compression=self.manager.compression)
             written = _commit_error(await self.manager.append(group_id, batch))
         if written is ErrorCode.NONE:
             self.pending.setdefault(group_id, {}).setdefault(producer_id, {}).update(accepted)

@@ -7,6 +7,21 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``main``: ``kavka server start`` (one broker in the foreground);
 - ``network``: socket server, per-connection request ordering, the
   ``Dispatcher`` (API key -> handler and served versions);
+- ``frame_receiver``: ``FrameReceiver``, a connection's frames read into
+  buffers granted before they are used;
+- ``memory_pool``: ``MemoryPool``, the budget of requests held in memory
+  (``queued.max.request.bytes``) and of requests read ahead
+  (``queued.max.requests``);
+- ``connection_quotas``: ``ConnectionQuotas``, the connection limits
+  (``max.connections``, per listener and per address, creation rates);
+- ``channel_builder``: each listener's security (Kafka's ChannelBuilders):
+  its TLS context, its SASL setup, who a connection is (``Session``), and
+  the inter-broker principal;
+- ``tls_acceptor``: a TLS listener's accept loop; every handshake completes
+  (or fails, logged with the peer) before the Kafka connection exists;
+- ``authenticator``: ``SaslServerAuthenticator``, the authentication phase
+  of a SASL connection (KIP-152 SaslHandshake/SaslAuthenticate, v0 raw
+  tokens, KIP-368 session expiry and re-authentication);
 - ``handler_table``: which handler module serves which API key;
 - ``handlers``: one module per API (see its package docstring);
 - ``metadata_cache``: live brokers and partition leadership from the
@@ -18,6 +33,13 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``dynamic_config``: ``BrokerConfigs`` (the effective broker config and
   the topics' log configs) and ``DynamicConfigManager``, which applies
   ``/config/changes`` on every broker (seed 002 §8);
+- ``quota_config_handler``: what a broker does with ``/config/users`` and
+  ``/config/clients``: the client quotas and the SCRAM credential cache;
+- ``client_quota_admin``, ``scram_admin``: client quotas and SCRAM
+  credentials read and written in ZooKeeper (DescribeClientQuotas,
+  AlterClientQuotas, Describe/AlterUserScramCredentials);
+- ``throttling``: KIP-219 — ``ThrottlingHandler`` around every API charges
+  request_percentage, answers ``throttle_time_ms`` and mutes the connection;
 - ``internal_topic``: ``__consumer_offsets`` and ``__transaction_state`` seen
   from the broker — log seam, coordinator lookup with creation on first use,
   leadership moving the coordinators' partitions;
@@ -36,6 +58,8 @@ lifecycle, over the replication, controller, group and transaction layers.
   controller epoch ZooKeeper confirms for LeaderAndIsr, UpdateMetadata and
   StopReplica; a follower's replica id proven by authentication or its
   broker epoch (KIP-903) — with or without an authorizer;
+- ``io_threads``: ``IoThreadPool``, the threads of the broker's blocking
+  work, sized by ``num.io.threads``;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

@@ -11,6 +11,12 @@ against the live brokers, explicit assignments, topic configs through
 ``LogConfig``) and reports a Kafka error code and a message per topic; with
 ``validate_only`` nothing is written.
 
+KIP-599: each write is first charged to the request's controller mutation
+quota, when one is given — the new partitions of a created topic or of
+CreatePartitions, the partitions of a deleted topic. A strict quota
+refuses the mutation with THROTTLING_QUOTA_EXCEEDED while the client's
+bucket is below zero; the others go on.
+
 Metadata's auto-creation (``auto_create``) waits for ZooKeeper at most
 ``auto_create_timeout_s``: a hung or unreachable ZooKeeper must cost the
 client a retriable per-topic error, not its connection and the requests
@@ -42,6 +48,7 @@ from kavka.controller.assignment import (
     assign_replicas,
     validate_replica_assignment,
 )
+from kavka.security.quota.manager import ControllerMutationQuota, ThrottlingQuotaExceeded
 from kavka.storage.log_config import LogConfig
 from kavka.zk.brokers import TopicZNode
 from kavka.zk.client import KavkaZkClient
@@ -120,7 +127,8 @@ class AdminManager:
             raise _Fail(_ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)) from None
         return assignment, log_config
 
-    async def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False) -> list[TopicResult]:
+    async def create_topics(self, topics: Sequence[NewTopic], validate_only: bool = False,
+                            quota: ControllerMutationQuota | None = None) -> list[TopicResult]:
         results = []
         for t in topics:
             try:
@@ -129,6 +137,7 @@ class AdminManager:
                     raise _Fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists")
                 topic_id = uuid.uuid4()
                 if not validate_only:
+                    _charge(quota, len(assignment))
                     configs = {k: str(v) for k, v in t.configs.items() if v is not None}
                     try:
                         await self.zk.create_topic(TopicZNode(t.name, assignment, topic_id), configs)
@@ -168,7 +177,8 @@ class AdminManager:
 
     async def create_partitions(self, topic: str, new_total: int,
                                 assignment: Sequence[Sequence[int]] | None,
-                                validate_only: bool) -> tuple[ErrorCode, str | None]:
+                                validate_only: bool, quota: ControllerMutationQuota | None = None
+                                ) -> tuple[ErrorCode, str | None]:
         found = await self.zk.get_topic(topic)
         if found is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
@@ -190,17 +200,36 @@ class AdminManager:
             return _ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)
         if validate_only:
             return ErrorCode.NONE, None
+        try:
+            _charge(quota, len(added))
+        except _Fail as f:
+            return f.code, f.message
         updated = TopicZNode(topic, {**dict(node.partitions), **added}, node.topic_id,
                              node.adding_replicas, node.removing_replicas)
         if await self.zk.set_topic_assignment(updated, version) is None:
             return ErrorCode.REASSIGNMENT_IN_PROGRESS, "the topic's assignment changed meanwhile; retry"
         return ErrorCode.NONE, None
 
-    async def delete_topic(self, topic: str) -> tuple[ErrorCode, str | None]:
-        if await self.zk.get_topic(topic) is None:
+    async def delete_topic(self, topic: str, quota: ControllerMutationQuota | None = None
+                           ) -> tuple[ErrorCode, str | None]:
+        found = await self.zk.get_topic(topic)
+        if found is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
+        try:
+            _charge(quota, len(found[0].partitions))
+        except _Fail as f:
+            return f.code, f.message
         await self.zk.request_topic_deletion(topic)
         return ErrorCode.NONE, None
+
+
+def _charge(quota: ControllerMutationQuota | None, partitions: int) -> None:
+    if quota is None:
+        return
+    try:
+        quota.record(partitions)
+    except ThrottlingQuotaExceeded as e:
+        raise _Fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, str(e)) from None
 
 
 class _Fail(Exception):

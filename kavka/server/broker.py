@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
@@ -58,6 +59,7 @@ from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.security.acl_authorizer import AclAuthorizer
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.security.quota.manager import QuotaManagers
 from kavka.security.quota.rate import QuotaWindow
 from kavka.security.sasl.credential_cache import ScramCredentialCache
@@ -65,8 +67,10 @@ from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
 from kavka.server.authorization import AuthHelper
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders, inter_broker_client_security
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
+from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
@@ -110,6 +114,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -124,11 +130,13 @@ from kavka.server.internal_topic import (
     InternalTopicLog,
     InternalTopicSettings,
 )
+from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
-from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
+from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
+from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
@@ -183,7 +191,13 @@ class KafkaServer:
             QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
             SystemClock())
         self._tick_task: asyncio.Task | None = None
+        self.io_threads: IoThreadPool | None = None
         self.bound: list[tuple[str, int]] = []
+        self.connection_quotas: ConnectionQuotas | None = None
+        self._quota_reconfiguration: asyncio.Task | None = None
+        self.channels: Mapping[str, ChannelBuilder] = {}
+        self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
+        self.marker_writer: BrokerMarkerWriter | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -196,8 +210,20 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Every listener's TLS context and SASL setup first: a keystore that
+        # does not open or a JAAS config that does not parse stops the broker
+        # before it touches ZooKeeper or its logs.
+        self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
+        # How this broker's own clients reach the others' inter-broker
+        # listener: replica fetchers, the controller's channel, transaction
+        # markers and controlled shutdown all use it.
+        self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
+        # Blocking work (asyncio.to_thread) runs on num.io.threads threads
+        # from the first ZooKeeper connect on.
+        self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
         self.store = store = KazooZkStore(cfg.zookeeper, session_timeout_ms=cfg["zookeeper.session.timeout.ms"],
-                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms)
+                                          connection_timeout_ms=cfg.zookeeper_connection_timeout_ms,
+                                          max_in_flight_requests=cfg["zookeeper.max.in.flight.requests"])
         await store.start()
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
@@ -206,6 +232,8 @@ class KafkaServer:
         # Topic overrides first: logs are loaded with their topic's config.
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
+        io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = log_manager = await asyncio.to_thread(
@@ -222,14 +250,14 @@ class KafkaServer:
             fetcher_manager=ReplicaFetcherManager.for_broker(
                 self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
                 throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-                broker_epoch=self._registered_epoch),
+                broker_epoch=self._registered_epoch, security=inter_broker),
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
         rm.start()
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
-        transport = KavkaBrokerTransport(self.broker_id,
-                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        transport = KavkaBrokerTransport(self.broker_id, request_timeout_ms=cfg["controller.socket.timeout.ms"],
+                                         security=inter_broker)
         controller = KafkaController(self.broker_id, zk, transport, ControllerConfig.from_kafka_config(cfg))
         if cfg["authorizer.class.name"]:
             self.authorizer = AclAuthorizer.from_config(cfg.values)
@@ -248,15 +276,37 @@ class KafkaServer:
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
         # manager follows /config/changes.
+        # The connection limits follow dynamic broker config changes too
+        # (host names of the overrides resolved off the loop).
+        self.connection_quotas = connection_quotas = ConnectionQuotas(await _connection_quota_config(configs.current))
+
+        async def reconfigure_connection_quotas(config: KafkaConfig) -> None:
+            try:
+                connection_quotas.update(await _connection_quota_config(config))
+            except Exception:
+                log.exception("applying the changed connection limits failed")
+
+        def connection_limits_changed(config: KafkaConfig) -> None:
+            self._quota_reconfiguration = asyncio.get_running_loop().create_task(
+                reconfigure_connection_quotas(config), name="connection-quotas-reconfigure")
+
+        configs.add_listener(connection_limits_changed)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
         self.dynamic_config = dynamic_config = DynamicConfigManager(
             zk, {**configs.handlers(), **quota_configs.handlers()})
         await dynamic_config.start()
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
-                            connections_max_idle_ms=cfg["connections.max.idle.ms"])
+                            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            listen_backlog=cfg["socket.listen.backlog.size"],
+                            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
+        # One request queue and memory pool for all listeners, as Kafka's
+        # SocketServer has one RequestChannel and one MemoryPool.
+        limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
+                                      connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -296,12 +346,14 @@ class KafkaServer:
         # The coordinators (kavka.group, kavka.transaction) with their
         # internal topics: logs through the replica manager, created on first use.
         producer_ids = ProducerIdManager(broker_id, lambda b: zk.claim_producer_id_block(b))
+        self.marker_writer = markers = BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
+                                                          request_timeout_ms=max(cfg["request.timeout.ms"], 1),
+                                                          security=self.inter_broker_security)
         txns = TransactionCoordinator(
             broker_id, TransactionConfig.from_broker(cfg),
             InternalTopicLog(rm, TRANSACTION_STATE_TOPIC, TRANSACTION_APPEND_TIMEOUT_MS,
                              cfg["transaction.state.log.load.buffer.size"]),
-            BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
-                               request_timeout_ms=max(cfg["request.timeout.ms"], 1)),
+            markers,
             producer_ids.generate_producer_id)
         groups = GroupCoordinator(broker_id, GroupConfig.from_broker(cfg), InternalTopicLog(
             rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
@@ -318,10 +370,12 @@ class KafkaServer:
             groups.partitions_deleted(list(update.deleted))
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
-        return {
+        quotas = self.quotas
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch, auth, fence)
+        handlers: dict[int, Handler] = {
             # data path (kavka.replication)
-            produce.API_KEY: produce.ProduceHandler(rm, cache, auth),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache, auth, fence),
+            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce, auth),
+            fetch.API_KEY: fetch_handler,
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm, auth),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm, auth),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm, auth),
@@ -329,9 +383,11 @@ class KafkaServer:
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create, auth),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id, auth),
-            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, auth),
-            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"], auth),
-            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache, auth),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation, auth),
+            delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
+                                                                     quotas.controller_mutation, auth),
+            create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache,
+                                                                                 quotas.controller_mutation, auth),
             describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache, auth),
             alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache, auth),
             incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(
@@ -365,10 +421,13 @@ class KafkaServer:
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups, auth),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups, auth),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups, auth),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, auth),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache, auth),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups, auth),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups, auth),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups, auth),
+            # SASL outside the authentication phase (the authenticator answers during it)
+            sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
+            sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
             delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups, auth),
             offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups, auth),
             # the transaction coordinator (kavka.transaction, KIP-98)
@@ -376,10 +435,15 @@ class KafkaServer:
             add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache, auth),
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups, auth),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns, auth),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, auth),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache, auth),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets, auth),
         }
+        # KIP-219: every response carries its throttle time and a throttled
+        # connection is muted; request_percentage charges each handler's time.
+        return {key: ThrottlingHandler(h, key, quotas.request,
+                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -426,7 +490,8 @@ class KafkaServer:
         if (self.config["controlled.shutdown.enable"] and self.zk is not None
                 and self._registered_epoch() is not None):
             await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
-                                                    ControlledShutdownSettings.from_kafka_config(self.config)).run(),
+                                                    ControlledShutdownSettings.from_kafka_config(self.config),
+                                                    self.inter_broker_security).run(),
                            "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
@@ -442,6 +507,8 @@ class KafkaServer:
             self.controller_view.close()
         if self.broker_epochs is not None:
             self.broker_epochs.close()
+        if self.marker_writer is not None:
+            self.marker_writer.close()
         if self.replica_manager is not None:
             await _quietly(self.replica_manager.fetcher_manager.shutdown(), "replica fetchers")
             await _quietly(self.replica_manager.shutdown(), "replica manager")
@@ -486,3 +553,10 @@ async def _quietly(awaitable, what: str) -> None:
         await awaitable
     except Exception:
         log.exception("stopping the %s failed", what)
+
+
+async def _connection_quota_config(config: KafkaConfig) -> ConnectionQuotaConfig:
+    """The connection limits of ``config`` (host names of
+    max.connections.per.ip.overrides resolved in a thread, off the loop)."""
+    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config, config.listener_overrides,
+                                   config.inter_broker_listener_name)

@@ -124,7 +124,11 @@ class ClientQuotaAdmin:
         candidates: list[ClientQuotaEntity] = []
         configs: dict[ClientQuotaEntity, dict[str, str]] = {}
 
-        async def exact(entity: ClientQuotaEntity) -> None:
+        async def exact(user: EntityName | None, client_id: EntityName | None) -> None:
+            try:
+                entity = ClientQuotaEntity(user, client_id)
+            except ValueError:
+                return  # a name no entity can have: nothing matches it
             configs[entity] = await self.zk.get_entity_config(*entity.to_zk())
             candidates.append(entity)
 
@@ -140,17 +144,17 @@ class ClientQuotaAdmin:
 
         if exact_user and exclude_client:
             assert user_c is not None and user_c.name is not None
-            await exact(ClientQuotaEntity(user_c.name, None))
+            await exact(user_c.name, None)
         elif not exclude_user and not exact_client:
             await every("users", with_client=False)
         if exclude_user and exact_client:
             assert client_c is not None and client_c.name is not None
-            await exact(ClientQuotaEntity(None, client_c.name))
+            await exact(None, client_c.name)
         elif not exclude_client and not exact_user:
             await every("clients", with_client=False)
         if exact_user and exact_client:
             assert user_c is not None and client_c is not None and user_c.name is not None and client_c.name is not None
-            await exact(ClientQuotaEntity(user_c.name, client_c.name))
+            await exact(user_c.name, client_c.name)
         elif not exclude_user and not exclude_client:
             await every("users", with_client=True)
 

@@ -188,6 +188,7 @@ class BrokerConfigs:
         self._dynamic_default: dict[str, str] = {}
         self._dynamic_broker: dict[str, str] = {}
         self._log_manager: LogManager | None = None
+        self._listeners: list[Callable[[KafkaConfig], None]] = []
 
     def log_defaults(self) -> dict[str, Any]:
         """The topic-level defaults of the current broker config."""
@@ -215,6 +216,12 @@ class BrokerConfigs:
 
     def attach(self, log_manager: LogManager) -> None:
         self._log_manager = log_manager
+
+    def add_listener(self, listener: Callable[[KafkaConfig], None]) -> None:
+        """``listener(config)`` after every change of the effective broker
+        config (Kafka's Reconfigurable): for the settings read once and
+        held, such as the size of a thread pool."""
+        self._listeners.append(listener)
 
     def handlers(self) -> dict[str, EntityHandler]:
         """The entity handlers of the ``DynamicConfigManager``."""
@@ -248,6 +255,11 @@ class BrokerConfigs:
         except ValueError as e:
             log.error("ignoring invalid dynamic broker config /config/brokers/%s: %s", name, e)
             return
+        for listener in self._listeners:
+            try:
+                listener(self.current)
+            except Exception:
+                log.exception("applying the changed broker config /config/brokers/%s failed", name)
         if self._log_manager is not None:
             self._log_manager.default_config = LogConfig.with_defaults(self.log_defaults())
         for topic in list(self._topic_overrides):

@@ -18,22 +18,23 @@ Control requests (LeaderAndIsr, UpdateMetadata, StopReplica:
    STALE_BROKER_EPOCH and changes nothing. A higher one is checked against
    ZooKeeper (the controller may have seen a re-registration before this
    broker's registrar recorded it). Without an epoch, only a connection
-   authenticated as the controller broker itself is believed;
+   authenticated as a broker (``Session.inter_broker``) is believed;
 3. the controller epoch: a broker never believes in a higher controller
    epoch than ZooKeeper shows. A request whose epoch is newer than the
    last one accepted must name the controller and epoch that ``/controller``
    and ``/controller_epoch`` hold (cached with watches; re-read after a
    sync when they disagree), else STALE_CONTROLLER_EPOCH; one with the
    accepted epoch must name the same controller; an older one is
-   STALE_CONTROLLER_EPOCH, as before. A connection authenticated as the
-   broker it claims to be the controller is believed without asking
-   ZooKeeper. So no client can raise the epoch a broker believes in and
-   shut the real controller out.
+   STALE_CONTROLLER_EPOCH, as before. A connection authenticated as a
+   broker is believed without asking ZooKeeper (the brokers of a cluster
+   share their inter-broker principal, so it proves "a broker", which
+   Kafka trusts with CLUSTER_ACTION). So no client can raise the epoch a
+   broker believes in and shut the real controller out.
 
 Follower fetches (``verified_replica``): a Fetch with replica id >= 0
 reads past the high watermark and moves that follower's log end offset
 and the ISR, so the replica id is believed only from a connection
-authenticated as that broker (``Session.broker_id``), or — when the
+authenticated as a broker (``Session.inter_broker``), or — when the
 inter-broker listener does not authenticate — with that broker's current
 epoch (Fetch v15+ ``replica_state.replica_epoch``, KIP-903; Kavka's
 followers send it) — looked up only for an assigned replica of a partition
@@ -43,7 +44,7 @@ nothing is read and no state moves. While ZooKeeper cannot be reached the
 epochs last read stand (replication goes on through a ZooKeeper outage);
 one that would need ZooKeeper to confirm is refused until it answers.
 
-``from_broker``: whether the connection authenticated as a given broker
+``from_broker``: whether the connection authenticated as a broker
 (ControlledShutdown of old versions, which carry no epoch).
 
 Runs on the broker's event loop. ZooKeeper errors while verifying a
@@ -85,8 +86,8 @@ class InterBrokerFence:
         self.accepted: tuple[int, int] | None = None
 
     @staticmethod
-    def from_broker(ctx: RequestContext, broker_id: int) -> bool:
-        return ctx.session.broker_id is not None and ctx.session.broker_id == broker_id
+    def from_broker(ctx: RequestContext) -> bool:
+        return ctx.session.inter_broker
 
     async def check_control_request(self, ctx: RequestContext, controller_id: int, controller_epoch: int,
                                     broker_epoch: int) -> ErrorCode:
@@ -95,7 +96,7 @@ class InterBrokerFence:
         api = self.auth.request_name(ctx)
         if not self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        from_controller = self.from_broker(ctx, controller_id)
+        from_controller = self.from_broker(ctx)
         problem = await self._broker_epoch_problem(broker_epoch, from_controller)
         if problem is not None:
             log.warning("broker %d refused %s from %s (claiming controller %d epoch %d): %s", self.broker_id, api,
@@ -112,7 +113,7 @@ class InterBrokerFence:
         if claimed < 0:
             if from_controller:
                 return None
-            return "it carries no broker epoch and the connection is not authenticated as the controller"
+            return "it carries no broker epoch and the connection is not authenticated as a broker"
         ours = self._own_epoch()
         if claimed == ours:
             return None
@@ -147,8 +148,8 @@ class InterBrokerFence:
         ``assigned``: the id is an assigned replica of a partition the
         request names here (only those are looked up in ZooKeeper, so a
         client cannot make the broker watch made-up ids)."""
-        if ctx.session.broker_id is not None:
-            return ctx.session.broker_id == replica_id
+        if self.from_broker(ctx):
+            return True
         if self.require_authenticated_replicas or replica_epoch < 0 or not assigned:
             return False
         try:

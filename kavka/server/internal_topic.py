@@ -66,7 +66,10 @@ class InternalTopicSettings:
     def consumer_offsets(cls, config: Any) -> InternalTopicSettings:
         return cls(GROUP_METADATA_TOPIC, config["offsets.topic.num.partitions"],
                    config["offsets.topic.replication.factor"], "offsets.topic.replication.factor",
-                   {"cleanup.policy": "compact", "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+                   # compression.type producer: the coordinator's batches keep
+                   # offsets.topic.compression.codec, as Kafka creates the topic
+                   {"cleanup.policy": "compact", "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+                    "compression.type": "producer"})
 
     @classmethod
     def transaction_state(cls, config: Any) -> InternalTopicSettings:

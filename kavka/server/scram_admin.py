@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from kavka.common.errors import ErrorCode
 from kavka.common.sanitizer import desanitize, sanitize
+from kavka.security.quota.entity import UNSTORABLE_NAMES
 from kavka.security.sasl.credentials import MAX_ITERATIONS, ScramCredential, ScramFormatter, ScramMechanism
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.codec import ZnodeDataError
@@ -106,6 +107,9 @@ class ScramCredentialAdmin:
                 results[user] = UserResult(user, ErrorCode.DUPLICATE_RESOURCE,
                                            f"Cannot describe SCRAM credentials for the same user twice in a single "
                                            f"request: {user}")
+            elif user in UNSTORABLE_NAMES:
+                results[user] = UserResult(user, ErrorCode.RESOURCE_NOT_FOUND,
+                                           f"Attempt to describe a user credential that does not exist: {user}")
             else:
                 try:
                     config = await self.zk.get_entity_config("users", sanitize(user))
@@ -130,6 +134,8 @@ class ScramCredentialAdmin:
         for d in deletions:
             if not d.user:
                 invalid.setdefault(d.user, (ErrorCode.UNACCEPTABLE_CREDENTIAL, USERNAME_EMPTY))
+            elif d.user in UNSTORABLE_NAMES:
+                invalid.setdefault(d.user, (ErrorCode.UNACCEPTABLE_CREDENTIAL, _unstorable(d.user)))
             elif ScramMechanism.of_type_id(d.mechanism) is None:
                 invalid.setdefault(d.user, (ErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM))
         results += [UserResult(user, code, message) for user, (code, message) in invalid.items()]
@@ -186,6 +192,8 @@ def _mechanism(type_id: int) -> ScramMechanism:
 def _check_upsertion(u: Upsertion) -> tuple[ErrorCode, str] | None:
     if not u.user:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, USERNAME_EMPTY
+    if u.user in UNSTORABLE_NAMES:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, _unstorable(u.user)
     mechanism = ScramMechanism.of_type_id(u.mechanism)
     if mechanism is None:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
@@ -199,6 +207,10 @@ def _check_upsertion(u: Upsertion) -> tuple[ErrorCode, str] | None:
         return (ErrorCode.UNACCEPTABLE_CREDENTIAL,
                 f"A {mechanism.mechanism_name} salted password has {mechanism.digest_size} bytes")
     return None
+
+
+def _unstorable(user: str) -> str:
+    return f"User {user!r} cannot be kept in ZooKeeper (a znode cannot be named . or ..)"
 
 
 def _credential(u: Upsertion) -> str:

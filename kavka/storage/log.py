@@ -88,6 +88,7 @@ from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
+from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
 
@@ -109,6 +110,7 @@ class Log:
         high_watermark: int = 0,
         had_clean_shutdown: bool = False,
         rng: random.Random | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.dir = Path(directory)
         self.topic_partition: TopicPartition = parse_topic_partition(self.dir.name)
@@ -154,7 +156,7 @@ class Log:
         self._log_start_offset = loaded.log_start_offset
         end = loaded.next_offset
         # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.
-        self.producer_state = ProducerStateManager(self.dir)
+        self.producer_state = ProducerStateManager(self.dir, producer_id_expiration_ms)
         completed = self.producer_state.load(loaded.segments, end, clock.milliseconds())
         self._local.index_aborted(completed)  # aborts whose index entry was lost in a crash
         self.leader_epoch_cache.truncate_from_end(end)
@@ -408,6 +410,14 @@ class Log:
     def maybe_flush(self, now_ms: int) -> bool:
         """The periodic flusher (``flush.ms``, or a segment rolled since)."""
         return self._local.maybe_flush(now_ms)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget the producers idle (by their last batch's timestamp) for
+        ``producer.id.expiration.ms`` that hold no open transaction (Kafka's
+        PeriodicProducerExpirationCheck, KIP-854): their next batch starts
+        afresh (KIP-360). Returns how many went."""
+        with self._lock:
+            return self.producer_state.remove_expired(now_ms)
 
     # ---- read ------------------------------------------------------------------------------------
     def read(

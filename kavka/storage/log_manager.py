@@ -23,7 +23,9 @@ The scheduling model, in one place:
   high-watermark checkpoints (``log.flush.offset.checkpoint.interval.ms``),
   the log-start-offset checkpoint
   (``log.flush.start.offset.checkpoint.interval.ms``), retention
-  (``log.retention.check.interval.ms``, seed 002 §5.4.1) and the removal of
+  (``log.retention.check.interval.ms``, seed 002 §5.4.1), the expiration
+  of idle producer ids (``producer.id.expiration.ms``, checked every
+  ``producer.id.expiration.check.interval.ms``, KIP-854) and the removal of
   ``.deleted`` files and deleted partition directories after their delay.
 * Retention has one owner per policy. Logs whose ``cleanup.policy`` lacks
   ``compact`` belong to the manager's pass, which pauses cleaning on them
@@ -99,7 +101,7 @@ class LogManager:
         self._dirs = [LogDir(p) for p in config.log_dirs]
         self.had_clean_shutdown: dict[Path, bool] = {}
         now = self.clock.milliseconds()
-        self._last = {"recovery": now, "start": now, "hw": now, "retention": now}
+        self._last = {"recovery": now, "start": now, "hw": now, "retention": now, "producers": now}
         locked: list[LogDir] = []
         try:
             for d in self._dirs:
@@ -150,6 +152,7 @@ class LogManager:
                         recovery_point=recovery_points.get(tp, 0),
                         high_watermark=hws.get(tp, 0),
                         had_clean_shutdown=clean,
+                        producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                     )
                     jobs.append((d, tp, job))
             for d, loaded_tp, loading in jobs:  # (5)
@@ -217,7 +220,8 @@ class LogManager:
             target = min(self._dirs, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
-            log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock, had_clean_shutdown=True)
+            log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock,
+                      had_clean_shutdown=True, producer_id_expiration_ms=self.config.producer_id_expiration_ms)
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
@@ -226,10 +230,14 @@ class LogManager:
     def tick(self, now_ms: int | None = None) -> dict[str, int]:
         """Run whatever periodic job is due; returns counts of what it did."""
         now = self.clock.milliseconds() if now_ms is None else now_ms
-        done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0}
+        done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0, "producers_expired": 0}
         logs = self.all_logs()
         for tp, log in logs.items():
             done["flushed"] += self._guard(tp, partial(log.maybe_flush, now), 0)
+        if now - self._last["producers"] >= self.config.producer_id_expiration_check_ms:
+            self._last["producers"] = now
+            for tp, log in logs.items():
+                done["producers_expired"] += self._guard(tp, partial(log.remove_expired_producers, now), 0)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
             done["retention_deleted"] += self._retention_pass(now)

@@ -1,6 +1,6 @@
 """Broker-level settings of the log manager (seed 002 §5.2), with Kafka's
 key names: the directories, recovery threads, checkpoint and retention
-intervals, and the log cleaner's ``log.cleaner.*`` settings
+intervals, the expiration of idle producer ids (KIP-854), and the log cleaner's ``log.cleaner.*`` settings
 (``LogCleanerConfig``) that the manager hands to the ``LogCleaner`` it owns.
 
 A frozen value; any thread.
@@ -24,6 +24,9 @@ MANAGER_CONFIG_DEF = (
     .define("replica.high.watermark.checkpoint.interval.ms", ConfigType.LONG, 5_000, "HW checkpoints.", Range(0))
     .define("log.retention.check.interval.ms", ConfigType.LONG, 300_000, "Retention pass period.", Range(1))
     .define("log.segment.delete.delay.ms", ConfigType.LONG, 60_000, "Delay before deleted files go.", Range(0))
+    .define("producer.id.expiration.ms", ConfigType.INT, 86_400_000, "Idle producer ids are forgotten.", Range(1))
+    .define("producer.id.expiration.check.interval.ms", ConfigType.INT, 600_000, "Producer expiration period.",
+            Range(1))
 )
 
 
@@ -40,6 +43,10 @@ class LogManagerConfig:
     high_watermark_checkpoint_ms: int = 5_000
     retention_check_ms: int = 300_000
     file_delete_delay_ms: int = 60_000
+    # KIP-854: how long a producer id's state outlives its last batch, and
+    # how often every log drops the expired ones
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_ms: int = 600_000
     cleaner: LogCleanerConfig = field(default_factory=LogCleanerConfig)
 
     @classmethod
@@ -58,5 +65,7 @@ class LogManagerConfig:
             high_watermark_checkpoint_ms=p["replica.high.watermark.checkpoint.interval.ms"],
             retention_check_ms=p["log.retention.check.interval.ms"],
             file_delete_delay_ms=p["log.segment.delete.delay.ms"],
+            producer_id_expiration_ms=p["producer.id.expiration.ms"],
+            producer_id_expiration_check_ms=p["producer.id.expiration.check.interval.ms"],
             cleaner=LogCleanerConfig.from_broker(props),
         )

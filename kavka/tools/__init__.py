@@ -5,7 +5,9 @@ their ``--zookeeper`` path, ZooKeeper clients); none imports the server.
 
 Commands:
 
-* ``up`` — ``kavka up``: a local cluster in the foreground.
+* ``up`` — ``kavka up``: a local cluster in the foreground (``--secure``:
+  ``secure_cluster``'s users, SASL_SSL and ACLs, with ``local_pki``'s
+  certificates).
 * ``topics`` — ``kavka topics``: create, list, describe, alter, delete
   topics; its pure text functions (``--replica-assignment``, topic
   selection, ``--describe`` output) in ``topics_format``.
@@ -15,6 +17,9 @@ Commands:
   librdkafka. Both share the line/record formats of ``console_format``.
 * ``consumer_groups`` — ``kavka consumer-groups``: list, describe, delete
   groups, reset their offsets.
+* ``configs`` — ``kavka configs``: describe and alter topic, broker, user
+  and client-id configs — client quotas and SCRAM credentials included —
+  with kafka-configs.sh's options and output.
 * ``acls`` — ``kavka acls``: add, remove and list ACLs (kafka-acls.sh's
   options, ``--producer``/``--consumer`` shortcuts and output).
 * ``dump_log`` — ``kavka dump-log``: segments, indexes, checkpoint and
@@ -37,8 +42,12 @@ Shared pieces:
 * ``zk_admin`` — the ZooKeeper-era ``--zookeeper`` path of those tools:
   ``/admin`` request znodes the controller watches.
 * ``cluster`` — ``LocalCluster``: a ZooKeeper and N broker processes on
-  loopback (``kavka up``, tests, benchmarks); ``zookeeper`` — a standalone
+  loopback (``kavka up``, tests, benchmarks), secured with ``secure_cluster``
+  and ``local_pki`` when asked; ``zookeeper`` — a standalone
   ZooKeeper server from Debian's package.
+* ``compat`` — ``python -m kavka.tools.compat`` (``make compat``):
+  librdkafka's integration suite against a local cluster, its test runner
+  built by ``compat_build``.
 * ``demo`` — ``python -m kavka.tools.demo``: a cluster, 200,000 records
   through a real Kafka client, stop.
 """

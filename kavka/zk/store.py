@@ -149,12 +149,20 @@ class KazooZkStore(ZkStoreBase):
 
     ``connect`` is ``host:port[,host:port...][/chroot]`` or a ``ZkConnect``;
     ``session_timeout_ms`` is asked of the server (which bounds it by its
-    min/maxSessionTimeout); ``connection_timeout_ms`` bounds ``start``.
+    min/maxSessionTimeout); ``connection_timeout_ms`` bounds ``start``;
+    ``max_in_flight_requests`` bounds the requests pipelined at once (a
+    multi or a multiRead is one).
     The listener registry and ``maybe_set`` are ``ZkStoreBase``'s.
     """
 
-    def __init__(self, connect: str | ZkConnect, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None) -> None:
+    def __init__(self, connect: str | ZkConnect, *, session_timeout_ms: int = 18000, connection_timeout_ms: int | None = None,
+                 max_in_flight_requests: int = 10) -> None:
         super().__init__()
+        if max_in_flight_requests < 1:
+            raise ValueError(f"zookeeper.max.in.flight.requests must be >= 1, not {max_in_flight_requests}")
+        # zookeeper.max.in.flight.requests: requests sent and not yet answered
+        # (Kafka's ZooKeeperClient semaphore); more wait their turn here
+        self._in_flight = asyncio.Semaphore(max_in_flight_requests)
         self._connect = connect if isinstance(connect, ZkConnect) else parse_zk_connect("zookeeper.connect", connect)
         self._session_timeout_s = session_timeout_ms / 1000.0
         self._connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000.0
@@ -270,6 +278,12 @@ class KazooZkStore(ZkStoreBase):
             raise ZkNotConnectedError("ZooKeeper store is not started (or already closed)")
         return self._client
 
+    async def _request(self, issue: Callable[[], Any], path: str | None, version: int | None = None) -> Any:
+        """Send one request (``issue()`` returns kazoo's async result) once
+        fewer than ``max_in_flight_requests`` are pending, and await it."""
+        async with self._in_flight:
+            return await self._await(issue(), path, version)
+
     async def _await(self, async_result: Any, path: str | None, version: int | None = None) -> Any:
         loop = self._loop
         assert loop is not None
@@ -312,7 +326,7 @@ class KazooZkStore(ZkStoreBase):
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
         client = self._require()
-        data, stat = await self._await(client.get_async(check_path(path), self._watcher(watch)), path)
+        data, stat = await self._request(lambda: client.get_async(check_path(path), self._watcher(watch)), path)
         return (data or b""), _stat(stat)
 
     async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
@@ -328,9 +342,12 @@ class KazooZkStore(ZkStoreBase):
             root = client.chroot or ""  # kazoo keeps it normalised: "" or "/x" (cheaper than its _prefix_root per path)
             request = MultiRead([root + check_path(p) for p in paths])
             pending = client.handler.async_result()
-            client._call(request, pending)
+
+            def issue() -> Any:
+                client._call(request, pending)
+                return pending
             try:
-                results = await self._await(pending, paths[0])
+                results = await self._request(issue, paths[0])
             except ZkError:
                 if not isinstance(pending.exception, kz.UnimplementedError):
                     raise
@@ -356,36 +373,41 @@ class KazooZkStore(ZkStoreBase):
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
         client = self._require()
-        stat = await self._await(client.exists_async(check_path(path), self._watcher(watch)), path)
+        stat = await self._request(lambda: client.exists_async(check_path(path), self._watcher(watch)), path)
         return _stat(stat) if stat is not None else None
 
     async def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         client = self._require()
-        return sorted(await self._await(client.get_children_async(check_path(path), self._watcher(watch)), path))
+        return sorted(await self._request(lambda: client.get_children_async(check_path(path), self._watcher(watch)),
+                                          path))
 
     async def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False, make_parents: bool = False) -> str:
         client = self._require()
-        ar = client.create_async(check_path(path), data, ephemeral=ephemeral, sequence=sequential, makepath=make_parents)
-        return await self._await(ar, path)
+        check_path(path)
+        return await self._request(lambda: client.create_async(path, data, ephemeral=ephemeral, sequence=sequential,
+                                                               makepath=make_parents), path)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         client = self._require()
-        return _stat(await self._await(client.set_async(check_path(path), data, version), path, version))
+        check_path(path)
+        return _stat(await self._request(lambda: client.set_async(path, data, version), path, version))
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         client = self._require()
         check_path(path)
         if recursive:
             try:
-                await asyncio.to_thread(client.delete, path, version, True)
+                async with self._in_flight:
+                    await asyncio.to_thread(client.delete, path, version, True)
             except Exception as e:  # noqa: BLE001 - translated
                 raise _translate(e, path, version) from None
             return
-        await self._await(client.delete_async(path, version), path, version)
+        await self._request(lambda: client.delete_async(path, version), path, version)
 
     async def ensure_path(self, path: str) -> None:
         client = self._require()
-        await self._await(client.ensure_path_async(check_path(path)), path)
+        check_path(path)
+        await self._request(lambda: client.ensure_path_async(path), path)
 
     async def sync(self, path: str) -> None:
         client = self._require()
@@ -408,7 +430,7 @@ class KazooZkStore(ZkStoreBase):
                 tx.check(op.path, op.version)
             else:
                 raise TypeError(f"not a ZooKeeper operation: {op!r}")
-        results = await self._await(tx.commit_async(), None)
+        results = await self._request(tx.commit_async, None)
         failure = next(
             ((i, r) for i, r in enumerate(results) if isinstance(r, Exception) and not isinstance(r, (kz.RolledBackError, kz.RuntimeInconsistency))),
             None,

@@ -229,7 +229,8 @@ def test_listeners_and_advertised_listeners():
         ({"listeners": "FOO://:9092"}, r"'listeners'.*no security protocol for listener name FOO"),
         ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, r"listener name PLAINTEXT is used more than once"),
         ({"listeners": "PLAINTEXT://:9092,B://:9092", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,B:PLAINTEXT"}, r"port 9092 is used by more than one listener"),
-        ({"listeners": "SSL://:9093", "security.inter.broker.protocol": "SSL"}, r"uses security protocol SSL; Kavka serves only PLAINTEXT"),
+        ({"listeners": "SASL_SSL://h:9093", "security.inter.broker.protocol": "SASL_SSL", "sasl.enabled.mechanisms": "PLAIN"}, r"'sasl.mechanism.inter.broker.protocol'.*GSSAPI is not among the SASL mechanisms of the inter-broker listener SASL_SSL \(PLAIN\)"),
+        ({"connection.failed.authentication.delay.ms": "600000"}, r"'connection.failed.authentication.delay.ms'.*less than connections.max.idle.ms"),
         ({"listeners": "PLAINTEXT://0.0.0.0:9092"}, r"'listeners'.*unroutable meta-address 0.0.0.0"),
         ({"advertised.listeners": "OTHER://h:1", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"}, r"'advertised.listeners'.*OTHER is not in listeners"),
         ({"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"}, r"not both"),
@@ -287,6 +288,20 @@ def test_dynamic_rejects_static_and_unknown_keys():
         c.with_dynamic({"nope": "1"}, {})
     with pytest.raises(ConfigError, match=r"config 'log.segment.bytes' in /config/brokers/2: value 'big'"):
         c.with_dynamic({}, {"log.segment.bytes": "big"})
+
+
+def test_kerberos_keys_change_live_as_in_kafka():
+    """Kafka accepts AlterConfigs of its Kerberos login keys on a broker
+    (DynamicListenerConfig): librdkafka's admin test sets
+    sasl.kerberos.min.time.before.relogin and expects success."""
+    c = cfg(broker_id=0)
+    assert c["sasl.kerberos.min.time.before.relogin"] == 60000
+    d = c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "58000",
+                            "sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/L,DEFAULT"})
+    assert d["sasl.kerberos.min.time.before.relogin"] == 58000
+    assert d["sasl.kerberos.principal.to.local.rules"] == ["RULE:[1:$1]/L", "DEFAULT"]
+    with pytest.raises(ConfigError, match=r"config 'sasl.kerberos.min.time.before.relogin' in /config/brokers/0: value 'soon'"):
+        c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "soon"})
 
 
 def test_dynamic_keys_and_synonyms_are_real_keys():

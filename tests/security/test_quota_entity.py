@@ -67,6 +67,7 @@ def test_entity_forms():
     ([], "Invalid empty client quota entity"),
     ([("user", "a"), ("user", "b")], "Duplicate user"),
     ([("user", "")], "Empty user not supported"),
+    ([("client-id", "..")], "cannot be kept in ZooKeeper"),
     ([("group", "x")], "Unhandled client quota entity type: group"),
     ([("ip", "1.2.3.4")], "ip quota entities"),
 ])

@@ -3,7 +3,8 @@
 fetches are believed — the broker epoch (KIP-380) exactly this broker's
 registration, a controller epoch only as high as ZooKeeper confirms (so a
 client cannot raise it), CLUSTER_ACTION with an authorizer, a connection
-authenticated as a broker believed without asking ZooKeeper."""
+authenticated as a broker (``Session.inter_broker``) believed without
+asking ZooKeeper."""
 
 from __future__ import annotations
 
@@ -119,18 +120,18 @@ async def test_no_client_can_raise_the_controller_epoch() -> None:
     assert await fence.check_control_request(ctx(), CONTROLLER, 5, mine) is ErrorCode.STALE_CONTROLLER_EPOCH
 
 
-async def test_a_connection_authenticated_as_the_controller_is_believed() -> None:
+async def test_a_connection_authenticated_as_a_broker_is_believed() -> None:
     fence, zk = await setup()
-    controller = Session(KafkaPrincipal("User", "broker"), "10.0.0.2", broker_id=CONTROLLER)
-    other = Session(KafkaPrincipal("User", "broker"), "10.0.0.3", broker_id=FOLLOWER)
-    assert await fence.check_control_request(ctx(controller), CONTROLLER, 5, -1) is ErrorCode.NONE
-    # Another broker speaking for the controller gets no epoch leniency and no ZooKeeper shortcut.
-    assert await fence.check_control_request(ctx(other), CONTROLLER, 5, -1) is ErrorCode.STALE_BROKER_EPOCH
-    assert await fence.check_control_request(ctx(other), CONTROLLER, 9, zk.epochs[ME]) \
+    broker = Session(KafkaPrincipal("User", "broker"), "10.0.0.2", inter_broker=True)
+    # The same principal without the inter-broker flag (another listener): a client.
+    client = Session(KafkaPrincipal("User", "broker"), "10.0.0.3")
+    assert await fence.check_control_request(ctx(broker), CONTROLLER, 5, -1) is ErrorCode.NONE
+    assert await fence.check_control_request(ctx(client), CONTROLLER, 5, -1) is ErrorCode.STALE_BROKER_EPOCH
+    assert await fence.check_control_request(ctx(client), CONTROLLER, 9, zk.epochs[ME]) \
         is ErrorCode.STALE_CONTROLLER_EPOCH
-    # A broker authenticated as the controller it names is believed, as Kafka
-    # believes its inter-broker principal: here one that ZooKeeper has not yet shown.
-    assert await fence.check_control_request(ctx(other), FOLLOWER, 6, zk.epochs[ME]) is ErrorCode.NONE
+    # A broker is believed as Kafka believes its inter-broker principal: here
+    # a controller epoch ZooKeeper has not shown yet (its watch is on the way).
+    assert await fence.check_control_request(ctx(broker), FOLLOWER, 6, zk.epochs[ME]) is ErrorCode.NONE
     assert fence.accepted == (6, FOLLOWER)
 
 
@@ -161,9 +162,8 @@ async def test_a_follower_is_believed_with_its_current_epoch_or_its_authenticati
     assert await fence.verified_replica(anonymous, FOLLOWER, new, assigned=True)
     await asyncio.sleep(0)
     assert not await fence.verified_replica(anonymous, FOLLOWER, epoch, assigned=True)
-    authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", broker_id=FOLLOWER))
+    authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", inter_broker=True))
     assert await fence.verified_replica(authenticated, FOLLOWER, -1, assigned=True)
-    assert not await fence.verified_replica(authenticated, CONTROLLER, zk.epochs[CONTROLLER], assigned=True)
 
 
 @pytest.mark.parametrize("epoch_known", [True, False])
@@ -171,7 +171,7 @@ async def test_where_brokers_authenticate_an_epoch_alone_proves_nothing(epoch_kn
     fence, zk = await setup(require_authenticated_replicas=True)
     epoch = zk.epochs[FOLLOWER] if epoch_known else -1
     assert not await fence.verified_replica(ctx(), FOLLOWER, epoch, assigned=True)
-    authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", broker_id=FOLLOWER))
+    authenticated = ctx(Session(KafkaPrincipal("User", "broker"), "10.0.0.3", inter_broker=True))
     assert await fence.verified_replica(authenticated, FOLLOWER, epoch, assigned=True)
 
 

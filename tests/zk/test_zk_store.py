@@ -264,3 +264,32 @@ async def test_start_fails_clearly_without_a_server() -> None:
     store = KazooZkStore(f"127.0.0.1:{free_port()}", session_timeout_ms=1000, connection_timeout_ms=1000)
     with pytest.raises(ZkNotConnectedError, match="could not connect to ZooKeeper"):
         await store.start()
+
+
+async def test_requests_in_flight_stay_within_zookeeper_max_in_flight_requests(zk_chroot: str, monkeypatch) -> None:
+    """Kafka's ZooKeeperClient semaphore: more requests than the limit wait
+    their turn, none is lost; a multi counts as one."""
+    pending = peak = 0
+    real_await = KazooZkStore._await
+
+    async def counting(self, async_result, path, version=None):
+        nonlocal pending, peak
+        pending += 1
+        peak = max(peak, pending)
+        try:
+            return await real_await(self, async_result, path, version)
+        finally:
+            pending -= 1
+
+    monkeypatch.setattr(KazooZkStore, "_await", counting)
+    store = KazooZkStore(zk_chroot, session_timeout_ms=9000, max_in_flight_requests=3)
+    await store.start()
+    try:
+        await asyncio.gather(*(store.create(f"/n{i}", b"%d" % i) for i in range(40)))
+        got = await asyncio.gather(*(store.get(f"/n{i}") for i in range(40)))
+        assert [data for data, _ in got] == [b"%d" % i for i in range(40)]
+        assert peak == 3
+    finally:
+        await store.close()
+    with pytest.raises(ValueError, match="zookeeper.max.in.flight.requests"):
+        KazooZkStore(zk_chroot, max_in_flight_requests=0)

@@ -27,6 +27,8 @@ class ReplicaFetcherConfig:
     * ``wait_max_ms`` / ``min_bytes``: ``replica.fetch.wait.max.ms`` / ``replica.fetch.min.bytes``;
     * ``backoff_ms``: ``replica.fetch.backoff.ms`` (after an error, or with nothing to fetch);
     * ``socket_timeout_ms``: ``replica.socket.timeout.ms`` (each request to the leader);
+    * ``receive_buffer_bytes``: ``replica.socket.receive.buffer.bytes``, the
+      SO_RCVBUF of the socket to the leader (-1: the OS default);
     * ``truncation_mode``: ``replica.truncation.mode`` ("leader-epoch": KIP-101/279
       truncation through OffsetsForLeaderEpoch and Fetch v12's diverging epoch;
       "hw": the seeds' design — the replica manager truncated to the HW already,
@@ -44,6 +46,7 @@ class ReplicaFetcherConfig:
     min_bytes: int = 1
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
+    receive_buffer_bytes: int = 65_536
     truncation_mode: str = "leader-epoch"
     throttled_rate: int = UNLIMITED_RATE
 
@@ -77,6 +80,7 @@ class ReplicaFetcherConfig:
             min_bytes=int(config["replica.fetch.min.bytes"]),
             backoff_ms=int(config["replica.fetch.backoff.ms"]),
             socket_timeout_ms=int(config["replica.socket.timeout.ms"]),
+            receive_buffer_bytes=int(config["replica.socket.receive.buffer.bytes"]),
             truncation_mode=str(config["replica.truncation.mode"]),
             throttled_rate=int(config["follower.replication.throttled.rate"]),
         )

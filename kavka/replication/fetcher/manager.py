@@ -43,6 +43,7 @@ from kavka.replication.fetcher.task import ReplicaFetcher
 from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.storage.log_manager import LogManager
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
@@ -64,8 +65,10 @@ class ReplicaFetcherManager:
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
         broker_epoch: Callable[[], int | None] = lambda: None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
+        self._security = security
         self.broker_id = broker_id
         self._config = config
         self._log_manager = log_manager
@@ -88,15 +91,17 @@ class ReplicaFetcherManager:
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
         broker_epoch: Callable[[], int | None] = lambda: None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
         returns the current one; Kafka's keys are read each fetch round.
         ``broker_epoch()``: this broker's registration czxid, which its
-        Fetch requests carry (KIP-903) so that leaders believe its replica id."""
+        Fetch requests carry (KIP-903) so that leaders believe its replica
+        id; ``security``: how to connect to the leaders' inter-broker listener."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
             num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
-            broker_epoch=broker_epoch,
+            broker_epoch=broker_epoch, security=security,
         )
 
     def _topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
@@ -104,9 +109,11 @@ class ReplicaFetcherManager:
         return partition.topic_id if partition is not None else None
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
+        config = self._config()
         return RemoteLeaderEndPoint(
-            leader, self.broker_id, request_timeout_ms=self._config().socket_timeout_ms,
-            client_id=f"broker-{self.broker_id}-fetcher", broker_epoch=self._broker_epoch, topic_id=self._topic_id,
+            leader, self.broker_id, request_timeout_ms=config.socket_timeout_ms,
+            client_id=f"broker-{self.broker_id}-fetcher", receive_buffer_bytes=config.receive_buffer_bytes,
+            security=self._security, broker_epoch=self._broker_epoch, topic_id=self._topic_id,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------

@@ -48,6 +48,7 @@ from kavka.replication.fetcher.leader_endpoint import (
 )
 from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 FETCH_BY_NAME_MAX_VERSION = 12  # the last Fetch version naming topics
 FETCH_REPLICA_STATE_VERSION = 15  # replica id and epoch in replica_state (KIP-903)
@@ -61,14 +62,17 @@ class RemoteLeaderEndPoint:
     """See the module docstring."""
 
     def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
+                 receive_buffer_bytes: int = -1, security: ClientSecurity = PLAINTEXT_SECURITY,
                  broker_epoch: Callable[[], int | None] = lambda: None,
                  topic_id: Callable[[TopicPartition], uuid.UUID | None] = lambda tp: None) -> None:
+        self.security = security
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
         self.client_id = client_id
         self.broker_epoch = broker_epoch  # this broker's registration czxid (None: not registered)
         self.topic_id = topic_id  # a followed partition's topic id (None: not known)
+        self.receive_buffer_bytes = receive_buffer_bytes  # replica.socket.receive.buffer.bytes
         self._conn: BrokerConnection | None = None
 
     def __repr__(self) -> str:
@@ -83,6 +87,7 @@ class RemoteLeaderEndPoint:
                     request_timeout_ms=self.request_timeout_ms,
                     connect_timeout_ms=self.request_timeout_ms,
                     node_id=self.leader.broker_id,
+                    receive_buffer_bytes=self.receive_buffer_bytes, security=self.security,
                 )
                 await conn.connect()
                 self._conn = conn

@@ -42,6 +42,9 @@ EntityName = str | _Default
 
 USER = "user"
 CLIENT_ID = "client-id"
+# Sanitized as themselves, and no znode may be named so (Kafka's layout
+# cannot hold them either).
+UNSTORABLE_NAMES = frozenset({".", ".."})
 IP = "ip"
 
 
@@ -99,6 +102,8 @@ class ClientQuotaEntity:
         for what, name in ((USER, self.user), (CLIENT_ID, self.client_id)):
             if isinstance(name, str) and not name:
                 raise ValueError(f"Empty {what} not supported")
+            if name in UNSTORABLE_NAMES:
+                raise ValueError(f"{what} {name!r} cannot be kept in ZooKeeper (a znode cannot be named . or ..)")
 
     def __str__(self) -> str:
         parts = []
@@ -133,8 +138,6 @@ class ClientQuotaEntity:
                 raise ValueError(f"Unhandled client quota entity type: {entity_type[:100]}")
             if entity_type in names:
                 raise ValueError(f"Duplicate {entity_type} entity in one client quota entity")
-            if name is not None and not name:
-                raise ValueError(f"Empty {entity_type} not supported")
             names[entity_type] = DEFAULT if name is None else name
         return cls(names.get(USER), names.get(CLIENT_ID))
 

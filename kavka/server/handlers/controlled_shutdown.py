@@ -10,7 +10,7 @@ controller up again and retries). v2+ carry the asking broker's epoch
 (KIP-380), which must be that broker's current one (the controller
 compares): anything else is STALE_BROKER_EPOCH, so a client cannot drain a
 broker it does not know the registration of. A request without an epoch
-(v0-1, or -1) is believed only from a connection authenticated as that
+(v0-1, or -1) is believed only from a connection authenticated as a
 broker. The answer lists the partitions the broker still leads. The wait
 for the controller does not hold up other requests on the connection (the
 handler returns an awaitable).
@@ -51,9 +51,9 @@ class ControlledShutdownHandler:
         if not self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
             return R(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), remaining_partitions=[])
         epoch = request.broker_epoch if ctx.api_version >= 2 else NO_EPOCH
-        if epoch < 0 and not InterBrokerFence.from_broker(ctx, request.broker_id):
+        if epoch < 0 and not InterBrokerFence.from_broker(ctx):
             log.warning("refused ControlledShutdown v%d of broker %d from %s: it carries no broker epoch and the "
-                        "connection is not authenticated as that broker", ctx.api_version, request.broker_id,
+                        "connection is not authenticated as a broker", ctx.api_version, request.broker_id,
                         ctx.client_host)
             return R(error_code=int(ErrorCode.STALE_BROKER_EPOCH), remaining_partitions=[])
         return self._answer(request.broker_id, epoch)

@@ -6,6 +6,11 @@ can produce right after the call returns. ``validate_only`` (v1+) writes
 nothing. v5+ returns the partition count, replication factor and the
 topic's effective configs.
 
+KIP-599: the partitions created are charged to the client's
+``controller_mutation_rate``; from v6 a topic created while the quota is
+exhausted is refused with THROTTLING_QUOTA_EXCEEDED, earlier versions are
+only throttled.
+
 Authorization (Kafka's): CREATE on the cluster, or else on each topic
 (TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); the configs,
 partition count and replication factor come back only with
@@ -18,10 +23,12 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 from kavka.security.acl import AclOperation, ResourceType
+from kavka.security.quota.manager import ControllerMutationQuotaManager
 from kavka.server.admin_manager import AdminManager, NewTopic
 from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 19
 MIN_VERSION = 0
@@ -31,9 +38,11 @@ CONFIG_SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
 
 
 class CreateTopicsHandler:
-    def __init__(self, admin: AdminManager, cache: MetadataCache, auth: AuthHelper) -> None:
+    def __init__(self, admin: AdminManager, cache: MetadataCache, mutations: ControllerMutationQuotaManager,
+                 auth: AuthHelper) -> None:
         self.admin = admin
         self.cache = cache
+        self.mutations = mutations
         self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
@@ -68,7 +77,8 @@ class CreateTopicsHandler:
                 {a.partition_index: list(a.broker_ids) for a in t.assignments} or None,
                 {c.name: c.value for c in t.configs}))
         validate_only = version >= 1 and request.validate_only
-        results = await self.admin.create_topics(wanted, validate_only)
+        quota = self.mutations.new_quota_for(quota_user(ctx), quota_client_id(ctx), strict=version >= 6)
+        results = await self.admin.create_topics(wanted, validate_only, quota)
         created = [r for r in results if r.error == ErrorCode.NONE]
         timed_out: set[str] = set()
         if created and not validate_only:
@@ -100,6 +110,7 @@ class CreateTopicsHandler:
                                      config_source=CONFIG_SOURCE_TOPIC if k in explicit else CONFIG_SOURCE_DEFAULT)
                     for k, v in sorted(r.configs.items())]
             out.append(entry)
+        ctx.throttle_time_ms = max(ctx.throttle_time_ms, quota.throttle_time_ms)
         return R(throttle_time_ms=0, topics=out)
 
 

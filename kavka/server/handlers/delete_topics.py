@@ -5,6 +5,11 @@ Refused with TOPIC_DELETION_DISABLED when ``delete.topic.enable`` is false
 (v3+; older versions get INVALID_REQUEST, as Kafka). v6 names topics by
 name or by id (KIP-516).
 
+KIP-599: the partitions of each deleted topic are charged to the
+client's ``controller_mutation_rate``; from v5 a deletion while the quota
+is exhausted is refused with THROTTLING_QUOTA_EXCEEDED, earlier versions
+are only throttled.
+
 Authorization (Kafka's): each topic needs DELETE, else
 TOPIC_AUTHORIZATION_FAILED (asked before its existence); a topic named by
 id without DESCRIBE on it is answered without its name.
@@ -17,10 +22,12 @@ import uuid
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ZERO_UUID, DeleteTopicsRequest, DeleteTopicsResponse
 from kavka.security.acl import AclOperation, ResourceType
+from kavka.security.quota.manager import ControllerMutationQuotaManager
 from kavka.server.admin_manager import AdminManager
 from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 20
 MIN_VERSION = 0
@@ -28,10 +35,12 @@ MAX_VERSION = 6
 
 
 class DeleteTopicsHandler:
-    def __init__(self, admin: AdminManager, cache: MetadataCache, delete_enabled: bool, auth: AuthHelper) -> None:
+    def __init__(self, admin: AdminManager, cache: MetadataCache, delete_enabled: bool,
+                 mutations: ControllerMutationQuotaManager, auth: AuthHelper) -> None:
         self.admin = admin
         self.cache = cache
         self.delete_enabled = delete_enabled
+        self.mutations = mutations
         self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
@@ -43,6 +52,7 @@ class DeleteTopicsHandler:
         else:
             wanted = [(name, None) for name in request.topic_names]
         responses: list[DeleteTopicsResponse.Responses] = []
+        quota = self.mutations.new_quota_for(quota_user(ctx), quota_client_id(ctx), strict=version >= 5)
         pending: list[tuple[str, DeleteTopicsResponse.Responses]] = []
         if not self.delete_enabled:
             code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
@@ -70,7 +80,7 @@ class DeleteTopicsHandler:
                 responses.append(R.Responses(name=name, topic_id=topic_id or ZERO_UUID,
                                              error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
                 continue
-            code, message = await self.admin.delete_topic(name)
+            code, message = await self.admin.delete_topic(name, quota)
             resp = R.Responses(name=name, error_code=int(code), error_message=message)
             if version >= 6:
                 resp.topic_id = self.cache.topic_id(name)
@@ -86,6 +96,7 @@ class DeleteTopicsHandler:
                     if self.cache.contains_topic(n):
                         r.error_code = int(ErrorCode.REQUEST_TIMED_OUT)
                         r.error_message = "deletion was requested but has not completed yet"
+        ctx.throttle_time_ms = max(ctx.throttle_time_ms, quota.throttle_time_ms)
         return R(throttle_time_ms=0, responses=responses)
 
 

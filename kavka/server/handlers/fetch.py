@@ -12,20 +12,28 @@ requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
 Kafka answers for an evicted session. The records are the log's bytes,
 never decoded here.
 
+``consumer_byte_rate`` (KIP-13, KIP-219) for consumers (not followers):
+``max_bytes`` is capped to what the quota's window holds; the bytes
+returned are charged to the quota, and a fetch that takes the client over
+it returns no data — no partitions, as Kafka's throttled response — with
+the throttle time, its bytes taken back off the measurement, and the
+connection muted for that long (``kavka.server.throttling``); so is a
+fetch the client's request_percentage throttles (``without_data``).
+
 Authorization (Kafka's): a consumer needs READ on each topic, else
 TOPIC_AUTHORIZATION_FAILED for its partitions (asked before the topic's
 existence, so a hidden topic and a missing one answer alike); a follower
 (replica id >= 0) needs CLUSTER_ACTION on the cluster, else every
 partition is TOPIC_AUTHORIZATION_FAILED. Whether or not an authorizer is
 configured, a follower's replica id must be proven (``InterBrokerFence.
-verified_replica``: a connection authenticated as that broker, or its
-current broker epoch in v15+'s ``replica_state``); an unproven one is
-answered NOT_LEADER_OR_FOLLOWER for every partition, as Kafka answers a
-replica it does not recognise, and reads nothing, moves no follower's log
-end offset, high watermark or ISR. v13+ topic ids resolve through the
-metadata cache, or the ids of the partitions hosted here (LeaderAndIsr
-v5+), which a follower of a brand-new topic may use before this broker's
-UpdateMetadata names it.
+verified_replica``: a connection authenticated as a broker, or the
+replica's current broker epoch in v15+'s ``replica_state``); an unproven
+one is answered NOT_LEADER_OR_FOLLOWER for every partition, as Kafka
+answers a replica it does not recognise, and reads nothing, moves no
+follower's log end offset, high watermark or ISR. v13+ topic ids resolve
+through the metadata cache, or the ids of the partitions hosted here
+(LeaderAndIsr v5+), which a follower of a brand-new topic may use before
+this broker's UpdateMetadata names it.
 """
 
 from __future__ import annotations
@@ -39,10 +47,12 @@ from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
 from kavka.security.acl import AclOperation, ResourceType
+from kavka.security.quota.manager import ClientQuotaManager
 from kavka.server.authorization import AuthHelper
 from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
+from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -54,10 +64,11 @@ LOGGED_REFUSALS_MAX = 1024  # (peer host, replica id) pairs warned about; later 
 
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, auth: AuthHelper,
-                 fence: InterBrokerFence) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager,
+                 auth: AuthHelper, fence: InterBrokerFence) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
+        self.quota = quota
         self.auth = auth
         self.fence = fence
         self._warned: set[tuple[str, int]] = set()
@@ -97,14 +108,29 @@ class FetchHandler:
                     log_start_offset=p.log_start_offset if version >= 5 else -1,
                 )
                 order.append((name, topic_id, tp))
+        max_bytes, min_bytes = request.max_bytes, request.min_bytes
+        user, client_id = quota_user(ctx), quota_client_id(ctx)
+        quota_applies = replica_id < 0 and self.quota.enabled
+        if quota_applies:
+            window_bytes = self.quota.max_value_in_quota_window(user, client_id)
+            if window_bytes is not None:
+                max_bytes = min(max_bytes, int(window_bytes))
+                min_bytes = min(min_bytes, max_bytes)
+        params = FetchParams(
+            replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=min_bytes,
+            max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
         refused = await self._refused(ctx, replica_id, replica_epoch, partitions)
         wanted = {tp: p for tp, p in partitions.items() if tp not in refused}
-        params = FetchParams(
-            replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
-            max_bytes=request.max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
         data: dict[TopicPartition, FetchPartitionData] = dict(refused)
         if wanted:
             data.update(await self.replica_manager.fetch_messages(params, wanted))
+        if quota_applies:
+            size = sum(len(d.records) for d in data.values() if d.records)
+            throttle = self.quota.record_and_get_throttle_ms(user, client_id, size)
+            if throttle > 0:
+                self.quota.unrecord(user, client_id, size)
+                ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
+                return R(throttle_time_ms=throttle, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
 
         topics: dict[tuple[str, uuid.UUID], list] = {}
         leaders_wanted: set[int] = set()
@@ -167,9 +193,20 @@ class FetchHandler:
         if len(self._warned) < LOGGED_REFUSALS_MAX:
             self._warned.add(key)
         log.log(level, "refused a follower Fetch v%d claiming replica %d (replica epoch %d) from %s (client %r): the "
-                "connection is not authenticated as that broker and the epoch is not its registration's",
+                "connection is not authenticated as a broker and the epoch is not that broker's registration's",
                 ctx.api_version, replica_id, replica_epoch, ctx.client_host, ctx.client_id)
         return dict.fromkeys(partitions, FetchPartitionData(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def without_data(self, ctx: RequestContext, response: FetchResponse) -> FetchResponse:
+        """The answer to a consumer's fetch its request quota throttles
+        (``ThrottlingHandler``): no data, and the bytes it would have
+        carried taken back off its consumer_byte_rate, as Kafka does."""
+        if response.error_code != ErrorCode.NONE:
+            return response
+        size = sum(len(p.records) for t in response.responses for p in t.partitions if p.records)
+        if size and self.quota.enabled:
+            self.quota.unrecord(quota_user(ctx), quota_client_id(ctx), size)
+        return FetchResponse(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
 
 
 def register(dispatcher: Dispatcher, handler: FetchHandler) -> None:

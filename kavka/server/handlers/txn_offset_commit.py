@@ -5,8 +5,12 @@ group's ``__consumer_offsets`` partition as a transactional batch and holds
 them pending until the transaction's marker arrives (see
 ``kavka.group.txn_offsets``).
 
-Versions 0-3 (v3 flexible; v4+, KIP-890, not advertised). Authorization
-(Kafka's): WRITE on the transactional id (else every partition is
+Versions 0-3 (v3 flexible; v4+, KIP-890, not advertised).
+
+A partition the broker's metadata does not know is answered
+UNKNOWN_TOPIC_OR_PARTITION and not committed, as Kafka's
+``KafkaApis.handleTxnOffsetCommitRequest``. Authorization (Kafka's, asked
+first): WRITE on the transactional id (else every partition is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
 GROUP_AUTHORIZATION_FAILED), READ on each topic (else its partitions are
 TOPIC_AUTHORIZATION_FAILED).
@@ -19,6 +23,7 @@ from kavka.group.coordinator import GroupCoordinator
 from kavka.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kavka.security.acl import AclOperation, ResourceType
 from kavka.server.authorization import AuthHelper
+from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 28
@@ -27,8 +32,9 @@ MAX_VERSION = 3
 
 
 class TxnOffsetCommitHandler:
-    def __init__(self, coordinator: GroupCoordinator, auth: AuthHelper) -> None:
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache, auth: AuthHelper) -> None:
         self.coordinator = coordinator
+        self.metadata = metadata
         self.auth = auth
 
     def _denied(self, ctx: RequestContext, request: TxnOffsetCommitRequest,
@@ -42,16 +48,19 @@ class TxnOffsetCommitHandler:
 
     async def __call__(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
         version = ctx.api_version
-        order = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-        denied = self._denied(ctx, request, order)
         commits = {}
+        order = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        results: dict[tuple[str, int], ErrorCode] = self._denied(ctx, request, order)
         for t in request.topics:
             for p in t.partitions:
-                if (t.name, p.partition_index) not in denied:
-                    commits[(t.name, p.partition_index)] = (
-                        p.committed_offset, p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
-        results: dict[tuple[str, int], ErrorCode] = dict(denied)
-        if commits:
+                if (t.name, p.partition_index) in results:
+                    continue
+                if self.metadata.partition(t.name, p.partition_index) is None:
+                    results[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                commits[(t.name, p.partition_index)] = (
+                    p.committed_offset, p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
+        if commits:  # Kafka does not reach the coordinator when no partition is known
             results.update(await self.coordinator.commit_txn_offsets(
                 request.group_id, request.producer_id, request.producer_epoch,
                 request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from kavka.common.clock import SystemClock
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import iter_batches
@@ -32,6 +33,9 @@ from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoin
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.quota.entity import QuotaType
+from kavka.security.quota.manager import ClientQuotaManager
+from kavka.security.quota.rate import QuotaWindow
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -149,7 +153,8 @@ class Node:
                                  ZkBrokerEpochs(store), ZkControllerView(store), require_authenticated_replicas=False)
         d = Dispatcher()
         api_versions.register(d)
-        fetch.register(d, fetch.FetchHandler(self.rm, cache, auth, fence))
+        fetch.register(d, fetch.FetchHandler(
+            self.rm, cache, ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock()), auth, fence))
         list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm, auth))
         offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm, auth))
         self.server = SocketServer(d, NetworkConfig())

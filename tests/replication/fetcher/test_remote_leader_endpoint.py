@@ -114,3 +114,26 @@ async def test_out_of_range_and_refused_connection_over_the_wire(tmp_path, clock
     await eventually(lambda: c[B].log(TP).log_end_offset == 10)
     assert c[B].log(TP).log_start_offset == 7 and c[B].batches(TP) == c[A].batches(TP)
     await c.close()
+
+
+async def test_the_socket_to_the_leader_gets_replica_socket_receive_buffer_bytes(tmp_path, clock):
+    import socket
+
+    from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoint
+    from kavka.replication.state import BrokerEndPoint
+
+    c = await wire_cluster(tmp_path, clock)
+    c.leader_and_isr([state(A, 0, (A, B))])
+    host, port = c[A].address
+    for size in (32 * 1024, -1):
+        endpoint = RemoteLeaderEndPoint(BrokerEndPoint(A, host, port), B, request_timeout_ms=5000,
+                                        client_id="t", receive_buffer_bytes=size)
+        await endpoint.fetch_log_offset(TP, 0, -2)  # connects
+        sock = endpoint._conn._transport.get_extra_info("socket")
+        got = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        if size >= 0:
+            assert got in (size, 2 * size)  # Linux reports twice what was set
+        else:
+            assert got not in (32 * 1024, 64 * 1024)  # the OS default
+        endpoint.close()
+    await c.close()

@@ -5,9 +5,12 @@ messages, validate_only, and the cluster permission checks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
@@ -23,6 +26,7 @@ from kavka.zk.client import KavkaZkClient
 from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 
 EXACT, DEFAULT, ANY = 0, 1, 2
+QUOTA_KEYS = ["producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"]
 ALICE = KafkaPrincipal("User", "alice")
 
 
@@ -98,6 +102,7 @@ async def test_alter_writes_kafkas_znodes_and_notifies(version):
     ([], [("request_percentage", 1.0, False)], "Invalid empty client quota entity"),
     ([("user", "")], [("request_percentage", 1.0, False)], "Empty user not supported"),
     ([("user", "a"), ("user", "b")], [("request_percentage", 1.0, False)], "Duplicate user"),
+    ([("user", ".")], [("request_percentage", 1.0, False)], "cannot be kept in ZooKeeper"),
     ([("ip", "1.2.3.4")], [("connection_creation_rate", 1.0, False)], "ip quota entities"),
     ([("group", "g")], [("request_percentage", 1.0, False)], "Unhandled client quota entity type: group"),
 ])
@@ -150,6 +155,7 @@ U_DEF_C_DEF = (("user", None), ("client-id", None))
     ([("user", EXACT, "alice"), ("client-id", EXACT, "app")], True, [U_ALICE_APP]),
     ([("client-id", ANY, None)], True, [C_APP, C_DEF]),
     ([("user", EXACT, "nobody")], False, []),
+    ([("user", EXACT, "..")], True, []),  # no entity can have that name
 ])
 async def test_describe_filters(components, strict, expected):
     describe_h = await quota_world()
@@ -183,3 +189,23 @@ async def test_cluster_permissions():
     _, alter_h, describe_h = await setup(admin)
     assert await alter(alter_h, [entry([("user", "a")], [("producer_byte_rate", 1.0, False)])]) == [(0, None)]
     assert await describe(describe_h, []) == [((("user", "a"),), {"producer_byte_rate": 1.0})]
+
+
+_names = st.one_of(st.none(), st.sampled_from(["", ".", "..", "<default>", "alice", "a/b"]), st.text(max_size=12))
+_types = st.one_of(st.sampled_from(["user", "client-id", "ip", ""]), st.text(max_size=8))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_types, st.integers(-3, 5), _names), max_size=4), st.booleans(),
+       st.lists(st.tuples(st.lists(st.tuples(_types, _names), max_size=3),
+                          st.lists(st.tuples(st.sampled_from([*QUOTA_KEYS, "SCRAM-SHA-256", "x"]),
+                                             st.floats(allow_nan=True, allow_infinity=True), st.booleans()),
+                                   max_size=3)), max_size=3))
+def test_hostile_requests_are_answered(components, strict, entries):
+    """Whatever the filters and entities, each request gets an answer that
+    encodes; nothing raises into the connection."""
+    async def main():
+        _, alter_h, describe_h = await setup()
+        await alter(alter_h, [entry(e, ops) for e, ops in entries])
+        await describe(describe_h, components, strict)
+    asyncio.run(main())

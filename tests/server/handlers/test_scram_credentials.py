@@ -6,7 +6,11 @@ answer or a log line."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kavka.common.errors import ErrorCode
 from kavka.common.sanitizer import sanitize
@@ -95,7 +99,7 @@ async def test_upsert_describe_delete():
 async def test_describe_errors():
     zk, _, describe_h = await setup()
     await zk.set_entity_config("users", "quota-only", {"producer_byte_rate": "1"})
-    _, response = await describe(describe_h, ["quota-only", "nobody", "twice", "twice", ""])
+    _, response = await describe(describe_h, ["quota-only", "nobody", "twice", "twice", "", ".."])
     got = {r.user: (r.error_code, r.error_message) for r in response.results}
     assert got == {
         "quota-only": (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: quota-only"),
@@ -103,6 +107,7 @@ async def test_describe_errors():
         "twice": (ErrorCode.DUPLICATE_RESOURCE,
                   "Cannot describe SCRAM credentials for the same user twice in a single request: twice"),
         "": (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: "),
+        "..": (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: .."),
     }
     _, response = await describe(describe_h, [])
     assert response.results == []  # users with quotas only are not listed
@@ -113,8 +118,8 @@ async def test_alter_errors_per_user():
     got = await alter(alter_h, upsertions=[
         upsert("few", iterations=4095), upsert("many", iterations=16385), upsert("mech", type_id=0),
         upsert("", iterations=4096), upsert("dup"), upsert("dup", "x"), upsert("short", salted=b"x" * 32),
-        upsert("ok"),
-    ], deletions=[delete("missing"), delete("ok", SHA256), delete("unknown-mech", type_id=9)])
+        upsert("ok"), upsert("."),
+    ], deletions=[delete("missing"), delete("ok", SHA256), delete("unknown-mech", type_id=9), delete("..")])
     assert got == {
         "few": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
         "many": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
@@ -126,6 +131,9 @@ async def test_alter_errors_per_user():
         # deleting a credential it does not have fails the user's whole change
         "ok": (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
         "unknown-mech": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        ".": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "User '.' cannot be kept in ZooKeeper (a znode cannot be named . or ..)"),
+        "..": (ErrorCode.UNACCEPTABLE_CREDENTIAL,
+               "User '..' cannot be kept in ZooKeeper (a znode cannot be named . or ..)"),
     }
     assert await zk.get_entity_names("users") == []
 
@@ -147,3 +155,21 @@ async def test_cluster_permissions():
     assert await zk.get_entity_names("users") == []
     _, response = await describe(describe_h, None)
     assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=10), st.integers(-1, 3), st.integers(-5, 20000), st.binary(max_size=70),
+                          st.binary(max_size=70)), max_size=4),
+       st.lists(st.tuples(st.text(max_size=10), st.integers(-1, 3)), max_size=3),
+       st.one_of(st.none(), st.lists(st.text(max_size=10), max_size=4)))
+def test_hostile_requests_are_answered(upsertions, deletions, users):
+    """Whatever the names, mechanisms, iterations, salts and salted
+    passwords, each user is answered and nothing raises into the connection."""
+    async def main():
+        _, alter_h, describe_h = await setup()
+        got = await alter(alter_h, [A.Upsertions(name=n, mechanism=m, iterations=i, salt=s, salted_password=p)
+                                    for n, m, i, s, p in upsertions],
+                          [A.Deletions(name=n, mechanism=m) for n, m in deletions])
+        assert set(got) == {n for n, *_ in upsertions} | {n for n, _ in deletions}
+        await describe(describe_h, users)
+    asyncio.run(main())
