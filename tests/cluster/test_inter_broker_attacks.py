@@ -6,8 +6,11 @@ end offset or high watermark — on a cluster without security (the broker
 and controller epochs fence them: ``kavka.server.inter_broker_fence``), and
 on one with the ACL authorizer where only the brokers' own address holds
 CLUSTER_ACTION (the attacker connects from another loopback address and
-even knows every epoch). Afterwards the real controller is still obeyed: a
-leader change reaches the attacked broker, and the follower catches up.
+even knows every epoch), and on one secured as ``kavka up --secure`` makes
+it (SASL_SSL between brokers too), where users that are not brokers —
+even a super user — change nothing. Afterwards the real controller is
+still obeyed: a leader change reaches the attacked broker, and the
+follower catches up.
 """
 
 from __future__ import annotations
@@ -290,3 +293,67 @@ def test_forged_transaction_markers_write_nothing(make_cluster, secured: bool) -
     assert latest(cluster, 0, "m") == 5  # no marker appended
     produce(cluster, "m", {0: [b"after"]})
     assert latest(cluster, 0, "m") == 6
+
+
+# -- a cluster secured as ``kavka up --secure`` makes it: SASL_SSL with SCRAM
+# for clients and between brokers, the ACL authorizer on ----------------------------------
+
+def _call_as(cluster, broker_id: int, user: str, body: Message, version: int) -> Message:
+    """One request over SASL_SSL, authenticated as ``user`` (Kavka's client)."""
+    from kavka.client.connection import BrokerConnection
+
+    async def go() -> Message:
+        security = cluster.client_security(user)
+        assert security is not None
+        b = cluster.brokers[broker_id]
+        async with BrokerConnection("127.0.0.1", b.port, "not-a-broker", request_timeout_ms=30000,
+                                    security=security) as conn:
+            return await conn.request(body, version=version)
+
+    return asyncio.run(asyncio.wait_for(go(), 60))
+
+
+def test_authenticated_users_that_are_not_brokers_change_nothing(make_cluster) -> None:
+    """``client`` may do anything on topics, groups and transactional ids;
+    ``admin`` is a super user. Neither is a broker: the first has no
+    CLUSTER_ACTION, the second may not raise the controller epoch or stand
+    in for a broker without its epoch, even knowing every other one."""
+    cluster = make_cluster(brokers=2, config=CONFIG, secure=True)
+    admin_config = cluster.client_config("admin")
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(admin_config)
+    admin.create_topics([NewTopic("s", num_partitions=1, replica_assignment=[[0, 1]])], request_timeout=30)["s"].result(30)
+    with ZkView(cluster) as zk:
+        wait_until(lambda: zk.partition_state("s", 0) is not None and zk.partition_state("s", 0).isr == (0, 1),
+                   30, "s-0 in sync")
+        controller, epoch = zk.controller()
+        victim = 1 - controller if controller in (0, 1) else 1
+        victim_epoch = zk.broker_registration(victim)[0]
+        topic_id = _topic_id(zk, "s")
+    dirs = partition_dirs(cluster, victim)
+    denied = {int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
+    # client: no CLUSTER_ACTION, whatever it knows.
+    for body, version in ((_stop_replica("s", 0, controller, epoch, victim_epoch), 3),
+                          (_leader_and_isr("s", 0, victim, controller, epoch, victim_epoch), 5),
+                          (_update_metadata(controller, epoch, victim_epoch), 7)):
+        assert _codes(_call_as(cluster, victim, "client", body, version)) == denied, body.API_NAME
+    assert _codes(_call_as(cluster, controller, "client",
+                           ControlledShutdownRequest(broker_id=victim, broker_epoch=victim_epoch), 3)) == denied
+    assert _codes(_call_as(cluster, 0, "client", _markers("s", 4242), 1)) == denied
+    body, version = _follower_fetch("s", topic_id, victim, victim_epoch, 0)
+    assert _codes(_call_as(cluster, 1 - victim, "client", body, version)) == {
+        int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
+    # admin: CLUSTER_ACTION as a super user, but not a broker.
+    assert _codes(_call_as(cluster, victim, "admin", _stop_replica("s", 0, controller, epoch + 100, victim_epoch),
+                           3)) == {int(ErrorCode.STALE_CONTROLLER_EPOCH)}
+    assert _codes(_call_as(cluster, victim, "admin", _stop_replica("s", 0, controller, epoch, -1), 3)) == {
+        int(ErrorCode.STALE_BROKER_EPOCH)}
+    assert _codes(_call_as(cluster, controller, "admin", ControlledShutdownRequest(broker_id=victim, broker_epoch=-1),
+                           3)) == {int(ErrorCode.STALE_BROKER_EPOCH)}
+    # On an inter-broker listener that authenticates, an epoch alone proves no follower.
+    assert _codes(_call_as(cluster, 1 - victim, "admin", body, version)) == {int(ErrorCode.NOT_LEADER_OR_FOLLOWER)}
+    assert partition_dirs(cluster, victim) == dirs
+    with ZkView(cluster) as zk:
+        assert zk.controller() == (controller, epoch)
+        assert zk.partition_state("s", 0).isr == (0, 1)
