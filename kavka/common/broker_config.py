@@ -24,11 +24,12 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from kavka.common.broker_config_keys import (
     BROKER_CONFIG,
     DYNAMIC_BROKER_KEYS,
+    REFUSED_BROKER_KEYS,
     TOPIC_SYNONYMS,
 )
 from kavka.common.config import NO_DEFAULT, ConfigError, load_properties
@@ -98,6 +99,22 @@ class KafkaConfig:
     roll_jitter_ms: int
     flush_ms: int
 
+    # Each derived field and the keys it is computed from: reading the field
+    # reads them (the config-key walk counts it so).
+    DERIVED_FROM: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+        "broker_id": ("broker.id",),
+        "listeners": ("listeners", "listener.security.protocol.map"),
+        "advertised_listeners": ("advertised.listeners", "listeners", "listener.security.protocol.map"),
+        "inter_broker_listener_name": ("inter.broker.listener.name", "security.inter.broker.protocol"),
+        "log_dirs": ("log.dirs", "log.dir"),
+        "zookeeper": ("zookeeper.connect",),
+        "zookeeper_connection_timeout_ms": ("zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms"),
+        "retention_ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        "roll_ms": ("log.roll.ms", "log.roll.hours"),
+        "roll_jitter_ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+        "flush_ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    })
+
     def __getitem__(self, name: str) -> Any:
         try:
             return self.values[name]
@@ -118,6 +135,8 @@ class KafkaConfig:
         values: dict[str, Any] = {}
         for name, raw in props.items():
             where = sources.get(name, source)
+            if name in REFUSED_BROKER_KEYS:
+                raise ConfigError(name, f"is not supported: {REFUSED_BROKER_KEYS[name]}", where)
             if name not in BROKER_CONFIG:
                 raise ConfigError(name, _unknown_message(name), where)
             values[name] = BROKER_CONFIG.parse_value(name, raw, where)
