@@ -149,3 +149,13 @@ def make_cluster(zk_chroot: str, tmp_path):
     yield make
     for cluster in made:
         cluster.stop()
+
+
+@pytest.fixture
+def pki(tmp_path):
+    """A test CA, a second CA nobody trusts, and the certificates the first
+    issues to a broker (SAN 127.0.0.1, localhost) and a client (CN=alice):
+    ``security.certs.Pki`` (tests/security/certs.py), files under tmp_path."""
+    from security.certs import Pki
+
+    return Pki(tmp_path / "pki")

@@ -22,21 +22,30 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from kavka.common.broker_config_keys import (
     BROKER_CONFIG,
+    CONNECTION_LISTENER_KEYS,
     DYNAMIC_BROKER_KEYS,
+    LISTENER_KEYS,
+    MECHANISM_KEYS,
     REFUSED_BROKER_KEYS,
+    SASL_LISTENER_KEYS,
+    SSL_KEYS,
     TOPIC_SYNONYMS,
 )
 from kavka.common.config import NO_DEFAULT, ConfigError, load_properties
 from kavka.common.listeners import (
-    SUPPORTED_SECURITY_PROTOCOLS,
+    SASL_PROTOCOLS,
+    TLS_PROTOCOLS,
     EndPoint,
+    ListenerConfig,
+    ListenerKey,
     ZkConnect,
+    parse_listener_key,
     parse_listeners,
     parse_security_protocol_map,
     parse_zk_connect,
@@ -72,9 +81,15 @@ class KafkaConfig:
 
     - ``listeners`` / ``advertised_listeners``: parsed endpoints; advertised
       defaults to listeners, its names are a subset of the listeners' names,
-      and its hosts are never the unroutable 0.0.0.0; every listener uses a
-      security protocol Kavka serves (PLAINTEXT).
-    - ``inter_broker_listener_name``: a name present in advertised listeners.
+      and its hosts are never the unroutable 0.0.0.0.
+    - ``listener_overrides``: listener name -> its ``listener.name.<l>.*``
+      keys, typed (``listener_config(name)`` applies them); each names a
+      listener of ``listeners``, TLS keys only on SSL/SASL_SSL listeners,
+      SASL keys only on SASL listeners, a mechanism's keys only for a
+      mechanism the listener enables.
+    - ``inter_broker_listener_name``: a name present in advertised listeners;
+      when it is a SASL listener, it enables
+      ``sasl.mechanism.inter.broker.protocol``.
     - ``log_dirs``: ``log.dirs`` or else ``log.dir``, no duplicates, not empty.
     - ``retention_ms``, ``roll_ms``, ``roll_jitter_ms``, ``flush_ms``: Kafka's
       ms > minutes > hours precedence; ``retention_ms`` is -1 for "forever".
@@ -84,8 +99,10 @@ class KafkaConfig:
       kept so dynamic broker configs can be layered over them.
     """
 
-    values: Mapping[str, Any]
-    originals: Mapping[str, Any]
+    # Not in repr: passwords are Password values, but originals hold them as given.
+    values: Mapping[str, Any] = field(repr=False)
+    originals: Mapping[str, Any] = field(repr=False)
+    listener_overrides: Mapping[str, Mapping[str, Any]] = field(repr=False)
     source: str
     broker_id: int
     listeners: tuple[EndPoint, ...]
@@ -121,6 +138,16 @@ class KafkaConfig:
         except KeyError:
             raise ConfigError(name, _unknown_message(name)) from None
 
+    def listener_config(self, listener_name: str) -> ListenerConfig:
+        """The config as listener ``listener_name`` sees it, its
+        ``listener.name.<listener>.*`` overrides applied."""
+        for ep in self.listeners:
+            if ep.listener_name == listener_name:
+                return ListenerConfig(listener_name, ep.security_protocol, self.values,
+                                      self.listener_overrides.get(listener_name, MappingProxyType({})))
+        raise ConfigError("listeners", f"there is no listener {listener_name} "
+                                       f"(listeners: {', '.join(ep.listener_name for ep in self.listeners)})")
+
     @classmethod
     def from_props(
         cls,
@@ -133,12 +160,20 @@ class KafkaConfig:
         ``source`` is used for keys without an entry there."""
         sources = sources or {}
         values: dict[str, Any] = {}
+        overrides: dict[str, dict[str, Any]] = {}
+        listener_keys: dict[str, ListenerKey] = {}
         for name, raw in props.items():
             where = sources.get(name, source)
             if name in REFUSED_BROKER_KEYS:
                 raise ConfigError(name, f"is not supported: {REFUSED_BROKER_KEYS[name]}", where)
             if name not in BROKER_CONFIG:
-                raise ConfigError(name, _unknown_message(name), where)
+                lk = _wrap(where, lambda name=name: parse_listener_key(name, LISTENER_KEYS, MECHANISM_KEYS))
+                if lk is None:
+                    raise ConfigError(name, _unknown_message(name), where)
+                value = BROKER_CONFIG.parse_value(lk.key, raw, where)
+                overrides.setdefault(lk.listener, {})[lk.scoped_key] = value
+                listener_keys[name] = lk
+                continue
             values[name] = BROKER_CONFIG.parse_value(name, raw, where)
         for name, key in BROKER_CONFIG.keys.items():
             if name not in values:
@@ -147,10 +182,11 @@ class KafkaConfig:
                 # Defaults are written as server.properties would (lists as
                 # "a,b"), so they go through the same coercion.
                 values[name] = None if key.default is None else BROKER_CONFIG.parse_value(name, key.default, "default")
-        return cls._derive(values, dict(props), source, sources)
+        return cls._derive(values, overrides, listener_keys, dict(props), source, sources)
 
     @classmethod
-    def _derive(cls, v: dict[str, Any], originals: dict[str, Any], source: str, sources: Mapping[str, str]) -> KafkaConfig:
+    def _derive(cls, v: dict[str, Any], overrides: dict[str, dict[str, Any]], listener_keys: Mapping[str, ListenerKey],
+                originals: dict[str, Any], source: str, sources: Mapping[str, str]) -> KafkaConfig:
         def err(key: str, message: str) -> ConfigError:
             return ConfigError(key, message, sources.get(key, source))
 
@@ -159,14 +195,16 @@ class KafkaConfig:
             raise err("broker.id", "is -1 but broker.id.generation.enable is false; set broker.id to an id >= 0")
         if broker_id > v["reserved.broker.max.id"] and v["broker.id.generation.enable"]:
             raise err("broker.id", f"value {broker_id} is above reserved.broker.max.id ({v['reserved.broker.max.id']}), where generated ids live; use a smaller id or raise reserved.broker.max.id")
+        if v["max.connections.per.ip"] == 0 and not v["max.connections.per.ip.overrides"]:
+            raise err("max.connections.per.ip", "can be 0 only with max.connections.per.ip.overrides "
+                                                "(the addresses that may connect at all)")
 
         protocol_map = _wrap(sources.get("listener.security.protocol.map", source), lambda: parse_security_protocol_map("listener.security.protocol.map", v["listener.security.protocol.map"]))
         listeners = _wrap(sources.get("listeners", source), lambda: parse_listeners("listeners", v["listeners"], protocol_map))
         if not listeners:
             raise err("listeners", "no listener given; expected e.g. PLAINTEXT://127.0.0.1:9092")
-        for ep in listeners:
-            if ep.security_protocol not in SUPPORTED_SECURITY_PROTOCOLS:
-                raise err("listeners", f"listener {ep.connection_string()} uses security protocol {ep.security_protocol}; Kavka serves only {', '.join(SUPPORTED_SECURITY_PROTOCOLS)} listeners")
+        _check_listener_overrides(v, overrides, listener_keys,
+                                  {ep.listener_name: ep.security_protocol for ep in listeners}, source, sources)
         if v["advertised.listeners"] is None:
             advertised = listeners
         else:
@@ -190,6 +228,18 @@ class KafkaConfig:
             key = "security.inter.broker.protocol"
         if ibl not in {ep.listener_name for ep in advertised}:
             raise err(key, f"listener {ibl} is not among the advertised listeners ({', '.join(ep.listener_name for ep in advertised)}); brokers must be able to reach each other on it")
+        ibl_protocol = next(ep.security_protocol for ep in listeners if ep.listener_name == ibl)
+        if ibl_protocol in SASL_PROTOCOLS:
+            mechanism = v["sasl.mechanism.inter.broker.protocol"]
+            enabled = overrides.get(ibl, {}).get("sasl.enabled.mechanisms", v["sasl.enabled.mechanisms"])
+            if mechanism not in enabled:
+                raise err("sasl.mechanism.inter.broker.protocol",
+                          f"{mechanism} is not among the SASL mechanisms of the inter-broker listener {ibl} "
+                          f"({', '.join(enabled) or 'none'}); brokers could not authenticate to each other")
+        if v["connection.failed.authentication.delay.ms"] >= v["connections.max.idle.ms"]:
+            raise err("connection.failed.authentication.delay.ms",
+                      f"value {v['connection.failed.authentication.delay.ms']} must be less than "
+                      f"connections.max.idle.ms ({v['connections.max.idle.ms']})")
 
         log_dirs = tuple(v["log.dirs"]) if v["log.dirs"] is not None else (v["log.dir"],)
         log_dirs_key = "log.dirs" if v["log.dirs"] is not None else "log.dir"
@@ -226,6 +276,7 @@ class KafkaConfig:
         return cls(
             values=MappingProxyType(dict(v)),
             originals=MappingProxyType(dict(originals)),
+            listener_overrides=MappingProxyType({k: MappingProxyType(o) for k, o in overrides.items()}),
             source=source,
             broker_id=broker_id,
             listeners=listeners,
@@ -249,13 +300,44 @@ class KafkaConfig:
         sources: dict[str, str] = {k: self.source for k in merged}
         for where, layer in (("/config/brokers/<default>", cluster_default), (f"/config/brokers/{self.broker_id}", per_broker)):
             for key, raw in layer.items():
-                if key not in DYNAMIC_BROKER_KEYS:
-                    if key not in BROKER_CONFIG:
+                if key not in DYNAMIC_BROKER_KEYS and not _dynamic_listener_key(key, where):
+                    if key not in BROKER_CONFIG and not key.startswith("listener.name."):
                         raise ConfigError(key, _unknown_message(key), where)
                     raise ConfigError(key, "cannot be changed while the broker runs; set it in server.properties and restart", where)
                 merged[key] = raw
                 sources[key] = where
         return KafkaConfig.from_props(merged, self.source, sources)
+
+
+def _dynamic_listener_key(key: str, where: str) -> bool:
+    """``listener.name.<listener>.max.connections`` and
+    ``...max.connection.creation.rate`` may change live, as in Kafka."""
+    lk = _wrap(where, lambda: parse_listener_key(key, LISTENER_KEYS, MECHANISM_KEYS))
+    return lk is not None and lk.mechanism is None and lk.key in CONNECTION_LISTENER_KEYS
+
+
+def _check_listener_overrides(v: Mapping[str, Any], overrides: Mapping[str, Mapping[str, Any]],
+                              listener_keys: Mapping[str, ListenerKey], protocols: Mapping[str, str], source: str,
+                              sources: Mapping[str, str]) -> None:
+    """Every ``listener.name.<l>.*`` key must be one the listener uses: a
+    key Kafka would silently ignore is refused here instead."""
+    for name, lk in listener_keys.items():
+        listener = lk.listener
+        where = sources.get(name, source)
+        protocol = protocols.get(listener)
+        if protocol is None:
+            raise ConfigError(name, f"there is no listener {listener} in listeners ({', '.join(protocols)})", where)
+        if lk.key in SSL_KEYS and lk.mechanism is None and protocol not in TLS_PROTOCOLS:
+            raise ConfigError(name, f"listener {listener} is {protocol}, which does not use TLS; "
+                                    "ssl.* keys apply to SSL and SASL_SSL listeners", where)
+        if (lk.mechanism is not None or lk.key in SASL_LISTENER_KEYS) and protocol not in SASL_PROTOCOLS:
+            raise ConfigError(name, f"listener {listener} is {protocol}, which does not use SASL; "
+                                    "SASL keys apply to SASL_PLAINTEXT and SASL_SSL listeners", where)
+        if lk.mechanism is not None:
+            enabled = overrides.get(listener, {}).get("sasl.enabled.mechanisms", v["sasl.enabled.mechanisms"])
+            if lk.mechanism not in enabled:
+                raise ConfigError(name, f"{lk.mechanism} is not among the SASL mechanisms of listener {listener} "
+                                        f"({', '.join(enabled) or 'none'}; sasl.enabled.mechanisms)", where)
 
 
 def _wrap(source: str, fn: Any) -> Any:

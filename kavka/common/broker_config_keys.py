@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
-INT, LONG, DOUBLE, BOOL, STRING, LIST = (
+INT, LONG, DOUBLE, BOOL, STRING, LIST, PASSWORD = (
     ConfigType.INT,
     ConfigType.LONG,
     ConfigType.DOUBLE,
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -37,6 +38,11 @@ DOUBLE_MAX = 1.7976931348623157e308
 CLEANUP_POLICIES = ("delete", "compact")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# TLS versions Python's ssl (OpenSSL 3) negotiates at its default security
+# level; Kafka's ssl.protocol also takes "TLS" (any version).
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
+SSL_CLIENT_AUTH = ("required", "requested", "none")
 # Kavka-specific (docs/ARCHITECTURE.md): how a replica that becomes a follower truncates.
 # leader-epoch is KIP-101's fix; hw is the seeds' original behaviour, kept so
 # tests can show the data loss / divergence it allows.
@@ -51,6 +57,33 @@ def _authorizer_class(key: str, value: object) -> None:
     if value not in AUTHORIZER_CLASSES:
         raise ConfigError(key, f"value {value!r} is not an authorizer Kavka has; use {AUTHORIZER_CLASSES[1]} "
                                f"(or {AUTHORIZER_CLASSES[2]}), or leave it empty for no authorizer")
+
+
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:n,ip:n`` (an IPv6
+    address keeps its colons: the count is after the last one; brackets
+    around it are dropped). Raises ``ValueError`` naming the entry."""
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            n = -1
+        if not sep or not host or n < 0:
+            raise ValueError(f"entry {entry!r} is not host:count with a count >= 0")
+        out[host] = n
+    return out
+
+
+def _ip_overrides(key: str, value: object) -> None:
+    try:
+        parse_ip_overrides(str(value or ""))
+    except ValueError as e:
+        raise ConfigError(key, f"{e} (expected e.g. 'hostName:100,127.0.0.1:200')") from None
 
 
 def _principal_list(key: str, value: object) -> None:
@@ -78,18 +111,48 @@ _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol bet
 _d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
-_d("queued.max.requests", INT, 500, "Requests queued per broker before reading from connections pauses.", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests read (or being read) and not yet taken up by their handler, across all connections; when reached, connections wait with reading paused.", Range(1, None))
+_d("queued.max.request.bytes", LONG, 104857600, "Bytes of requests held in memory (Kafka's memory pool): a connection whose next request does not fit waits, muted, before reading it. Requests larger than half of it are read one at a time besides, so at most this plus socket.request.max.bytes is held. -1 (or 0) = unbounded, Kafka's default; Kavka bounds it by default (a Python broker has no heap limit to fail on first).")
 _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
-_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket.", Range(1, None))
+_d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
-_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total.", Range(0, None))
-_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address.", Range(0, None))
-_d("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this many ms.", Range(1, None))
+_d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
+_d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
+_d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)
+_d("max.connection.creation.rate", INT, INT_MAX, "New connections a second the broker accepts on every listener but the inter-broker one (KIP-612); over it a new connection is closed at once. Per listener: listener.name.<listener>.max.connection.creation.rate.", Range(0, None))
+_d("connections.max.idle.ms", LONG, 600000, "A connection with no request in flight and no bytes read or written for this many ms is closed.", Range(1, None))
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
+
+# -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
+# Each may be given per listener as listener.name.<listener>.<key> (LISTENER_KEYS).
+_d("ssl.protocol", STRING, "TLSv1.3", "Highest TLS version of the listener's context (TLS: any); ssl.enabled.protocols lists the versions offered.", OneOf(("TLS", *TLS_VERSIONS), case_sensitive=True))
+_d("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", "TLS versions enabled on SSL connections.", OneOf(TLS_VERSIONS, case_sensitive=True))
+_d("ssl.cipher.suites", LIST, None, "Cipher suites by their IANA names (TLS_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...); default: OpenSSL's.", nullable=True)
+_d("ssl.keystore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12, which keytool writes since Java 9; a legacy JKS file is refused with how to convert it).", OneOf(KEYSTORE_TYPES))
+_d("ssl.keystore.location", STRING, None, "The broker's key and certificate chain: a PKCS12 file, or a PEM file holding the private key and the certificates.", nullable=True)
+_d("ssl.keystore.password", PASSWORD, None, "Password of the PKCS12 keystore file.", nullable=True)
+_d("ssl.key.password", PASSWORD, None, "Password of the private key (PEM: its encryption; PKCS12: when it differs from the store's).", nullable=True)
+_d("ssl.keystore.key", PASSWORD, None, "The private key in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.certificate.chain).", nullable=True)
+_d("ssl.keystore.certificate.chain", PASSWORD, None, "The certificate chain in PEM, inline (with ssl.keystore.type=PEM and ssl.keystore.key).", nullable=True)
+_d("ssl.truststore.type", STRING, "JKS", "PEM, PKCS12, or JKS (read as PKCS12).", OneOf(KEYSTORE_TYPES))
+_d("ssl.truststore.location", STRING, None, "Certificates of the CAs trusted to sign peers' certificates: a PKCS12 or PEM file.", nullable=True)
+_d("ssl.truststore.password", PASSWORD, None, "Password of the PKCS12 truststore file.", nullable=True)
+_d("ssl.truststore.certificates", PASSWORD, None, "Trusted certificates in PEM, inline (with ssl.truststore.type=PEM).", nullable=True)
+_d("ssl.client.auth", STRING, "none", "Client certificates: required, requested (verified when sent) or none.", OneOf(SSL_CLIENT_AUTH))
+_d("ssl.endpoint.identification.algorithm", STRING, "https", "https: this broker's own TLS clients (to other brokers) check the server's host name against its certificate; empty: no check.", OneOf(("https", "")), nullable=True)
+_d("ssl.principal.mapping.rules", STRING, "DEFAULT", "Rules mapping a client certificate's distinguished name (RFC 2253) to a principal name: RULE:pattern/replacement/[LU], ..., DEFAULT.")
+
+# -- security: SASL and sessions (Kafka's BrokerSecurityConfigs, KIP-368) ----------
+_d("sasl.enabled.mechanisms", LIST, "GSSAPI", "SASL mechanisms a SASL listener offers (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); Kafka's default GSSAPI (Kerberos) is not served.")
+_d("sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", "SASL mechanism brokers use with each other when the inter-broker listener is SASL.")
+_d("sasl.jaas.config", PASSWORD, None, "JAAS login module config, the fallback for listener.name.<listener>.<mechanism>.sasl.jaas.config.", nullable=True)
+_d("sasl.server.max.receive.size", INT, 524288, "Largest frame accepted from a client before it has authenticated.", Range(1, None))
+_d("connections.max.reauth.ms", LONG, 0, "KIP-368: a SASL session lasts this long, then the client must re-authenticate or be disconnected; 0 = forever.", Range(0, None))
+_d("connection.failed.authentication.delay.ms", INT, 100, "How long after answering a failed authentication the connection is closed.", Range(0, None))
 
 # -- authorization (Kafka's AclAuthorizer) ----------------------------------------
 _d("authorizer.class.name", STRING, "", "The authorizer: kafka.security.authorizer.AclAuthorizer (or Kafka's older name kafka.security.auth.SimpleAclAuthorizer) keeps ACLs in ZooKeeper and checks every request; empty = no authorizer, every request allowed.", _authorizer_class)
@@ -250,6 +313,19 @@ REFUSED_BROKER_KEYS: dict[str, str] = {
                                   "down-converts; remove the key",
 }
 
+# Keys a listener may override with listener.name.<listener>.<key>, the
+# listener's name lower-case (Kafka's ListenerName.configPrefix), and those a
+# listener may set per SASL mechanism with listener.name.<listener>.<mechanism>.<key>
+# (ListenerName.saslMechanismConfigPrefix, the mechanism lower-case).
+SSL_KEYS: frozenset[str] = frozenset(k for k in BROKER_CONFIG.names() if k.startswith("ssl."))
+SASL_LISTENER_KEYS: frozenset[str] = frozenset({"sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+                                                "connections.max.reauth.ms"})
+# A listener's own connection limits (Kafka's ListenerReconfigurableConfigs),
+# which may also change live: listener.name.<listener>.max.connections ...
+CONNECTION_LISTENER_KEYS: frozenset[str] = frozenset({"max.connections", "max.connection.creation.rate"})
+LISTENER_KEYS: frozenset[str] = SSL_KEYS | SASL_LISTENER_KEYS | CONNECTION_LISTENER_KEYS
+MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+
 # Keys that /config/brokers/<id> and /config/brokers/<default> may set, applied
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
@@ -269,6 +345,8 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "log.cleaner.backoff.ms",
         "max.connections",
         "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }

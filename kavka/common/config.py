@@ -28,6 +28,30 @@ class ConfigError(ValueError):
         super().__init__(f"config {key!r}{where}: {message}")
 
 
+class Password:
+    """A secret config value (Kafka's ``Password`` type): ``str()`` and
+    ``repr()`` say ``[hidden]`` so that a password never reaches a log line,
+    an exception or a DescribeConfigs answer by accident; ``value`` is the
+    secret, read only where it is used (a keystore, a JAAS login module)."""
+
+    __slots__ = ("value",)
+    HIDDEN = "[hidden]"
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return self.HIDDEN
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Password) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
 class ConfigType(Enum):
     INT = "int"  # 32-bit
     LONG = "long"  # 64-bit
@@ -35,7 +59,7 @@ class ConfigType(Enum):
     BOOLEAN = "boolean"
     STRING = "string"
     LIST = "list"  # comma-separated strings
-    PASSWORD = "password"
+    PASSWORD = "password"  # a string held as ``Password``
 
 
 _INT_BOUNDS = {ConfigType.INT: (-(2**31), 2**31 - 1), ConfigType.LONG: (-(2**63), 2**63 - 1)}
@@ -128,6 +152,8 @@ def _coerce(key: ConfigKey, raw: Any, source: str) -> Any:
                 return [str(x).strip() for x in raw]
             s = str(raw).strip()
             return [p.strip() for p in s.split(",") if p.strip()] if s else []
+        if t is ConfigType.PASSWORD:
+            return raw if isinstance(raw, Password) else Password(str(raw).strip() if isinstance(raw, str) else str(raw))
         return str(raw).strip() if isinstance(raw, str) else str(raw)
     except ConfigError:
         raise
@@ -210,9 +236,12 @@ class ConfigDef:
 
 
 def load_properties(text: str, source: str = "") -> dict[str, str]:
-    """Parse Java-properties text (``key=value`` or ``key: value``, ``#``/``!``
-    comments, trailing-backslash continuation). Raises ``ConfigError`` on a
-    line without a separator, naming the line number."""
+    """Parse Java-properties text: ``key=value``, ``key: value`` or ``key value``
+    (the key ends at the first ``=``, ``:`` or whitespace, as in
+    ``java.util.Properties``), ``#``/``!`` comments, trailing-backslash
+    continuation (a JAAS config over several lines). Raises ``ConfigError``
+    on a line that is a key alone, naming the line number and never the
+    line's text: it may be a secret that lost its key."""
     out: dict[str, str] = {}
     lines = text.splitlines()
     i = 0
@@ -225,11 +254,14 @@ def load_properties(text: str, source: str = "") -> dict[str, str]:
         while line.endswith("\\") and i < len(lines):
             line = line[:-1] + lines[i].strip()
             i += 1
-        sep_pos = next((pos for pos, ch in enumerate(line) if ch in "=:"), None)
+        sep_pos = next((pos for pos, ch in enumerate(line) if ch in "=:" or ch.isspace()), None)
         if sep_pos is None:
-            raise ConfigError(line, f"line {lineno} has no '=' (expected key=value)", source)
-        key, value = line[:sep_pos].strip(), line[sep_pos + 1 :].strip()
+            raise ConfigError("(no key)", f"line {lineno} has no '=' (expected key=value)", source)
+        key, value = line[:sep_pos].strip(), line[sep_pos:].lstrip()
+        if value[:1] in ("=", ":"):
+            value = value[1:]
+        value = value.strip()
         if not key:
-            raise ConfigError("", f"line {lineno} has an empty key", source)
+            raise ConfigError("(no key)", f"line {lineno} has an empty key", source)
         out[key] = value
     return out

@@ -9,6 +9,11 @@ Formats (Kafka's):
   the OS for a free port when binding.
 - ``zookeeper.connect`` is ``host:port[,host:port...][/chroot]``; the chroot
   applies to every server (ZooKeeper's own client syntax).
+- a per-listener override is ``listener.name.<listener>.<key>``, or
+  ``listener.name.<listener>.<mechanism>.<key>`` for a SASL mechanism's own
+  settings, names lower-case (Kafka's ``ListenerName.configPrefix`` and
+  ``saslMechanismConfigPrefix``); ``ListenerConfig`` is one listener's view
+  of the broker config with its overrides applied.
 
 Pure values and functions; any thread. Errors are ``ConfigError`` naming the
 config key and what is allowed.
@@ -19,14 +24,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kavka.common.config import ConfigError
 
-# Kafka's security protocols. Kavka serves PLAINTEXT only: the others are
-# known names (so a Kafka server.properties parses) but refused with a clear
-# message when a listener actually uses them.
+# Kafka's security protocols, in the order of their wire ids (UpdateMetadata's
+# security_protocol: PLAINTEXT 0, SSL 1, SASL_PLAINTEXT 2, SASL_SSL 3).
 SECURITY_PROTOCOLS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_SECURITY_PROTOCOLS: tuple[str, ...] = ("PLAINTEXT",)
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+LISTENER_PREFIX = "listener.name."
+_LISTENER_KEY_RE = re.compile(r"^listener\.name\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)\.(?P<rest>.+)$")
+_MECHANISM_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 _LISTENER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s]*):(?P<port>-?\d+)$")
 _HOST_PORT_RE = re.compile(r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s,]+):(?P<port>\d+)$")
@@ -104,6 +113,91 @@ def parse_listeners(key: str, items: Iterable[str], protocol_map: Mapping[str, s
         if ports.count(p) > 1:
             raise ConfigError(key, f"port {p} is used by more than one listener; each listener needs its own port")
     return tuple(endpoints)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerKey:
+    """A parsed ``listener.name.<listener>[.<mechanism>].<key>``:
+    ``listener`` upper-case (the listener's name), ``mechanism`` upper-case
+    or None, ``key`` the broker key it overrides."""
+
+    listener: str
+    mechanism: str | None
+    key: str
+
+    @property
+    def scoped_key(self) -> str:
+        """The key as the listener sees it: ``key`` or ``<mechanism>.<key>``
+        (Kafka's valuesWithPrefixOverride keeps the mechanism prefix)."""
+        return self.key if self.mechanism is None else f"{self.mechanism.lower()}.{self.key}"
+
+
+def parse_listener_key(name: str, listener_keys: frozenset[str],
+                       mechanism_keys: frozenset[str]) -> ListenerKey | None:
+    """``listener.name.sasl_ssl.ssl.keystore.location`` ->
+    ListenerKey("SASL_SSL", None, "ssl.keystore.location");
+    ``listener.name.sasl_ssl.plain.sasl.jaas.config`` -> ListenerKey("SASL_SSL",
+    "PLAIN", "sasl.jaas.config"). None when ``name`` is not under
+    ``listener.name.``; ``ConfigError`` naming ``name`` when it is but is not a
+    key a listener may override."""
+    if not name.startswith(LISTENER_PREFIX):
+        return None
+    m = _LISTENER_KEY_RE.match(name)
+    if m is None:
+        raise ConfigError(name, "is not listener.name.<listener>.<key> (e.g. listener.name.ssl.ssl.keystore.location)")
+    listener, rest = m.group("name"), m.group("rest")
+    if listener != listener.lower():
+        raise ConfigError(name, f"the listener name in a listener.name. prefix is lower-case, as in Kafka: "
+                                f"listener.name.{listener.lower()}.{rest}")
+    if rest in listener_keys:
+        return ListenerKey(listener.upper(), None, rest)
+    mechanism, _, key = rest.partition(".")
+    if key in mechanism_keys and _MECHANISM_RE.match(mechanism):
+        return ListenerKey(listener.upper(), mechanism.upper(), key)
+    if key in mechanism_keys:
+        raise ConfigError(name, f"the SASL mechanism in listener.name.{listener}.<mechanism>.{key} is lower-case, "
+                                f"as in Kafka (e.g. listener.name.{listener}.scram-sha-512.{key})")
+    raise ConfigError(name, f"{rest!r} cannot be set per listener; a listener may override "
+                            f"{', '.join(sorted(listener_keys))}, and per SASL mechanism "
+                            f"(listener.name.<listener>.<mechanism>.<key>) {', '.join(sorted(mechanism_keys))}")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerConfig:
+    """One listener's view of the broker config (Kafka's
+    ``valuesWithPrefixOverride(listenerName.configPrefix())``): ``self[key]``
+    is the listener's override of ``key`` when it has one, else the broker's
+    value; ``mechanism_value(mechanism, key)`` looks for the mechanism's own
+    override first. ``source(key)`` names the config key a value came from,
+    for error messages."""
+
+    listener_name: str
+    security_protocol: str
+    base: Mapping[str, Any]
+    overrides: Mapping[str, Any]  # scoped key (``key`` or ``<mechanism>.<key>``) -> typed value
+
+    @property
+    def prefix(self) -> str:
+        return f"{LISTENER_PREFIX}{self.listener_name.lower()}."
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.overrides:
+            return self.overrides[key]
+        return self.base[key]
+
+    def overridden(self, key: str) -> bool:
+        return key in self.overrides
+
+    def source(self, key: str) -> str:
+        return self.prefix + key if key in self.overrides else key
+
+    def mechanism_value(self, mechanism: str, key: str) -> Any:
+        scoped = f"{mechanism.lower()}.{key}"
+        return self.overrides[scoped] if scoped in self.overrides else self[key]
+
+    def mechanism_source(self, mechanism: str, key: str) -> str:
+        scoped = f"{mechanism.lower()}.{key}"
+        return self.prefix + scoped if scoped in self.overrides else self.source(key)
 
 
 @dataclass(frozen=True, slots=True)

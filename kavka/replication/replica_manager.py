@@ -269,7 +269,22 @@ class ReplicaManager:
         entries: Mapping[TopicPartition, bytes | memoryview],
         internal_topics_allowed: bool = False,
     ) -> dict[TopicPartition, ProducePartitionResult]:
-        """Append each partition's batches to its leader; per-partition results."""
+        """Append each partition's batches to its leader; per-partition
+        results, once the ISR has them for acks=-1."""
+        results = self.append_records_nowait(timeout_ms, required_acks, entries, internal_topics_allowed)
+        return await results if isinstance(results, asyncio.Future) else results
+
+    def append_records_nowait(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Mapping[TopicPartition, bytes | memoryview],
+        internal_topics_allowed: bool = False,
+    ) -> dict[TopicPartition, ProducePartitionResult] | asyncio.Future[dict[TopicPartition, ProducePartitionResult]]:
+        """Append each partition's batches to its leader now; the results,
+        or for acks=-1 a future of them that the DelayedProduce completes.
+        Nothing refers to ``entries`` once this returns (Kafka's produce
+        handler releases the request's buffer once the append is done)."""
         if required_acks not in (-1, 0, 1):
             bad = ProducePartitionResult(
                 ErrorCode.INVALID_REQUIRED_ACKS, error_message=f"acks={required_acks}; it must be -1, 0 or 1"
@@ -293,7 +308,7 @@ class ReplicaManager:
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]] = asyncio.get_running_loop().create_future()
         op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future)
         self.produce_purgatory.try_complete_else_watch(op, list(statuses))
-        return await future
+        return future
 
     def _append_to_local_log(
         self,

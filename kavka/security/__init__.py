@@ -4,7 +4,8 @@ each other): who a connection is, what it may do.
 Modules:
 
 - ``principal``: ``KafkaPrincipal`` (``User:alice``) and the connection's
-  ``Session`` (principal, peer address, listener, security protocol), which
+  ``Session`` (principal, peer address, listener, security protocol, SASL
+  mechanism, whether it is the cluster's inter-broker principal), which
   every request's context carries.
 - ``acl``: Kafka's ACL vocabulary as on the wire (KIP-290 pattern types,
   operations, permission types, resource types), ``ResourcePattern``,
@@ -21,6 +22,13 @@ Modules:
   under ``/config/users``, ``sasl.jaas.config`` values, and the per-listener
   ``SaslServerFactory`` the network layer asks for one server per exchange,
   and the ``ScramCredentialCache`` every broker keeps.
+- ``tls``: ``ssl.SSLContext`` for a listener (server) or a client from
+  Kafka's ``ssl.*`` keys: PEM, PKCS12 and JKS-typed PKCS12 keystores and
+  truststores, client authentication, protocol versions, IANA cipher suite
+  names, endpoint identification.
+- ``x500``: a certificate's subject DN in Java's RFC 2253 form.
+- ``ssl_principal_mapper``: ``ssl.principal.mapping.rules`` (KIP-371),
+  DN -> principal name.
 - ``quota``: client quotas (KIP-13/55/124/219/599): entities and their
   precedence, sampled rates, the quota managers and throttle times.
 """

@@ -42,17 +42,25 @@ ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
 class Session:
     """Who a connection is: its principal, the peer's address, the listener it
     came in on and that listener's security protocol (PLAINTEXT, SSL,
-    SASL_PLAINTEXT, SASL_SSL). ``broker_id`` is set only when the
-    connection authenticated as another broker (inter-broker listener with
-    the broker's own credentials or certificate), which is what lets it send
-    the inter-broker APIs."""
+    SASL_PLAINTEXT, SASL_SSL), and the SASL mechanism it authenticated with.
+
+    ``inter_broker`` is True only when the connection authenticated as the
+    cluster's brokers do: its principal is the one this broker itself
+    presents on the inter-broker listener (``inter.broker.listener.name``)
+    — the ``username`` of the JAAS config of
+    ``sasl.mechanism.inter.broker.protocol`` on a SASL listener, or the
+    principal its own keystore's certificate maps to on an SSL listener. The
+    brokers of a cluster therefore share that principal (as ``super.users``
+    usually names it once); the principal proves "a broker", not which one.
+    On a PLAINTEXT inter-broker listener nobody is authenticated and it is
+    always False."""
 
     principal: KafkaPrincipal = ANONYMOUS
     client_host: str = ""
     listener: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str | None = None
-    broker_id: int | None = None
+    inter_broker: bool = False
 
     @property
     def authenticated(self) -> bool:

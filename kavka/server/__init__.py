@@ -7,6 +7,21 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``main``: ``kavka server start`` (one broker in the foreground);
 - ``network``: socket server, per-connection request ordering, the
   ``Dispatcher`` (API key -> handler and served versions);
+- ``frame_receiver``: ``FrameReceiver``, a connection's frames read into
+  buffers granted before they are used;
+- ``memory_pool``: ``MemoryPool``, the budget of requests held in memory
+  (``queued.max.request.bytes``) and of requests read ahead
+  (``queued.max.requests``);
+- ``connection_quotas``: ``ConnectionQuotas``, the connection limits
+  (``max.connections``, per listener and per address, creation rates);
+- ``channel_builder``: each listener's security (Kafka's ChannelBuilders):
+  its TLS context, its SASL setup, who a connection is (``Session``), and
+  the inter-broker principal;
+- ``tls_acceptor``: a TLS listener's accept loop; every handshake completes
+  (or fails, logged with the peer) before the Kafka connection exists;
+- ``authenticator``: ``SaslServerAuthenticator``, the authentication phase
+  of a SASL connection (KIP-152 SaslHandshake/SaslAuthenticate, v0 raw
+  tokens, KIP-368 session expiry and re-authentication);
 - ``handler_table``: which handler module serves which API key;
 - ``handlers``: one module per API (see its package docstring);
 - ``metadata_cache``: live brokers and partition leadership from the

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
@@ -60,8 +61,10 @@ from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
+from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
 from kavka.server.handlers import (
@@ -105,6 +108,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -120,7 +125,7 @@ from kavka.server.internal_topic import (
 )
 from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
-from kavka.server.network import Dispatcher, Handler, NetworkConfig, SocketServer
+from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
@@ -178,6 +183,9 @@ class KafkaServer:
         self.io_threads: IoThreadPool | None = None
         self._background: set[asyncio.Task] = set()  # the loop keeps only weak references
         self.bound: list[tuple[str, int]] = []
+        self.connection_quotas: ConnectionQuotas | None = None
+        self._quota_reconfiguration: asyncio.Task | None = None
+        self.channels: Mapping[str, ChannelBuilder] = {}
 
     @property
     def config(self) -> KafkaConfig:
@@ -190,6 +198,10 @@ class KafkaServer:
         cfg = self.config
         started = time.monotonic()
         log.info("starting broker %d", self.broker_id)
+        # Every listener's TLS context and SASL setup first: a keystore that
+        # does not open or a JAAS config that does not parse stops the broker
+        # before it touches ZooKeeper or its logs.
+        self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
         # Blocking work (asyncio.to_thread) runs on num.io.threads threads
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
@@ -245,6 +257,21 @@ class KafkaServer:
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
         # manager follows /config/changes.
+        # The connection limits follow dynamic broker config changes too
+        # (host names of the overrides resolved off the loop).
+        self.connection_quotas = connection_quotas = ConnectionQuotas(await _connection_quota_config(configs.current))
+
+        async def reconfigure_connection_quotas(config: KafkaConfig) -> None:
+            try:
+                connection_quotas.update(await _connection_quota_config(config))
+            except Exception:
+                log.exception("applying the changed connection limits failed")
+
+        def connection_limits_changed(config: KafkaConfig) -> None:
+            self._quota_reconfiguration = asyncio.get_running_loop().create_task(
+                reconfigure_connection_quotas(config), name="connection-quotas-reconfigure")
+
+        configs.add_listener(connection_limits_changed)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
         self.dynamic_config = dynamic_config = DynamicConfigManager(
             zk, {**configs.handlers(), **quota_configs.handlers()})
@@ -252,10 +279,15 @@ class KafkaServer:
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],
                             connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                            listen_backlog=cfg["socket.listen.backlog.size"],
                             send_buffer_bytes=cfg["socket.send.buffer.bytes"],
                             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"])
+        # One request queue and memory pool for all listeners, as Kafka's
+        # SocketServer has one RequestChannel and one MemoryPool.
+        limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
+                                      connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, listener.listener_name)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -369,6 +401,9 @@ class KafkaServer:
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            # SASL outside the authentication phase (the authenticator answers during it)
+            sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
+            sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
             delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
             offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
             # the transaction coordinator (kavka.transaction, KIP-98)
@@ -481,3 +516,10 @@ async def _quietly(awaitable, what: str) -> None:
         await awaitable
     except Exception:
         log.exception("stopping the %s failed", what)
+
+
+async def _connection_quota_config(config: KafkaConfig) -> ConnectionQuotaConfig:
+    """The connection limits of ``config`` (host names of
+    max.connections.per.ip.overrides resolved in a thread, off the loop)."""
+    return await asyncio.to_thread(ConnectionQuotaConfig.from_broker, config, config.listener_overrides,
+                                   config.inter_broker_listener_name)

@@ -28,9 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from kavka.common.broker_config import KafkaConfig, log_defaults
-from kavka.common.broker_config_keys import BROKER_CONFIG, DYNAMIC_BROKER_KEYS, TOPIC_SYNONYMS
+from kavka.common.broker_config_keys import (
+    BROKER_CONFIG,
+    DYNAMIC_BROKER_KEYS,
+    LISTENER_KEYS,
+    MECHANISM_KEYS,
+    TOPIC_SYNONYMS,
+)
 from kavka.common.config import ConfigError, ConfigType
 from kavka.common.errors import ErrorCode
+from kavka.common.listeners import parse_listener_key
 from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
 from kavka.zk.client import KavkaZkClient
 
@@ -147,6 +154,19 @@ class ConfigRepository:
                 synonyms = [(n, None, s) for n, _, s in synonyms]
             out.append(ConfigEntry(key_name, value, source, key_name not in DYNAMIC_BROKER_KEYS, sensitive,
                                    _CONFIG_TYPES.get(key.type, 0), key.doc or None, tuple(synonyms)))
+        # Per-listener overrides (listener.name.<l>[.<mechanism>].<key>), as
+        # Kafka lists the broker's originals: typed and hidden as the key
+        # they override (a JAAS config or a keystore password is null).
+        for key_name, raw in self.static.originals.items():
+            listener_key = parse_listener_key(key_name, LISTENER_KEYS, MECHANISM_KEYS)
+            if listener_key is None:
+                continue
+            base = BROKER_CONFIG.keys[listener_key.key]
+            sensitive = base.type is ConfigType.PASSWORD
+            value = None if sensitive else render(raw)
+            out.append(ConfigEntry(key_name, value, SOURCE_STATIC_BROKER, True, sensitive,
+                                   _CONFIG_TYPES.get(base.type, 0), base.doc or None,
+                                   ((key_name, value, SOURCE_STATIC_BROKER),)))
         return out
 
     # -- alter --------------------------------------------------------------

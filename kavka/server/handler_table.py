@@ -55,6 +55,8 @@ from kavka.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -83,6 +85,7 @@ API_MODULES: tuple[ModuleType, ...] = (
     sync_group,  # 14
     describe_groups,  # 15
     list_groups,  # 16
+    sasl_handshake,  # 17
     create_topics,  # 19
     delete_topics,  # 20
     delete_records,  # 21
@@ -99,6 +102,7 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_configs,  # 32
     alter_configs,  # 33
     describe_log_dirs,  # 35
+    sasl_authenticate,  # 36
     create_partitions,  # 37
     delete_groups,  # 42
     elect_leaders,  # 43

@@ -6,10 +6,24 @@ guarantees and drops the threads: one asyncio event loop per broker, one
 ``KafkaConnection`` (an ``asyncio.Protocol``) per socket.
 
 Per connection:
-- bytes are cut into frames by ``kavka.protocol.framing.FrameDecoder``,
-  which rejects a negative or oversized size prefix
-  (``socket.request.max.bytes``) before buffering anything; the connection
-  is then closed (a TLS ClientHello read as a size is 369,295,617);
+- bytes are cut into frames by a ``FrameReceiver``
+  (``kavka.server.frame_receiver``), which rejects a negative or oversized
+  size prefix (``socket.request.max.bytes``) before buffering anything —
+  the connection is then closed (a TLS ClientHello read as a size is
+  369,295,617) — and reads no byte of a frame before it is admitted. A
+  frame holds its size in the broker's ``queued.max.request.bytes`` pool
+  (``kavka.server.memory_pool``) until it is decoded (Produce: until its
+  handler returns, after the append), as Kafka's memory pool. Like Kafka,
+  which reads one request per connection and mutes the channel until it
+  is answered, a connection reads the body of its next request only while
+  it is idle (nothing queued or being handled, its responses being read);
+  while busy it queues only frames already wholly read (pipelined small
+  requests), at most ``max_queued_frames``, and each of those takes a slot
+  of the broker's ``queued.max.requests`` until it is taken up. So a
+  request that waits long in its handler (a long-poll Fetch, a JoinGroup)
+  holds back nobody else's memory or slots. A connection refused waits
+  with reading paused until it is idle again or requests of any connection
+  give memory or slots back;
 - requests may be pipelined; each is decoded and its handler started in
   arrival order, so the synchronous part of handlers (an append, say) runs
   in request order;
@@ -22,7 +36,11 @@ Per connection:
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
   high-water mark or ``max_queued_requests`` responses wait to be written,
-  and reading pauses once ``max_queued_requests`` undecoded frames wait;
+  and such a connection is busy: it reads no new frame body;
+- a new connection first passes the broker's ``ConnectionQuotas``
+  (``kavka.server.connection_quotas``: ``max.connections``, per listener
+  and per address, and the creation rates of KIP-612); one over a limit is
+  closed at once, counted there, and never served;
 - a request for an unknown API key, or a version the dispatcher does not
   serve, closes the connection — except ApiVersions, which is answered at
   v0 with UNSUPPORTED_VERSION and the supported ranges (KIP-511); a
@@ -37,6 +55,16 @@ Per connection:
 - every accepted socket gets ``socket.send.buffer.bytes`` and
   ``socket.receive.buffer.bytes`` as SO_SNDBUF / SO_RCVBUF (-1: the OS
   default).
+
+Security (``kavka.server.channel_builder``): on TLS listeners the
+``TlsAcceptor`` completes the handshake before the connection exists; the
+connection starts with the session its ``ChannelBuilder`` gives it (an SSL
+client certificate's principal), and on SASL listeners every frame first
+goes to the connection's ``SaslServerAuthenticator``, which answers the
+authentication phase itself, lets ApiVersions through, adopts the
+authenticated session and closes the connection (after its reply) when
+authentication fails or the session expired. Until authentication
+completes, frames are bounded by ``sasl.server.max.receive.size``.
 
 Runs on the broker's event loop only.
 """
@@ -55,13 +83,23 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
-from kavka.protocol.framing import FrameDecoder, frame_parts
+from kavka.protocol.framing import frame_parts
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
 from kavka.security.principal import Session
+from kavka.server.authenticator import AuthStep, SaslServerAuthenticator
+from kavka.server.channel_builder import ChannelBuilder, PrincipalError
+from kavka.server.connection_quotas import ConnectionQuotas
+from kavka.server.frame_receiver import STAGING_SIZE, Frame, FrameReceiver
+from kavka.server.memory_pool import MemoryPool, Waiter
+from kavka.server.tls_acceptor import TlsAcceptor
 
 log = logging.getLogger("kavka.network")
 
 API_VERSIONS_KEY = 18
+# Produce keeps its frame until its handler returns (the records are views
+# of it until appended); every other request's frame goes once decoded
+# (Kafka's ApiKeys.requiresDelayedAllocation).
+PRODUCE_KEY = 0
 
 
 @dataclass(slots=True)
@@ -123,25 +161,56 @@ class Dispatcher:
 class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
+    listen_backlog: int = 50  # socket.listen.backlog.size (KIP-306)
+    # Responses one connection may have pending (handled, not yet written).
     max_queued_requests: int = 64
+    # Frames one connection may have queued (read whole, not yet taken up).
+    # Only frames already read with an earlier one queue while it is busy
+    # (see the module docstring), so this bounds small pipelined requests.
+    max_queued_frames: int = 8
     # SO_SNDBUF / SO_RCVBUF of every accepted socket; -1 leaves the OS's
     # (socket.send.buffer.bytes / socket.receive.buffer.bytes, as Kafka's acceptor)
     send_buffer_bytes: int = 102400
     receive_buffer_bytes: int = 102400
 
 
-class KafkaConnection(asyncio.Protocol):
+@dataclass(slots=True)
+class RequestLimits:
+    """What every listener of a broker shares: the request slots
+    (``queued.max.requests``), the request memory pool
+    (``queued.max.request.bytes``) and the connection quotas."""
+
+    slots: MemoryPool = field(default_factory=lambda: MemoryPool(500, large=500))
+    memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
+    quotas: ConnectionQuotas = field(default_factory=ConnectionQuotas)
+
+    @classmethod
+    def create(cls, queued_max_requests: int, queued_max_request_bytes: int,
+               quotas: ConnectionQuotas) -> RequestLimits:
+        return cls(MemoryPool(queued_max_requests, large=queued_max_requests),
+                   MemoryPool(queued_max_request_bytes), quotas)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
     """One client socket. See the module docstring for the guarantees."""
 
     _ids = itertools.count(1)
 
-    def __init__(self, server: SocketServer) -> None:
+    def __init__(self, server: SocketServer, counted: bool = False) -> None:
         self.server = server
-        self.decoder = FrameDecoder(server.config.max_request_size)
+        self.receiver = FrameReceiver(server.config.max_request_size, self._admit, server.staging)
         self.transport: asyncio.Transport | None = None
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
-        self._inbox: collections.deque[bytes | memoryview] = collections.deque()
+        self._inbox: collections.deque[Frame] = collections.deque()
+        # The frames admitted and not yet taken up (the inbox, then the
+        # frame being read): each holds its bytes, and a request slot if
+        # it was read while the connection was busy (size, slot).
+        self._admitted: collections.deque[tuple[int, bool]] = collections.deque()
+        self._handling = False  # a request taken up and not yet through its handler
+        self._handling_bytes = 0  # the bytes of the request being handled, until released
+        self._waiter: Waiter | None = None  # admission waiting on the broker's slots or memory
+        self._counted = counted  # in the connection quotas (the TLS acceptor counts before the handshake)
         self._inbox_ready = asyncio.Event()
         # Bounded: a full outbox stops request handling (see the module doc).
         self._outbox: asyncio.Queue = asyncio.Queue(maxsize=server.config.max_queued_requests)
@@ -156,32 +225,55 @@ class KafkaConnection(asyncio.Protocol):
         self.in_flight = 0
         self.last_active = time.monotonic()
         self.session = Session(listener=server.listener_name)
+        self.authenticator: SaslServerAuthenticator | None = None
+        # set once a reply that ends the connection is queued: read no more
+        self._draining = False
 
-    # -- asyncio.Protocol -------------------------------------------------
+    # -- asyncio.BufferedProtocol ------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # a stream server's
         _set_buffer_sizes(transport.get_extra_info("socket"), self.server.config)
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = (str(peer[0]), int(peer[1]))
-        self.session = Session(client_host=self.peer[0], listener=self.server.listener_name)
+        if not self._counted:  # a TLS listener's acceptor counted it before the handshake
+            if not self.server.limits.quotas.accept(self.server.listener_name, self.peer[0]):
+                self._closing = True  # over a connection limit: closed unserved (counted by the quotas)
+                self.transport.abort()
+                return
+            self._counted = True
+        channel = self.server.channel
+        try:
+            self.session = channel.session(transport, self.peer[0])
+        except PrincipalError as e:
+            log.info("closing %s from %s:%s on listener %s: %s", self.connection_id, *self.peer,
+                     self.server.listener_name, e)
+            self._closing = True
+            transport.close()
+            return
+        versions = self.server.dispatcher.lookup(API_VERSIONS_KEY)
+        self.authenticator = channel.authenticator(self.peer[0], versions[2] if versions is not None else 0)
+        if self.authenticator is not None:
+            self.receiver.max_frame_size = min(self.receiver.max_frame_size,
+                                               self.authenticator.settings.max_receive_size)
         self.server.connections.add(self)
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._process()), loop.create_task(self._write())]
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.receiver.buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:
-            frames = self.decoder.feed(data)
+            frames = self.receiver.received(nbytes)
         except FrameSizeError as e:
-            log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
+            before = (" before authentication (sasl.server.max.receive.size)"
+                      if self.authenticator is not None and not self.authenticator.authenticated else "")
+            log.warning("closing %s from %s:%s on listener %s%s: %s", self.connection_id, *self.peer,
+                        self.server.listener_name, before, e)
             self.close()
             return
-        if frames:
-            self._inbox.extend(frames)
-            self._inbox_ready.set()
-            if len(self._inbox) >= self.server.config.max_queued_requests and not self._paused:
-                self._paused = True
-                self._live_transport().pause_reading()
+        self._take(frames)
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -193,12 +285,84 @@ class KafkaConnection(asyncio.Protocol):
             self._unthrottle.cancel()
         for t in self._tasks:
             t.cancel()
+        self._give_back()
+        if self._counted:
+            self._counted = False
+            self.server.limits.quotas.release(self.server.listener_name, self.peer[0])
+
+    # -- admission (queued.max.requests, queued.max.request.bytes) ------------
+    def _admit(self, size: int, whole: bool) -> bool:
+        """May a frame of ``size`` bytes be read now (``whole``: its bytes
+        are all read already)? If so it holds its bytes (and a request
+        slot when read ahead); if not, a waiter or _process resumes us."""
+        busy = self._busy()
+        if busy and (not whole or len(self._admitted) >= self.server.config.max_queued_frames):
+            return False  # resumed by _process once idle or a frame is taken up
+        limits = self.server.limits
+        if not limits.memory.fits(size):
+            self._waiter = limits.memory.wait(size, self._resume)
+            return False
+        if busy and not limits.slots.try_allocate(1):
+            self._waiter = limits.slots.wait(1, self._resume)
+            return False
+        limits.memory.try_allocate(size)
+        self._admitted.append((size, busy))
+        return True
+
+    def _busy(self) -> bool:
+        """Whether a request is queued or handled, or the client is not
+        reading its responses: then no new frame body is read."""
+        return bool(self._admitted) or self._handling or not self._can_write.is_set()
+
+    def _resume(self) -> None:
+        self._waiter = None
+        if self._closing:
+            return
+        try:
+            frames = self.receiver.resume()
+        except FrameSizeError as e:
+            log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
+            self.close()
+            return
+        self._take(frames)
+
+    def _take(self, frames: list[Frame]) -> None:
+        """Queue the frames read; pause reading while admission waits."""
+        if frames:
+            self._inbox.extend(frames)
+            self._inbox_ready.set()
+        if self.receiver.blocked != self._paused and not self._closing and not self._draining:
+            if self.receiver.blocked:
+                self._paused = True
+                self._live_transport().pause_reading()
+            else:
+                self._resume_reading()
+
+    def _release_handling(self) -> None:
+        if self._handling_bytes:
+            self.server.limits.memory.release(self._handling_bytes)
+            self._handling_bytes = 0
+
+    def _give_back(self) -> None:
+        """On close: everything this connection still holds."""
+        if self._waiter is not None:
+            self._waiter.cancel()
+            self._waiter = None
+        limits = self.server.limits
+        self._release_handling()
+        while self._admitted:
+            size, slot = self._admitted.popleft()
+            if slot:
+                limits.slots.release(1)
+            limits.memory.release(size)
+        self._inbox.clear()
 
     def pause_writing(self) -> None:
         self._can_write.clear()
 
     def resume_writing(self) -> None:
         self._can_write.set()
+        self._inbox_ready.set()  # _process looks again at a frame that waited for it
 
     # -- request processing -------------------------------------------------
     def _live_transport(self) -> asyncio.Transport:
@@ -242,11 +406,11 @@ class KafkaConnection(asyncio.Protocol):
 
     async def _process(self) -> None:
         try:
-            while not self._closing:
+            while not self._closing and not self._draining:
+                if self.receiver.blocked and self._waiter is None and not self._busy():
+                    self._resume()  # it waited for this connection to be idle
                 if not self._inbox:
                     self._inbox_ready.clear()
-                    if self._paused:
-                        self._resume_reading()
                     await self._inbox_ready.wait()
                     continue
                 wait = self._throttled_until - asyncio.get_running_loop().time()
@@ -257,21 +421,34 @@ class KafkaConnection(asyncio.Protocol):
                     # The client is not reading: build no more responses for it.
                     await self._can_write.wait()
                     continue
-                frame = self._inbox.popleft()
-                if self._paused and len(self._inbox) < self.server.config.max_queued_requests // 2:
-                    self._resume_reading()
-                if not await self._handle(frame):
+                # Taken up: its slot goes back now, its bytes once decoded.
+                self._handling_bytes, slot = self._admitted.popleft()
+                if slot:
+                    self.server.limits.slots.release(1)
+                self._handling = True
+                ok = await self._handle(self._inbox.popleft())
+                self._handling = False
+                self._release_handling()
+                if not ok:
                     self.close()
                     return
         except asyncio.CancelledError:
             pass
 
-    async def _handle(self, frame: bytes | memoryview) -> bool:
+    async def _handle(self, frame: Frame) -> bool:
         """Decode and dispatch one request; False closes the connection."""
         received = time.monotonic_ns()
+        if self.authenticator is not None:
+            step = self.authenticator.receive(frame)
+            if step is not None:
+                return await self._authentication_step(step)
         dispatcher = self.server.dispatcher
+        size = len(frame)
         try:
             header, body = decode_request(frame)
+            del frame
+            if header.api_key != PRODUCE_KEY:
+                self._release_handling()
         except UnsupportedVersionError as e:
             bad = cast(RequestHeader, e.header)  # the header decode_request parsed
             if bad.api_key == API_VERSIONS_KEY:
@@ -295,7 +472,7 @@ class KafkaConnection(asyncio.Protocol):
             return False
         handler = entry[0]
         ctx = RequestContext(header, self.connection_id, self.peer[0], self.peer[1],
-                             self.server.listener_name, received, self, self.session, len(frame))
+                             self.server.listener_name, received, self, self.session, size)
         self.in_flight += 1
         try:
             result = await handler(ctx, body)
@@ -304,8 +481,28 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("handler for API %d v%d failed (%s); closing the connection",
                           header.api_key, header.api_version, self._who(header))
             return False
+        del body, ctx
+        self._release_handling()
         reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
         await self._outbox.put((header, reply))
+        return True
+
+    async def _authentication_step(self, step: AuthStep) -> bool:
+        """Carry out what the authenticator decided for a frame."""
+        if step.failure is not None:
+            log.info("closing %s from %s:%s on listener %s (%s): %s", self.connection_id,
+                     *self.peer, self.server.listener_name, self.session.principal, step.failure)
+        if step.session is not None:
+            self.session = step.session
+            self.receiver.max_frame_size = self.server.config.max_request_size
+        if step.response is None and step.token is None and step.delay_s <= 0:
+            return not step.close
+        self.in_flight += 1
+        await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s)))
+        if step.close:
+            # No more requests from this client: the writer closes once the reply is out.
+            self._draining = True
+            self._live_transport().pause_reading()
         return True
 
     async def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
@@ -324,6 +521,10 @@ class KafkaConnection(asyncio.Protocol):
         try:
             while True:
                 header, result = await self._outbox.get()
+                if isinstance(result, _AuthReply):
+                    if not await self._write_auth_reply(header, result):
+                        return
+                    continue
                 try:
                     if isinstance(result, asyncio.Future):
                         body = await result
@@ -354,6 +555,34 @@ class KafkaConnection(asyncio.Protocol):
         except asyncio.CancelledError:
             pass
 
+    async def _write_auth_reply(self, header: RequestHeader | None, reply: _AuthReply) -> bool:
+        """Write the authenticator's reply; False once the connection is closed."""
+        self.in_flight -= 1
+        self.last_active = time.monotonic()
+        if self._closing:
+            return False
+        parts: list = []
+        if reply.token is not None:
+            parts = [reply.token]
+        elif reply.response is not None:
+            assert header is not None
+            parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id,
+                                          reply.response)
+        if parts:
+            if not self._can_write.is_set():
+                await self._can_write.wait()
+            self._live_transport().writelines(frame_parts(parts))
+        if not reply.close:
+            return True
+        if reply.close_delay_s > 0:
+            # connection.failed.authentication.delay.ms: the close waits, so
+            # the client reads the error before the connection goes (a
+            # client that sees the close with the answer may drop the
+            # answer) and cannot retry at once on the same socket.
+            await asyncio.sleep(reply.close_delay_s)
+        self.close()
+        return False
+
     def _who(self, header: RequestHeader) -> str:
         return f"client {header.client_id!r} at {self.peer[0]}:{self.peer[1]}"
 
@@ -366,26 +595,58 @@ def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None
             sock.setsockopt(socket.SOL_SOCKET, option, size)
 
 
+@dataclass(frozen=True, slots=True)
+class _AuthReply:
+    """An authenticator's reply in the outbox: a response or a raw token
+    (or nothing), then, if ``close``, the connection closed ``close_delay_s``
+    later."""
+
+    response: Any
+    token: bytes | None
+    close: bool
+    close_delay_s: float
+
+
 class SocketServer:
-    """One listener: accepts connections and sweeps idle ones."""
+    """One listener: accepts connections (through the ``TlsAcceptor`` on TLS
+    listeners) and sweeps idle ones. ``channel`` is the listener's security;
+    without one, a PLAINTEXT listener named ``listener_name``."""
 
     def __init__(self, dispatcher: Dispatcher, config: NetworkConfig | None = None,
-                 listener_name: str = "PLAINTEXT") -> None:
+                 listener_name: str = "PLAINTEXT", channel: ChannelBuilder | None = None,
+                 limits: RequestLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.config = config or NetworkConfig()
-        self.listener_name = listener_name
+        self.channel = channel if channel is not None else ChannelBuilder(listener_name)
+        self.listener_name = self.channel.listener_name
+        self.limits = limits if limits is not None else RequestLimits()
+        # Where every connection of this listener reads size prefixes (one
+        # read at a time on the loop; see FrameReceiver).
+        self.staging = bytearray(STAGING_SIZE)
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
+        self._acceptor: TlsAcceptor | None = None
         self._sweeper: asyncio.Task | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         """Listen; returns the bound address (port 0 picks a free one)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
-                                                reuse_address=True, backlog=1024)
+        if self.channel.ssl_context is not None:
+            # The connection limits are checked at accept, before the handshake's cost.
+            quotas, listener = self.limits.quotas, self.listener_name
+            self._acceptor = TlsAcceptor(self.listener_name, self.channel.ssl_context,
+                                         self.channel.handshake_timeout_s, lambda: KafkaConnection(self, counted=True),
+                                         backlog=self.config.listen_backlog,
+                                         admit=lambda ip: quotas.accept(listener, ip),
+                                         give_back=lambda ip: quotas.release(listener, ip))
+            address = await self._acceptor.start(host, port)
+        else:
+            self._server = await loop.create_server(lambda: KafkaConnection(self), host, port,
+                                                    reuse_address=True, backlog=self.config.listen_backlog)
+            sockname = self._server.sockets[0].getsockname()
+            address = (str(sockname[0]), int(sockname[1]))
         self._sweeper = loop.create_task(self._sweep_idle())
-        addr = self._server.sockets[0].getsockname()
-        return str(addr[0]), int(addr[1])
+        return address
 
     async def _sweep_idle(self) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000.0
@@ -403,6 +664,8 @@ class SocketServer:
             self._sweeper.cancel()
         if self._server is not None:
             self._server.close()
+        if self._acceptor is not None:
+            await self._acceptor.stop()
         for conn in list(self.connections):
             conn.close()
         if self._server is not None:

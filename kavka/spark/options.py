@@ -313,7 +313,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     for key, _ in client:
         if key.startswith(("security.", "sasl.", "ssl.")):
             raise KavkaOptionError(f"option 'kafka.{key}' is not supported by the kavka source: its client speaks "
-                                   "PLAINTEXT only (Kavka's listeners are PLAINTEXT)")
+                                   "PLAINTEXT only; read from a PLAINTEXT listener")
     isolation = dict(client).get("isolation.level", "read_committed")
     if isolation not in ("read_committed", "read_uncommitted"):
         raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "

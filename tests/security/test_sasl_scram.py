@@ -199,6 +199,29 @@ def test_a_changed_nonce_in_the_final_message_fails(change: str) -> None:
     assert "nonce" in e.value.reason
 
 
+@pytest.mark.parametrize("mech", [SHA256, SHA512])
+def test_librdkafka_before_2_6_1_doubled_client_nonce_is_accepted(mech: ScramMechanism) -> None:
+    """librdkafka < 2.6.1 (Debian's kcat) sends r=<client nonce><combined
+    nonce> (librdkafka#4895), its proof computed over what it sent; Kafka
+    3.8.1+ accepts it, and so does Kavka, in exactly that form."""
+    f = ScramFormatter(mech)
+    cred = f.generate_credential("pw", 4096)
+    server = ScramSaslServer(mech, lambda m, u: cred, mock_secret=SECRET, nonce_source=lambda: "srv")
+    server_first = server.evaluate_response(b"n,,n=alice,r=cn").decode()
+    combined = server_first.split(",")[0][2:]
+    without_proof = f"c=biws,r=cn{combined}"
+    auth_message = f"n=alice,r=cn,{server_first},{without_proof}".encode()
+    proof = f.client_proof(f.salted_password("pw", cred.salt, cred.iterations), auth_message)
+    answer = server.evaluate_response(f"{without_proof},p={base64.b64encode(proof).decode()}".encode())
+    assert server.complete and answer == b"v=" + base64.b64encode(f.server_signature(cred.server_key, auth_message))
+    # a third copy of the client nonce is not that form
+    server = ScramSaslServer(mech, lambda m, u: cred, mock_secret=SECRET, nonce_source=lambda: "srv")
+    server.evaluate_response(b"n,,n=alice,r=cn")
+    with pytest.raises(SaslAuthenticationError) as e:
+        server.evaluate_response(f"c=biws,r=cncn{combined},p={base64.b64encode(proof).decode()}".encode())
+    assert "nonce" in e.value.reason
+
+
 def test_a_final_message_replayed_into_another_exchange_fails() -> None:
     """Each exchange has a fresh server nonce, so a captured final message
     (even with a valid proof) is useless elsewhere."""

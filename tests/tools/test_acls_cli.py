@@ -34,7 +34,7 @@ def test_command_config_keys_the_client_cannot_honour_are_refused(kavka, tmp_pat
     for text, message in [("security.protocol=SASL_SSL\n", "security.protocol=SASL_SSL is not one"),
                           ("sasl.mechanism=PLAIN\n", "'sasl.mechanism' is not a client setting"),
                           ("request.timeout.ms=soon\n", "not a positive integer"),
-                          ("no separator here\n", "line 1 has no '='")]:
+                          ("no-separator-here\n", "line 1 has no '='")]:
         cfg.write_text(text)
         r = kavka("acls", "--bootstrap-server", "127.0.0.1:1", "--list", "--command-config", str(cfg))
         assert r.returncode == 2 and str(cfg) in r.stderr and message in r.stderr, (text, r.stderr)

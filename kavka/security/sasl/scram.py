@@ -15,7 +15,11 @@ the credential. Messages are parsed by hand against RFC 5802 §7's grammar
 
 Where the RFC and Kafka differ, the server follows the RFC: the channel
 binding must be the base64 of the client's gs2 header, the final nonce must
-be the combined nonce, the reserved ``m=`` extension fails authentication,
+be the combined nonce — or, from librdkafka before 2.6.1, the client nonce
+followed by the combined nonce (librdkafka#4895: it prepends its own nonce
+once more; Kafka 3.8.1+ accepts any final nonce ending with the combined
+one, Kavka exactly this form, which still carries this exchange's server
+nonce) — the reserved ``m=`` extension fails authentication,
 user names may be any UTF-8. An unknown user (or a stored credential below
 4096 iterations) is not refused at the first message, as Kafka does, but
 answered with a salt derived from a per-broker secret and refused after the
@@ -342,7 +346,7 @@ class ScramSaslServer:
         first, server_first, credential = self._client_first, self._server_first, self._credential
         assert first is not None and server_first is not None and credential is not None
         final = ClientFinalMessage.parse(response)
-        if final.nonce != server_first.nonce:
+        if final.nonce != server_first.nonce and final.nonce != first.nonce + server_first.nonce:
             raise self._invalid("Invalid client nonce in the final client message.")
         if _b64decode(final.channel_binding, "channel binding") != first.gs2_header.encode("utf-8"):
             raise self._invalid("Channel binding does not match the gs2 header of the client-first-message")

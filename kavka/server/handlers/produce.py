@@ -28,11 +28,15 @@ carries the throttle time and the connection is muted for it
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.protocol.records import ATTR_COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression, peek_size
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.replication.requests import ProducePartitionResult
 from kavka.security.quota.manager import ClientQuotaManager
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -51,7 +55,8 @@ class ProduceHandler:
         self.cache = cache
         self.quota = quota
 
-    async def __call__(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    async def __call__(self, ctx: RequestContext,
+                       request: ProduceRequest) -> ProduceResponse | None | Awaitable[ProduceResponse]:
         version = ctx.api_version
         entries: dict[TopicPartition, bytes | memoryview] = {}
         early: dict[TopicPartition, tuple[ErrorCode, str]] = {}
@@ -70,12 +75,31 @@ class ProduceHandler:
                 else:
                     entries[tp] = p.records
         acks = request.acks
-        results = await self.replica_manager.append_records(request.timeout_ms, acks, entries) if entries else {}
+        appended = self.replica_manager.append_records_nowait(request.timeout_ms, acks, entries) if entries else {}
         if self.quota.enabled:
             throttle = self.quota.record_and_get_throttle_ms(quota_user(ctx), quota_client_id(ctx), ctx.size)
             ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
         if acks == 0:
             return None
+        if isinstance(appended, asyncio.Future):
+            if not appended.done():
+                # acks=-1 waits for the ISR as a delayed response: the
+                # request and its records are let go now (the connection's
+                # memory pool gets the frame back), and the connection
+                # takes its next request; responses still leave in order.
+                return self._respond_when_replicated(version, ctx.listener, order, early, appended)
+            appended = appended.result()
+        return self._response(version, ctx.listener, order, early, appended)
+
+    async def _respond_when_replicated(
+            self, version: int, listener: str, order: list[TopicPartition],
+            early: dict[TopicPartition, tuple[ErrorCode, str]],
+            pending: asyncio.Future[dict[TopicPartition, ProducePartitionResult]]) -> ProduceResponse:
+        return self._response(version, listener, order, early, await pending)
+
+    def _response(self, version: int, listener: str, order: list[TopicPartition],
+                  early: dict[TopicPartition, tuple[ErrorCode, str]],
+                  results: dict[TopicPartition, ProducePartitionResult]) -> ProduceResponse:
         R = ProduceResponse
         by_topic: dict[str, list] = {}
         leaders_wanted: set[int] = set()
@@ -107,7 +131,7 @@ class ProduceHandler:
         if leaders_wanted:
             for broker_id in sorted(leaders_wanted):
                 b = self.cache.alive_broker(broker_id)
-                ep = b.endpoint(ctx.listener) if b is not None else None
+                ep = b.endpoint(listener) if b is not None else None
                 if b is not None and ep is not None:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
