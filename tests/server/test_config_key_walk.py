@@ -19,9 +19,11 @@ docstring says; reading a key without acting on it is left to each key's
 own behaviour test.
 
 The features a default broker leaves off are switched on here (the ACL
-authorizer, replication throttles, auto leader rebalance) so that their
-keys are read; a helper adding keys for a feature (TLS, SASL) extends the
-brokers' config below so that the walk sees them read.
+authorizer, replication throttles, auto leader rebalance, TLS and SASL
+listeners with their stores in files on one broker and inline PEM on the
+other, log.dir on one and log.dirs on the other) so that their keys are
+read; whoever adds a key for a feature extends the brokers' config below
+so that the walk sees it read.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
+from security.certs import Pki  # tests/security/certs.py
 
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import AlterOp, NewTopic, ResourceType
@@ -142,10 +145,10 @@ def reads(monkeypatch) -> Reads:
     reads = Reads()
     derive = bc.KafkaConfig._derive.__func__
 
-    def recording_derive(cls, v, originals, source, sources):
+    def recording_derive(cls, v, *rest):
         raw = RecordingDict(v)
         raw.record = reads.broker_key
-        config = derive(cls, raw, originals, source, sources)
+        config = derive(cls, raw, *rest)
         object.__setattr__(config, "values", RecordingMapping(dict(config.values), reads.broker_key))
         return config
 
@@ -181,10 +184,16 @@ def reads(monkeypatch) -> Reads:
     return reads
 
 
-def broker_props(broker_id: int, zk: str, data) -> dict[str, str]:
-    return {
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+
+
+def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
+    listeners = {"PLAINTEXT": free_port(), "SSL": free_port(), "SASL_SSL": free_port(), "SASL_PLAINTEXT": free_port()}
+    props = {
         "broker.id": str(broker_id), "zookeeper.connect": zk,
-        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
+        "inter.broker.listener.name": "PLAINTEXT",
         # log.dir is read where log.dirs is unset: one broker each way
         ("log.dirs" if broker_id == 0 else "log.dir"): str(data / f"broker-{broker_id}"),
         "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2",
@@ -201,11 +210,40 @@ def broker_props(broker_id: int, zk: str, data) -> dict[str, str]:
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS",
         "leader.replication.throttled.rate": str(1 << 40), "follower.replication.throttled.rate": str(1 << 40),
+        # TLS and SASL listeners (clients only: the brokers talk PLAINTEXT)
+        "ssl.client.auth": "requested", "ssl.protocol": "TLSv1.3", "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+        "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,"
+                             "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),O=Kavka Tests,C=CZ$/$1/,DEFAULT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512", "sasl.jaas.config": PLAIN_JAAS,
+        "sasl.server.max.receive.size": "65536", "connections.max.reauth.ms": "3600000",
+        "connection.failed.authentication.delay.ms": "50",
     }
+    if broker_id == 0:  # stores in files
+        props.update({
+            "ssl.keystore.type": "PKCS12", "ssl.keystore.password": "store-pass",
+            "ssl.keystore.location": str(pki.broker.write_pkcs12(pki.dir / "broker.p12", "store-pass")),
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.password": "trust-pass",
+            "ssl.truststore.location": str(pki.truststore_p12("trust-pass")),
+        })
+    else:  # inline PEM, the key encrypted
+        props.update({
+            "ssl.keystore.type": "PEM", "ssl.key.password": "key-pass",
+            "ssl.keystore.key": pki.broker.key_pem("key-pass").decode(),
+            "ssl.keystore.certificate.chain": pki.broker.chain_pem().decode(),
+            "ssl.truststore.type": "PEM", "ssl.truststore.certificates": pki.ca_file().read_text(),
+        })
+    return props
+
+
+# Valid new values of the dynamic keys whose form no validator tells.
+FREE_FORM_VALUES = {"max.connections.per.ip.overrides": "127.0.0.2:1000"}
 
 
 def changed_value(key: ConfigKey, current: Any) -> str:
     """A valid value of ``key`` other than ``current``."""
+    if key.name in FREE_FORM_VALUES:
+        return FREE_FORM_VALUES[key.name]
     validator = key.validator
     if key.type is ConfigType.BOOLEAN:
         return str(not current).lower()
@@ -263,10 +301,11 @@ async def eventually(probe, what: str) -> None:
 
 
 async def test_every_accepted_key_is_read_by_a_running_broker(reads: Reads, zk_chroot: str, tmp_path):
-    servers = [KafkaServer(bc.KafkaConfig.from_props(broker_props(i, zk_chroot, tmp_path))) for i in (0, 1)]
+    pki = Pki(tmp_path / "pki")
+    servers = [KafkaServer(bc.KafkaConfig.from_props(broker_props(i, zk_chroot, tmp_path, pki))) for i in (0, 1)]
     for s in servers:
         await s.start()
-    bootstrap = ",".join(f"{h}:{p}" for s in servers for h, p in s.bound)
+    bootstrap = ",".join(f"{h}:{p}" for s in servers for h, p in s.bound[:1])  # the PLAINTEXT listeners
     try:
         await eventually(lambda: all(len(s.metadata_cache.brokers) == 2 for s in servers), "both brokers known")
         async with Cluster(bootstrap) as cluster:
