@@ -19,6 +19,8 @@ Pure data; any thread.
 
 from __future__ import annotations
 
+import re
+
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
 INT, LONG, DOUBLE, BOOL, STRING, LIST, PASSWORD = (
@@ -93,6 +95,16 @@ def _principal_list(key: str, value: object) -> None:
         ptype, sep, name = item.strip().partition(":")
         if item.strip() and (not sep or not ptype.strip() or not name):
             raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
+
+
+# A Kafka release as (log.)message.format.version names one (Kafka's
+# MetadataVersion.fromVersionString: 0.x.y[.z] or x.y[.z], optionally -IVn).
+_KAFKA_VERSION = re.compile(r"(0\.(8|9|10|11)\.\d+(\.\d+)?|[1-3]\.\d+(\.\d+)?)(-IV\d+)?")
+
+
+def kafka_version(key: str, value: object) -> None:
+    if not _KAFKA_VERSION.fullmatch(str(value)):
+        raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
 
 
 BROKER_CONFIG = ConfigDef()
@@ -217,6 +229,19 @@ _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a cons
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
 
+# -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
+# Kafka brokers accept these whatever mechanisms are enabled, and change them
+# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
+# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
+# does not serve GSSAPI, so they tune nothing here: like num.network.threads,
+# they are kept and reported so that a Kafka configuration carries over.
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
 _d("transaction.state.log.replication.factor", INT, 3, "Replication factor of __transaction_state.", Range(1, SHORT_MAX))
@@ -269,6 +294,7 @@ _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-9
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
 
@@ -302,6 +328,7 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
 }
 
 # Kafka keys Kavka refuses, with why: a server.properties naming one stops
@@ -330,7 +357,8 @@ MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    # Kafka's DynamicLogConfig leaves out log.message.format.version.
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
         "num.network.threads",
@@ -350,4 +378,6 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }
+    # Kafka's DynamicListenerConfig reconfigures the Kerberos keys live.
+    | {k for k in BROKER_CONFIG.names() if k.startswith("sasl.kerberos.")}
 )

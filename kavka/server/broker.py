@@ -397,7 +397,7 @@ class KafkaServer:
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
@@ -411,7 +411,7 @@ class KafkaServer:
             add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }

@@ -42,6 +42,9 @@ Shared pieces:
 * ``cluster`` — ``LocalCluster``: a ZooKeeper and N broker processes on
   loopback (``kavka up``, tests, benchmarks); ``zookeeper`` — a standalone
   ZooKeeper server from Debian's package.
+* ``compat`` — ``python -m kavka.tools.compat`` (``make compat``):
+  librdkafka's integration suite against a local cluster, its test runner
+  built by ``compat_build``.
 * ``demo`` — ``python -m kavka.tools.demo``: a cluster, 200,000 records
   through a real Kafka client, stop.
 """

@@ -290,6 +290,20 @@ def test_dynamic_rejects_static_and_unknown_keys():
         c.with_dynamic({}, {"log.segment.bytes": "big"})
 
 
+def test_kerberos_keys_change_live_as_in_kafka():
+    """Kafka accepts AlterConfigs of its Kerberos login keys on a broker
+    (DynamicListenerConfig): librdkafka's admin test sets
+    sasl.kerberos.min.time.before.relogin and expects success."""
+    c = cfg(broker_id=0)
+    assert c["sasl.kerberos.min.time.before.relogin"] == 60000
+    d = c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "58000",
+                            "sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/L,DEFAULT"})
+    assert d["sasl.kerberos.min.time.before.relogin"] == 58000
+    assert d["sasl.kerberos.principal.to.local.rules"] == ["RULE:[1:$1]/L", "DEFAULT"]
+    with pytest.raises(ConfigError, match=r"config 'sasl.kerberos.min.time.before.relogin' in /config/brokers/0: value 'soon'"):
+        c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "soon"})
+
+
 def test_dynamic_keys_and_synonyms_are_real_keys():
     for key in DYNAMIC_BROKER_KEYS:
         assert key in BROKER_CONFIG
