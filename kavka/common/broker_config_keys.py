@@ -335,9 +335,15 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
 # the broker with the message (the config-key walk,
 # tests/server/test_config_key_walk.py, checks that every other key Kafka's
 # table has that Kavka accepts is read by a running broker).
+_KRAFT = ("Kavka runs with ZooKeeper (zookeeper.connect), as the seeds design it; KRaft mode "
+          "(process.roles, node.id, controller.quorum.voters, controller.listener.names) is not supported: "
+          "use a ZooKeeper-mode server.properties")
 REFUSED_BROKER_KEYS: dict[str, str] = {
-    "log.message.format.version": "Kavka writes record batch v2 (Kafka's 0.11+ format) only and never "
-                                  "down-converts; remove the key",
+    "process.roles": _KRAFT,
+    "node.id": _KRAFT,
+    "controller.quorum.voters": _KRAFT,
+    "controller.quorum.bootstrap.servers": _KRAFT,
+    "controller.listener.names": _KRAFT,
 }
 
 # Keys a listener may override with listener.name.<listener>.<key>, the
