@@ -55,13 +55,14 @@ from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.security.acl_authorizer import AclAuthorizer
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.security.quota.manager import QuotaManagers
 from kavka.security.quota.rate import QuotaWindow
 from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
-from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders, inter_broker_client_security
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
@@ -186,6 +187,8 @@ class KafkaServer:
         self.connection_quotas: ConnectionQuotas | None = None
         self._quota_reconfiguration: asyncio.Task | None = None
         self.channels: Mapping[str, ChannelBuilder] = {}
+        self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
+        self.marker_writer: BrokerMarkerWriter | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -202,6 +205,10 @@ class KafkaServer:
         # does not open or a JAAS config that does not parse stops the broker
         # before it touches ZooKeeper or its logs.
         self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
+        # How this broker's own clients reach the others' inter-broker
+        # listener: replica fetchers, the controller's channel, transaction
+        # markers and controlled shutdown all use it.
+        self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
         # Blocking work (asyncio.to_thread) runs on num.io.threads threads
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
@@ -237,14 +244,15 @@ class KafkaServer:
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
             fetcher_manager=ReplicaFetcherManager.for_broker(
                 self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
-                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp))),
+                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
+                security=inter_broker),
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
         rm.start()
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
-        transport = KavkaBrokerTransport(self.broker_id,
-                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        transport = KavkaBrokerTransport(self.broker_id, request_timeout_ms=cfg["controller.socket.timeout.ms"],
+                                         security=inter_broker)
         controller = KafkaController(self.broker_id, zk, transport, ControllerConfig.from_kafka_config(cfg))
         if cfg["authorizer.class.name"]:
             self.authorizer = AclAuthorizer.from_config(cfg.values)
@@ -325,12 +333,14 @@ class KafkaServer:
         # The coordinators (kavka.group, kavka.transaction) with their
         # internal topics: logs through the replica manager, created on first use.
         producer_ids = ProducerIdManager(broker_id, lambda b: zk.claim_producer_id_block(b))
+        self.marker_writer = markers = BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
+                                                          request_timeout_ms=max(cfg["request.timeout.ms"], 1),
+                                                          security=self.inter_broker_security)
         txns = TransactionCoordinator(
             broker_id, TransactionConfig.from_broker(cfg),
             InternalTopicLog(rm, TRANSACTION_STATE_TOPIC, TRANSACTION_APPEND_TIMEOUT_MS,
                              cfg["transaction.state.log.load.buffer.size"]),
-            BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
-                               request_timeout_ms=max(cfg["request.timeout.ms"], 1)),
+            markers,
             producer_ids.generate_producer_id)
         groups = GroupCoordinator(broker_id, GroupConfig.from_broker(cfg), InternalTopicLog(
             rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
@@ -348,10 +358,11 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
             produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
+            fetch.API_KEY: fetch_handler,
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -417,7 +428,9 @@ class KafkaServer:
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
-        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
+        return {key: ThrottlingHandler(h, key, quotas.request,
+                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -469,7 +482,8 @@ class KafkaServer:
         log.info("shutting down broker %d", self.broker_id)
         if self.config["controlled.shutdown.enable"] and self.zk is not None and self.registrar is not None:
             await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
-                                                    ControlledShutdownSettings.from_kafka_config(self.config)).run(),
+                                                    ControlledShutdownSettings.from_kafka_config(self.config),
+                                                    self.inter_broker_security).run(),
                            "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
@@ -483,6 +497,8 @@ class KafkaServer:
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.acl_manager is not None:
             self.acl_manager.stop()
+        if self.marker_writer is not None:
+            self.marker_writer.close()
         if self.replica_manager is not None:
             await _quietly(self.replica_manager.fetcher_manager.shutdown(), "replica fetchers")
             await _quietly(self.replica_manager.shutdown(), "replica manager")

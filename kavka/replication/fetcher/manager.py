@@ -42,6 +42,7 @@ from kavka.replication.fetcher.task import ReplicaFetcher
 from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.storage.log_manager import LogManager
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
@@ -62,8 +63,10 @@ class ReplicaFetcherManager:
         throttled: Callable[[TopicPartition], bool] | None = None,
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
+        self._security = security
         self.broker_id = broker_id
         self._config = config
         self._log_manager = log_manager
@@ -84,12 +87,14 @@ class ReplicaFetcherManager:
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
-        returns the current one; Kafka's keys are read each fetch round."""
+        returns the current one; Kafka's keys are read each fetch round.
+        ``security``: how to connect to the leaders' inter-broker listener."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
-            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
+            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled, security=security,
         )
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
@@ -97,6 +102,7 @@ class ReplicaFetcherManager:
         return RemoteLeaderEndPoint(
             leader, self.broker_id, request_timeout_ms=config.socket_timeout_ms,
             client_id=f"broker-{self.broker_id}-fetcher", receive_buffer_bytes=config.receive_buffer_bytes,
+            security=self._security,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------
