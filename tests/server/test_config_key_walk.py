@@ -265,8 +265,6 @@ PENDING_KEYS: dict[str, str] = {
                               "break librdkafka's 0092_mixed_msgver (allowlisted), which alters it as Kafka 3.x allows",
     "message.downconversion.enable": "Fetch v0-3 are not served (MIN_VERSION 4), so there is nothing to "
                                      "down-convert; refusing the topic key needs a topic-level refusal path",
-    "num.recovery.threads.per.data.dir": "read when logs load at startup; a live change is not re-read",
-    "num.replica.fetchers": "read when the fetcher manager is built; a live change does not resize its pool",
 }
 
 
