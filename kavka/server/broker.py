@@ -138,6 +138,7 @@ from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -192,6 +193,7 @@ class KafkaServer:
             SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.io_threads: IoThreadPool | None = None
+        self._background: set[asyncio.Task] = set()  # the loop keeps only weak references
         self.bound: list[tuple[str, int]] = []
         self.connection_quotas: ConnectionQuotas | None = None
         self._quota_reconfiguration: asyncio.Task | None = None
@@ -239,21 +241,31 @@ class KafkaServer:
         self.log_manager = log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
         configs.attach(log_manager)
+        # log.cleaner.* changed live: the cleaner restarts its threads with
+        # them (off the loop: stopping threads blocks)
+        configs.add_listener(lambda c: self._in_background(asyncio.to_thread(
+            log_manager.reconfigure_cleaner, LogCleanerConfig.from_broker(c.values)), "log cleaner reconfiguration"))
+        # num.recovery.threads.per.data.dir changed live: the next shutdown's pools
+        configs.add_listener(lambda c: log_manager.reconfigure_recovery_threads(
+            int(c["num.recovery.threads.per.data.dir"])))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
         cache = self.metadata_cache
         # The fetchers find partitions in the replica manager built around them.
+        fetchers = ReplicaFetcherManager.for_broker(
+            self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
+            throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
+            broker_epoch=self._registered_epoch, security=inter_broker)
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
-            fetcher_manager=ReplicaFetcherManager.for_broker(
-                self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
-                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-                broker_epoch=self._registered_epoch, security=inter_broker),
+            fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
         rm.start()
+        # num.replica.fetchers changed live: the fetchers are resized at once
+        configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
         transport = KavkaBrokerTransport(self.broker_id, request_timeout_ms=cfg["controller.socket.timeout.ms"],
@@ -454,6 +466,19 @@ class KafkaServer:
                         "has not expired yet, or another broker with broker.id=%d; waiting up to %.0f s for it to go",
                         path, stat.ephemeral_owner, self.broker_id, self.broker_id, wait_s)
 
+    def _in_background(self, work, what: str) -> None:
+        """Run ``work`` (a coroutine) as a task the broker holds and awaits
+        at shutdown; a failure is logged."""
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("%s failed", what)
+
+        task = asyncio.get_running_loop().create_task(run(), name=what)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def _registration(self) -> BrokerIdZNode:
         return BrokerIdZNode(self.broker_id, tuple(self.config.advertised_listeners),
                              rack=self.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
@@ -501,6 +526,8 @@ class KafkaServer:
             await _quietly(server.stop(), "socket server")
         if self.dynamic_config is not None:
             self.dynamic_config.stop()
+        # a reconfiguration in flight ends before the parts it touches stop
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self.acl_manager is not None:
             self.acl_manager.stop()
         if self.controller_view is not None:
