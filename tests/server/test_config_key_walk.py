@@ -263,8 +263,6 @@ PENDING_KEYS: dict[str, str] = {
     "sasl.kerberos.principal.to.local.rules": _KERBEROS,
     "message.format.version": "KIP-724: format v2 is always written, so nothing follows from it; refusing it would "
                               "break librdkafka's 0092_mixed_msgver (allowlisted), which alters it as Kafka 3.x allows",
-    "message.downconversion.enable": "Fetch v0-3 are not served (MIN_VERSION 4), so there is nothing to "
-                                     "down-convert; refusing the topic key needs a topic-level refusal path",
 }
 
 
