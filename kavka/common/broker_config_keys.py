@@ -8,10 +8,11 @@ DescribeConfigs reports them. ``DYNAMIC_BROKER_KEYS`` are the keys that may
 be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>``
 (seed 002 §8).
 
-Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
-``num.io.threads``, ``background.threads``) are
-accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
-event loop per broker reads the ones that make sense for it (see each doc).
+Every key here is meant to be honoured by a running broker: the
+config-key walk (``tests/server/test_config_key_walk.py``) runs brokers and
+fails naming any key nothing reads, and any key of ``DYNAMIC_BROKER_KEYS``
+not read again after a live change. ``REFUSED_BROKER_KEYS`` are Kafka keys
+Kavka refuses, each with the reason the broker gives.
 
 Pure data; any thread.
 """
@@ -328,6 +329,21 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
     "message.format.version": ("log.message.format.version",),
+}
+
+# Kafka keys Kavka refuses, with why: a server.properties naming one stops
+# the broker with the message (the config-key walk,
+# tests/server/test_config_key_walk.py, checks that every other key Kafka's
+# table has that Kavka accepts is read by a running broker).
+_KRAFT = ("Kavka runs with ZooKeeper (zookeeper.connect), as the seeds design it; KRaft mode "
+          "(process.roles, node.id, controller.quorum.voters, controller.listener.names) is not supported: "
+          "use a ZooKeeper-mode server.properties")
+REFUSED_BROKER_KEYS: dict[str, str] = {
+    "process.roles": _KRAFT,
+    "node.id": _KRAFT,
+    "controller.quorum.voters": _KRAFT,
+    "controller.quorum.bootstrap.servers": _KRAFT,
+    "controller.listener.names": _KRAFT,
 }
 
 # Keys a listener may override with listener.name.<listener>.<key>, the

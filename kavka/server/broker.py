@@ -132,6 +132,7 @@ from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -181,6 +182,7 @@ class KafkaServer:
             SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.io_threads: IoThreadPool | None = None
+        self._background: set[asyncio.Task] = set()  # the loop keeps only weak references
         self.bound: list[tuple[str, int]] = []
         self.connection_quotas: ConnectionQuotas | None = None
         self._quota_reconfiguration: asyncio.Task | None = None
@@ -228,6 +230,10 @@ class KafkaServer:
         self.log_manager = log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
         configs.attach(log_manager)
+        # log.cleaner.* changed live: the cleaner restarts its threads with
+        # them (off the loop: stopping threads blocks)
+        configs.add_listener(lambda c: self._in_background(asyncio.to_thread(
+            log_manager.reconfigure_cleaner, LogCleanerConfig.from_broker(c.values)), "log cleaner reconfiguration"))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
@@ -352,10 +358,11 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
             produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
+            fetch.API_KEY: fetch_handler,
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -421,7 +428,9 @@ class KafkaServer:
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
-        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
+        return {key: ThrottlingHandler(h, key, quotas.request,
+                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -431,6 +440,19 @@ class KafkaServer:
             log.warning("%s is held by ZooKeeper session %#x, not ours: an earlier run of broker %d whose session "
                         "has not expired yet, or another broker with broker.id=%d; waiting up to %.0f s for it to go",
                         path, stat.ephemeral_owner, self.broker_id, self.broker_id, wait_s)
+
+    def _in_background(self, work, what: str) -> None:
+        """Run ``work`` (a coroutine) as a task the broker holds and awaits
+        at shutdown; a failure is logged."""
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("%s failed", what)
+
+        task = asyncio.get_running_loop().create_task(run(), name=what)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _registration(self) -> BrokerIdZNode:
         return BrokerIdZNode(self.broker_id, tuple(self.config.advertised_listeners),
@@ -471,6 +493,8 @@ class KafkaServer:
             await _quietly(server.stop(), "socket server")
         if self.dynamic_config is not None:
             self.dynamic_config.stop()
+        # a reconfiguration in flight ends before the parts it touches stop
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self.acl_manager is not None:
             self.acl_manager.stop()
         if self.marker_writer is not None:

@@ -53,6 +53,7 @@ manager's, never the reverse (the manager calls the cleaner unlocked).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import threading
@@ -64,6 +65,7 @@ from pathlib import Path
 
 from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
+from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
@@ -225,6 +227,15 @@ class LogManager:
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
+
+    def reconfigure_cleaner(self, config: LogCleanerConfig) -> bool:
+        """Apply changed ``log.cleaner.*`` settings (a dynamic broker config
+        change): the cleaner restarts its threads with them. Blocks while
+        its threads stop. ``log.cleaner.enable`` is read at startup only."""
+        with self._lock:
+            self.config = dataclasses.replace(self.config, cleaner=config)
+            cleaner = self.cleaner
+        return cleaner.reconfigure(config) if cleaner is not None else False
 
     # ---- periodic work -------------------------------------------------------------------------
     def tick(self, now_ms: int | None = None) -> dict[str, int]:

@@ -7,6 +7,7 @@ SASL_PLAINTEXT listener, confluent-kafka as the client):
 - changed live (the broker's credential cache follows /config/changes):
   a new password logs in and the old one no longer does; a deleted
   credential no longer logs in;
+- ``kavka configs`` itself works over the SASL listener (``--command-config``);
 - the SASL user is the quota's user: a producer_byte_rate on user alice
   throttles alice's SCRAM connection and not an anonymous one.
 """
@@ -52,9 +53,9 @@ def broker(zookeeper, tmp_path_factory):
     cluster.stop()
 
 
-def configs(cluster, *args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "kavka", "configs", "--bootstrap-server", cluster.bootstrap, *args],
-                       capture_output=True, text=True, timeout=60)
+def configs(cluster, *args: str, bootstrap: str | None = None) -> str:
+    r = subprocess.run([sys.executable, "-m", "kavka", "configs", "--bootstrap-server", bootstrap or cluster.bootstrap,
+                        *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -100,7 +101,7 @@ def produce_and_consume(address: str, mechanism: str, user: str, password: str) 
         c.close()
 
 
-def test_users_made_with_kavka_configs_log_in(broker):
+def test_users_made_with_kavka_configs_log_in(broker, tmp_path):
     cluster, address = broker
     assert configs(cluster, "--alter", "--user", "alice", "--add-config",
                    "SCRAM-SHA-512=[password=alice-secret],SCRAM-SHA-256=[iterations=8192,password=alice-256]") == \
@@ -122,6 +123,14 @@ def test_users_made_with_kavka_configs_log_in(broker):
     configs(cluster, "--alter", "--user", "alice", "--delete-config", "SCRAM-SHA-512")
     wait_until(lambda: not logs_in(address, "SCRAM-SHA-512", "alice", "n3w-Secret-42"), 30, "the credential deleted")
     assert logs_in(address, "SCRAM-SHA-256", "alice", "alice-256")
+
+    # kavka configs itself over the SASL listener, as alice (--command-config)
+    properties = tmp_path / "client.properties"
+    properties.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                          "sasl.username=alice\nsasl.password=alice-256\n")
+    assert configs(cluster, "--describe", "--user", "alice", "--command-config", str(properties),
+                   bootstrap=address) == "SCRAM credential configs for user-principal 'alice' are " \
+                                         "SCRAM-SHA-256=iterations=8192\n"
     broker_log = cluster.brokers[0].log_path.read_text(errors="replace")
     assert "alice-secret" not in broker_log and "n3w-Secret-42" not in broker_log
     assert "[hidden]" in broker_log

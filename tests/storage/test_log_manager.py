@@ -212,3 +212,12 @@ def test_runner_ticks_in_the_background(tmp_path):
     assert "bg 0 0" in path.read_text()
     m.shutdown()
     assert log_dir_name(TopicPartition("bg", 0)) == "bg-0"
+
+
+def test_a_broker_config_with_log_dir_only_gives_that_directory(tmp_path):
+    """A server.properties naming log.dir (not log.dirs): the KafkaConfig
+    holds log.dirs as None, and the log manager takes log.dir."""
+    from kavka.common.broker_config import KafkaConfig
+
+    config = KafkaConfig.from_props({"zookeeper.connect": "localhost:2181", "log.dir": str(tmp_path / "one")})
+    assert LogManagerConfig.from_broker(config.values).log_dirs == (str(tmp_path / "one"),)
