@@ -234,21 +234,27 @@ class KafkaServer:
         # them (off the loop: stopping threads blocks)
         configs.add_listener(lambda c: self._in_background(asyncio.to_thread(
             log_manager.reconfigure_cleaner, LogCleanerConfig.from_broker(c.values)), "log cleaner reconfiguration"))
+        # num.recovery.threads.per.data.dir changed live: the next shutdown's pools
+        configs.add_listener(lambda c: log_manager.reconfigure_recovery_threads(
+            int(c["num.recovery.threads.per.data.dir"])))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
         cache = self.metadata_cache
         # The fetchers find partitions in the replica manager built around them.
+        fetchers = ReplicaFetcherManager.for_broker(
+            self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
+            throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
+            security=inter_broker)
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
-            fetcher_manager=ReplicaFetcherManager.for_broker(
-                self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
-                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-                security=inter_broker),
+            fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
         rm.start()
+        # num.replica.fetchers changed live: the fetchers are resized at once
+        configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
         transport = KavkaBrokerTransport(self.broker_id, request_timeout_ms=cfg["controller.socket.timeout.ms"],

@@ -248,8 +248,8 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
 _KERBEROS = ("GSSAPI is not served, so nothing reads it; refusing it would break librdkafka's 0081_admin "
              "(allowlisted), which alters it on a broker as Kafka 3.x allows")
 PENDING_KEYS: dict[str, str] = {
-    "num.network.threads": "one event loop serves every connection; no pool (e.g. for TLS handshakes) is sized by it",
-    "background.threads": "the log manager's periodic jobs are not bounded by it (Kafka's scheduler pool size)",
+    "background.threads": "the log manager's periodic jobs run one after another in one tick thread; sizing "
+                          "Kafka's scheduler pool needs them split into jobs that may run at once on one log",
     "broker.id.generation.enable": "only cross-checks broker.id; broker.id=-1 is not turned into an id from "
                                    "/brokers/seqid (zk.generate_broker_id is never called), no meta.properties",
     "reserved.broker.max.id": "only validates broker.id; no generated ids (see broker.id.generation.enable)",
@@ -265,8 +265,6 @@ PENDING_KEYS: dict[str, str] = {
                               "break librdkafka's 0092_mixed_msgver (allowlisted), which alters it as Kafka 3.x allows",
     "message.downconversion.enable": "Fetch v0-3 are not served (MIN_VERSION 4), so there is nothing to "
                                      "down-convert; refusing the topic key needs a topic-level refusal path",
-    "num.recovery.threads.per.data.dir": "read when logs load at startup; a live change is not re-read",
-    "num.replica.fetchers": "read when the fetcher manager is built; a live change does not resize its pool",
 }
 
 

@@ -38,6 +38,7 @@ from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
 from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoint
+from kavka.replication.fetcher.state import PartitionFetchState
 from kavka.replication.fetcher.task import ReplicaFetcher
 from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
@@ -127,6 +128,32 @@ class ReplicaFetcherManager:
         self._assignments.shutdown_idle_fetchers()
         for key in [k for k, r in self._runners.items() if r.partition_count() == 0]:
             self._runners.pop(key).stop_nowait()
+
+    def resize_thread_pool(self, num_fetchers: int) -> None:
+        """A live change of ``num.replica.fetchers`` (Kafka's
+        AbstractFetcherManager.resizeThreadPool): every fetcher gives up its
+        partitions, with their progress, and stops; the partitions are
+        spread again by hash over the new number of fetchers per source
+        and carry on from where they were."""
+        if num_fetchers < 1:
+            raise ValueError(f"num.replica.fetchers must be >= 1, got {num_fetchers}")
+        if num_fetchers == self.num_fetchers:
+            return
+        progress: dict[TopicPartition, PartitionFetchState] = {}
+        for runner in self._runners.values():
+            progress.update(runner.remove_all())
+            runner.stop_nowait()
+        self._runners.clear()
+        self._owner.clear()
+        self._assignments.resize(num_fetchers)
+        for tp, state in self._assignments.partitions().items():
+            key = self._assignments.key_for(tp, state.leader.broker_id)
+            self._owner[tp] = key
+            runner = self._runner_for(key, state.leader)
+            if tp in progress:
+                runner.adopt({tp: progress[tp]})
+            else:
+                runner.add_partitions({tp: state})
 
     async def shutdown(self) -> None:
         """Stop every fetcher and wait for them (before the logs close)."""
