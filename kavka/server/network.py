@@ -198,7 +198,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, server: SocketServer, counted: bool = False) -> None:
         self.server = server
-        self.receiver = FrameReceiver(server.config.max_request_size, self._admit, server.staging)
+        self.receiver = FrameReceiver(server.config.max_request_size, server.staging)
         self.transport: asyncio.Transport | None = None
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
@@ -265,7 +265,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:
-            frames = self.receiver.received(nbytes)
+            frames = self.receiver.received(nbytes, self._admit)
         except FrameSizeError as e:
             before = (" before authentication (sasl.server.max.receive.size)"
                       if self.authenticator is not None and not self.authenticator.authenticated else "")
@@ -319,7 +319,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closing:
             return
         try:
-            frames = self.receiver.resume()
+            frames = self.receiver.resume(self._admit)
         except FrameSizeError as e:
             log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
             self.close()
