@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import random
 import resource
 import socket
@@ -43,8 +42,13 @@ import threading
 import time
 from pathlib import Path
 
-from broker import cpu_seconds, create_topic, produce, say, start_kavka  # bench/broker.py (this directory is on sys.path)
-
+from broker import (  # bench/broker.py (this directory is on sys.path)
+    cpu_seconds,
+    create_topic,
+    produce,
+    say,
+    start_kavka,
+)
 from kavka.protocol.framing import frame
 from kavka.protocol.headers import RequestHeader, encode_request
 from kavka.protocol.messages import ApiVersionsRequest
