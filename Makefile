@@ -12,12 +12,13 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test lint demo bench clean
+.PHONY: help venv deps test lint demo bench compat clean
 
 help:
 	@echo "make test   - set up .venv and system packages, check layers, run the suite"
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
+	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
 # setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
 # a changed source reinstalls.
@@ -29,13 +30,16 @@ $(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/recor
 
 venv: $(STAMP)
 
-# System packages: ZooKeeper (Debian's) and kcat, installed only when missing.
+# System packages: ZooKeeper (Debian's), kcat and rapidjson-dev (the
+# librdkafka suite's tests that need RapidJSON: make compat and its smoke in
+# make test), installed only when missing.
 # kavka/tools/zookeeper.py runs java with /usr/share/java/zookeeper.jar; the
 # zookeeper package brings that jar (libzookeeper-java) and a JRE.
 deps:
 	@missing=""; \
 	{ test -f /usr/share/java/zookeeper.jar && command -v java >/dev/null; } || missing="$$missing zookeeper"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	test -f /usr/include/rapidjson/rapidjson.h || missing="$$missing rapidjson-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -71,6 +75,16 @@ bench: venv deps
 DEMO_ARGS ?=
 demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
+
+# librdkafka's integration suite (kavka/tools/compat.py): builds its test
+# runner from ../shared/compat/librdkafka-src.tar.gz (or LIBRDKAFKA_SRC=) into
+# .cache/, runs every broker test under both group protocols, writes the
+# tables to .cache/compat-results and fails if a test of
+# tests/compat/librdkafka-allowlist.txt did not pass. COMPAT_ARGS: e.g.
+# --protocol classic --tests 0001,0081.
+COMPAT_ARGS ?=
+compat: venv deps
+	$(BIN)/python -m kavka.tools.compat $(COMPAT_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis build *.egg-info spark-warehouse kavka/spark/*.so kavka/protocol/records/*.so

@@ -130,7 +130,9 @@ def zk_chroot(zookeeper: str) -> Iterator[str]:
 @pytest.fixture
 def make_cluster(zk_chroot: str, tmp_path):
     """A factory of local clusters of real broker processes on this test's
-    ZooKeeper chroot: ``cluster = make_cluster(brokers=3, config={...})``.
+    ZooKeeper chroot: ``cluster = make_cluster(brokers=3, config={...})``;
+    ``secure=True`` makes the cluster ``kavka up --secure`` makes (SASL_SSL,
+    SCRAM users, ACLs: ``cluster.client_config()`` connects to it).
     Every cluster made is stopped (SIGTERM, then SIGKILL) after the test;
     on failure the brokers' last log lines are in the assertion output of
     ``LocalCluster`` errors and the logs stay under ``tmp_path``."""
@@ -138,9 +140,9 @@ def make_cluster(zk_chroot: str, tmp_path):
 
     made: list[LocalCluster] = []
 
-    def make(brokers: int = 3, config: dict | None = None, start: bool = True) -> LocalCluster:
+    def make(brokers: int = 3, config: dict | None = None, start: bool = True, secure: bool = False) -> LocalCluster:
         cluster = LocalCluster(brokers, tmp_path / f"cluster-{len(made)}", zookeeper=zk_chroot,
-                               config=config or {})
+                               config=config or {}, secure=secure)
         made.append(cluster)
         if start:
             cluster.start()

@@ -2,13 +2,18 @@
 controller's channel, follower fetchers) and by the command-line tools.
 
 It speaks the Kafka protocol through ``kavka.protocol`` only (layering:
-``kavka.client`` imports ``kavka.common`` and ``kavka.protocol``), so it
-works against Kavka and any Kafka-compatible broker.
+``kavka.client`` imports ``kavka.common``, ``kavka.protocol`` and
+``kavka.security`` for TLS and SASL), so it works against Kavka and any
+Kafka-compatible broker.
 
 Modules:
-    ``connection``  ``BrokerConnection``: one socket, KIP-511 ApiVersions
+    ``connection``  ``BrokerConnection``: one socket (TLS when its
+                    ``ClientSecurity`` says), KIP-511 ApiVersions
                     handshake, per-API version negotiation, pipelined
                     requests matched by correlation id, timeouts.
+    ``sasl_authenticator``  the SASL exchange after ApiVersions
+                    (SaslHandshake v1, SaslAuthenticate) and KIP-368's
+                    re-authentication point.
     ``cluster``     ``Cluster``: bootstrap, Metadata, leader lookup, one
                     connection per node, ``call`` with retries and backoff.
     ``metadata``    immutable snapshots: ``ClusterMetadata``,
@@ -22,7 +27,7 @@ Modules:
     ``consumer``    ``Consumer``: assign/seek/poll, follows leader changes.
     ``errors``      ``ConnectionClosed``, ``ConnectFailed``,
                     ``RequestTimedOut``, ``UnsupportedVersion``,
-                    ``NoBrokersAvailable`` (broker error codes are
+                    ``NoBrokersAvailable``, ``AuthenticationFailed`` (broker error codes are
                     ``kavka.common.errors`` exceptions).
 
 Everything runs on one asyncio event loop; nothing here is thread-safe.

@@ -17,6 +17,10 @@ timeout) refreshes metadata, waits an exponentially growing backoff
 jitter) and tries again until ``deadline_ms`` has passed; then the last
 error is raised. Non-retriable errors are raised at once.
 
+``security`` (a ``ClientSecurity``: TLS context, SASL mechanism) applies
+to every connection. An ``AuthenticationFailed`` from one broker is raised
+at once: it is not a connection error to try the next broker about.
+
 One event loop; used by the admin client, producer, consumer, the tools
 and (for the controller's channel and follower fetchers) by brokers.
 """
@@ -42,6 +46,7 @@ from kavka.common.errors import (
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES
 from kavka.protocol.messages import MetadataRequest, ProduceRequest, ProduceResponse, Request, Response
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 T = TypeVar("T")
 R = TypeVar("R", bound=Response)
@@ -92,8 +97,10 @@ class Cluster:
         retry_backoff_max_ms: int = 1_000,
         default_deadline_ms: int = 60_000,
         max_frame_size: int = SOCKET_REQUEST_MAX_BYTES,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -140,7 +147,7 @@ class Cluster:
     def _new_connection(self, host: str, port: int, node_id: int) -> BrokerConnection:
         return BrokerConnection(host, port, self.client_id, request_timeout_ms=self.request_timeout_ms,
                                 connect_timeout_ms=self.connect_timeout_ms,
-                                max_frame_size=self.max_frame_size, node_id=node_id)
+                                max_frame_size=self.max_frame_size, node_id=node_id, security=self.security)
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The open connection to ``node_id`` (opened if needed)."""

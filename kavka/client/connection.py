@@ -15,6 +15,19 @@ broker's ranges are kept in ``api_versions``; ``request`` then sends each
 API at the highest version both sides support, capped by an optional
 per-call ``max_version``.
 
+Security (``security``, a ``kavka.security.client_security.ClientSecurity``;
+PLAINTEXT by default): SSL and SASL_SSL open the socket with the TLS
+context (the broker's certificate verified, and its name when
+``ssl.endpoint.identification.algorithm=https``); SASL_PLAINTEXT and
+SASL_SSL then authenticate after the ApiVersions handshake
+(``kavka.client.sasl_authenticator``). When the broker gave the session a
+lifetime (KIP-368), the first request after the re-authentication point
+first re-authenticates on the same connection; requests issued meanwhile
+wait for it, responses to requests already in flight arrive as usual. A
+certificate that does not verify or refused credentials raise
+``AuthenticationFailed`` (not retriable); a handshake cut short is a
+``ConnectFailed`` (retriable).
+
 Invariants: a request is registered as pending before its bytes are
 written, so its response can never arrive unmatched; every pending request
 ends exactly once — with its response, its broker-side decode error,
@@ -31,11 +44,20 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import TypeVar, cast, overload
 
-from kavka.client.errors import ConnectFailed, ConnectionClosed, RequestTimedOut, UnsupportedVersion
+from kavka.client import sasl_authenticator
+from kavka.client.errors import (
+    AuthenticationFailed,
+    ConnectFailed,
+    ConnectionClosed,
+    RequestTimedOut,
+    SslAuthenticationFailed,
+    UnsupportedVersion,
+)
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
@@ -43,6 +65,7 @@ from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameDecoder, frame
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
 from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
 from kavka.protocol.schema import registry
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 CLIENT_SOFTWARE_NAME = "kavka"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
@@ -136,6 +159,7 @@ class BrokerConnection:
         connect_timeout_ms: int = 10_000,
         max_frame_size: int = SOCKET_REQUEST_MAX_BYTES,
         node_id: int = -1,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
         receive_buffer_bytes: int = -1,
     ) -> None:
         if request_timeout_ms <= 0 or connect_timeout_ms <= 0:
@@ -146,8 +170,12 @@ class BrokerConnection:
         self.node_id = node_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
+        self.security = security
         self.receive_buffer_bytes = receive_buffer_bytes  # SO_RCVBUF; -1 leaves the OS default
         self.api_versions: dict[int, VersionRange] = {}
+        # KIP-368: loop time at which the next request re-authenticates first
+        self._reauthenticate_at: float | None = None
+        self._reauthenticating: asyncio.Future[None] | None = None
         self._decoder = FrameDecoder(max_frame_size)
         self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
@@ -172,10 +200,25 @@ class BrokerConnection:
         if self._transport is not None:
             raise RuntimeError(f"{self!r} is already connected (or was closed); make a new one")
         self._loop = asyncio.get_running_loop()
+        tls = self.security.ssl_context
         try:
             async with asyncio.timeout(self.connect_timeout_ms / 1000):
-                self._transport, self._protocol = await self._loop.create_connection(
-                    lambda: _KafkaProtocol(self), self.host, self.port)
+                if tls is None:
+                    self._transport, self._protocol = await self._loop.create_connection(
+                        lambda: _KafkaProtocol(self), self.host, self.port)
+                else:
+                    self._transport, self._protocol = await self._loop.create_connection(
+                        lambda: _KafkaProtocol(self), self.host, self.port, ssl=tls, server_hostname=self.host,
+                        ssl_handshake_timeout=self.connect_timeout_ms / 1000)
+        except ssl.SSLCertVerificationError as e:
+            raise SslAuthenticationFailed(
+                f"TLS handshake with broker {self.host}:{self.port} failed: {e.verify_message or e.reason} "
+                f"(the broker's certificate is checked against the trusted CAs"
+                f"{', and its name against ' + self.host if tls is not None and tls.check_hostname else ''}"
+                f"{'; settings from ' + self.security.source if self.security.source else ''})") from None
+        except ssl.SSLError as e:
+            raise ConnectFailed(f"TLS handshake with {self.host}:{self.port} failed: {e.reason or e} "
+                                "(is it a TLS listener?)") from e
         except (OSError, TimeoutError) as e:
             raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from e
         sock = self._transport.get_extra_info("socket")
@@ -190,7 +233,52 @@ class BrokerConnection:
         except BaseException:  # cancelled mid-handshake: do not leak the socket
             self.close()
             raise
+        if self.security.uses_sasl:
+            try:
+                await self._authenticate(reauthentication=False)
+            except AuthenticationFailed as e:
+                self.close(ConnectionClosed(e.message))
+                raise
+            except ConnectionClosed as e:
+                reason = (f"broker {self.host}:{self.port} closed the connection during SASL authentication "
+                          f"with {self.security.sasl_mechanism}: {e.message} (is it a SASL listener?)")
+                self.close(ConnectFailed(reason))
+                raise ConnectFailed(reason) from None
+            except BaseException:
+                self.close()
+                raise
         return self
+
+    async def _authenticate(self, *, reauthentication: bool) -> None:
+        """One SASL exchange; schedules the next one when the broker set a
+        session lifetime (KIP-368)."""
+        assert self._loop is not None
+        lifetime_ms = await sasl_authenticator.authenticate(
+            self._send, self.version_for, self.security, f"{self.host}:{self.port}",
+            reauthentication=reauthentication)
+        delay = sasl_authenticator.reauthentication_delay_s(lifetime_ms)
+        self._reauthenticate_at = None if delay is None else self._loop.time() + delay
+
+    async def _maybe_reauthenticate(self) -> None:
+        """Before a request: re-authenticate when the session is due (one
+        exchange, shared by every request that arrives meanwhile). A failure
+        closes the connection: the broker would close it at the session's
+        end anyway."""
+        assert self._loop is not None
+        if self._reauthenticating is None:
+            if self._reauthenticate_at is None or self._loop.time() < self._reauthenticate_at:
+                return
+            self._reauthenticating = asyncio.ensure_future(self._reauthenticate())
+        await asyncio.shield(self._reauthenticating)
+
+    async def _reauthenticate(self) -> None:
+        try:
+            await self._authenticate(reauthentication=True)
+        except KafkaError as e:
+            self.close(ConnectionClosed(f"re-authentication failed: {e.message}"))
+            raise
+        finally:
+            self._reauthenticating = None
 
     async def __aenter__(self) -> BrokerConnection:
         if self._transport is None:
@@ -261,7 +349,16 @@ class BrokerConnection:
         the broker's range once known); otherwise the highest common one at
         most ``max_version`` is used. Raises ``ConnectionClosed``,
         ``RequestTimedOut``, ``UnsupportedVersion``, or ``DecodeError`` for
-        a response that does not decode."""
+        a response that does not decode (and ``AuthenticationFailed`` when a
+        due re-authentication fails)."""
+        if self._reauthenticate_at is not None or self._reauthenticating is not None:
+            await self._maybe_reauthenticate()
+        return await self._send(body, version, max_version=max_version, timeout_ms=timeout_ms)
+
+    async def _send(self, body: Request[R], version: int | None = None, *, max_version: int | None = None,
+                    timeout_ms: int | None = None) -> R | None:
+        """``request`` without the re-authentication gate (the SASL
+        exchange itself goes through here)."""
         if self._closed_error is not None or self._transport is None or self._protocol is None or self._loop is None:
             raise ConnectionClosed(f"{self!r} is not open"
                                    + (f" ({self._closed_error.message})" if self._closed_error else ""))

@@ -7,6 +7,13 @@ carries UNSUPPORTED_VERSION. Errors a broker returns in a response are the
 ``kavka.common.errors`` exceptions built by ``error_for`` (with the broker's
 error message when the API has one).
 
+Authentication failures (a SASL exchange the broker refused, a broker
+certificate that does not verify) are ``AuthenticationFailed``: not
+retriable, and not a connection error, so the cluster layer gives up at once
+rather than trying every broker until its deadline (Kafka's client treats
+``AuthenticationException`` as fatal the same way). Their messages name the
+broker and the mechanism, never a credential.
+
 Raised by ``kavka.client`` on the event loop; callers catch ``KafkaError``
 and look at ``code`` / ``retriable``.
 """
@@ -48,3 +55,29 @@ class UnsupportedVersion(KafkaError):
 
 class NoBrokersAvailable(ClientConnectionError):
     """None of the bootstrap or known brokers could be reached."""
+
+
+class AuthenticationFailed(KafkaError):
+    """A broker refused this client's credentials, or this client refused
+    the broker's (Kafka's ``AuthenticationException``). Not retriable."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+class SaslAuthenticationFailed(AuthenticationFailed):
+    """The SASL exchange failed: the broker answered SASL_AUTHENTICATION_FAILED,
+    UNSUPPORTED_SASL_MECHANISM or ILLEGAL_SASL_STATE (the code is the
+    broker's), or the broker's own proof (SCRAM) did not verify."""
+
+
+class SslAuthenticationFailed(AuthenticationFailed):
+    """The TLS handshake failed on a certificate check (the broker's chain is
+    not signed by a trusted CA, or its name does not match the host): no
+    error code exists on the wire for this, so it carries NETWORK_EXCEPTION
+    and is not retriable."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+
+    @property
+    def retriable(self) -> bool:
+        return False

@@ -21,5 +21,7 @@ Modules:
   ``broker_config`` (``KafkaConfig``, parsed and cross-checked).
 * ``listeners`` — listener endpoints and ZooKeeper connect strings.
 * ``topic_names`` — Kafka's rules for topic names.
+* ``sanitizer`` — user and client-id names as they appear in ZooKeeper
+  paths (Kafka's Sanitizer).
 * ``throttled_replicas`` — the replication-throttle topic settings (KIP-73).
 """

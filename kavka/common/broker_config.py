@@ -24,7 +24,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from kavka.common.broker_config_keys import (
     BROKER_CONFIG,
@@ -32,6 +32,7 @@ from kavka.common.broker_config_keys import (
     DYNAMIC_BROKER_KEYS,
     LISTENER_KEYS,
     MECHANISM_KEYS,
+    REFUSED_BROKER_KEYS,
     SASL_LISTENER_KEYS,
     SSL_KEYS,
     TOPIC_SYNONYMS,
@@ -115,6 +116,22 @@ class KafkaConfig:
     roll_jitter_ms: int
     flush_ms: int
 
+    # Each derived field and the keys it is computed from: reading the field
+    # reads them (the config-key walk counts it so).
+    DERIVED_FROM: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType({
+        "broker_id": ("broker.id",),
+        "listeners": ("listeners", "listener.security.protocol.map"),
+        "advertised_listeners": ("advertised.listeners", "listeners", "listener.security.protocol.map"),
+        "inter_broker_listener_name": ("inter.broker.listener.name", "security.inter.broker.protocol"),
+        "log_dirs": ("log.dirs", "log.dir"),
+        "zookeeper": ("zookeeper.connect",),
+        "zookeeper_connection_timeout_ms": ("zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms"),
+        "retention_ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        "roll_ms": ("log.roll.ms", "log.roll.hours"),
+        "roll_jitter_ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+        "flush_ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    })
+
     def __getitem__(self, name: str) -> Any:
         try:
             return self.values[name]
@@ -147,6 +164,8 @@ class KafkaConfig:
         listener_keys: dict[str, ListenerKey] = {}
         for name, raw in props.items():
             where = sources.get(name, source)
+            if name in REFUSED_BROKER_KEYS:
+                raise ConfigError(name, f"is not supported: {REFUSED_BROKER_KEYS[name]}", where)
             if name not in BROKER_CONFIG:
                 lk = _wrap(where, lambda name=name: parse_listener_key(name, LISTENER_KEYS, MECHANISM_KEYS))
                 if lk is None:

@@ -8,15 +8,18 @@ DescribeConfigs reports them. ``DYNAMIC_BROKER_KEYS`` are the keys that may
 be changed live through ``/config/brokers/<id>`` or ``/config/brokers/<default>``
 (seed 002 §8).
 
-Keys Kafka has that only tune its JVM thread pools (``num.network.threads``,
-``num.io.threads``, ``background.threads``) are
-accepted so that a Kafka ``server.properties`` works unchanged; Kavka's one
-event loop per broker reads the ones that make sense for it (see each doc).
+Every key here is meant to be honoured by a running broker: the
+config-key walk (``tests/server/test_config_key_walk.py``) runs brokers and
+fails naming any key nothing reads, and any key of ``DYNAMIC_BROKER_KEYS``
+not read again after a live change. ``REFUSED_BROKER_KEYS`` are Kafka keys
+Kavka refuses, each with the reason the broker gives.
 
 Pure data; any thread.
 """
 
 from __future__ import annotations
+
+import re
 
 from kavka.common.config import NO_DEFAULT, ConfigDef, ConfigError, ConfigType, OneOf, Range
 
@@ -94,6 +97,16 @@ def _principal_list(key: str, value: object) -> None:
             raise ConfigError(key, f"principal {item.strip()!r} is not in the form Type:name (e.g. User:admin)")
 
 
+# A Kafka release as (log.)message.format.version names one (Kafka's
+# MetadataVersion.fromVersionString: 0.x.y[.z] or x.y[.z], optionally -IVn).
+_KAFKA_VERSION = re.compile(r"(0\.(8|9|10|11)\.\d+(\.\d+)?|[1-3]\.\d+(\.\d+)?)(-IV\d+)?")
+
+
+def kafka_version(key: str, value: object) -> None:
+    if not _KAFKA_VERSION.fullmatch(str(value)):
+        raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
+
+
 BROKER_CONFIG = ConfigDef()
 _d = BROKER_CONFIG.define
 
@@ -107,7 +120,6 @@ _d("advertised.listeners", LIST, None, "Listeners published in ZooKeeper for cli
 _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (NAME:PROTOCOL, comma-separated).")
 _d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
 _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
-_d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
 _d("queued.max.requests", INT, 500, "Requests read ahead (pipelined behind an earlier request of the same connection) and not yet taken up, across all connections; when reached, such reading waits. Every connection may still read its next request, as in Kafka, which reads one per connection at a time.", Range(1, None))
@@ -216,6 +228,18 @@ _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a cons
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
 
+# -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
+# Kafka brokers accept these whatever mechanisms are enabled, and change them
+# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
+# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
+# does not serve GSSAPI, so they tune nothing here: they are kept and reported so that a Kafka configuration carries over.
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
 _d("transaction.state.log.replication.factor", INT, 3, "Replication factor of __transaction_state.", Range(1, SHORT_MAX))
@@ -268,6 +292,7 @@ _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-9
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
 _d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
 
@@ -301,6 +326,31 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
     "message.downconversion.enable": ("log.message.downconversion.enable",),
+    "message.format.version": ("log.message.format.version",),
+}
+
+# Kafka keys Kavka refuses, with why: a server.properties naming one stops
+# the broker with the message (the config-key walk,
+# tests/server/test_config_key_walk.py, checks that every other key Kafka's
+# table has that Kavka accepts is read by a running broker).
+_KRAFT = ("Kavka runs with ZooKeeper (zookeeper.connect), as the seeds design it; KRaft mode "
+          "(process.roles, node.id, controller.quorum.voters, controller.listener.names) is not supported: "
+          "use a ZooKeeper-mode server.properties")
+# Kafka's network threads each own a share of the connections (their reads,
+# writes and TLS work); Kavka serves every connection on one event loop per
+# broker, TLS included (kavka.server.tls_acceptor), so there is nothing for
+# the count to size. Kafka's sample server.properties sets it: the message
+# says to drop that line.
+_NETWORK_THREADS = ("Kavka serves every connection on one event loop (TLS included), so there are no network "
+                    "threads to size; remove the num.network.threads line (Kafka's sample server.properties "
+                    "sets it to 3)")
+REFUSED_BROKER_KEYS: dict[str, str] = {
+    "num.network.threads": _NETWORK_THREADS,
+    "process.roles": _KRAFT,
+    "node.id": _KRAFT,
+    "controller.quorum.voters": _KRAFT,
+    "controller.quorum.bootstrap.servers": _KRAFT,
+    "controller.listener.names": _KRAFT,
 }
 
 # Keys a listener may override with listener.name.<listener>.<key>, the
@@ -320,10 +370,10 @@ MECHANISM_KEYS: frozenset[str] = frozenset({"sasl.jaas.config", "connections.max
 # live (seed 002 §8): every topic default, plus thread counts, cleaner tuning
 # and replication throttles. Listeners and ZooKeeper settings need a restart.
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
-    {k for keys in TOPIC_SYNONYMS.values() for k in keys}
+    # Kafka's DynamicLogConfig leaves out log.message.format.version.
+    {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
-        "num.network.threads",
         "background.threads",
         "num.replica.fetchers",
         "num.recovery.threads.per.data.dir",
@@ -340,4 +390,6 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
         "leader.replication.throttled.rate",
         "follower.replication.throttled.rate",
     }
+    # Kafka's DynamicListenerConfig reconfigures the Kerberos keys live.
+    | {k for k in BROKER_CONFIG.names() if k.startswith("sasl.kerberos.")}
 )

@@ -12,7 +12,9 @@ UpdateMetadata v7, StopReplica v3 — and refused below the oldest one
 with ``UnsupportedControllerRequestVersion``; the channel treats that like
 any failed send (log, back off, retry on a new connection).
 
-The endpoint is the broker's inter-broker listener, given by the channel.
+The endpoint is the broker's inter-broker listener, given by the channel;
+``security`` is how this broker connects to it (TLS, SASL with its own
+credentials: ``kavka.server.channel_builder.inter_broker_client_security``).
 All methods run on the controller's event loop.
 """
 
@@ -23,6 +25,7 @@ import logging
 from kavka.client.connection import BrokerConnection
 from kavka.common.listeners import EndPoint
 from kavka.protocol.messages import Message, Request
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,9 @@ class UnsupportedControllerRequestVersion(Exception):
 class KavkaBrokerTransport:
     """``BrokerTransport`` over ``BrokerConnection`` (see module doc)."""
 
-    def __init__(self, controller_id: int, *, request_timeout_ms: int = 30000, client_id: str | None = None) -> None:
+    def __init__(self, controller_id: int, *, request_timeout_ms: int = 30000, client_id: str | None = None,
+                 security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+        self._security = security
         self._client_id = client_id or f"controller-{controller_id}"
         self._timeout_ms = request_timeout_ms
         self._endpoints: dict[int, EndPoint] = {}
@@ -66,7 +71,8 @@ class KavkaBrokerTransport:
         ep = self._endpoints.get(broker_id)
         if ep is None:
             raise ConnectionError(f"no endpoint known for broker {broker_id}")
-        conn = BrokerConnection(ep.host or "127.0.0.1", ep.port, self._client_id, request_timeout_ms=self._timeout_ms, node_id=broker_id)
+        conn = BrokerConnection(ep.host or "127.0.0.1", ep.port, self._client_id, request_timeout_ms=self._timeout_ms,
+                                node_id=broker_id, security=self._security)
         await conn.connect()
         self._conns[broker_id] = conn
         return conn

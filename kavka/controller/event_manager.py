@@ -1,5 +1,5 @@
 """``ControllerEventManager``: the controller's single queue and the one
-asyncio task that consumes it (DESIGN.md; Kafka's ControllerEventManager).
+asyncio task that consumes it (docs/ARCHITECTURE.md; Kafka's ControllerEventManager).
 
 Every controller decision happens in ``process(event)`` on that task, one
 event at a time, so the controller's context and state machines need no

@@ -1,6 +1,6 @@
 """The controller's events: everything that makes the controller act, as
-frozen values on its single queue (DESIGN.md "the controller is one task
-consuming one event queue").
+frozen values on its single queue (docs/ARCHITECTURE.md: the controller
+is one task consuming one event queue).
 
 Sources:
 

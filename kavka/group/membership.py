@@ -189,12 +189,21 @@ class GroupMembership:
         if g.state is GroupState.EMPTY and self.config.initial_rebalance_delay_ms > 0:
             delay = min(self.config.initial_rebalance_delay_ms, max(timeout_ms, 1))
             g.join_not_before_ms = self.manager.now_ms() + delay
-            loop.call_later(delay / 1000, self.maybe_complete_join, g)
+            loop.call_later(delay / 1000, self._initial_delay_over, g, g.join_not_before_ms)
         if g.join_timer is not None:
             g.join_timer.cancel()
         g.join_timer = loop.call_later(max(timeout_ms, 1) / 1000, self._join_deadline, g)
         g.transition_to(GroupState.PREPARING_REBALANCE, self.manager.now_ms())
         log.info("group %s preparing to rebalance (generation %d): %s", g.group_id, g.generation, reason)
+
+    def _initial_delay_over(self, g: GroupMetadata, not_before_ms: int) -> None:
+        """The initial rebalance delay ends when the loop's (monotonic) timer
+        says so: the wall clock behind ``now_ms`` may have moved less in the
+        meantime (adjusted or slewed), and a gate left shut would hold the
+        join until the rebalance timeout."""
+        if g.join_not_before_ms == not_before_ms:
+            g.join_not_before_ms = 0
+        self.maybe_complete_join(g)
 
     def maybe_complete_join(self, g: GroupMetadata) -> None:
         if (g.state is GroupState.PREPARING_REBALANCE and g.all_joined()

@@ -14,7 +14,8 @@ Modules (entry points first):
 * ``codec`` — body encode/decode for any API and version, from
   ``schema`` (the declarative tables) through compiled ``plan``s built on
   ``fieldio``, ``primitives`` and ``writers`` (fixed-size layouts in
-  ``structs``, varints in ``varint``);
+  ``structs``, varints in ``varint``; ``buffers`` names the ``Buffer``
+  types readers read from);
 * ``budget`` — ``DecodeBudget``: the memory a request's decoded objects
   may take (a bound per frame byte), charged by the decoders before they
   build anything;

@@ -171,7 +171,7 @@ class ProducePartitionResult:
 
 def error_code_of(exc: BaseException) -> ErrorCode:
     """The Kafka error code for an exception raised by a layer below
-    (DESIGN.md convention 6); UNKNOWN_SERVER_ERROR for anything unexpected."""
+    (docs/ARCHITECTURE.md convention 6); UNKNOWN_SERVER_ERROR for anything unexpected."""
     if isinstance(exc, KafkaError):  # StorageError among them
         return exc.code
     return ErrorCode.UNKNOWN_SERVER_ERROR

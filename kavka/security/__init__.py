@@ -29,6 +29,11 @@ Modules:
 - ``x500``: a certificate's subject DN in Java's RFC 2253 form.
 - ``ssl_principal_mapper``: ``ssl.principal.mapping.rules`` (KIP-371),
   DN -> principal name.
+- ``client_security``: ``ClientSecurity``, how a client secures its
+  connections (protocol, TLS context, SASL mechanism and a fresh
+  ``SaslClient`` per exchange), shared by Kavka's client and the brokers'
+  own inter-broker clients; ``client_properties``: it from client.properties
+  in librdkafka's or Java's keys, and those keys for librdkafka.
 - ``quota``: client quotas (KIP-13/55/124/219/599): entities and their
   precedence, sampled rates, the quota managers and throttle times.
 """

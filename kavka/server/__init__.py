@@ -49,6 +49,8 @@ lifecycle, over the replication, controller, group and transaction layers.
   AclAuthorizer: loads every ACL into the broker's ``AclAuthorizer``
   cache, follows the ACL change notifications, and stores what CreateAcls
   and DeleteAcls change;
+- ``io_threads``: ``IoThreadPool``, the threads of the broker's blocking
+  work, sized by ``num.io.threads``;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

@@ -55,13 +55,14 @@ from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.security.acl_authorizer import AclAuthorizer
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.security.quota.manager import QuotaManagers
 from kavka.security.quota.rate import QuotaWindow
 from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
-from kavka.server.channel_builder import ChannelBuilder, build_channel_builders
+from kavka.server.channel_builder import ChannelBuilder, build_channel_builders, inter_broker_client_security
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
 from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
@@ -131,6 +132,7 @@ from kavka.server.quota_config_handler import QuotaConfigHandler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -180,10 +182,13 @@ class KafkaServer:
             SystemClock())
         self._tick_task: asyncio.Task | None = None
         self.io_threads: IoThreadPool | None = None
+        self._background: set[asyncio.Task] = set()  # the loop keeps only weak references
         self.bound: list[tuple[str, int]] = []
         self.connection_quotas: ConnectionQuotas | None = None
         self._quota_reconfiguration: asyncio.Task | None = None
         self.channels: Mapping[str, ChannelBuilder] = {}
+        self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
+        self.marker_writer: BrokerMarkerWriter | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -200,6 +205,10 @@ class KafkaServer:
         # does not open or a JAAS config that does not parse stops the broker
         # before it touches ZooKeeper or its logs.
         self.channels = channels = build_channel_builders(cfg, self.scram_credentials)
+        # How this broker's own clients reach the others' inter-broker
+        # listener: replica fetchers, the controller's channel, transaction
+        # markers and controlled shutdown all use it.
+        self.inter_broker_security = inter_broker = inter_broker_client_security(cfg)
         # Blocking work (asyncio.to_thread) runs on num.io.threads threads
         # from the first ZooKeeper connect on.
         self.io_threads = io_threads = IoThreadPool(asyncio.get_running_loop(), cfg["num.io.threads"])
@@ -221,24 +230,35 @@ class KafkaServer:
         self.log_manager = log_manager = await asyncio.to_thread(
             LogManager, manager_config, default_config, topic_configs=topic_configs)
         configs.attach(log_manager)
+        # log.cleaner.* changed live: the cleaner restarts its threads with
+        # them (off the loop: stopping threads blocks)
+        configs.add_listener(lambda c: self._in_background(asyncio.to_thread(
+            log_manager.reconfigure_cleaner, LogCleanerConfig.from_broker(c.values)), "log cleaner reconfiguration"))
+        # num.recovery.threads.per.data.dir changed live: the next shutdown's pools
+        configs.add_listener(lambda c: log_manager.reconfigure_recovery_threads(
+            int(c["num.recovery.threads.per.data.dir"])))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
 
         cache = self.metadata_cache
         # The fetchers find partitions in the replica manager built around them.
+        fetchers = ReplicaFetcherManager.for_broker(
+            self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
+            throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
+            security=inter_broker)
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
-            fetcher_manager=ReplicaFetcherManager.for_broker(
-                self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
-                throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp))),
+            fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
         rm.start()
+        # num.replica.fetchers changed live: the fetchers are resized at once
+        configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))
         # The controller component is built now, for the handlers that ask
         # it; it competes for /controller once this broker is registered.
-        transport = KavkaBrokerTransport(self.broker_id,
-                                         request_timeout_ms=cfg["controller.socket.timeout.ms"])
+        transport = KavkaBrokerTransport(self.broker_id, request_timeout_ms=cfg["controller.socket.timeout.ms"],
+                                         security=inter_broker)
         controller = KafkaController(self.broker_id, zk, transport, ControllerConfig.from_kafka_config(cfg))
         if cfg["authorizer.class.name"]:
             self.authorizer = AclAuthorizer.from_config(cfg.values)
@@ -319,12 +339,14 @@ class KafkaServer:
         # The coordinators (kavka.group, kavka.transaction) with their
         # internal topics: logs through the replica manager, created on first use.
         producer_ids = ProducerIdManager(broker_id, lambda b: zk.claim_producer_id_block(b))
+        self.marker_writer = markers = BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
+                                                          request_timeout_ms=max(cfg["request.timeout.ms"], 1),
+                                                          security=self.inter_broker_security)
         txns = TransactionCoordinator(
             broker_id, TransactionConfig.from_broker(cfg),
             InternalTopicLog(rm, TRANSACTION_STATE_TOPIC, TRANSACTION_APPEND_TIMEOUT_MS,
                              cfg["transaction.state.log.load.buffer.size"]),
-            BrokerMarkerWriter(cache, cfg.inter_broker_listener_name,
-                               request_timeout_ms=max(cfg["request.timeout.ms"], 1)),
+            markers,
             producer_ids.generate_producer_id)
         groups = GroupCoordinator(broker_id, GroupConfig.from_broker(cfg), InternalTopicLog(
             rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
@@ -342,10 +364,11 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
             produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
-            fetch.API_KEY: fetch.FetchHandler(rm, cache, quotas.fetch),
+            fetch.API_KEY: fetch_handler,
             list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
@@ -391,7 +414,7 @@ class KafkaServer:
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
             describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
             list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
@@ -405,13 +428,15 @@ class KafkaServer:
             add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
-        return {key: ThrottlingHandler(h, key, quotas.request) for key, h in handlers.items()}
+        return {key: ThrottlingHandler(h, key, quotas.request,
+                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                for key, h in handlers.items()}
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -421,6 +446,19 @@ class KafkaServer:
             log.warning("%s is held by ZooKeeper session %#x, not ours: an earlier run of broker %d whose session "
                         "has not expired yet, or another broker with broker.id=%d; waiting up to %.0f s for it to go",
                         path, stat.ephemeral_owner, self.broker_id, self.broker_id, wait_s)
+
+    def _in_background(self, work, what: str) -> None:
+        """Run ``work`` (a coroutine) as a task the broker holds and awaits
+        at shutdown; a failure is logged."""
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("%s failed", what)
+
+        task = asyncio.get_running_loop().create_task(run(), name=what)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _registration(self) -> BrokerIdZNode:
         return BrokerIdZNode(self.broker_id, tuple(self.config.advertised_listeners),
@@ -450,7 +488,8 @@ class KafkaServer:
         log.info("shutting down broker %d", self.broker_id)
         if self.config["controlled.shutdown.enable"] and self.zk is not None and self.registrar is not None:
             await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
-                                                    ControlledShutdownSettings.from_kafka_config(self.config)).run(),
+                                                    ControlledShutdownSettings.from_kafka_config(self.config),
+                                                    self.inter_broker_security).run(),
                            "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
@@ -460,8 +499,12 @@ class KafkaServer:
             await _quietly(server.stop(), "socket server")
         if self.dynamic_config is not None:
             self.dynamic_config.stop()
+        # a reconfiguration in flight ends before the parts it touches stop
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self.acl_manager is not None:
             self.acl_manager.stop()
+        if self.marker_writer is not None:
+            self.marker_writer.close()
         if self.replica_manager is not None:
             await _quietly(self.replica_manager.fetcher_manager.shutdown(), "replica fetchers")
             await _quietly(self.replica_manager.shutdown(), "replica manager")

@@ -21,7 +21,14 @@ listener of ``listeners`` from the listener's view of the config
 
 ``inter_broker_principal(config)`` is the principal this broker presents on
 the inter-broker listener, which every broker of the cluster shares: a
-connection that authenticates as it gets ``Session.inter_broker``. Any
+connection that authenticates as it gets ``Session.inter_broker``.
+``inter_broker_client_security(config)`` is how this broker's own clients
+(replica fetchers, the controller's channel, transaction markers,
+controlled shutdown) connect to that listener (Kafka's
+``ChannelBuilders.clientChannelBuilder`` with the inter-broker listener's
+config): its truststore, its keystore as the client certificate, and SASL
+with ``sasl.mechanism.inter.broker.protocol`` and the broker's own JAAS
+credentials. Any
 misconfiguration is a ``ConfigError`` naming the key, raised before a port
 is bound.
 
@@ -43,8 +50,9 @@ from kavka.common.clock import Clock, SystemClock
 from kavka.common.config import ConfigError, Password
 from kavka.common.listeners import SASL_PROTOCOLS, TLS_PROTOCOLS, ListenerConfig
 from kavka.security import tls
+from kavka.security.client_security import ClientSecurity
 from kavka.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal, Session
-from kavka.security.sasl.factory import SaslServerFactory
+from kavka.security.sasl.factory import SaslServerFactory, sasl_client_from_entry
 from kavka.security.sasl.jaas import (
     LOGIN_MODULE_FOR_MECHANISM,
     SASL_JAAS_CONFIG,
@@ -53,7 +61,7 @@ from kavka.security.sasl.jaas import (
     load_jaas_entry,
     parse_jaas_config,
 )
-from kavka.security.sasl.mechanism import OAUTHBEARER, PLAIN
+from kavka.security.sasl.mechanism import OAUTHBEARER, PLAIN, SaslClient
 from kavka.security.sasl.scram import ScramCredentialLookup
 from kavka.security.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from kavka.security.x500 import subject_dn
@@ -195,6 +203,31 @@ def inter_broker_principal(config: KafkaConfig) -> KafkaPrincipal | None:
             raise ConfigError(lc.source("ssl.principal.mapping.rules"),
                               f"maps no name for this broker's own certificate: {e}") from None
     return None
+
+
+def inter_broker_client_security(config: KafkaConfig) -> ClientSecurity:
+    """How this broker connects to the inter-broker listener of the others
+    (see the module docstring). Raises ConfigError naming the key."""
+    lc = config.listener_config(config.inter_broker_listener_name)
+    protocol = lc.security_protocol
+    ctx = tls.client_context(lc) if protocol in TLS_PROTOCOLS else None
+    source = f"the inter-broker listener {lc.listener_name}"
+    if protocol not in SASL_PROTOCOLS:
+        return ClientSecurity(protocol, ctx, source=source)
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    entry, key = _jaas_entry(lc, mechanism)
+    if entry is None:
+        raise ConfigError(key, f"the inter-broker listener {lc.listener_name} authenticates with {mechanism} "
+                               "(sasl.mechanism.inter.broker.protocol): give this broker's own credentials in "
+                               "its JAAS config")
+    try:
+        sasl_client_from_entry(mechanism, entry, config_key=key)  # checked now, not at the first connection
+    except ValueError as e:
+        raise ConfigError(key, str(e)) from None
+
+    def new_client() -> SaslClient:
+        return sasl_client_from_entry(mechanism, entry, config_key=key)
+    return ClientSecurity(protocol, ctx, mechanism, new_client, source)
 
 
 def build_channel_builders(config: KafkaConfig, scram_credentials: ScramCredentialLookup | None,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.messages import ControlledShutdownRequest
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.server.metadata_cache import MetadataCache
 from kavka.zk.client import KavkaZkClient
 from kavka.zk.store_types import ZkError
@@ -69,7 +70,9 @@ class ControlledShutdownClient:
         zk: KavkaZkClient,
         cache: MetadataCache,
         settings: ControlledShutdownSettings,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
+        self.security = security
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.zk = zk
@@ -107,7 +110,7 @@ class ControlledShutdownClient:
         host, port = endpoint
         conn = BrokerConnection(
             host or "127.0.0.1", port, f"broker-{self.broker_id}-controlled-shutdown",
-            request_timeout_ms=self.settings.request_timeout_ms, node_id=controller_id,
+            request_timeout_ms=self.settings.request_timeout_ms, node_id=controller_id, security=self.security,
         )
         async with conn:
             response = await conn.request(ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=self.broker_epoch()))

@@ -3,7 +3,7 @@ by ``num.io.threads``.
 
 Kafka's ``num.io.threads`` sizes its request handler pool
 (KafkaRequestHandlerPool): the threads that run requests and block on the
-disk for them. Kavka runs requests on one event loop (DESIGN.md), and what
+disk for them. Kavka runs requests on one event loop (docs/ARCHITECTURE.md), and what
 would block a handler thread is handed to ``asyncio.to_thread``: the log
 manager's periodic jobs (fsync of flushes and roll ends, checkpoints,
 retention and segment deletion), loading the logs at startup, deleting a

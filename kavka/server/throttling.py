@@ -15,6 +15,9 @@ that long (``KafkaConnection.throttle``), once the response is ready — at
 once, for a response the handler returned, or when a delayed one completes.
 A request without a response (Produce with acks=0) still mutes.
 
+A consumer's Fetch throttled by the request quota is answered with no data
+(its bytes taken back off its consumer_byte_rate), as Kafka answers it.
+
 Exempt from the request quota, as in Kafka: ApiVersions and the SASL
 exchange (a client must be able to connect), the inter-broker APIs
 (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown,
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from kavka.security.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager
@@ -97,12 +100,16 @@ class _Timed:
 class ThrottlingHandler:
     """One API's handler with the quotas applied (see the module docstring)."""
 
-    __slots__ = ("handler", "api_key", "request_quota", "_exempt")
+    __slots__ = ("handler", "api_key", "request_quota", "throttled_response", "_exempt")
 
-    def __init__(self, handler: Handler, api_key: int, request_quota: ClientQuotaManager) -> None:
+    def __init__(self, handler: Handler, api_key: int, request_quota: ClientQuotaManager,
+                 throttled_response: Callable[[RequestContext, Any], Any] | None = None) -> None:
         self.handler = handler
         self.api_key = api_key
         self.request_quota = request_quota
+        # What the API answers instead when the request quota throttles it
+        # (a consumer's Fetch: no data, as Kafka's KafkaApis.handleFetchRequest).
+        self.throttled_response = throttled_response
         self._exempt = api_key in EXEMPT_FROM_REQUEST_QUOTA
 
     async def __call__(self, ctx: RequestContext, request: Any) -> HandlerResult:
@@ -117,6 +124,8 @@ class ThrottlingHandler:
             request_throttle = 0
         if inspect.isawaitable(result):
             return self._finish_later(ctx, result, request_throttle)
+        if request_throttle > 0 and result is not None and self.throttled_response is not None:
+            result = self.throttled_response(ctx, result)
         return _finish(ctx, result, request_throttle)
 
     def _from_follower(self, ctx: RequestContext, request: Any) -> bool:

@@ -16,7 +16,14 @@ read, NOT_LEADER_OR_FOLLOWER and other retriable errors — is retried
 against the leader the metadata cache names at that moment, after
 ``retry_backoff_ms`` (doubling up to ``max_retry_backoff_ms``), until done
 or until ``still_owner()`` says this broker no longer coordinates the
-transaction (the next coordinator resumes it). Event loop only.
+transaction (the next coordinator resumes it).
+
+Connections: one per leader, kept open between transactions (as Kafka's
+TransactionMarkerChannelManager keeps its channels): on a secured
+inter-broker listener (``security``) a new connection costs a TLS handshake
+and a SASL exchange, which no transaction should pay. A broken connection is
+dropped and the next attempt opens a new one; ``close`` ends them all.
+Event loop only.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersRequest
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.server.metadata_cache import MetadataCache
 from kavka.transaction.coordinator import CoordinatorFencedError
 
@@ -37,7 +45,11 @@ log = logging.getLogger("kavka.transaction")
 
 class BrokerMarkerWriter:
     def __init__(self, cache: MetadataCache, listener: str, retry_backoff_ms: int = 100,
-                 request_timeout_ms: int = 30_000, max_retry_backoff_ms: int = 1_000) -> None:
+                 request_timeout_ms: int = 30_000, max_retry_backoff_ms: int = 1_000,
+                 security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+        self.security = security
+        self._conns: dict[int, BrokerConnection] = {}
+        self._opening: dict[int, asyncio.Lock] = {}
         self.cache = cache
         self.listener = listener
         self.retry_backoff_ms = retry_backoff_ms
@@ -81,13 +93,14 @@ class BrokerMarkerWriter:
             topics=[WriteTxnMarkersRequest.Markers.Topics(name=t, partition_indexes=ps) for t, ps in topics.items()],
         )])
         try:
-            async with BrokerConnection(endpoint.host, endpoint.port, "kavka-txn-markers", node_id=leader,
-                                        request_timeout_ms=self.request_timeout_ms) as conn:
-                response = await conn.request(body, max_version=1)
+            conn = await self._connection(leader, endpoint.host, endpoint.port)
+            response = await conn.request(body, max_version=1)
         except (KafkaError, OSError, EOFError) as e:
+            self._drop(leader)
             log.info("markers for producer %d to broker %d: %s; retrying", producer_id, leader, e)
             return set()
         except Exception:  # an undecodable answer: retry rather than stall the transaction
+            self._drop(leader)
             log.exception("markers for producer %d to broker %d failed; retrying", producer_id, leader)
             return set()
         done: set[TopicPartition] = set()
@@ -107,3 +120,28 @@ class BrokerMarkerWriter:
                                     code.name)
                         done.add(tp)
         return done
+
+    async def _connection(self, leader: int, host: str, port: int) -> BrokerConnection:
+        """The open connection to ``leader`` at ``host:port`` (opened once
+        for concurrent senders)."""
+        lock = self._opening.setdefault(leader, asyncio.Lock())
+        async with lock:
+            conn = self._conns.get(leader)
+            if conn is not None and conn.connected and (conn.host, conn.port) == (host, port):
+                return conn
+            self._drop(leader)
+            conn = BrokerConnection(host, port, "kavka-txn-markers", node_id=leader,
+                                    request_timeout_ms=self.request_timeout_ms, security=self.security)
+            await conn.connect()
+            self._conns[leader] = conn
+            return conn
+
+    def _drop(self, leader: int) -> None:
+        conn = self._conns.pop(leader, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Close every connection (broker shutdown)."""
+        for leader in list(self._conns):
+            self._drop(leader)

@@ -26,7 +26,8 @@ Modules:
 * ``source`` — ``KavkaDataSource``: format ``"kavka"``, its schema, readers
   and writers.
 * ``options`` — the format's options, parsed and checked once into frozen
-  values; ``schema`` — the rows read and written (Spark's Kafka-source
+  values; ``client_security`` — the ``kafka.*`` security options for
+  Kavka's client and librdkafka; ``schema`` — the rows read and written (Spark's Kafka-source
   schema, as a ``StructType`` and as Arrow).
 * reading: ``batch_reader`` (``spark.read``), ``stream_reader``
   (``spark.readStream``: micro-batches, checkpointed offsets),

@@ -31,6 +31,8 @@ from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
+from kavka.spark.client_security import security_for
+from kavka.spark.options import Settings
 
 COMMIT_PARTITION = 0
 
@@ -44,10 +46,10 @@ def commit_value(query_id: str, task: int, batch_id: int, rows: int) -> bytes:
                       separators=(",", ":")).encode()
 
 
-def ensure_topic(servers: str, topic: str, timeout_ms: int = 30_000) -> None:
+def ensure_topic(servers: str, topic: str, security: Settings, timeout_ms: int = 30_000) -> None:
     """Create the compacted commit topic unless it exists (RF = min(3, brokers))."""
     async def run() -> None:
-        async with Cluster(servers) as cluster:
+        async with Cluster(servers, security=security_for(security)) as cluster:
             admin = KafkaAdmin(cluster, timeout_ms=timeout_ms)
             md = await cluster.refresh_metadata([topic])
             t = md.topics.get(topic)
@@ -68,14 +70,14 @@ def ensure_topic(servers: str, topic: str, timeout_ms: int = 30_000) -> None:
     asyncio.run(run())
 
 
-def last_committed_batch(servers: str, topic: str, query_id: str, task: int,
+def last_committed_batch(servers: str, topic: str, query_id: str, task: int, security: Settings,
                          timeout_ms: int = 60_000) -> int | None:
     """The highest batch id committed by ``(query_id, task)``, or None."""
     key = commit_key(query_id, task)
     tp = TopicPartition(topic, COMMIT_PARTITION)
 
     async def run() -> int | None:
-        async with Cluster(servers) as cluster:
+        async with Cluster(servers, security=security_for(security)) as cluster:
             admin = KafkaAdmin(cluster, timeout_ms=timeout_ms)
             target = (await admin.list_offsets({tp: OffsetSpec.LATEST}))[tp].offset
             consumer = Consumer(cluster, isolation_level=1, max_wait_ms=100)

@@ -28,18 +28,20 @@ from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
+from kavka.spark.client_security import security_for
 from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
-from kavka.spark.options import Assign, KavkaOptionError, Position, SourceOptions, SubscribePattern, spelled
+from kavka.spark.options import Assign, KavkaOptionError, Position, Settings, SourceOptions, SubscribePattern, spelled
 
 
-def cluster_for(options_servers: str, client: Mapping[str, str]) -> Cluster:
+def cluster_for(options_servers: str, client: Mapping[str, str], security: Settings = ()) -> Cluster:
     """A (not yet started) Kavka client ``Cluster`` with the ``kafka.*``
-    settings it understands."""
+    settings it understands and the security ones (``SourceOptions.security``)."""
     return Cluster(options_servers, client_id=client.get("client.id", "kavka-spark"),
                    request_timeout_ms=int(client.get("request.timeout.ms", 30_000)),
                    retry_backoff_ms=int(client.get("retry.backoff.ms", 100)),
-                   default_deadline_ms=int(client.get("default.api.timeout.ms", 60_000)))
+                   default_deadline_ms=int(client.get("default.api.timeout.ms", 60_000)),
+                   security=security_for(security))
 
 
 class OffsetLookup:
@@ -48,7 +50,7 @@ class OffsetLookup:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._loop = asyncio.new_event_loop()
-        self._cluster = cluster_for(options.bootstrap_servers, dict(options.client))
+        self._cluster = cluster_for(options.bootstrap_servers, dict(options.client), options.security)
         self._admin = KafkaAdmin(self._cluster, timeout_ms=int(options.client_setting("default.api.timeout.ms",
                                                                                           "60000")))
         self._started = False

@@ -19,14 +19,24 @@ partitions with no record at or after the timestamp; ``failOnDataLoss``
 (default ``read_committed``: only committed data is read),
 ``max.partition.fetch.bytes``, ``fetch.max.wait.ms``, ``request.timeout.ms``,
 ``retry.backoff.ms``, ``default.api.timeout.ms``, ``client.id`` are used;
-security settings are refused (PLAINTEXT only); others are ignored, as
-Kafka's consumer ignores settings it does not know.
+others are ignored, as Kafka's consumer ignores settings it does not know.
+
+Security, reading and writing: ``kafka.security.protocol``, ``kafka.sasl.*``
+and ``kafka.ssl.*`` (the Java client's names, as for Spark's Kafka source:
+``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``, ...; or
+librdkafka's: ``kafka.sasl.username``, ``kafka.ssl.ca.location``, ...) go to
+every client the source and sink open (``kavka.spark.client_security``).
+They are checked when the options are parsed (on the driver: TLS files are
+read then), so a bad one fails the query before any task runs; an unknown
+``kafka.ssl.*``/``kafka.sasl.*`` key is refused, not ignored.
 
 Writing: ``kafka.bootstrap.servers``, optional ``topic`` (overrides the
-column), ``kafka.*`` handed to librdkafka.
+column), ``kafka.*`` handed to librdkafka (security settings in librdkafka's
+names).
 
-Pure; any process. Errors are ``KavkaOptionError`` (``ValueError``) with
-Spark-like wording: which option, what is wrong, what to do.
+Any process; pure apart from the TLS files the security options name.
+Errors are ``KavkaOptionError`` (``ValueError``) with Spark-like wording:
+which option, what is wrong, what to do.
 """
 
 from __future__ import annotations
@@ -37,6 +47,11 @@ from dataclasses import dataclass, field
 from typing import overload
 
 from kavka.common.topic_partition import TopicPartition
+from kavka.security.client_properties import (
+    SECURITY_KEYS,
+    client_security_from_properties,
+    librdkafka_security_config,
+)
 from kavka.spark.offsets import EARLIEST, LATEST, OffsetJsonError, parse_assign, parse_partition_offsets
 
 
@@ -66,6 +81,27 @@ _SINK_MANAGED = {
     "kafka.value.serializer": "values are written as bytes: cast the column to binary or string",
     "kafka.transactional.id": "the streaming sink derives transactional ids from the query and task",
 }
+
+
+Settings = tuple[tuple[str, str], ...]
+SECURITY_OPTIONS_SOURCE = "the kafka.* security options"
+
+
+def security_settings(client: Settings) -> Settings:
+    """The security keys among the ``kafka.*`` settings (prefix removed)."""
+    return tuple((k, v) for k, v in client if k in SECURITY_KEYS or k.startswith(("ssl.", "sasl.")))
+
+
+def _check_security(client: Settings, *, librdkafka: bool) -> None:
+    """Build the security settings once (and their librdkafka translation
+    for the sink), so that a bad one fails here, naming the option."""
+    settings = dict(security_settings(client))
+    try:
+        client_security_from_properties(settings, SECURITY_OPTIONS_SOURCE)
+        if librdkafka and settings:
+            librdkafka_security_config(settings, SECURITY_OPTIONS_SOURCE)
+    except ValueError as e:
+        raise KavkaOptionError(str(e)) from None
 
 
 def spelled(key: str) -> str:
@@ -135,7 +171,7 @@ def _bootstrap(opts: Mapping[str, str]) -> str:
     return servers
 
 
-def _client_settings(opts: Mapping[str, str], refused: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _client_settings(opts: Mapping[str, str], refused: Mapping[str, str]) -> Settings:
     out = []
     for key, value in sorted(opts.items()):
         if not key.startswith("kafka.") or key == "kafka.bootstrap.servers":
@@ -275,6 +311,10 @@ class SourceOptions:
     client: tuple[tuple[str, str], ...]
 
     @property
+    def security(self) -> Settings:
+        return security_settings(self.client)
+
+    @property
     def read_committed(self) -> bool:
         return dict(self.client).get("isolation.level", "read_committed") == "read_committed"
 
@@ -310,10 +350,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise KavkaOptionError("option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', "
                                f"got {opts['startingoffsetsbytimestampstrategy']!r}")
     client = _client_settings(opts, _SOURCE_MANAGED)
-    for key, _ in client:
-        if key.startswith(("security.", "sasl.", "ssl.")):
-            raise KavkaOptionError(f"option 'kafka.{key}' is not supported by the kavka source: its client speaks "
-                                   "PLAINTEXT only; read from a PLAINTEXT listener")
+    _check_security(client, librdkafka=False)
     isolation = dict(client).get("isolation.level", "read_committed")
     if isolation not in ("read_committed", "read_uncommitted"):
         raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
@@ -343,6 +380,10 @@ class SinkOptions:
     producer: tuple[tuple[str, str], ...]
     commit_topic: str
 
+    @property
+    def security(self) -> Settings:
+        return security_settings(self.producer)
+
 
 DEFAULT_COMMIT_TOPIC = "_kavka_spark_sink_commits"
 
@@ -360,5 +401,6 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     commit_topic = opts.get("committopic", DEFAULT_COMMIT_TOPIC).strip()
     if not commit_topic:
         raise KavkaOptionError("option 'commitTopic' must be a non-empty topic name when given")
-    return SinkOptions(servers, topic.strip() if topic else None, _client_settings(opts, _SINK_MANAGED),
-                       commit_topic)
+    producer = _client_settings(opts, _SINK_MANAGED)
+    _check_security(producer, librdkafka=True)
+    return SinkOptions(servers, topic.strip() if topic else None, producer, commit_topic)

@@ -88,7 +88,7 @@ class RangeReader:
         if r.size <= 0:
             return
         loop = asyncio.new_event_loop()
-        cluster = cluster_for(self.options.bootstrap_servers, dict(self.options.client))
+        cluster = cluster_for(self.options.bootstrap_servers, dict(self.options.client), self.options.security)
         builder = ColumnBuilder(r.topic, r.partition, self.options.include_headers, r.start)
         try:
             while builder.next_offset < r.end:

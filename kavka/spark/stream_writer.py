@@ -79,7 +79,7 @@ class KavkaStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
-        commit_log.ensure_topic(options.bootstrap_servers, options.commit_topic)
+        commit_log.ensure_topic(options.bootstrap_servers, options.commit_topic, options.security)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
         from confluent_kafka import Producer
@@ -93,7 +93,7 @@ class KavkaStreamWriter(DataSourceStreamArrowWriter):
         producer.init_transactions(timeout_s)
         # Another task's commit record may sit in an open transaction for up to its timeout.
         last = commit_log.last_committed_batch(self.options.bootstrap_servers, self.options.commit_topic,
-                                               query_id, task, timeout_ms=int(timeout_s * 1000) + 30_000)
+                                               query_id, task, self.options.security, timeout_ms=int(timeout_s * 1000) + 30_000)
         if last is not None and last >= batch_id:
             drain(iterator)
             return TaskCommit(batch_id, task, 0, True)

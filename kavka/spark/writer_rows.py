@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
+from kavka.spark.client_security import librdkafka_settings
 from kavka.spark.options import KavkaOptionError, SinkOptions
 
 _BYTES_TYPES = (BinaryType, StringType)
@@ -66,7 +67,10 @@ def producer_config(options: SinkOptions, **extra: str) -> dict:
         "linger.ms": 5,
         "compression.type": "none",
     }
-    config.update(dict(options.producer))
+    security = options.security
+    # librdkafka's names for the security settings (the Java client's are translated)
+    config.update({k: v for k, v in options.producer if (k, v) not in security})
+    config.update(librdkafka_settings(security))
     config.update(extra)
     return config
 

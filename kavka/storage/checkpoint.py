@@ -12,7 +12,7 @@ Format (seed 002 §5.2)::
 ``log-start-offset-checkpoint`` and ``cleaner-offset-checkpoint``);
 ``leader-epoch-checkpoint`` entries are ``epoch start_offset``.
 
-Writes are durable and atomic (DESIGN.md convention 5): write ``<name>.tmp``,
+Writes are durable and atomic (docs/ARCHITECTURE.md convention 5): write ``<name>.tmp``,
 fsync it, ``os.replace`` over the file, fsync the directory. A crash leaves
 either the old or the new content. Reads of malformed content raise
 ``CheckpointFormatError`` naming the file and the line.

@@ -3,7 +3,7 @@
 Every error is a ``kavka.common.errors.KafkaError`` whose ``code`` is the
 Kafka error code a request handler must answer with (MESSAGE_TOO_LARGE,
 CORRUPT_MESSAGE, OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR ...), so handlers
-turn any of them into a per-partition code (DESIGN.md convention 6).
+turn any of them into a per-partition code (docs/ARCHITECTURE.md convention 6).
 
 Pure exceptions; any thread.
 """

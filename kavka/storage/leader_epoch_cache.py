@@ -5,10 +5,10 @@ leader epoch wrote. Both columns strictly increase. The file (in the
 partition directory) has seed 002's checkpoint format with ``epoch
 start_offset`` lines and is rewritten durably on every change.
 
-This is the KIP-101 fix for the seed's truncate-to-HW design
-(../shared/reference/faults.md): a follower asks the leader for the end
-offset of its latest epoch (``end_offset_for``, KIP-279 semantics) and
-truncates there, not to its high watermark. The cache is truncated together
+This is the KIP-101 fix for the seed's truncate-to-HW design (which can
+lose a committed record or leave replicas diverged): a follower asks the
+leader for the end offset of its latest epoch (``end_offset_for``, KIP-279
+semantics) and truncates there, not to its high watermark. The cache is truncated together
 with the log (``truncate_from_end`` on log truncation, ``truncate_from_start``
 when the log start offset moves).
 

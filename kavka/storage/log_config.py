@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kavka.common.broker_config_keys import kafka_version
 from kavka.common.config import ConfigDef, ConfigError, ConfigType, OneOf, Range
 from kavka.common.throttled_replicas import ThrottledReplicas, validate_throttled_replicas
 
@@ -100,6 +101,15 @@ TOPIC_CONFIG_DEF = (
         OneOf(COMPRESSION_TYPES),
     )
     .define("message.downconversion.enable", _T.BOOLEAN, True, "Allow down-conversion for old fetchers.")
+    .define(
+        "message.format.version",
+        _T.STRING,
+        "3.0-IV1",
+        "Deprecated (KIP-724): from inter-broker protocol 3.0 Kafka ignores it and writes record batches "
+        "in format v2, as Kavka always does; a Kafka version (0.10.0, 2.8-IV1 ...) is accepted so that "
+        "Kafka's topic configs and tools carry over.",
+        kafka_version,
+    )
     # Seed 002 §8 / KIP-73: which replicas the leader and follower
     # replication throttles apply to ("*" or "partition:broker,...").
     .define(
@@ -151,6 +161,7 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
     message_downconversion_enable: bool = True
+    message_format_version: str = "3.0-IV1"
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
 

@@ -53,6 +53,7 @@ manager's, never the reverse (the manager calls the cleaner unlocked).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import threading
@@ -64,6 +65,7 @@ from pathlib import Path
 
 from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
+from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
 from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
@@ -225,6 +227,38 @@ class LogManager:
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
+
+    def reconfigure_cleaner(self, config: LogCleanerConfig) -> bool:
+        """Apply changed ``log.cleaner.*`` settings (a dynamic broker config
+        change): the cleaner restarts its threads with them. Blocks while
+        its threads stop. ``log.cleaner.enable`` is read at startup only."""
+        with self._lock:
+            self.config = dataclasses.replace(self.config, cleaner=config)
+            cleaner = self.cleaner
+        return cleaner.reconfigure(config) if cleaner is not None else False
+
+    def reconfigure_recovery_threads(self, num_threads: int) -> None:
+        """A live change of ``num.recovery.threads.per.data.dir``: taken at
+        the next use of the per-directory pools, the clean shutdown (Kafka's
+        DynamicThreadPool reconfigures LogManager the same way)."""
+        if num_threads < 1:
+            raise ValueError(f"num.recovery.threads.per.data.dir must be >= 1, got {num_threads}")
+        with self._lock:
+            self.config = dataclasses.replace(self.config, num_recovery_threads_per_data_dir=num_threads)
+
+    def _per_dir(self, logs: dict[TopicPartition, Log], job: Callable[[TopicPartition, Log], None]) -> None:
+        """``job`` for every log, on ``num.recovery.threads.per.data.dir``
+        threads per directory (Kafka's LogManager.shutdown closes each
+        directory's logs on such a pool)."""
+        threads = self.config.num_recovery_threads_per_data_dir
+        pools = {id(d): ThreadPoolExecutor(threads, f"log-shutdown-{d.path.name}") for d in self._dirs}
+        try:
+            futures = [pools[id(self._dir_of[tp])].submit(job, tp, log) for tp, log in logs.items()]
+            for future in futures:
+                future.result()
+        finally:
+            for pool in pools.values():
+                pool.shutdown(wait=True)
 
     # ---- periodic work -------------------------------------------------------------------------
     def tick(self, now_ms: int | None = None) -> dict[str, int]:
@@ -435,7 +469,8 @@ class LogManager:
             self.cleaner.shutdown()
         failed: set[int] = set()
         logs = self.all_logs()
-        for tp, log in logs.items():
+
+        def flush(tp: TopicPartition, log: Log) -> None:
             try:
                 if not log.offline:
                     log.flush()
@@ -443,15 +478,19 @@ class LogManager:
                 logger.error("flush of %s failed at shutdown: %s", tp, e)
             if log.offline:
                 failed.add(id(self._dir_of[tp]))
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
-        self.checkpoint_high_watermarks()
-        for tp, log in logs.items():
+
+        def close(tp: TopicPartition, log: Log) -> None:
             try:
                 log.close()
             except (OSError, StorageError) as e:
                 logger.error("close of %s failed at shutdown: %s", tp, e)
                 failed.add(id(self._dir_of[tp]))
+
+        self._per_dir(logs, flush)
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+        self._per_dir(logs, close)
         for d in self._dirs:
             if id(d) not in failed:
                 d.write_clean_shutdown()

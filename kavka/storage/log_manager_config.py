@@ -53,9 +53,11 @@ class LogManagerConfig:
     def from_broker(cls, props: Mapping[str, Any]) -> LogManagerConfig:
         """From ``server.properties`` keys (``log.dir`` when ``log.dirs`` is
         absent); other keys are ignored."""
-        known = {k: v for k, v in props.items() if k in MANAGER_CONFIG_DEF}
-        if "log.dirs" not in known and "log.dir" in props:
-            known["log.dirs"] = props["log.dir"]
+        known = {k: props[k] for k in MANAGER_CONFIG_DEF.names() if k in props}  # each key read by name
+        if known.get("log.dirs") is None:  # unset (a KafkaConfig holds None): log.dir, as Kafka
+            known.pop("log.dirs", None)
+            if "log.dir" in props:
+                known["log.dirs"] = props["log.dir"]
         p = MANAGER_CONFIG_DEF.parse(known, source="broker config")
         return cls(
             log_dirs=tuple(p["log.dirs"]),

@@ -5,7 +5,9 @@ their ``--zookeeper`` path, ZooKeeper clients); none imports the server.
 
 Commands:
 
-* ``up`` — ``kavka up``: a local cluster in the foreground.
+* ``up`` — ``kavka up``: a local cluster in the foreground (``--secure``:
+  ``secure_cluster``'s users, SASL_SSL and ACLs, with ``local_pki``'s
+  certificates).
 * ``topics`` — ``kavka topics``: create, list, describe, alter, delete
   topics; its pure text functions (``--replica-assignment``, topic
   selection, ``--describe`` output) in ``topics_format``.
@@ -40,8 +42,12 @@ Shared pieces:
 * ``zk_admin`` — the ZooKeeper-era ``--zookeeper`` path of those tools:
   ``/admin`` request znodes the controller watches.
 * ``cluster`` — ``LocalCluster``: a ZooKeeper and N broker processes on
-  loopback (``kavka up``, tests, benchmarks); ``zookeeper`` — a standalone
+  loopback (``kavka up``, tests, benchmarks), secured with ``secure_cluster``
+  and ``local_pki`` when asked; ``zookeeper`` — a standalone
   ZooKeeper server from Debian's package.
+* ``compat`` — ``python -m kavka.tools.compat`` (``make compat``):
+  librdkafka's integration suite against a local cluster, its test runner
+  built by ``compat_build``.
 * ``demo`` — ``python -m kavka.tools.demo``: a cluster, 200,000 records
   through a real Kafka client, stop.
 """

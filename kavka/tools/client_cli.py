@@ -5,10 +5,17 @@ parsing, and running an asyncio main that turns every expected failure into
 one ``Error: ...`` line on stderr and a non-zero exit code.
 
 ``--command-config FILE``: Java-properties client settings, as Kafka's
-tools take them. The keys Kavka's client honours are ``client.id``,
-``request.timeout.ms`` and ``security.protocol`` (PLAINTEXT, the only
-protocol the client speaks so far); any other key is refused naming the
-file and the key rather than ignored.
+tools take them (and as ``kavka up --secure`` writes them). The keys
+honoured are ``client.id``, ``request.timeout.ms`` and the security
+settings of ``kavka.security.client_properties`` in either librdkafka's
+names (``security.protocol``, ``sasl.mechanism``, ``sasl.username``,
+``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
+``ssl.key.location``, ``ssl.key.password``, ...) or the Java client's
+(``sasl.jaas.config``, ``ssl.truststore.*``, ``ssl.keystore.*``, ...); so
+one file serves Kavka's tools, confluent-kafka and kcat (``-F``). Any other
+key is refused naming the file and the key rather than ignored. Tools that
+talk through confluent-kafka get the same settings in librdkafka's names
+(``CommandConfig.librdkafka``).
 
 Exit codes: 0 success, 1 the operation failed (a broker error, no broker
 reachable, a record not delivered), 2 bad command-line input. A traceback
@@ -23,12 +30,19 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kavka.client.cluster import Cluster, parse_bootstrap
-from kavka.client.errors import ClientConnectionError
+from kavka.client.errors import AuthenticationFailed, ClientConnectionError
 from kavka.common.config import ConfigError, load_properties
 from kavka.common.errors import KafkaError
+from kavka.security.client_properties import (
+    SECURITY_KEYS,
+    client_security_from_properties,
+    librdkafka_security_config,
+)
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -55,19 +69,42 @@ def add_bootstrap_argument(p: argparse.ArgumentParser) -> None:
 
 def add_command_config_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--command-config", metavar="FILE",
-                   help="client settings as Java properties (client.id, request.timeout.ms, security.protocol)")
+                   help="client settings as Java properties: client.id, request.timeout.ms, and security "
+                        "(security.protocol, sasl.*, ssl.* in librdkafka's or Java's names), e.g. the "
+                        "client.properties `kavka up --secure` writes")
 
 
 # Client settings a --command-config file may give (see the module docstring).
-COMMAND_CONFIG_KEYS = ("client.id", "request.timeout.ms", "security.protocol")
-CLIENT_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+COMMAND_CONFIG_KEYS: tuple[str, ...] = ("client.id", "request.timeout.ms", *SECURITY_KEYS)
 
 
-def load_command_config(path: str | None) -> dict[str, str]:
-    """The settings of a --command-config file (empty without one); a key
+@dataclass(frozen=True)
+class CommandConfig:
+    """A --command-config file, checked: its ``properties``, and the
+    ``security`` built from them (PLAINTEXT without a file)."""
+
+    path: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    security: ClientSecurity = PLAINTEXT_SECURITY
+
+    def get(self, key: str, default: str) -> str:
+        return self.properties.get(key, default)
+
+    def librdkafka(self) -> dict[str, str]:
+        """The security settings in librdkafka's names, for confluent-kafka."""
+        if self.path is None:
+            return {}
+        try:
+            return librdkafka_security_config(self.properties, f"--command-config {self.path}")
+        except ValueError as e:
+            raise usage(str(e)) from None
+
+
+def load_command_config(path: str | None) -> CommandConfig:
+    """The settings of a --command-config file (none without one); a key
     the client cannot honour, or a bad value, is refused naming both."""
     if path is None:
-        return {}
+        return CommandConfig()
     try:
         with open(path, encoding="utf-8") as f:
             props = load_properties(f.read(), path)
@@ -81,12 +118,13 @@ def load_command_config(path: str | None) -> dict[str, str]:
         if key not in COMMAND_CONFIG_KEYS:
             raise usage(f"--command-config {path}: {key!r} is not a client setting Kavka's tools honour; "
                         f"known: {', '.join(COMMAND_CONFIG_KEYS)}")
-        if key == "security.protocol" and value.upper() not in CLIENT_SECURITY_PROTOCOLS:
-            raise usage(f"--command-config {path}: security.protocol={value} is not one Kavka's client speaks "
-                        f"({', '.join(CLIENT_SECURITY_PROTOCOLS)})")
         if key == "request.timeout.ms" and (not value.isdigit() or int(value) <= 0):
             raise usage(f"--command-config {path}: request.timeout.ms={value!r} is not a positive integer")
-    return props
+    try:
+        security = client_security_from_properties(props, f"--command-config {path}")
+    except ValueError as e:
+        raise usage(str(e)) from None
+    return CommandConfig(path, props, security)
 
 
 def unescape(text: str) -> str:
@@ -136,15 +174,16 @@ def check_bootstrap(text: str) -> str:
 
 
 async def open_cluster(bootstrap: str, *, request_timeout_ms: int = 30_000,
-                       client_id: str = "kavka-cli", properties: Mapping[str, str] | None = None) -> Cluster:
+                       client_id: str = "kavka-cli", properties: CommandConfig | None = None) -> Cluster:
     """A started Cluster; a cluster nobody answers for raises
     ``NoBrokersAvailable`` within the connect timeout (at most 10 s).
-    ``properties`` (from ``load_command_config``) override the defaults."""
-    props = properties or {}
-    client_id = props.get("client.id", client_id)
-    request_timeout_ms = int(props.get("request.timeout.ms", request_timeout_ms))
+    ``properties`` (from ``load_command_config``) override the defaults and
+    give the security settings."""
+    config = properties or CommandConfig()
+    client_id = config.get("client.id", client_id)
+    request_timeout_ms = int(config.get("request.timeout.ms", str(request_timeout_ms)))
     cluster = Cluster(check_bootstrap(bootstrap), client_id=client_id, request_timeout_ms=request_timeout_ms,
-                      connect_timeout_ms=min(10_000, request_timeout_ms))
+                      connect_timeout_ms=min(10_000, request_timeout_ms), security=config.security)
     try:
         await cluster.start()
     except BaseException:
@@ -161,7 +200,7 @@ def run_main(main: Callable[[], Coroutine[Any, Any, int]]) -> int:
     except CliError as e:
         print(f"Error: {e}", file=sys.stderr)
         return e.exit_code
-    except ClientConnectionError as e:  # the message says it all; the code adds nothing
+    except (ClientConnectionError, AuthenticationFailed) as e:  # the message says it all; the code adds nothing
         print(f"Error: {e.message}", file=sys.stderr)
         return EXIT_FAILED
     except KafkaError as e:

@@ -7,6 +7,12 @@ its log directory and its output in ``broker.log``; brokers run as
 ``python -m kavka server start server.properties`` so that a test can kill
 one with SIGKILL and restart it exactly as an operator would.
 
+``secure=True`` (``kavka up --secure``) makes it a secured cluster
+(``kavka.tools.secure_cluster``): certificates and users are made first,
+every broker listens with SASL_SSL for clients and brokers (``bootstrap``)
+and with mutual TLS (``mtls_bootstrap``), the ACL authorizer is on, and
+``client_config()`` gives a librdkafka client what it needs to connect.
+
 Call from one thread (it is synchronous). A broker is *ready* when it is
 registered in ZooKeeper (``/brokers/ids/<id>``) and its own Metadata answer
 names a controller and every registered broker: until the controller's
@@ -28,6 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kavka.security.client_security import ClientSecurity
+from kavka.tools.secure_cluster import ADMIN_USER, CLIENT_USER, SecureSetup
 from kavka.tools.zookeeper import ZooKeeperServer, free_port
 
 
@@ -42,6 +50,7 @@ class BrokerProcess:
     directory: Path
     properties: Path
     process: subprocess.Popen | None = None
+    mtls_port: int | None = None  # the mutual-TLS listener of a secured cluster
 
     @property
     def address(self) -> str:
@@ -75,7 +84,7 @@ class LocalCluster:
 
     def __init__(self, brokers: int = 3, data_dir: str | Path | None = None, base_port: int = 0,
                  zookeeper: str | None = None, zookeeper_port: int | None = None,
-                 config: Mapping[str, str] | None = None, chroot: str = "/kavka") -> None:
+                 config: Mapping[str, str] | None = None, chroot: str = "/kavka", secure: bool = False) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         self._own_dir = data_dir is None
@@ -92,11 +101,34 @@ class LocalCluster:
             port = base_port + i if base_port else free_port()
             d = self.data_dir / f"broker-{i}"
             self.brokers[i] = BrokerProcess(i, port, d, d / "server.properties")
+        self.secure: SecureSetup | None = None
+        self._probe_security: ClientSecurity | None = None
+        if secure:
+            for b in self.brokers.values():
+                b.mtls_port = base_port + 100 + b.broker_id if base_port else free_port()
+            self.secure = SecureSetup.prepare(self.data_dir / "security", self.brokers)
 
     # -- lifecycle ---------------------------------------------------------
     @property
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers.values())
+
+    @property
+    def mtls_bootstrap(self) -> str:
+        """The mutual-TLS listeners of a secured cluster."""
+        return ",".join(f"127.0.0.1:{b.mtls_port}" for b in self.brokers.values() if b.mtls_port is not None)
+
+    def client_config(self, user: str = CLIENT_USER) -> dict[str, str]:
+        """What a librdkafka (confluent-kafka) client needs: the bootstrap
+        servers and, on a secured cluster, ``user``'s security settings."""
+        config = {"bootstrap.servers": self.bootstrap}
+        if self.secure is not None:
+            config.update(self.secure.client_properties(user))
+        return config
+
+    def client_security(self, user: str = ADMIN_USER) -> ClientSecurity | None:
+        """Kavka's client security for ``user`` on a secured cluster (None on a PLAINTEXT one)."""
+        return None if self.secure is None else self.secure.security(user)
 
     def start(self, timeout: float = 60.0, progress=None) -> None:
         say = progress or (lambda msg: None)
@@ -109,6 +141,16 @@ class LocalCluster:
             self.zk_connect = self.zk_server.connect_string + self._chroot
             say(f"ZooKeeper ready at {self.zk_server.connect_string}")
         self._ensure_chroot()
+        if self.secure is not None:
+            say("storing the users' SCRAM credentials and ACLs in ZooKeeper")
+            client = self._zk()
+            try:
+                self.secure.store_users(client)
+                self.secure.store_acls(client)
+            finally:
+                client.stop()
+                client.close()
+            self.secure.write_client_files()
         for b in self.brokers.values():
             self._write_properties(b)
             self.start_broker(b.broker_id)
@@ -130,9 +172,15 @@ class LocalCluster:
             "transaction.state.log.replication.factor": str(min(3, len(self.brokers))),
             "transaction.state.log.min.isr": str(min(2, len(self.brokers))),
         }
+        if self.secure is not None:
+            assert b.mtls_port is not None
+            props.update(self.secure.broker_config(b.broker_id, b.port, b.mtls_port))
         props.update(self.config)
         lines = ["# written by kavka.tools.cluster"] + [f"{k}={v}" for k, v in props.items()]
-        b.properties.write_text("\n".join(lines) + "\n")
+        # a secured broker's file holds its inter-broker password: owner only
+        fd = os.open(b.properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if self.secure else 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(lines) + "\n")
 
     def start_broker(self, broker_id: int) -> BrokerProcess:
         b = self.brokers[broker_id]
@@ -282,6 +330,8 @@ class LocalCluster:
 
     def serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
         """The broker's Metadata answer names a controller and ``expected``."""
+        if self.secure is not None:
+            return self._serves_metadata_secured(broker_id, expected)
         import socket
 
         from kavka.protocol.framing import frame
@@ -304,6 +354,31 @@ class LocalCluster:
         _, response = decode_response(3, 1, data[4:])
         assert isinstance(response, MetadataResponse)  # the body of a Metadata (key 3) response
         return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+
+    def _serves_metadata_secured(self, broker_id: int, expected: set[int]) -> bool:
+        """As ``serves_metadata``, over SASL_SSL as the admin user."""
+        import asyncio
+
+        from kavka.client.connection import BrokerConnection
+        from kavka.common.errors import KafkaError
+        from kavka.protocol.messages import MetadataRequest
+
+        assert self.secure is not None  # called for a secured cluster only
+        if self._probe_security is None:
+            self._probe_security = self.secure.security(ADMIN_USER)
+        security = self._probe_security
+
+        async def probe() -> bool:
+            async with BrokerConnection("127.0.0.1", self.brokers[broker_id].port, "kavka-cluster",
+                                        request_timeout_ms=2000, connect_timeout_ms=2000,
+                                        security=security) as conn:
+                response = await conn.request(MetadataRequest(topics=[]), version=1)
+            return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+
+        try:
+            return asyncio.run(probe())
+        except (KafkaError, OSError):
+            return False
 
     def wait_ready(self, ids: set[int], timeout: float = 60.0) -> None:
         """Registered, and every running broker's metadata knows them all."""

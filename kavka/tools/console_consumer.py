@@ -36,7 +36,16 @@ from kavka.client.cluster import Cluster
 from kavka.client.consumer import Consumer
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.topic_partition import TopicPartition
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, parse_properties, run_main, usage
+from kavka.tools.client_cli import (
+    CliError,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
+    open_cluster,
+    parse_properties,
+    run_main,
+    usage,
+)
 from kavka.tools.console_format import CONSUMER_PROPERTIES, RecordFormatter
 
 DESCRIPTION = ("Print a topic's records: values by default, keys/offsets/partitions/timestamps/headers "
@@ -49,6 +58,7 @@ GROUP_APIS = {10: "FindCoordinator", 11: "JoinGroup", 14: "SyncGroup", 12: "Hear
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bootstrap_argument(p)
+    add_command_config_argument(p)
     p.add_argument("--topic", required=True, help="the topic to read")
     p.add_argument("--partition", type=int, help="read only this partition (default: all)")
     p.add_argument("--offset", default=None, metavar="earliest|latest|N",
@@ -115,6 +125,8 @@ def _settings(args: argparse.Namespace) -> tuple[str | int, RecordFormatter]:
 def run(args: argparse.Namespace) -> int:
     try:
         start, formatter = _settings(args)
+        config = load_command_config(args.command_config)
+        librdkafka = config.librdkafka() if args.group is not None else {}
     except CliError as e:
         print(f"Error: {e}", file=sys.stderr)
         return e.exit_code
@@ -122,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.request_timeout_ms,
-                                     client_id="kavka-console-consumer")
+                                     client_id="kavka-console-consumer", properties=config)
         try:
             if args.group is not None:
                 await _check_group_apis(cluster)
@@ -143,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             from kavka.tools.console_group import consume_in_group
             assert isinstance(start, str)  # earliest or latest: --offset needs --partition, which --group excludes
             try:
-                rc = consume_in_group(args, start, formatter, progress)
+                rc = consume_in_group(args, start, formatter, progress, librdkafka)
             except CliError as e:
                 print(f"Error: {e}", file=sys.stderr)
                 rc = e.exit_code

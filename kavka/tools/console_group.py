@@ -27,7 +27,9 @@ from kavka.tools.console_format import RecordFormatter
 _TIMESTAMP_TYPES = {1: 0, 2: 1}
 
 
-def consume_in_group(args: argparse.Namespace, start: str, formatter: RecordFormatter, progress) -> int:
+def consume_in_group(args: argparse.Namespace, start: str, formatter: RecordFormatter, progress,
+                     security: dict[str, str]) -> int:
+    """``security``: the --command-config's settings in librdkafka's names."""
     try:
         from confluent_kafka import Consumer, KafkaError, KafkaException
     except ImportError:
@@ -41,6 +43,7 @@ def consume_in_group(args: argparse.Namespace, start: str, formatter: RecordForm
         "enable.auto.commit": True,
         "isolation.level": args.isolation_level,
         "socket.timeout.ms": args.request_timeout_ms,
+        **security,
     })
     out = sys.stdout.buffer
     last_record = time.monotonic()

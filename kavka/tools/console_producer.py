@@ -37,7 +37,16 @@ from kavka.client.cluster import Cluster
 from kavka.client.producer import Producer
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.protocol.records import Compression
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, parse_properties, run_main, usage
+from kavka.tools.client_cli import (
+    CliError,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
+    open_cluster,
+    parse_properties,
+    run_main,
+    usage,
+)
 from kavka.tools.console_format import PRODUCER_PROPERTIES, LineError, LineParser
 
 DESCRIPTION = ("Send each line of stdin as a record to a topic. --property parse.key=true "
@@ -50,6 +59,7 @@ ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bootstrap_argument(p)
+    add_command_config_argument(p)
     p.add_argument("--topic", required=True, help="the topic to send to")
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="line parsing, repeatable: " + ", ".join(f"{k} (default {v!r})"
@@ -86,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
             parser = LineParser.from_properties(parse_properties(args.property, PRODUCER_PROPERTIES))
         except ValueError as e:
             raise usage(str(e)) from None
+        properties = load_command_config(args.command_config)
         cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.request_timeout_ms,
-                                     client_id="kavka-console-producer")
+                                     client_id="kavka-console-producer", properties=properties)
         try:
             await _check_topic(cluster, args.topic)
             producer = Producer(cluster, acks=ACKS[args.acks], linger_ms=args.linger_ms,

@@ -28,7 +28,13 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, usage
+from kavka.tools.client_cli import (
+    CliError,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
+    usage,
+)
 
 DESCRIPTION = "List, describe, delete consumer groups and reset their offsets."
 TIMEOUT_S = 30
@@ -36,6 +42,7 @@ TIMEOUT_S = 30
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bootstrap_argument(p)
+    add_command_config_argument(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list every group")
     action.add_argument("--describe", action="store_true", help="offsets, lag and members of --group")
@@ -71,7 +78,10 @@ def _run(args: argparse.Namespace) -> int:
         raise CliError("consumer-groups needs confluent-kafka: pip install confluent-kafka") from None
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": args.bootstrap_server})
+    # librdkafka's settings for every client this command makes: the
+    # brokers and the --command-config's security settings.
+    client = {"bootstrap.servers": args.bootstrap_server, **load_command_config(args.command_config).librdkafka()}
+    admin = AdminClient(client)
     if args.list:
         listed = _result(admin.list_consumer_groups(request_timeout=TIMEOUT_S), "listing groups")
         for g in sorted(listed.valid, key=lambda g: g.group_id):
@@ -93,8 +103,8 @@ def _run(args: argparse.Namespace) -> int:
         raise usage("--describe and --reset-offsets take one --group")
     group = args.group[0]
     if args.describe:
-        return _describe(admin, args.bootstrap_server, group)
-    return _reset(admin, args, group)
+        return _describe(admin, client, group)
+    return _reset(admin, client, args, group)
 
 
 def _result(fut, what: str):
@@ -112,10 +122,10 @@ def _committed(admin, group: str) -> dict:
     return {(tp.topic, tp.partition): tp.offset for tp in got.topic_partitions}
 
 
-def _watermarks(bootstrap: str, partitions) -> dict:
+def _watermarks(client: dict[str, str], partitions) -> dict:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kavka-consumer-groups-tool",
+    c = Consumer({**client, "group.id": "kavka-consumer-groups-tool",
                   "enable.auto.commit": False})
     try:
         return {(t, p): c.get_watermark_offsets(TopicPartition(t, p), timeout=TIMEOUT_S) for t, p in partitions}
@@ -123,7 +133,7 @@ def _watermarks(bootstrap: str, partitions) -> dict:
         c.close()
 
 
-def _describe(admin, bootstrap: str, group: str) -> int:
+def _describe(admin, client: dict[str, str], group: str) -> int:
     desc = _result(admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group],
                    f"describing group {group}")
     owners = {}
@@ -132,7 +142,7 @@ def _describe(admin, bootstrap: str, group: str) -> int:
             owners[(tp.topic, tp.partition)] = m
     committed = _committed(admin, group)
     partitions = sorted(set(committed) | set(owners))
-    marks = _watermarks(bootstrap, partitions)
+    marks = _watermarks(client, partitions)
     state = getattr(desc.state, "name", str(desc.state))
     print(f"Consumer group '{group}' is {state} with {len(desc.members)} member(s).")
     rows = [("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -173,7 +183,7 @@ def _targets(args: argparse.Namespace, committed: dict, admin) -> list[tuple[str
     return out
 
 
-def _reset(admin, args: argparse.Namespace, group: str) -> int:
+def _reset(admin, client: dict[str, str], args: argparse.Namespace, group: str) -> int:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     if not (args.to_earliest or args.to_latest or args.to_offset is not None or args.to_datetime
@@ -185,8 +195,8 @@ def _reset(admin, args: argparse.Namespace, group: str) -> int:
         raise CliError(f"group {group} has {len(desc.members)} active member(s); stop them before resetting offsets")
     committed = _committed(admin, group)
     targets = _targets(args, committed, admin)
-    marks = _watermarks(args.bootstrap_server, targets)
-    by_time = _offsets_for_time(args, targets) if args.to_datetime else {}
+    marks = _watermarks(client, targets)
+    by_time = _offsets_for_time(client, args, targets) if args.to_datetime else {}
     plan = []
     for tp in targets:
         low, high = marks[tp]
@@ -213,7 +223,7 @@ def _reset(admin, args: argparse.Namespace, group: str) -> int:
     return 0
 
 
-def _offsets_for_time(args: argparse.Namespace, targets) -> dict:
+def _offsets_for_time(client: dict[str, str], args: argparse.Namespace, targets) -> dict:
     from confluent_kafka import Consumer, TopicPartition
 
     try:
@@ -223,7 +233,7 @@ def _offsets_for_time(args: argparse.Namespace, targets) -> dict:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     ms = int(when.timestamp() * 1000)
-    c = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": "kavka-consumer-groups-tool"})
+    c = Consumer({**client, "group.id": "kavka-consumer-groups-tool"})
     try:
         found = c.offsets_for_times([TopicPartition(t, p, ms) for t, p in targets], timeout=TIMEOUT_S)
     finally:

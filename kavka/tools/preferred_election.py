@@ -28,7 +28,7 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import ElectLeadersRequest as Elect
 from kavka.tools.client_cli import CliError, open_cluster, run_main, usage
 from kavka.tools.controller_calls import controller_request, partition_codes
-from kavka.tools.reassign_partitions import add_connection_arguments
+from kavka.tools.reassign_partitions import add_connection_arguments, command_config
 from kavka.tools.zk_admin import ZkAdmin
 
 DESCRIPTION = ("Move leadership back to each partition's preferred replica (the options and JSON of "
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         if args.timeout_ms <= 0:
             raise usage(f"--timeout-ms must be positive, got {args.timeout_ms}")
+        properties = command_config(args)
         wanted = None
         if args.path_to_json_file is not None:
             try:
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         if args.zookeeper:
             with ZkAdmin(args.zookeeper) as zk:
                 return _elect_zk(zk, wanted)
-        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms + 10_000)
+        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms + 10_000,
+                                     properties=properties)
         try:
             return await _elect(cluster, wanted, args.timeout_ms)
         finally:

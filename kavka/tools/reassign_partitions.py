@@ -40,7 +40,15 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest as Alter
 from kavka.protocol.messages import ListPartitionReassignmentsRequest as ListReq
 from kavka.tools import reassign_plan as plan
-from kavka.tools.client_cli import CliError, open_cluster, run_main, usage
+from kavka.tools.client_cli import (
+    CliError,
+    CommandConfig,
+    add_command_config_argument,
+    load_command_config,
+    open_cluster,
+    run_main,
+    usage,
+)
 from kavka.tools.controller_calls import Assignment, controller_request, current_assignment, partition_codes
 from kavka.tools.zk_admin import ZkAdmin
 
@@ -56,6 +64,16 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
                        help="brokers to bootstrap from, e.g. 127.0.0.1:9092 (requests go to the controller)")
     where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                        help="the cluster's ZooKeeper: write the request znode for the controller instead")
+    add_command_config_argument(p)
+
+
+def command_config(args: argparse.Namespace) -> CommandConfig:
+    """The --command-config of a command that takes --bootstrap-server or
+    --zookeeper: client settings apply to the brokers only."""
+    if args.zookeeper and args.command_config:
+        raise usage("--command-config gives client settings for --bootstrap-server; with --zookeeper it does not "
+                    "apply")
+    return load_command_config(args.command_config)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,6 +132,7 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         _check(args)
+        properties = command_config(args)
         try:
             if args.generate:
                 topics = plan.parse_topics_to_move(_read(args.topics_to_move_json_file, "--topics-to-move-json-file"))
@@ -130,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
                     return _execute_zk(zk, moves)
                 return _verify(moves, zk.assignment({m.topic for m in moves}, missing_ok=True),
                                set(zk.pending_reassignment()))
-        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms)
+        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
+                                     properties=properties)
         try:
             if args.generate:
                 assignment = await current_assignment(cluster, topics)

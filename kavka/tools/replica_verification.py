@@ -40,7 +40,15 @@ from kavka.client.errors import ClientConnectionError
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
-from kavka.tools.client_cli import CliError, add_bootstrap_argument, open_cluster, run_main, usage
+from kavka.tools.client_cli import (
+    CliError,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
+    open_cluster,
+    run_main,
+    usage,
+)
 from kavka.tools.replica_compare import Mismatch, ReplicaFetch, batches_below, compare, lag
 
 DESCRIPTION = ("Check that all replicas of the chosen topics hold the same record batches, reporting the "
@@ -54,6 +62,7 @@ MAX_RESPONSE_BYTES = 64 << 20
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bootstrap_argument(p)
+    add_command_config_argument(p)
     p.add_argument("--topic-white-list", "--topics-include", default=".*", metavar="REGEX",
                    help="topics to verify: a regular expression matched against whole names (default all)")
     p.add_argument("--report-interval-ms", type=int, default=30_000,
@@ -90,7 +99,8 @@ def _now() -> str:
 def run(args: argparse.Namespace) -> int:
     async def main() -> int:
         pattern = _check(args)
-        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=30_000)
+        properties = load_command_config(args.command_config)
+        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=30_000, properties=properties)
         try:
             return await _Verifier(cluster, args).run(pattern)
         finally:

@@ -33,6 +33,8 @@ from kavka.tools import topics_format as fmt
 from kavka.tools.client_cli import (
     CliError,
     add_bootstrap_argument,
+    add_command_config_argument,
+    load_command_config,
     open_cluster,
     parse_key_values,
     run_main,
@@ -47,6 +49,7 @@ SHORT_MAX = 32767
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_bootstrap_argument(p)
+    add_command_config_argument(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create a topic")
     action.add_argument("--list", action="store_true", help="list topics (matching --topic if given)")
@@ -127,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
             except fmt.AssignmentError as e:
                 raise usage(str(e)) from None
         configs = parse_key_values(args.config, "--config")
-        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms)
+        properties = load_command_config(args.command_config)
+        cluster = await open_cluster(args.bootstrap_server, request_timeout_ms=args.timeout_ms,
+                                     properties=properties)
         try:
             tool = _Topics(cluster, KafkaAdmin(cluster, timeout_ms=args.timeout_ms), args)
             if args.create:

@@ -5,6 +5,13 @@ Starts a standalone ZooKeeper (Debian's package) — or uses
 ``bootstrap: 127.0.0.1:P,...`` once every broker is registered, and stays in
 the foreground; SIGINT or SIGTERM stops the brokers (clean shutdown) and
 ZooKeeper. A broker that dies is reported, and the rest keep running.
+
+``--secure``: a secured cluster (``kavka.tools.secure_cluster``): a CA and
+certificates, an admin super user and a SCRAM user, SASL_SSL for clients and
+between brokers, mutual TLS on a second listener, the ACL authorizer; it
+prints the paths of a ready ``client.properties`` (librdkafka's keys, for
+confluent-kafka, ``kcat -F`` and ``kavka ... --command-config``) and of
+``admin.properties``. Those files hold passwords; keep the data dir private.
 """
 
 from __future__ import annotations
@@ -31,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zookeeper", help="use an existing ZooKeeper HOST:PORT[/chroot] instead of starting one")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker config applied to every broker (repeatable), e.g. --config num.partitions=6")
+    p.add_argument("--secure", action="store_true",
+                   help="TLS and SASL (SCRAM-SHA-512) for clients and between brokers, ACLs on: generates a CA "
+                        "and certificates, an admin and a client user, and writes client.properties "
+                        "(mutual TLS on base-port + 100 + i)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kavka up: {e}", file=sys.stderr)
         return 2
     cluster = LocalCluster(args.brokers, args.data_dir, args.base_port, args.zookeeper,
-                           args.zookeeper_port, config)
+                           args.zookeeper_port, config, secure=args.secure)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -56,6 +67,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"bootstrap: {cluster.bootstrap}", flush=True)
     print(f"zookeeper: {cluster.zk_connect}", flush=True)
     print(f"data: {cluster.data_dir}", flush=True)
+    if cluster.secure is not None:
+        s = cluster.secure
+        print(f"client.properties: {s.client_properties_path}", flush=True)
+        print(f"admin.properties: {s.admin_properties_path}", flush=True)
+        print(f"mtls bootstrap: {cluster.mtls_bootstrap} (client-mtls.properties: {s.mtls_properties_path})",
+              flush=True)
+        print(f"  e.g. kcat -b {cluster.bootstrap} -F {s.client_properties_path} -L", flush=True)
+        print(f"       kavka topics --bootstrap-server {cluster.bootstrap} --command-config "
+              f"{s.admin_properties_path} --list", flush=True)
     reported: set[int] = set()
     try:
         while not stop.wait(0.5):

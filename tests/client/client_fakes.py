@@ -53,8 +53,9 @@ class FakeBroker:
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self) -> FakeBroker:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+    async def start(self, ssl: object = None) -> FakeBroker:
+        """Listen; ``ssl`` (an ``ssl.SSLContext``) makes it a TLS listener."""
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, ssl=ssl)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 

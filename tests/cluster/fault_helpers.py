@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,7 +118,8 @@ class Workload:
     ``pace_s`` and is bounded by ``limit`` records."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, *, pace_s: float = 0.003,
-                 limit: int = 50_000, message_timeout_ms: int = 30_000, idempotent: bool = False) -> None:
+                 limit: int = 50_000, message_timeout_ms: int = 30_000, idempotent: bool = False,
+                 client: Mapping[str, str] | None = None) -> None:
         from confluent_kafka import Consumer, Producer
 
         self.topic = topic
@@ -132,13 +134,16 @@ class Workload:
         self.unflushed = -1
         self._stop_producing = threading.Event()
         self._stop_consuming = threading.Event()
+        # ``client``: librdkafka settings of both clients (a secured cluster's
+        # LocalCluster.client_config()), the bootstrap servers included.
+        base = {"bootstrap.servers": bootstrap, **(client or {})}
         self._producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotent,
+            **base, "acks": "all", "enable.idempotence": idempotent,
             "linger.ms": 2, "batch.num.messages": 100, "max.in.flight.requests.per.connection": 1,
             "message.timeout.ms": message_timeout_ms, "retry.backoff.ms": 100,
             "topic.metadata.refresh.interval.ms": 1000})
         self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"{topic}-live", "enable.auto.commit": False,
+            **base, "group.id": f"{topic}-live", "enable.auto.commit": False,
             # An out-of-range answer must show up, not be papered over by a reset.
             "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "topic.metadata.refresh.interval.ms": 1000})
@@ -213,7 +218,7 @@ def drain(cluster: LocalCluster, topic: str, partitions: int, timeout: float = 6
     each partition has when the drain starts."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{topic}-drain",
+    c = Consumer({**cluster.client_config(), "group.id": f"{topic}-drain",
                   "enable.auto.commit": False, "auto.offset.reset": "error", "fetch.wait.max.ms": 100})
     try:
         highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
@@ -305,6 +310,6 @@ def create_topic(cluster: LocalCluster, topic: str, assignment: dict[int, list[i
     first preferred) and topic overrides, through librdkafka's admin."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    client = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    client = AdminClient(cluster.client_config())
     new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=[assignment[p] for p in sorted(assignment)], config=config or {})
     client.create_topics([new], request_timeout=timeout)[topic].result(timeout)

@@ -285,12 +285,19 @@ FAULTS = {"clean_shutdown": clean_shutdown, "kill_9": kill_9, "clean_bounce_x5":
 @pytest.mark.parametrize("target", ["leader", "controller"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluster, fault, target, idempotence):
+    run_case(cluster, fault, target, idempotence)
+
+
+def run_case(cluster: LocalCluster, fault: str, target: str, idempotence: str, prefix: str = "fm") -> None:
+    """One cell of the matrix (see the module docstring) on ``cluster``,
+    plaintext or secured (test_fault_matrix_secure): its clients connect
+    with ``cluster.client_config()``."""
     with ZkView(cluster) as zk:
         controller = wait_until(zk.controller, 30, "a controller")[0]
         a, b = sorted(set(cluster.brokers) - {controller})
         # Partition 0 is led by a broker that is not the controller, partition 1 by the controller.
         assignment = {0: [a, b, controller], 1: [controller, a, b]}
-        topic = f"fm-{fault}-{target}-idem-{idempotence}".replace("_", "-")
+        topic = f"{prefix}-{fault}-{target}-idem-{idempotence}".replace("_", "-")
         create_topic(cluster, topic, assignment, {"min.insync.replicas": "2"})
         case = Case(cluster, zk, topic, assignment)
         case.wait_whole("after creation", 30)
@@ -301,7 +308,8 @@ def test_acknowledged_writes_survive_the_fault_and_replicas_end_identical(cluste
             def aim() -> int:
                 return zk.controller()[0]
 
-        workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=idempotence == "on").start()
+        workload = Workload(cluster.bootstrap, topic, len(assignment), idempotent=idempotence == "on",
+                            client=cluster.client_config()).start()
         case.workload = workload
         try:
             wait_until(lambda: len(workload.acked) >= 50, 30, "the first acknowledged writes")

@@ -49,9 +49,15 @@ group.initial.rebalance.delay.ms=0
 """
 
 
-def test_kafka_sample_server_properties_parses(tmp_path):
+def test_kafka_sample_server_properties_parses_without_num_network_threads(tmp_path):
+    """Kafka's sample sets num.network.threads, which Kavka refuses (one
+    event loop, no network threads): the broker stops naming the key and
+    saying to remove the line; without it the sample parses unchanged."""
     p = tmp_path / "server.properties"
     p.write_text(KAFKA_SAMPLE)
+    with pytest.raises(ConfigError, match=r"num.network.threads.*remove the num.network.threads line"):
+        from_properties_file(str(p))
+    p.write_text(KAFKA_SAMPLE.replace("num.network.threads=3\n", ""))
     c = from_properties_file(str(p))
     assert c.broker_id == 0
     assert c.listeners[0].host == "127.0.0.1" and c.listeners[0].port == 9092
@@ -288,6 +294,20 @@ def test_dynamic_rejects_static_and_unknown_keys():
         c.with_dynamic({"nope": "1"}, {})
     with pytest.raises(ConfigError, match=r"config 'log.segment.bytes' in /config/brokers/2: value 'big'"):
         c.with_dynamic({}, {"log.segment.bytes": "big"})
+
+
+def test_kerberos_keys_change_live_as_in_kafka():
+    """Kafka accepts AlterConfigs of its Kerberos login keys on a broker
+    (DynamicListenerConfig): librdkafka's admin test sets
+    sasl.kerberos.min.time.before.relogin and expects success."""
+    c = cfg(broker_id=0)
+    assert c["sasl.kerberos.min.time.before.relogin"] == 60000
+    d = c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "58000",
+                            "sasl.kerberos.principal.to.local.rules": "RULE:[1:$1]/L,DEFAULT"})
+    assert d["sasl.kerberos.min.time.before.relogin"] == 58000
+    assert d["sasl.kerberos.principal.to.local.rules"] == ["RULE:[1:$1]/L", "DEFAULT"]
+    with pytest.raises(ConfigError, match=r"config 'sasl.kerberos.min.time.before.relogin' in /config/brokers/0: value 'soon'"):
+        c.with_dynamic({}, {"sasl.kerberos.min.time.before.relogin": "soon"})
 
 
 def test_dynamic_keys_and_synonyms_are_real_keys():

@@ -1,5 +1,5 @@
 """The Kafka error code a replication answer carries for an exception from
-a layer below (DESIGN.md convention 6)."""
+a layer below (docs/ARCHITECTURE.md convention 6)."""
 
 from __future__ import annotations
 

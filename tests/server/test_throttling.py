@@ -13,7 +13,7 @@ from test_network import Client, start
 
 from kavka.common.clock import ManualClock
 from kavka.protocol.headers import RequestHeader
-from kavka.protocol.messages import MetadataRequest, MetadataResponse
+from kavka.protocol.messages import FetchRequest, MetadataRequest, MetadataResponse
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.security.quota.entity import DEFAULT, ClientQuotaEntity, QuotaType
 from kavka.security.quota.manager import QuotaManagers
@@ -153,3 +153,31 @@ async def test_a_throttled_connection_is_muted():
         client.close()
         other.close()
         await server.stop()
+
+
+async def test_a_fetch_throttled_by_its_request_quota_returns_no_data(monkeypatch):
+    """KIP-219 as Kafka's fetch: over request_percentage, the answer has no
+    data and its bytes come off the consumer_byte_rate measurement."""
+    from kavka.protocol.messages import FetchResponse
+    from kavka.server.handlers.fetch import FetchHandler
+
+    nanos = FakeNanos()
+    monkeypatch.setattr(throttling.time, "perf_counter_ns", nanos)
+    quotas = managers(request_percentage=0.0)
+    quotas.update_quota(ClientQuotaEntity(DEFAULT), QuotaType.FETCH, 10_000.0)
+    fetch = FetchHandler(None, None, quotas.fetch)  # only without_data is used here
+    R = FetchResponse
+    with_data = R(throttle_time_ms=0, error_code=0, session_id=0, responses=[R.Responses(topic="t", partitions=[
+        R.Responses.Partitions(partition_index=0, high_watermark=5, records=b"x" * 4000)])])
+
+    async def handler(c, request):
+        nanos.now += 1_000_000
+        quotas.fetch.record_and_get_throttle_ms("alice", "app", 4000)  # what the fetch handler charged
+        return with_data
+
+    connection = FakeConnection()
+    response = await ThrottlingHandler(handler, 1, quotas.request, fetch.without_data)(
+        ctx(1, 12, connection), FetchRequest(replica_id=-1))
+    assert response.responses == [] and response.throttle_time_ms > 0 and connection.throttled
+    # the 4000 bytes were taken back: 10 s x 10 kB/s still fit in the quota
+    assert quotas.fetch.record_and_get_throttle_ms("alice", "app", 100_000) == 0

@@ -5,9 +5,12 @@ Kavka clusters of real broker processes on the session's ZooKeeper.
 
 ``spark``: the session. ``kavka_cluster``: a 1-broker cluster for the
 session (modules use distinct topics). ``make_module_cluster(brokers=3)``:
-clusters of a module's own (e.g. to kill brokers in).
+clusters of a module's own (e.g. to kill brokers in; ``secure=True``: the
+secured cluster of ``kavka up --secure``).
 Helpers: ``create_topic``, ``produce`` (confluent-kafka), ``read_all``
-(confluent-kafka, read_committed or not) and ``checkpoint_dir``.
+(confluent-kafka, read_committed or not) and ``checkpoint_dir``; their
+clients connect with ``cluster.client_config()`` (SASL_SSL on a secured
+cluster).
 
 Run without pytest-xdist (one JVM): ``pytest tests/spark``.
 """
@@ -72,7 +75,7 @@ class _Clusters:
         self.tmp = tmp_path_factory
         self.made: list[LocalCluster] = []
 
-    def make(self, brokers: int = 1, config: dict | None = None) -> LocalCluster:
+    def make(self, brokers: int = 1, config: dict | None = None, secure: bool = False) -> LocalCluster:
         chroot = f"{self.zookeeper}/kavka-spark-{uuid.uuid4().hex[:12]}"
         # Small internal topics: creating 50 partitions of __transaction_state
         # or __consumer_offsets on first use costs a test seconds.
@@ -80,7 +83,7 @@ class _Clusters:
                 "auto.create.topics.enable": "false", "transaction.state.log.num.partitions": "2",
                 "offsets.topic.num.partitions": "2"}
         cluster = LocalCluster(brokers, self.tmp.mktemp("kavka-spark"), zookeeper=chroot,
-                               config={**base, **(config or {})})
+                               config={**base, **(config or {})}, secure=secure)
         self.made.append(cluster)
         cluster.start()
         return cluster
@@ -92,7 +95,7 @@ class _Clusters:
 
 @pytest.fixture(scope="module")
 def make_module_cluster(zookeeper: str, tmp_path_factory) -> Iterator:
-    """A factory of LocalClusters (``make(brokers, config)``) on fresh
+    """A factory of LocalClusters (``make(brokers, config, secure)``) on fresh
     ZooKeeper chroots, stopped at the end of the module."""
     clusters = _Clusters(zookeeper, tmp_path_factory)
     yield clusters.make
@@ -117,7 +120,7 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int = 1, replicat
                  config: dict | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin = AdminClient(cluster.client_config())
     topic = NewTopic(name, partitions, replication_factor, config=config or {})
     admin.create_topics([topic], operation_timeout=30, request_timeout=30)[name].result(60)
     wait_for_leaders(cluster, name, partitions)
@@ -128,7 +131,7 @@ def wait_for_leaders(cluster: LocalCluster, name: str, partitions: int, timeout:
 
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin = AdminClient(cluster.client_config())
     deadline = time.monotonic() + timeout
     while True:
         md = admin.list_topics(name, timeout=10)
@@ -146,7 +149,7 @@ def produce(cluster: LocalCluster, topic: str, records, partition: int | None = 
     from confluent_kafka import Producer
 
     errors = []
-    p = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+    p = Producer({**cluster.client_config(), "enable.idempotence": True, "linger.ms": 5,
                   "partitioner": "murmur2_random"})
     for rec in records:
         key, value, *rest = rec
@@ -171,7 +174,7 @@ def read_all(cluster: LocalCluster, topic: str, *, committed: bool = True, timeo
 
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+    c = Consumer({**cluster.client_config(), "group.id": f"check-{uuid.uuid4().hex[:8]}",
                   "enable.auto.commit": False,
                   "isolation.level": "read_committed" if committed else "read_uncommitted"})
     try:

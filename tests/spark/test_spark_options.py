@@ -128,7 +128,12 @@ def test_subscriptions():
     ({"subscribe": "a", "kafka.isolation.level": "dirty"}, "kafka.isolation.level"),
     ({"subscribe": "a", "kafka.max.partition.fetch.bytes": "-1"}, "kafka.max.partition.fetch.bytes"),
     ({"subscribe": "a", "startingOffsetsByTimestampStrategy": "guess"}, "'error' or 'latest'"),
-    ({"subscribe": "a", "kafka.security.protocol": "SSL"}, "PLAINTEXT only"),
+    ({"subscribe": "a", "kafka.security.protocol": "TLS"}, "security.protocol='TLS' is not one of"),
+    ({"subscribe": "a", "kafka.ssl.truststore.location": "/ca.p12"}, "security.protocol is PLAINTEXT, which does not use TLS"),
+    ({"subscribe": "a", "kafka.security.protocol": "SSL", "kafka.ssl.trust.store": "x"}, "'ssl.trust.store' is not a security setting"),
+    ({"subscribe": "a", "kafka.security.protocol": "SSL", "kafka.ssl.ca.location": "/nonexistent/ca.pem"}, "cannot read /nonexistent/ca.pem"),
+    ({"subscribe": "a", "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "GSSAPI"}, "GSSAPI is not supported"),
+    ({"subscribe": "a", "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN"}, "PLAIN needs sasl.username"),
 ])
 def test_bad_batch_options_fail_clearly(opts, words):
     with pytest.raises(KavkaOptionError, match=words.replace("(", r"\(").replace(".", r"\.").replace("*", r"\*")):
@@ -157,6 +162,30 @@ def test_positions_priority_timestamp_first():
     assert o.starting.kind == "timestamps" and o.starting.offsets == {TopicPartition("a", 0): 5}
     stream = src(True, subscribe="a", startingOffsets='{"a":{"0":-1,"1":7}}')
     assert stream.starting.offsets == {TopicPartition("a", 0): -1, TopicPartition("a", 1): 7}
+
+
+def test_security_options_reach_both_clients_in_their_own_names(tmp_path):
+    """Java's names (as Spark's Kafka source documents them) for Kavka's
+    client; the sink's librdkafka gets them translated."""
+    from kavka.spark.client_security import librdkafka_settings, security_for
+
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            'username="alice" password="pw-Secret-1";')
+    opts = {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": jaas}
+    source = src(subscribe="a", **opts)
+    security = security_for(source.security)
+    assert (security.protocol, security.sasl_mechanism) == ("SASL_PLAINTEXT", "SCRAM-SHA-512")
+    sink = parse_sink_options({**BASE, "topic": "out", "kafka.linger.ms": "7", **opts})
+    assert librdkafka_settings(sink.security) == {"security.protocol": "SASL_PLAINTEXT",
+                                                  "sasl.mechanism": "SCRAM-SHA-512",
+                                                  "sasl.username": "alice", "sasl.password": "pw-Secret-1"}
+    from kavka.spark.writer_rows import producer_config
+
+    config = producer_config(sink)
+    assert "sasl.jaas.config" not in config and config["sasl.username"] == "alice" and config["linger.ms"] == "7"
+    with pytest.raises(KavkaOptionError, match="ssl.protocol has no librdkafka equivalent"):
+        parse_sink_options({**BASE, "topic": "out", "kafka.security.protocol": "SSL", "kafka.ssl.protocol": "TLSv1.3"})
 
 
 def test_sink_options():

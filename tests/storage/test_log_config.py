@@ -65,3 +65,20 @@ def test_broker_defaults_and_precedence():
     assert LogConfig.with_defaults(defaults, {"segment.ms": "99"}).segment_ms == 99
     with pytest.raises(ConfigError, match="unknown topic configuration key"):
         LogConfig.with_defaults(defaults, {"log.segment.bytes": "1"})
+
+
+@pytest.mark.parametrize("version", ["0.10.0.0", "0.10.0", "0.11.0-IV2", "2.8-IV1", "3.0", "3.9"])
+def test_message_format_version_is_accepted_as_in_kafka_3(version):
+    """KIP-724: Kafka 3.x accepts the deprecated message.format.version on a
+    topic (librdkafka's 0092 sets 0.10.0.0 and expects success) and keeps
+    writing format v2; it is reported as set."""
+    c = LogConfig.from_props({"message.format.version": version})
+    assert c.message_format_version == version
+    assert c.to_props()["message.format.version"] == version
+    assert LogConfig().message_format_version == "3.0-IV1"
+
+
+@pytest.mark.parametrize("version", ["", "latest", "0.7.0", "10", "3.0-foo"])
+def test_message_format_version_must_name_a_kafka_version(version):
+    with pytest.raises(ConfigError, match=r"message.format.version.*not a Kafka version"):
+        LogConfig.from_props({"message.format.version": version})

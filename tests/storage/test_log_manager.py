@@ -83,6 +83,35 @@ def test_clean_shutdown_marker_lifecycle_and_checkpoints(tmp_path, clock):
     m.shutdown()
 
 
+def test_a_live_recovery_threads_change_sizes_the_next_shutdowns_pools(tmp_path, clock, monkeypatch):
+    """num.recovery.threads.per.data.dir changed live is taken at its next
+    use: the clean shutdown closes each directory's logs on that many
+    threads, as Kafka's LogManager.shutdown."""
+    import kavka.storage.log_manager as lm
+
+    sizes: list[tuple[int, str]] = []
+    plain = lm.ThreadPoolExecutor
+
+    def recording(max_workers, prefix=""):
+        sizes.append((max_workers, prefix))
+        return plain(max_workers, prefix)
+
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    m = manager(dirs, clock)
+    for p in range(4):
+        m.get_or_create_log("orders", p).append_as_leader(make_batch(2), 1)
+    m.reconfigure_recovery_threads(3)
+    with pytest.raises(ValueError, match="num.recovery.threads.per.data.dir"):
+        m.reconfigure_recovery_threads(0)
+    monkeypatch.setattr(lm, "ThreadPoolExecutor", recording)
+    m.shutdown()
+    assert sorted(sizes) == sorted([(3, "log-shutdown-d1"), (3, "log-shutdown-d2")] * 2)  # flush, then close
+    assert all((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)
+    m = manager(dirs, clock)
+    assert all(m.get_log("orders", p).log_end_offset == 2 for p in range(4))
+    m.shutdown()
+
+
 def test_unclean_start_recovers_from_checkpointed_recovery_points(tmp_path, clock):
     d = tmp_path / "d"
     m = manager([d], clock)
@@ -212,3 +241,12 @@ def test_runner_ticks_in_the_background(tmp_path):
     assert "bg 0 0" in path.read_text()
     m.shutdown()
     assert log_dir_name(TopicPartition("bg", 0)) == "bg-0"
+
+
+def test_a_broker_config_with_log_dir_only_gives_that_directory(tmp_path):
+    """A server.properties naming log.dir (not log.dirs): the KafkaConfig
+    holds log.dirs as None, and the log manager takes log.dir."""
+    from kavka.common.broker_config import KafkaConfig
+
+    config = KafkaConfig.from_props({"zookeeper.connect": "localhost:2181", "log.dir": str(tmp_path / "one")})
+    assert LogManagerConfig.from_broker(config.values).log_dirs == (str(tmp_path / "one"),)

@@ -300,3 +300,29 @@ def test_one_retention_owner_per_policy(tmp_path):
     for tp in (log.topic_partition for log in logs.values()):
         wait_until(lambda tp=tp: m.cleaner.manager.state_of(tp) is None, f"{tp} to be neither paused nor in progress")
     m.shutdown()
+
+
+def test_a_live_change_of_the_cleaner_settings_restarts_its_threads_with_them(tmp_path):
+    """Kafka's LogCleaner.reconfigure: log.cleaner.threads, the buffers and
+    the I/O throttle changed live take effect; the cleaning state (the
+    checkpoints) is kept and cleaning goes on."""
+    clock = ManualClock(T0)
+    m = manager(tmp_path, clock, threads=1)
+    others = len(cleaner_threads())
+    m.startup()
+    log = m.get_or_create_log("orders", 0)
+    fill(log, 100, keys=5)
+    tp = log.topic_partition
+    wait_until(lambda: checkpoints(m).get(tp) == 100, "a first cleaning")
+    changed = LogCleanerConfig(threads=3, backoff_ms=10, dedupe_buffer_size=2 << 20, io_buffer_size=64 << 10,
+                               max_io_bytes_per_second=5e7)
+    assert m.reconfigure_cleaner(changed)
+    assert len(cleaner_threads()) == others + 3
+    assert m.cleaner.config == changed == m.config.cleaner
+    assert m.cleaner.throttler.rate == 5e7
+    assert not m.reconfigure_cleaner(changed)  # nothing changed: nothing restarted
+    assert checkpoints(m).get(tp) == 100
+    fill(log, 100, keys=5, tag=b"w")
+    wait_until(lambda: checkpoints(m).get(tp) == 200, "cleaning with the new threads")
+    m.shutdown()
+    assert len(cleaner_threads()) == others

@@ -1,7 +1,8 @@
 """``kavka acls``'s command-line rules (kafka-acls.sh's checkArgs and its
 usage messages), each refused before anything is sent: exit code 2, one
 ``Error:`` line, nothing on stdout; and --command-config files refused by
-key. The same command against real clusters: tests/cluster/test_acls_cluster.py."""
+key (security settings: tests/tools/test_command_config.py). The same
+command against real clusters: tests/cluster/test_acls_cluster.py."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def test_bad_input_is_refused_before_connecting(kavka) -> None:
 
 def test_command_config_keys_the_client_cannot_honour_are_refused(kavka, tmp_path) -> None:
     cfg = tmp_path / "client.properties"
-    for text, message in [("security.protocol=SASL_SSL\n", "security.protocol=SASL_SSL is not one"),
-                          ("sasl.mechanism=PLAIN\n", "'sasl.mechanism' is not a client setting"),
+    for text, message in [("security.protocol=SASL_SSL\n", "sasl.mechanism is not set"),
+                          ("security.protocol=TLS\n", "security.protocol='TLS' is not one of"),
+                          ("sasl.mechanism=PLAIN\n", "security.protocol is PLAINTEXT, which does not use SASL"),
+                          ("linger.ms=5\n", "'linger.ms' is not a client setting"),
                           ("request.timeout.ms=soon\n", "not a positive integer"),
                           ("no-separator-here\n", "line 1 has no '='")]:
         cfg.write_text(text)

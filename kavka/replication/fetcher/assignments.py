@@ -74,6 +74,16 @@ class FetcherAssignments:
         self._states: dict[TopicPartition, InitialFetchState] = {}
         self._fetchers: dict[FetcherKey, set[TopicPartition]] = {}
 
+    def resize(self, num_fetchers: int) -> None:
+        """A new ``num.replica.fetchers``: every partition is keyed again by
+        its hash over the new count (Kafka's resizeThreadPool)."""
+        if num_fetchers < 1:
+            raise ValueError(f"num.replica.fetchers must be >= 1, got {num_fetchers}")
+        self.num_fetchers = num_fetchers
+        self._fetchers = {}
+        for tp, state in self._states.items():
+            self._fetchers.setdefault(self.key_for(tp, state.leader.broker_id), set()).add(tp)
+
     def fetcher_id(self, tp: TopicPartition) -> int:
         # Kafka: Utils.abs(31 * topic.hashCode + partition) % numFetchers; a
         # stable hash here (Python's str hash is salted per process).

@@ -38,10 +38,12 @@ from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherKey
 from kavka.replication.fetcher.config import ReplicaFetcherConfig
 from kavka.replication.fetcher.leader_endpoint import LeaderEndPoint
 from kavka.replication.fetcher.remote_leader_endpoint import RemoteLeaderEndPoint
+from kavka.replication.fetcher.state import PartitionFetchState
 from kavka.replication.fetcher.task import ReplicaFetcher
 from kavka.replication.partition import Partition
 from kavka.replication.quota import ReplicationQuota
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.storage.log_manager import LogManager
 
 EndPointFactory = Callable[[BrokerEndPoint], LeaderEndPoint]
@@ -62,8 +64,10 @@ class ReplicaFetcherManager:
         throttled: Callable[[TopicPartition], bool] | None = None,
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
+        self._security = security
         self.broker_id = broker_id
         self._config = config
         self._log_manager = log_manager
@@ -84,12 +88,14 @@ class ReplicaFetcherManager:
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
+        security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
-        returns the current one; Kafka's keys are read each fetch round."""
+        returns the current one; Kafka's keys are read each fetch round.
+        ``security``: how to connect to the leaders' inter-broker listener."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
-            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
+            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled, security=security,
         )
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
@@ -97,6 +103,7 @@ class ReplicaFetcherManager:
         return RemoteLeaderEndPoint(
             leader, self.broker_id, request_timeout_ms=config.socket_timeout_ms,
             client_id=f"broker-{self.broker_id}-fetcher", receive_buffer_bytes=config.receive_buffer_bytes,
+            security=self._security,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------
@@ -121,6 +128,32 @@ class ReplicaFetcherManager:
         self._assignments.shutdown_idle_fetchers()
         for key in [k for k, r in self._runners.items() if r.partition_count() == 0]:
             self._runners.pop(key).stop_nowait()
+
+    def resize_thread_pool(self, num_fetchers: int) -> None:
+        """A live change of ``num.replica.fetchers`` (Kafka's
+        AbstractFetcherManager.resizeThreadPool): every fetcher gives up its
+        partitions, with their progress, and stops; the partitions are
+        spread again by hash over the new number of fetchers per source
+        and carry on from where they were."""
+        if num_fetchers < 1:
+            raise ValueError(f"num.replica.fetchers must be >= 1, got {num_fetchers}")
+        if num_fetchers == self.num_fetchers:
+            return
+        progress: dict[TopicPartition, PartitionFetchState] = {}
+        for runner in self._runners.values():
+            progress.update(runner.remove_all())
+            runner.stop_nowait()
+        self._runners.clear()
+        self._owner.clear()
+        self._assignments.resize(num_fetchers)
+        for tp, state in self._assignments.partitions().items():
+            key = self._assignments.key_for(tp, state.leader.broker_id)
+            self._owner[tp] = key
+            runner = self._runner_for(key, state.leader)
+            if tp in progress:
+                runner.adopt({tp: progress[tp]})
+            else:
+                runner.add_partitions({tp: state})
 
     async def shutdown(self) -> None:
         """Stop every fetcher and wait for them (before the logs close)."""

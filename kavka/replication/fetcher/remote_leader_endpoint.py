@@ -43,6 +43,7 @@ from kavka.replication.fetcher.leader_endpoint import (
 )
 from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartition, FetchPartitionData
 from kavka.replication.state import BrokerEndPoint
+from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 FETCH_MAX_VERSION = 12
 R = TypeVar("R", bound=Response)
@@ -52,7 +53,8 @@ class RemoteLeaderEndPoint:
     """See the module docstring."""
 
     def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
-                 receive_buffer_bytes: int = -1) -> None:
+                 receive_buffer_bytes: int = -1, security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+        self.security = security
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
@@ -72,7 +74,7 @@ class RemoteLeaderEndPoint:
                     request_timeout_ms=self.request_timeout_ms,
                     connect_timeout_ms=self.request_timeout_ms,
                     node_id=self.leader.broker_id,
-                    receive_buffer_bytes=self.receive_buffer_bytes,
+                    receive_buffer_bytes=self.receive_buffer_bytes, security=self.security,
                 )
                 await conn.connect()
                 self._conn = conn

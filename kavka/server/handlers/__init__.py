@@ -2,7 +2,7 @@
 implements (``MIN_VERSION``/``MAX_VERSION``), a handler class built by the
 broker's composition root with the collaborators it uses, and
 ``register(dispatcher, handler)``. A handler turns exceptions into
-per-partition error codes (DESIGN.md convention 6).
+per-partition error codes (docs/ARCHITECTURE.md convention 6).
 
 Data path (kavka.replication): ``produce`` (0), ``fetch`` (1),
 ``list_offsets`` (2), ``offset_for_leader_epoch`` (23), ``delete_records``
@@ -17,6 +17,10 @@ From the controller (seed 000): ``leader_and_isr`` (4), ``stop_replica``
 (5), ``update_metadata`` (6). To the controller: ``controlled_shutdown``
 (7), ``elect_leaders`` (43), ``alter_partition_reassignments`` (45),
 ``list_partition_reassignments`` (46).
+
+Authentication (KIP-152), outside a connection's authentication phase
+(``kavka.server.authenticator`` answers them during it): ``sasl_handshake``
+(17), ``sasl_authenticate`` (36).
 
 ACLs (KIP-140, KIP-290): ``describe_acls`` (29), ``create_acls`` (30),
 ``delete_acls`` (31), with what they share in ``acl_common``.

@@ -17,7 +17,8 @@ never decoded here.
 returned are charged to the quota, and a fetch that takes the client over
 it returns no data — no partitions, as Kafka's throttled response — with
 the throttle time, its bytes taken back off the measurement, and the
-connection muted for that long (``kavka.server.throttling``).
+connection muted for that long (``kavka.server.throttling``); so is a
+fetch the client's request_percentage throttles (``without_data``).
 """
 
 from __future__ import annotations
@@ -132,6 +133,18 @@ class FetchHandler:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response
+
+
+    def without_data(self, ctx: RequestContext, response: FetchResponse) -> FetchResponse:
+        """The answer to a consumer's fetch its request quota throttles
+        (``ThrottlingHandler``): no data, and the bytes it would have
+        carried taken back off its consumer_byte_rate, as Kafka does."""
+        if response.error_code != ErrorCode.NONE:
+            return response
+        size = sum(len(p.records) for t in response.responses for p in t.partitions if p.records)
+        if size and self.quota.enabled:
+            self.quota.unrecord(quota_user(ctx), quota_client_id(ctx), size)
+        return FetchResponse(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
 
 
 def register(dispatcher: Dispatcher, handler: FetchHandler) -> None:

@@ -1,6 +1,10 @@
 """ListGroups (key 16): the groups this broker coordinates.
 
-Versions 0-4: v4 filters by state (KIP-518) and returns each state.
+Versions 0-5: v4 filters by state (KIP-518) and returns each state; v5
+(KIP-848) filters by group type and returns each group's type. Every group
+here is a classic group (the protocol of JoinGroup/SyncGroup), so a types
+filter without ``classic`` (case-insensitive, as Kafka's GroupType.parse)
+lists none, as Kafka's group coordinator without KIP-848 groups answers.
 COORDINATOR_LOAD_IN_PROGRESS while any offsets partition is loading.
 """
 
@@ -12,7 +16,8 @@ from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 16
 MIN_VERSION = 0
-MAX_VERSION = 4
+MAX_VERSION = 5
+CLASSIC = "classic"
 
 
 class ListGroupsHandler:
@@ -21,10 +26,14 @@ class ListGroupsHandler:
 
     async def __call__(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         states = set(request.states_filter) if ctx.api_version >= 4 else None
+        types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
         code, groups = self.coordinator.list_groups(states)
+        if types and CLASSIC not in types:
+            groups = []
         R = ListGroupsResponse
         return R(throttle_time_ms=0, error_code=int(code), groups=[
-            R.Groups(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value)
+            R.Groups(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value,
+                     group_type=CLASSIC)
             for g in groups])
 
 

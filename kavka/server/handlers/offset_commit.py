@@ -5,6 +5,12 @@ Versions 0-9: v1 generation and member id; v2-4 a retention time (the
 broker's ``offsets.retention.minutes`` governs, as in Kafka since KIP-211);
 v6 the committed leader epoch; v7 group.instance.id. v10's topic ids are
 not served.
+
+A partition the broker's metadata does not know is answered
+UNKNOWN_TOPIC_OR_PARTITION and not stored, as Kafka's
+``KafkaApis.handleOffsetCommitRequest`` does: a client committing to a
+partition that does not exist (librdkafka's suite, 0030/0112) must learn so
+rather than be told its offset is safe.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
 from kavka.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 8
@@ -20,26 +27,37 @@ MAX_VERSION = 9
 
 
 class OffsetCommitHandler:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache) -> None:
         self.coordinator = coordinator
+        self.metadata = metadata
 
     async def __call__(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         version = ctx.api_version
         commits = {}
         order = []
+        unknown = set()
         for t in request.topics:
             for p in t.partitions:
                 order.append((t.name, p.partition_index))
+                if self.metadata.partition(t.name, p.partition_index) is None:
+                    unknown.add((t.name, p.partition_index))
+                    continue
                 commits[(t.name, p.partition_index)] = (
                     p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
-        code, results = await self.coordinator.commit_offsets(
-            request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
-            request.member_id if version >= 1 else "", request.group_instance_id if version >= 7 else None,
-            commits)
+        code: ErrorCode = ErrorCode.NONE
+        results: dict[tuple[str, int], ErrorCode] = {}
+        if commits:  # Kafka does not reach the coordinator when no partition is known
+            code, results = await self.coordinator.commit_offsets(
+                request.group_id, request.generation_id_or_member_epoch if version >= 1 else -1,
+                request.member_id if version >= 1 else "", request.group_instance_id if version >= 7 else None,
+                commits)
         R = OffsetCommitResponse
         by_topic: dict[str, list] = {}
         for tp in dict.fromkeys(order):
-            e = results.get(tp, code) if code is ErrorCode.NONE else code
+            if tp in unknown:
+                e = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                e = results.get(tp, code) if code is ErrorCode.NONE else code
             by_topic.setdefault(tp[0], []).append(R.Topics.Partitions(partition_index=tp[1], error_code=int(e)))
         return R(throttle_time_ms=0, topics=[R.Topics(name=n, partitions=ps) for n, ps in by_topic.items()])
 

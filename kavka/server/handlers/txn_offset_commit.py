@@ -6,12 +6,18 @@ them pending until the transaction's marker arrives (see
 ``kavka.group.txn_offsets``).
 
 Versions 0-3 (v3 flexible; v4+, KIP-890, not advertised).
+
+A partition the broker's metadata does not know is answered
+UNKNOWN_TOPIC_OR_PARTITION and not committed, as Kafka's
+``KafkaApis.handleTxnOffsetCommitRequest``.
 """
 
 from __future__ import annotations
 
+from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
 from kavka.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 28
@@ -20,22 +26,28 @@ MAX_VERSION = 3
 
 
 class TxnOffsetCommitHandler:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache) -> None:
         self.coordinator = coordinator
+        self.metadata = metadata
 
     async def __call__(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
         version = ctx.api_version
         commits = {}
         order = []
+        results = {}
         for t in request.topics:
             for p in t.partitions:
                 order.append((t.name, p.partition_index))
+                if self.metadata.partition(t.name, p.partition_index) is None:
+                    results[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
                 commits[(t.name, p.partition_index)] = (
                     p.committed_offset, p.committed_leader_epoch if version >= 2 else -1, p.committed_metadata)
-        results = await self.coordinator.commit_txn_offsets(
-            request.group_id, request.producer_id, request.producer_epoch,
-            request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",
-            request.group_instance_id if version >= 3 else None, commits)
+        if commits:  # Kafka does not reach the coordinator when no partition is known
+            results.update(await self.coordinator.commit_txn_offsets(
+                request.group_id, request.producer_id, request.producer_epoch,
+                request.generation_id if version >= 3 else -1, request.member_id if version >= 3 else "",
+                request.group_instance_id if version >= 3 else None, commits))
         R = TxnOffsetCommitResponse
         by_topic: dict[str, list] = {}
         for tp in dict.fromkeys(order):

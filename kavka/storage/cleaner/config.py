@@ -56,7 +56,7 @@ class LogCleanerConfig:
     @classmethod
     def from_broker(cls, props: Mapping[str, Any]) -> LogCleanerConfig:
         """From ``server.properties`` keys; other keys are ignored."""
-        known = {k: v for k, v in props.items() if k in CLEANER_CONFIG_DEF}
+        known = {k: props[k] for k in CLEANER_CONFIG_DEF.names() if k in props}  # each key read by name
         p = CLEANER_CONFIG_DEF.parse(known, source="broker config")
         return cls(
             enable=p["log.cleaner.enable"],

@@ -188,6 +188,27 @@ class LogCleaner:
                 self._wake.wait(self.config.backoff_ms / 1000)
                 self._wake.clear()
 
+    def reconfigure(self, config: LogCleanerConfig, timeout_s: float | None = None) -> bool:
+        """A live change of ``log.cleaner.*`` (Kafka's LogCleaner.reconfigure):
+        the threads stop (aborting a running pass, which the next one
+        resumes from the checkpoint) and start again with the new thread
+        count, buffers and I/O throttle; the partitions' cleaning states are
+        kept. Blocks while threads stop: call it off the event loop. Returns
+        whether anything changed."""
+        if config == self.config:
+            return False
+        was_running = self.running
+        if was_running and not self.shutdown(timeout_s):
+            logger.warning("log cleaner threads did not stop within %s s; reconfiguring anyway", timeout_s)
+        self.config = config
+        self.throttler = Throttler(config.max_io_bytes_per_second)
+        self._sync_cleaner = None
+        if was_running:
+            self._threads = []
+            self.startup()
+        logger.info("log cleaner reconfigured: %s", config)
+        return True
+
     def shutdown(self, timeout_s: float | None = None) -> bool:
         """Stop the threads: running passes are aborted at their next check
         (their partitions are left as they were: not paused). Returns

@@ -62,6 +62,30 @@ async def test_partitions_spread_over_num_replica_fetchers_and_idle_fetchers_sto
     await c.close()
 
 
+async def test_a_live_num_replica_fetchers_change_respreads_partitions_keeping_their_progress(tmp_path, clock):
+    """Kafka's resizeThreadPool: the partitions leave their fetchers with
+    their progress and are spread by hash over the new count."""
+    c = Cluster(tmp_path, clock, (1, 2), num_fetchers=1)
+    tps = [TopicPartition("t", p) for p in range(12)]
+    c.leader_and_isr([state(1, 0, (1, 2), tp=tp) for tp in tps])
+    assert set(c[2].fetchers.runners()) == {FetcherKey(1, 0)}
+    progress = {tp: c[2].runner(tp).fetch_state(tp) for tp in tps}
+    c[2].fetchers.resize_thread_pool(4)
+    runners = c[2].fetchers.runners()
+    assert c[2].fetchers.num_fetchers == 4 and len(runners) > 1
+    assert set(runners) <= {FetcherKey(1, f) for f in range(4)}
+    assert sum(r.partition_count() for r in runners.values()) == 12
+    for tp in tps:
+        assert c[2].runner(tp) is runners[c[2].fetchers.key_for(tp, 1)]
+        assert c[2].runner(tp).fetch_state(tp) == progress[tp]
+    c[2].fetchers.resize_thread_pool(1)
+    assert set(c[2].fetchers.runners()) == {FetcherKey(1, 0)}
+    assert c[2].fetchers.runners()[FetcherKey(1, 0)].partition_count() == 12
+    with pytest.raises(ValueError, match="num.replica.fetchers"):
+        c[2].fetchers.resize_thread_pool(0)
+    await c.close()
+
+
 async def test_follower_appends_unchanged_and_follows_hw_and_log_start(tmp_path, clock):
     c = Cluster(tmp_path, clock)
     c.leader_and_isr([state(1, 0, (1,), (1, 2))], to=[1])
