@@ -291,7 +291,6 @@ _d("log.message.timestamp.type", STRING, "CreateTime", "CreateTime or LogAppendT
 _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-937): the before/after limits while they are at their defaults (topic message.timestamp.difference.max.ms).", Range(0, None))
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
-_d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
 _d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
@@ -325,7 +324,6 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
-    "message.downconversion.enable": ("log.message.downconversion.enable",),
     "message.format.version": ("log.message.format.version",),
 }
 
@@ -345,6 +343,8 @@ _NETWORK_THREADS = ("Kavka serves every connection on one event loop (TLS includ
                     "threads to size; remove the num.network.threads line (Kafka's sample server.properties "
                     "sets it to 3)")
 REFUSED_BROKER_KEYS: dict[str, str] = {
+    "log.message.downconversion.enable": "Kavka serves Fetch v4 and later only (KIP-896), so there is nothing to "
+                                         "down-convert; remove the key",
     "num.network.threads": _NETWORK_THREADS,
     "process.roles": _KRAFT,
     "node.id": _KRAFT,
