@@ -120,10 +120,9 @@ _d("advertised.listeners", LIST, None, "Listeners published in ZooKeeper for cli
 _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (NAME:PROTOCOL, comma-separated).")
 _d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
 _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
-_d("num.network.threads", INT, 3, "Kafka's network thread count; accepted for compatibility (Kavka serves connections on one event loop).", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
-_d("queued.max.requests", INT, 500, "Requests read (or being read) and not yet taken up by their handler, across all connections; when reached, connections wait with reading paused.", Range(1, None))
+_d("queued.max.requests", INT, 500, "Requests read ahead (pipelined behind an earlier request of the same connection) and not yet taken up, across all connections; when reached, such reading waits. Every connection may still read its next request, as in Kafka, which reads one per connection at a time.", Range(1, None))
 _d("queued.max.request.bytes", LONG, 104857600, "Bytes of requests held in memory (Kafka's memory pool): a connection whose next request does not fit waits, muted, before reading it. Requests larger than half of it are read one at a time besides, so at most this plus socket.request.max.bytes is held. -1 (or 0) = unbounded, Kafka's default; Kavka bounds it by default (a Python broker has no heap limit to fail on first).")
 _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
@@ -233,8 +232,7 @@ _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(
 # Kafka brokers accept these whatever mechanisms are enabled, and change them
 # live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
 # admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
-# does not serve GSSAPI, so they tune nothing here: like num.network.threads,
-# they are kept and reported so that a Kafka configuration carries over.
+# does not serve GSSAPI, so they tune nothing here: they are kept and reported so that a Kafka configuration carries over.
 _d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
 _d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
 _d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
@@ -293,7 +291,6 @@ _d("log.message.timestamp.type", STRING, "CreateTime", "CreateTime or LogAppendT
 _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-937): the before/after limits while they are at their defaults (topic message.timestamp.difference.max.ms).", Range(0, None))
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
-_d("log.message.downconversion.enable", BOOL, True, "Down-convert batches for old fetch versions (topic message.downconversion.enable).")
 _d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
 
 del _d
@@ -327,7 +324,6 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
-    "message.downconversion.enable": ("log.message.downconversion.enable",),
     "message.format.version": ("log.message.format.version",),
 }
 
@@ -338,7 +334,18 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
 _KRAFT = ("Kavka runs with ZooKeeper (zookeeper.connect), as the seeds design it; KRaft mode "
           "(process.roles, node.id, controller.quorum.voters, controller.listener.names) is not supported: "
           "use a ZooKeeper-mode server.properties")
+# Kafka's network threads each own a share of the connections (their reads,
+# writes and TLS work); Kavka serves every connection on one event loop per
+# broker, TLS included (kavka.server.tls_acceptor), so there is nothing for
+# the count to size. Kafka's sample server.properties sets it: the message
+# says to drop that line.
+_NETWORK_THREADS = ("Kavka serves every connection on one event loop (TLS included), so there are no network "
+                    "threads to size; remove the num.network.threads line (Kafka's sample server.properties "
+                    "sets it to 3)")
 REFUSED_BROKER_KEYS: dict[str, str] = {
+    "log.message.downconversion.enable": "Kavka serves Fetch v4 and later only (KIP-896), so there is nothing to "
+                                         "down-convert; remove the key",
+    "num.network.threads": _NETWORK_THREADS,
     "process.roles": _KRAFT,
     "node.id": _KRAFT,
     "controller.quorum.voters": _KRAFT,
@@ -367,7 +374,6 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
         "num.io.threads",
-        "num.network.threads",
         "background.threads",
         "num.replica.fetchers",
         "num.recovery.threads.per.data.dir",

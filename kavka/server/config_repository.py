@@ -38,7 +38,7 @@ from kavka.common.broker_config_keys import (
 from kavka.common.config import ConfigError, ConfigType
 from kavka.common.errors import ErrorCode
 from kavka.common.listeners import parse_listener_key
-from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
+from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig, check_topic_key
 from kavka.zk.client import KavkaZkClient
 
 RESOURCE_TOPIC = 2
@@ -209,8 +209,7 @@ class ConfigRepository:
                 default_layer, broker_layer = await self._broker_layers()
                 defaults = log_defaults(self.static.with_dynamic(default_layer, broker_layer))
                 for key in overrides:
-                    if key not in TOPIC_CONFIG_DEF:
-                        raise ConfigError(key, "unknown topic configuration key", f"topic {name}")
+                    check_topic_key(key, f"topic {name}")
                 LogConfig.from_props({**defaults, **overrides}, source=f"topic {name}")
             else:
                 default_layer, broker_layer = await self._broker_layers()

@@ -48,20 +48,23 @@ MAPPED_BODY = 4 * 1024 * 1024
 _unpack_size = struct.Struct(">i").unpack_from
 
 Frame = bytes | memoryview
+Admit = Callable[[int, bool], bool]
 
 
 class FrameReceiver:
-    """See the module docstring. ``admit(size, whole)`` returns whether a
-    frame of ``size`` bytes may be read now (and takes what it needs if
-    so); ``whole`` says whether its bytes are all read already."""
+    """See the module docstring. The ``admit(size, whole)`` given to
+    ``received`` and ``resume`` returns whether a frame of ``size`` bytes
+    may be read now (and takes what it needs if so); ``whole`` says whether
+    its bytes are all read already. (Passed per call, not kept: a
+    connection and its receiver hold no reference cycle, so a connection
+    closed at once is freed at once.)"""
 
-    __slots__ = ("max_frame_size", "blocked", "_admit", "_staging", "_rest", "_rest_pos", "_in_staging",
+    __slots__ = ("max_frame_size", "blocked", "_staging", "_rest", "_rest_pos", "_in_staging",
                  "_body", "_filled", "_failed")
 
-    def __init__(self, max_frame_size: int, admit: Callable[[int, bool], bool], staging: bytearray) -> None:
+    def __init__(self, max_frame_size: int, staging: bytearray) -> None:
         self.max_frame_size = max_frame_size
         self.blocked = False
-        self._admit = admit
         self._staging = staging
         self._rest = b""  # bytes read and not yet cut: a partial size prefix, or all after a refusal
         self._rest_pos = 0
@@ -96,7 +99,7 @@ class FrameReceiver:
         self._in_staging = 0 if self.blocked else rest
         return memoryview(staging)[self._in_staging :]
 
-    def received(self, n: int) -> list[Frame]:
+    def received(self, n: int, admit: Admit) -> list[Frame]:
         """``n`` bytes were written into the last ``buffer()``; the frames
         now complete, in order (possibly none)."""
         if self._failed is not None:
@@ -116,29 +119,28 @@ class FrameReceiver:
             return []
         view = memoryview(staging)[: self._in_staging + n]
         frames: list[Frame] = []
-        pos = self._cut(view, frames)
+        pos = self._cut(view, frames, admit)
         if pos < len(view):
             self._rest, self._rest_pos = bytes(view[pos:]), 0
         return frames
 
-    def resume(self) -> list[Frame]:
+    def resume(self, admit: Admit) -> list[Frame]:
         """Try again after a refusal; the frames then complete."""
         self.blocked = False
         frames: list[Frame] = []
         if self._body is None and len(self._rest) - self._rest_pos >= 4:
             view = memoryview(self._rest)[self._rest_pos :]
-            self._rest_pos += self._cut(view, frames)
+            self._rest_pos += self._cut(view, frames, admit)
             if self._rest_pos == len(self._rest):
                 self._rest, self._rest_pos = b"", 0
         return frames
 
-    def _cut(self, view: memoryview, frames: list[Frame]) -> int:
+    def _cut(self, view: memoryview, frames: list[Frame], admit: Admit) -> int:
         """Cut the frames of ``view`` into ``frames``; how many bytes were
         consumed (into frames, or into a new frame buffer). Stops before a
         frame that is refused (``blocked``) or at a partial size prefix."""
         end = len(view)
         pos = 0
-        admit = self._admit
         while end - pos >= 4:
             size = _unpack_size(view, pos)[0]
             if size < 0 or size > self.max_frame_size:

@@ -29,9 +29,11 @@ A capacity of 0 or less is unbounded (Kafka's ``MemoryPool.NONE`` for
 ``queued.max.request.bytes=-1``): every request is granted at once.
 
 The same class with ``large=capacity`` counts requests in units of one:
-``queued.max.requests`` bounds the frames read (or being read) and not yet
-taken up by their handler across all connections, as Kafka's
-``RequestChannel`` queue does.
+``queued.max.requests`` bounds the frames read ahead of their connection's
+next request (pipelined) and not yet taken up, across all connections —
+Kafka's ``RequestChannel`` queue bounds the requests waiting for a handler
+thread, and reads one request per connection at a time; every Kavka
+connection may read its next request too (see ``kavka.server.network``).
 
 Waiting: ``wait(size, callback)`` registers a callback that the pool calls
 (synchronously, from ``release``) once ``size`` would be granted; the

@@ -3,7 +3,7 @@
 Seed 000 §Broker 响应请求流程 describes Kafka's reactor (an acceptor, N
 processors, M handler threads joined by a RequestChannel). Kavka keeps the
 guarantees and drops the threads: one asyncio event loop per broker, one
-``KafkaConnection`` (an ``asyncio.Protocol``) per socket.
+``KafkaConnection`` (an ``asyncio.BufferedProtocol``) per socket.
 
 Per connection:
 - bytes are cut into frames by a ``FrameReceiver``
@@ -23,13 +23,16 @@ Per connection:
   request that waits long in its handler (a long-poll Fetch, a JoinGroup)
   holds back nobody else's memory or slots. A connection refused waits
   with reading paused until it is idle again or requests of any connection
-  give memory or slots back;
+  give memory or slots back. A large frame's body is read at most one
+  slice (``YIELD_AFTER_READ`` or more) per turn of the event loop, so one
+  client streaming a 100 MiB frame does not hold up the others' reads;
 - requests may be pipelined; each is decoded and its handler started in
-  arrival order, so the synchronous part of handlers (an append, say) runs
-  in request order;
+  arrival order, the next once the handler has returned, so the handlers
+  of one connection run in request order;
 - a handler returns a response, ``None`` (no response: Produce with
   acks=0), or an awaitable of one (a delayed operation parked in a
-  purgatory). Responses are written strictly in request order by a writer
+  purgatory: Produce with acks=-1 once appended, holding no reference to
+  the request). Responses are written strictly in request order by a writer
   task that awaits them one by one, so a slow acks=-1 produce holds back
   the responses behind it, as Kafka's muted channel does;
 - memory per connection is bounded even for a client that pipelines
@@ -39,8 +42,10 @@ Per connection:
   and such a connection is busy: it reads no new frame body;
 - a new connection first passes the broker's ``ConnectionQuotas``
   (``kavka.server.connection_quotas``: ``max.connections``, per listener
-  and per address, and the creation rates of KIP-612); one over a limit is
-  closed at once, counted there, and never served;
+  and per address, and the creation rates of KIP-612; on a TLS listener
+  before the handshake); one over a limit is closed at once, counted
+  there, and never served. ``socket.listen.backlog.size`` is the listen
+  backlog (KIP-306);
 - a request for an unknown API key, or a version the dispatcher does not
   serve, closes the connection — except ApiVersions, which is answered at
   v0 with UNSUPPORTED_VERSION and the supported ranges (KIP-511); a
@@ -100,6 +105,8 @@ API_VERSIONS_KEY = 18
 # of it until appended); every other request's frame goes once decoded
 # (Kafka's ApiKeys.requiresDelayedAllocation).
 PRODUCE_KEY = 0
+# A read this large gives the loop a turn before the next (see buffer_updated).
+YIELD_AFTER_READ = 256 * 1024
 
 
 @dataclass(slots=True)
@@ -198,7 +205,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, server: SocketServer, counted: bool = False) -> None:
         self.server = server
-        self.receiver = FrameReceiver(server.config.max_request_size, self._admit, server.staging)
+        self.receiver = FrameReceiver(server.config.max_request_size, server.staging)
         self.transport: asyncio.Transport | None = None
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
@@ -218,7 +225,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._can_write.set()
         self._tasks: list[asyncio.Task] = []
         self._closing = False
-        self._paused = False
+        self._paused = False  # reading paused while admission waits
+        self._yielding = False  # reading paused until the loop's next turn (after a large read)
         # KIP-219: a throttled connection reads and handles nothing until then (loop time).
         self._throttled_until = 0.0
         self._unthrottle: asyncio.TimerHandle | None = None
@@ -265,7 +273,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self.last_active = time.monotonic()
         try:
-            frames = self.receiver.received(nbytes)
+            frames = self.receiver.received(nbytes, self._admit)
         except FrameSizeError as e:
             before = (" before authentication (sasl.server.max.receive.size)"
                       if self.authenticator is not None and not self.authenticator.authenticated else "")
@@ -274,6 +282,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.close()
             return
         self._take(frames)
+        if nbytes >= YIELD_AFTER_READ and not self._paused and not self._yielding and not self._closing:
+            # A large frame is read one slice per turn of the loop: libuv
+            # would otherwise read on (up to 32 reads) while others wait.
+            self._yielding = True
+            self._live_transport().pause_reading()
+            asyncio.get_running_loop().call_soon(self._end_yield)
+
+    def _end_yield(self) -> None:
+        self._yielding = False
+        if not self._closing and not self._paused and not self._draining and self._unthrottle is None:
+            self._live_transport().resume_reading()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport
@@ -319,7 +338,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._closing:
             return
         try:
-            frames = self.receiver.resume()
+            frames = self.receiver.resume(self._admit)
         except FrameSizeError as e:
             log.warning("closing %s from %s:%s: %s", self.connection_id, *self.peer, e)
             self.close()
@@ -389,13 +408,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _end_throttle(self) -> None:
         self._unthrottle = None
-        if not self._closing and not self._paused and self.transport is not None:
+        if not self._closing and not self._paused and not self._yielding and self.transport is not None:
             self.transport.resume_reading()
 
     def _resume_reading(self) -> None:
-        """End a pause for queued frames; a throttle keeps its own."""
+        """End a pause for queued frames; a throttle or a yield keeps its own."""
         self._paused = False
-        if self._unthrottle is None:
+        if self._unthrottle is None and not self._yielding:
             self._live_transport().resume_reading()
 
     def close(self) -> None:

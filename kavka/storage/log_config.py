@@ -100,7 +100,6 @@ TOPIC_CONFIG_DEF = (
         "Codec the broker stores batches with; producer keeps the producer's.",
         OneOf(COMPRESSION_TYPES),
     )
-    .define("message.downconversion.enable", _T.BOOLEAN, True, "Allow down-conversion for old fetchers.")
     .define(
         "message.format.version",
         _T.STRING,
@@ -127,6 +126,27 @@ TOPIC_CONFIG_DEF = (
         validate_throttled_replicas,
     )
 )
+
+# Topic keys Kafka 3.x has and Kavka refuses, with why (as REFUSED_BROKER_KEYS
+# for the broker's): a CreateTopics or AlterConfigs naming one gets
+# INVALID_CONFIG with the message.
+REFUSED_TOPIC_KEYS: dict[str, str] = {
+    # Down-conversion serves record batches v2 to Fetch v0-3 as message sets
+    # v0/v1. Kavka serves Fetch v4+ only (as Kafka 4.0, KIP-896, which drops
+    # the key with them), so the key would have nothing to switch.
+    "message.downconversion.enable": "Kavka serves Fetch v4 and later only (KIP-896), so there is nothing to "
+                                     "down-convert; remove the key",
+}
+
+
+def check_topic_key(key: str, where: str) -> None:
+    """Raises ``ConfigError`` naming ``key`` if Kavka refuses it or has no
+    such topic key."""
+    if key in REFUSED_TOPIC_KEYS:
+        raise ConfigError(key, f"is not supported: {REFUSED_TOPIC_KEYS[key]}", where)
+    if key not in TOPIC_CONFIG_DEF:
+        raise ConfigError(key, "unknown topic configuration key", where)
+
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
@@ -160,7 +180,6 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     compression_type: str = "producer"
-    message_downconversion_enable: bool = True
     message_format_version: str = "3.0-IV1"
     leader_replication_throttled_replicas: tuple[str, ...] = ()
     follower_replication_throttled_replicas: tuple[str, ...] = ()
@@ -169,6 +188,8 @@ class LogConfig:
     def from_props(cls, props: Mapping[str, Any], *, source: str = "topic config") -> LogConfig:
         """Build from topic-level keys (raw strings or typed values); missing
         keys take Kafka's defaults. Raises ``ConfigError`` naming the key."""
+        for key in props:
+            check_topic_key(key, source)
         parsed = TOPIC_CONFIG_DEF.parse(props, source=source)
         values = {name.replace(".", "_"): value for name, value in parsed.items()}
         values["cleanup_policy"] = tuple(sorted({p.lower() for p in values["cleanup_policy"]}))
@@ -194,8 +215,7 @@ class LogConfig:
         ``kavka.common.broker_config.log_defaults``), else Kafka's default.
         Unknown override keys are rejected, naming the key."""
         for key in (overrides or {}):
-            if key not in TOPIC_CONFIG_DEF:
-                raise ConfigError(key, "unknown topic configuration key", "topic overrides")
+            check_topic_key(key, "topic overrides")
         merged = {k: v for k, v in defaults.items() if k in TOPIC_CONFIG_DEF}
         merged.update(overrides or {})
         return cls.from_props(merged, source="topic config (broker defaults + overrides)")

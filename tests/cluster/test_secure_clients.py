@@ -348,6 +348,19 @@ def test_kavka_tools_with_command_config(cluster, tmp_path):
     r = kavka("replica-verification", "--bootstrap-server", b, "--command-config", admin, "--topic-white-list",
               "sec-tools", "--time-limit-ms", "3000")
     assert r.returncode == 0, r.stdout + r.stderr
+    # kafka-configs.sh's way to add a SCRAM user (AlterUserScramCredentials), who can then log in
+    r = kavka("configs", "--bootstrap-server", b, "--command-config", admin, "--alter", "--entity-type", "users",
+              "--entity-name", "carol", "--add-config", "SCRAM-SHA-512=[password=carol-Secret-9]")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = kavka("configs", "--bootstrap-server", b, "--command-config", admin, "--describe", "--entity-type", "users",
+              "--entity-name", "carol")
+    assert r.returncode == 0 and "SCRAM-SHA-512=iterations=" in r.stdout and "carol-Secret-9" not in r.stdout, \
+        r.stdout + r.stderr
+    carol = tmp_path / "carol.properties"
+    carol.write_text(s.client_properties_path.read_text().replace("sasl.username=client", "sasl.username=carol")
+                     .replace(f"sasl.password={s.passwords['client']}", "sasl.password=carol-Secret-9"))
+    wait_until(lambda: kavka("topics", "--bootstrap-server", b, "--command-config", str(carol), "--list",
+                             timeout=30).returncode == 0, 30, "carol's first login")
 
 
 def test_kavka_tools_refuse_a_wrong_password_naming_broker_and_mechanism(cluster, tmp_path):

@@ -49,9 +49,15 @@ group.initial.rebalance.delay.ms=0
 """
 
 
-def test_kafka_sample_server_properties_parses(tmp_path):
+def test_kafka_sample_server_properties_parses_without_num_network_threads(tmp_path):
+    """Kafka's sample sets num.network.threads, which Kavka refuses (one
+    event loop, no network threads): the broker stops naming the key and
+    saying to remove the line; without it the sample parses unchanged."""
     p = tmp_path / "server.properties"
     p.write_text(KAFKA_SAMPLE)
+    with pytest.raises(ConfigError, match=r"num.network.threads.*remove the num.network.threads line"):
+        from_properties_file(str(p))
+    p.write_text(KAFKA_SAMPLE.replace("num.network.threads=3\n", ""))
     c = from_properties_file(str(p))
     assert c.broker_id == 0
     assert c.listeners[0].host == "127.0.0.1" and c.listeners[0].port == 9092

@@ -197,7 +197,10 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
     props = {
         "broker.id": str(broker_id), "zookeeper.connect": zk,
         "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
-        "inter.broker.listener.name": "PLAINTEXT",
+        # the brokers talk SASL_SSL to each other: their own clients read the
+        # inter-broker mechanism and check the host name in the certificate
+        "inter.broker.listener.name": "SASL_SSL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "ssl.endpoint.identification.algorithm": "https",
         # log.dir is read where log.dirs is unset: one broker each way
         ("log.dirs" if broker_id == 0 else "log.dir"): str(data / f"broker-{broker_id}"),
         "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2",
@@ -214,7 +217,7 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS",
         "leader.replication.throttled.rate": str(1 << 40), "follower.replication.throttled.rate": str(1 << 40),
-        # TLS and SASL listeners (clients only: the brokers talk PLAINTEXT)
+        # TLS and SASL listeners
         "ssl.client.auth": "requested", "ssl.protocol": "TLSv1.3", "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
         "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,"
                              "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
@@ -248,13 +251,11 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
 _KERBEROS = ("GSSAPI is not served, so nothing reads it; refusing it would break librdkafka's 0081_admin "
              "(allowlisted), which alters it on a broker as Kafka 3.x allows")
 PENDING_KEYS: dict[str, str] = {
-    "num.network.threads": "one event loop serves every connection; no pool (e.g. for TLS handshakes) is sized by it",
-    "background.threads": "the log manager's periodic jobs are not bounded by it (Kafka's scheduler pool size)",
+    "background.threads": "the log manager's periodic jobs run one after another in one tick thread; sizing "
+                          "Kafka's scheduler pool needs them split into jobs that may run at once on one log",
     "broker.id.generation.enable": "only cross-checks broker.id; broker.id=-1 is not turned into an id from "
                                    "/brokers/seqid (zk.generate_broker_id is never called), no meta.properties",
     "reserved.broker.max.id": "only validates broker.id; no generated ids (see broker.id.generation.enable)",
-    "sasl.mechanism.inter.broker.protocol": "the brokers' own clients do not speak SASL to each other yet",
-    "ssl.endpoint.identification.algorithm": "the brokers' own clients do not speak TLS to each other yet",
     "sasl.kerberos.service.name": _KERBEROS,
     "sasl.kerberos.kinit.cmd": _KERBEROS,
     "sasl.kerberos.ticket.renew.window.factor": _KERBEROS,
@@ -263,8 +264,6 @@ PENDING_KEYS: dict[str, str] = {
     "sasl.kerberos.principal.to.local.rules": _KERBEROS,
     "message.format.version": "KIP-724: format v2 is always written, so nothing follows from it; refusing it would "
                               "break librdkafka's 0092_mixed_msgver (allowlisted), which alters it as Kafka 3.x allows",
-    "message.downconversion.enable": "Fetch v0-3 are not served (MIN_VERSION 4), so there is nothing to "
-                                     "down-convert; refusing the topic key needs a topic-level refusal path",
 }
 
 

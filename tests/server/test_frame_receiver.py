@@ -41,8 +41,24 @@ class Feeder:
         self.frames.extend(bytes(f) for f in self.receiver.resume())
 
 
-def receiver(admit=lambda size, whole: True, max_frame_size: int = 1 << 30) -> FrameReceiver:
-    return FrameReceiver(max_frame_size, admit, bytearray(STAGING_SIZE))
+class Receiver(FrameReceiver):
+    """A receiver with its admission policy at hand, as a connection has."""
+
+    __slots__ = ("admit",)
+
+    def __init__(self, admit, max_frame_size: int) -> None:
+        super().__init__(max_frame_size, bytearray(STAGING_SIZE))
+        self.admit = admit
+
+    def received(self, n, admit=None):
+        return super().received(n, admit or self.admit)
+
+    def resume(self, admit=None):
+        return super().resume(admit or self.admit)
+
+
+def receiver(admit=lambda size, whole: True, max_frame_size: int = 1 << 30) -> Receiver:
+    return Receiver(admit, max_frame_size)
 
 
 PATTERN = bytes(range(251)) * (3 * STAGING_SIZE // 251 + 2)

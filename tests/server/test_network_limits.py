@@ -261,3 +261,51 @@ async def test_a_tls_listener_applies_the_limits_before_the_handshake(pki):
     first[1].close()
     await until(lambda: quotas.connections == 0, "the TLS connection's close to be counted")
     await server.stop()
+
+
+class RecordingTransport(asyncio.Transport):
+    """A transport that records pause/resume of reading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def get_extra_info(self, name, default=None):
+        return {"peername": ("127.0.0.1", 5555)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        self.calls.append("pause")
+
+    def resume_reading(self) -> None:
+        self.calls.append("resume")
+
+    def is_closing(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+async def test_a_large_read_gives_the_loop_a_turn_before_the_next():
+    """libuv reads up to 32 times in a row from a socket with data: after a
+    read of YIELD_AFTER_READ bytes or more the connection pauses reading
+    until the loop's next turn, so a client streaming a huge frame cannot
+    keep the others waiting."""
+    from kavka.server.network import YIELD_AFTER_READ, KafkaConnection
+
+    server = SocketServer(Dispatcher(), NetworkConfig())
+    conn = KafkaConnection(server)
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    size = 4 * YIELD_AFTER_READ
+    head = conn.get_buffer(-1)
+    head[:4] = struct.pack(">i", size)
+    conn.buffer_updated(4)  # a small read: no pause
+    assert transport.calls == []
+    body = conn.get_buffer(-1)
+    assert len(body) >= YIELD_AFTER_READ
+    conn.buffer_updated(YIELD_AFTER_READ)
+    assert transport.calls == ["pause"]
+    await asyncio.sleep(0)
+    assert transport.calls == ["pause", "resume"]
+    conn.connection_lost(None)

@@ -82,3 +82,11 @@ def test_message_format_version_is_accepted_as_in_kafka_3(version):
 def test_message_format_version_must_name_a_kafka_version(version):
     with pytest.raises(ConfigError, match=r"message.format.version.*not a Kafka version"):
         LogConfig.from_props({"message.format.version": version})
+
+
+def test_message_downconversion_enable_is_refused_naming_it_and_why():
+    """Kavka serves Fetch v4+ only (KIP-896): the key has nothing to switch."""
+    for build in (lambda: LogConfig.from_props({"message.downconversion.enable": "false"}),
+                  lambda: LogConfig.with_defaults({}, {"message.downconversion.enable": "true"})):
+        with pytest.raises(ConfigError, match=r"message.downconversion.enable.*Fetch v4 and later only"):
+            build()
