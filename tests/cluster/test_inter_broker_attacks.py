@@ -331,6 +331,7 @@ def test_authenticated_users_that_are_not_brokers_change_nothing(make_cluster) -
         victim = 1 - controller if controller in (0, 1) else 1
         victim_epoch = zk.broker_registration(victim)[0]
         topic_id = _topic_id(zk, "s")
+    wait_until(lambda: "s-0" in partition_dirs(cluster, victim), 30, "the victim to host s-0")
     dirs = partition_dirs(cluster, victim)
     denied = {int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
     # client: no CLUSTER_ACTION, whatever it knows.
