@@ -62,10 +62,10 @@ class FrameReceiver:
     __slots__ = ("max_frame_size", "blocked", "_staging", "_rest", "_rest_pos", "_in_staging",
                  "_body", "_filled", "_failed")
 
-    def __init__(self, max_frame_size: int, staging: bytearray) -> None:
+    def __init__(self, max_frame_size: int, staging: memoryview) -> None:
         self.max_frame_size = max_frame_size
         self.blocked = False
-        self._staging = staging
+        self._staging = staging  # a writable view, never resized
         self._rest = b""  # bytes read and not yet cut: a partial size prefix, or all after a refusal
         self._rest_pos = 0
         self._in_staging = 0  # how much of ``_rest`` buffer() copied to the start of the staging buffer
@@ -91,13 +91,16 @@ class FrameReceiver:
             return memoryview(body)[self._filled : end]
         staging = self._staging
         rest = len(self._rest) - self._rest_pos
-        if rest and not self.blocked:
+        if not rest:
+            self._in_staging = 0
+            return staging
+        if not self.blocked:
             # At most three bytes of a size prefix (or, if the transport
             # did not stop in time after a refusal, nothing: see received).
             staging[:rest] = self._rest[self._rest_pos :]
             self._rest, self._rest_pos = b"", 0
         self._in_staging = 0 if self.blocked else rest
-        return memoryview(staging)[self._in_staging :]
+        return staging[self._in_staging :]
 
     def received(self, n: int, admit: Admit) -> list[Frame]:
         """``n`` bytes were written into the last ``buffer()``; the frames
@@ -117,7 +120,7 @@ class FrameReceiver:
             self._rest = self._rest[self._rest_pos :] + bytes(staging[:n])
             self._rest_pos = 0
             return []
-        view = memoryview(staging)[: self._in_staging + n]
+        view = staging[: self._in_staging + n]
         frames: list[Frame] = []
         pos = self._cut(view, frames, admit)
         if pos < len(view):

@@ -314,18 +314,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """May a frame of ``size`` bytes be read now (``whole``: its bytes
         are all read already)? If so it holds its bytes (and a request
         slot when read ahead); if not, a waiter or _process resumes us."""
-        busy = self._busy()
-        if busy and (not whole or len(self._admitted) >= self.server.config.max_queued_frames):
-            return False  # resumed by _process once idle or a frame is taken up
         limits = self.server.limits
+        if not self._busy():  # the connection's next request: its bytes only
+            if limits.memory.try_allocate(size):
+                self._admitted.append((size, False))
+                return True
+            self._waiter = limits.memory.wait(size, self._resume)
+            return False
+        if not whole or len(self._admitted) >= self.server.config.max_queued_frames:
+            return False  # resumed by _process once idle
         if not limits.memory.fits(size):
             self._waiter = limits.memory.wait(size, self._resume)
             return False
-        if busy and not limits.slots.try_allocate(1):
+        if not limits.slots.try_allocate(1):
             self._waiter = limits.slots.wait(1, self._resume)
             return False
         limits.memory.try_allocate(size)
-        self._admitted.append((size, busy))
+        self._admitted.append((size, True))
         return True
 
     def _busy(self) -> bool:
@@ -447,7 +452,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._handling = True
                 ok = await self._handle(self._inbox.popleft())
                 self._handling = False
-                self._release_handling()
+                if self._handling_bytes:  # a request that failed before its release
+                    self._release_handling()
                 if not ok:
                     self.close()
                     return
@@ -466,7 +472,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             header, body = decode_request(frame)
             del frame
-            if header.api_key != PRODUCE_KEY:
+            if header.api_key != PRODUCE_KEY and self._handling_bytes:
                 self._release_handling()
         except UnsupportedVersionError as e:
             bad = cast(RequestHeader, e.header)  # the header decode_request parsed
@@ -501,7 +507,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                           header.api_key, header.api_version, self._who(header))
             return False
         del body, ctx
-        self._release_handling()
+        if self._handling_bytes:  # Produce: its records are appended (or refused) now
+            self._release_handling()
         reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
         await self._outbox.put((header, reply))
         return True
@@ -641,7 +648,7 @@ class SocketServer:
         self.limits = limits if limits is not None else RequestLimits()
         # Where every connection of this listener reads size prefixes (one
         # read at a time on the loop; see FrameReceiver).
-        self.staging = bytearray(STAGING_SIZE)
+        self.staging = memoryview(bytearray(STAGING_SIZE))
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
         self._acceptor: TlsAcceptor | None = None

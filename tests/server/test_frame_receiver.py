@@ -47,7 +47,7 @@ class Receiver(FrameReceiver):
     __slots__ = ("admit",)
 
     def __init__(self, admit, max_frame_size: int) -> None:
-        super().__init__(max_frame_size, bytearray(STAGING_SIZE))
+        super().__init__(max_frame_size, memoryview(bytearray(STAGING_SIZE)))
         self.admit = admit
 
     def received(self, n, admit=None):
