@@ -108,7 +108,9 @@ def test_confluent_kafka_produces_consumes_in_a_group_and_commits(cluster):
     committed = c.committed([TopicPartition("sec-ck", p) for p in range(3)], timeout=10)
     c.close()
     assert sorted(got) == values("ck")
-    assert sum(tp.offset for tp in committed) == N
+    # librdkafka's sticky partitioner may leave a partition empty: its committed
+    # offset is OFFSET_INVALID (-1001), counted as 0 like the other clients' None.
+    assert sum(max(tp.offset, 0) for tp in committed) == N
 
 
 def test_confluent_kafka_transactions_over_sasl_ssl(cluster):
