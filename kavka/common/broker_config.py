@@ -20,6 +20,7 @@ Pure values; any thread. ``from_properties_file`` reads one file.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -291,6 +292,16 @@ class KafkaConfig:
             flush_ms=flush,
         )
 
+    def with_broker_id(self, broker_id: int) -> KafkaConfig:
+        """The config of a broker whose id came from ``meta.properties`` or
+        was generated (``broker.id=-1``): as Kafka sets ``config.brokerId``
+        at startup, past the check that keeps configured ids at or below
+        ``reserved.broker.max.id`` (generated ids live above it)."""
+        if broker_id < 0:
+            raise ValueError(f"a broker id is >= 0, not {broker_id}")
+        return dataclasses.replace(self, broker_id=broker_id,
+                                   values=MappingProxyType({**self.values, "broker.id": broker_id}))
+
     def with_dynamic(self, cluster_default: Mapping[str, Any], per_broker: Mapping[str, Any]) -> KafkaConfig:
         """The config with dynamic broker configs layered on: per-broker
         (/config/brokers/<id>) beats cluster-default (/config/brokers/<default>)
@@ -306,7 +317,9 @@ class KafkaConfig:
                     raise ConfigError(key, "cannot be changed while the broker runs; set it in server.properties and restart", where)
                 merged[key] = raw
                 sources[key] = where
-        return KafkaConfig.from_props(merged, self.source, sources)
+        config = KafkaConfig.from_props(merged, self.source, sources)
+        # an id taken from meta.properties or generated stays
+        return config if config.broker_id == self.broker_id else config.with_broker_id(self.broker_id)
 
 
 def _dynamic_listener_key(key: str, where: str) -> bool:
