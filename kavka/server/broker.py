@@ -128,6 +128,7 @@ from kavka.server.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from kavka.server.ignored_configs import IgnoredConfigs
 from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.internal_topic import (
     TRANSACTION_APPEND_TIMEOUT_MS,
@@ -258,6 +259,11 @@ class KafkaServer:
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
         io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        # Keys Kafka accepts that do nothing here: said once each, now and
+        # after a live change (kavka.server.ignored_configs).
+        ignored = IgnoredConfigs()
+        ignored.check(configs.current)
+        configs.add_listener(ignored.check)
         configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())

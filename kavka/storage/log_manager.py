@@ -66,6 +66,7 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
+from kavka.common.broker_config_keys import before_3_0
 from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
 from kavka.storage.cleaner.config import LogCleanerConfig
@@ -110,8 +111,11 @@ class LogManager:
         self.config = config
         self.default_config = default_config
         self._topic_configs = dict(topic_configs or {})
+        self._format_warned: dict[str, str] = {}
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
+        for topic, topic_config in self._topic_configs.items():
+            self._warn_ignored(topic, topic_config)
         self._checkpoint_locks = {which: threading.Lock()
                                   for which in ("recovery_points", "log_start_offsets", "replication_offsets")}
         self._logs: dict[TopicPartition, Log] = {}
@@ -204,6 +208,7 @@ class LogManager:
         are woken), and one switched away is not picked again; its
         segments then belong to the manager's retention, which pauses
         cleaning first (waiting out a pass still running)."""
+        self._warn_ignored(topic, config)
         with self._lock:
             self._topic_configs[topic] = config
             logs = [log for tp, log in self._logs.items() if tp.topic == topic]
@@ -211,6 +216,21 @@ class LogManager:
             log.update_config(config)
         if self.cleaner is not None and config.compact:
             self.cleaner.wakeup()
+
+    def _warn_ignored(self, topic: str, config: LogConfig) -> None:
+        """A topic's message.format.version below 3.0 is deprecated and
+        ignored (KIP-724): format v2 is written whatever it says. Said once
+        per topic and value, and only for the topic's own override (the
+        broker's log.message.format.version is said once at startup)."""
+        version = config.message_format_version
+        if version == self.default_config.message_format_version or not before_3_0(version):
+            return
+        with self._lock:
+            if self._format_warned.get(topic) == version:
+                return
+            self._format_warned[topic] = version
+        logger.warning("Topic configuration message.format.version=%s of topic %s is ignored: deprecated "
+                       "(KIP-724), record format v2 is written as from inter-broker protocol 3.0", version, topic)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         with self._lock:
@@ -240,6 +260,7 @@ class LogManager:
             target = min(self._dirs, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
+                self._warn_ignored(topic, config)
             log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock,
                       had_clean_shutdown=True, producer_id_expiration_ms=self.config.producer_id_expiration_ms)
             self._logs[tp] = log

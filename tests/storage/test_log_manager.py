@@ -304,3 +304,20 @@ def test_concurrent_writers_of_one_checkpoint_never_tear_it(tmp_path, clock, cap
     lines = (d / "replication-offset-checkpoint").read_text().splitlines()
     assert lines[:2] == ["0", "20"] and len(lines) == 22
     m.shutdown()
+
+
+def test_a_topics_message_format_version_before_3_0_is_said_once_as_ignored(tmp_path, clock, caplog):
+    """KIP-724: format v2 is written whatever the topic asks; an override
+    below 3.0 is logged once per topic and value, the default never."""
+    m = manager([tmp_path / "d"], clock)
+    old = LogConfig.from_props({"message.format.version": "0.10.0"})
+    m.get_or_create_log("old-format", 0, old)
+    m.update_topic_config("old-format", old)
+    m.update_topic_config("new-format", LogConfig.from_props({"message.format.version": "3.3"}))
+    m.update_topic_config("plain", LogConfig())
+    said = [r.getMessage() for r in caplog.records if "message.format.version" in r.getMessage()]
+    assert said == ["Topic configuration message.format.version=0.10.0 of topic old-format is ignored: deprecated "
+                    "(KIP-724), record format v2 is written as from inter-broker protocol 3.0"]
+    m.update_topic_config("old-format", LogConfig.from_props({"message.format.version": "2.1"}))
+    assert sum("message.format.version=2.1" in r.getMessage() for r in caplog.records) == 1
+    m.shutdown()
