@@ -1,7 +1,9 @@
 """The console's Metrics page: read each broker's Prometheus text
 exposition (format 0.0.4), keep a short history of scrapes, and turn it
 into per-broker series: bytes in and out per second, requests per second,
-and the 99th percentile of Produce and Fetch total time.
+and the 99th percentile of the total time of Produce and of consumers'
+Fetch (FetchConsumer, as Kafka names it; plain Fetch where a broker does
+not split it).
 
 The names are those the Prometheus JMX exporter's common Kafka rules give
 Kafka's JMX metrics (``kafka_server_brokertopicmetrics_bytesin_total``,
@@ -83,11 +85,15 @@ def _total(samples: Mapping[str, Mapping[Labels, float]], name: str) -> float | 
     return sum(untopiced) if untopiced else sum(series.values())
 
 
-def _quantile(samples: Mapping[str, Mapping[Labels, float]], name: str, request: str, q: str) -> float | None:
-    for labels, v in samples.get(name, {}).items():
-        d = dict(labels)
-        if d.get("request") == request and d.get("quantile") == q and not math.isnan(v):
-            return v
+def _quantile(samples: Mapping[str, Mapping[Labels, float]], name: str, requests: tuple[str, ...],
+              q: str) -> float | None:
+    """The first of ``requests`` (Kafka splits Fetch into FetchConsumer
+    and FetchFollower) that has the quantile."""
+    for request in requests:
+        for labels, v in samples.get(name, {}).items():
+            d = dict(labels)
+            if d.get("request") == request and d.get("quantile") == q and not math.isnan(v):
+                return v
     return None
 
 
@@ -102,13 +108,13 @@ def summarize(at: float, samples: Mapping[str, Mapping[Labels, float]]) -> Scrap
     """What the charts need from one scrape."""
     return Scrape(at, {"bytes_in": _total(samples, BYTES_IN), "bytes_out": _total(samples, BYTES_OUT),
                        "requests": _total(samples, REQUESTS)},
-                  {"produce_p99": _quantile(samples, TOTAL_TIME, "Produce", "0.99"),
-                   "fetch_p99": _quantile(samples, TOTAL_TIME, "Fetch", "0.99")})
+                  {"produce_p99": _quantile(samples, TOTAL_TIME, ("Produce",), "0.99"),
+                   "fetch_p99": _quantile(samples, TOTAL_TIME, ("FetchConsumer", "Fetch"), "0.99")})
 
 
 CHARTS = (("bytes_in", "Bytes in / s", "B/s"), ("bytes_out", "Bytes out / s", "B/s"),
           ("requests", "Requests / s", "req/s"), ("produce_p99", "Produce total time p99", "ms"),
-          ("fetch_p99", "Fetch total time p99", "ms"))
+          ("fetch_p99", "Consumer fetch total time p99", "ms"))
 
 
 def series(scrapes: Iterable[Scrape], key: str) -> list[tuple[float, float]]:

@@ -10,9 +10,7 @@ run in order (the module is one xdist work unit) and build on each other.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import expect
@@ -26,41 +24,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 TOPIC = "orders"
 GROUP = "billing"
 WAIT = 60_000  # ms: cluster-level events under a loaded CI machine
-
-
-class FakeExporter:
-    """A Prometheus endpoint whose counters grow, for the Metrics page
-    (the page reads the names of the JMX exporter's Kafka rules)."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        exporter = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                exporter.n += 1
-                n = exporter.n
-                body = (f"kafka_server_brokertopicmetrics_bytesin_total {n * 1000}\n"
-                        f"kafka_server_brokertopicmetrics_bytesout_total {n * 500}\n"
-                        f'kafka_network_requestmetrics_requests_total{{request="Produce",version="9"}} {n * 10}\n'
-                        f'kafka_network_requestmetrics_totaltimems{{request="Produce",quantile="0.99"}} {5 + n % 3}\n'
-                        f'kafka_network_requestmetrics_totaltimems{{request="Fetch",quantile="0.99"}} 500\n').encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+DEAD_METRICS_URL = "http://127.0.0.1:1/metrics"
 
 
 @pytest.fixture(scope="module")
@@ -70,12 +34,12 @@ def env(zookeeper, tmp_path_factory):
                            config={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                                    "super.users": "User:ANONYMOUS", "offsets.topic.num.partitions": "3",
                                    "auto.leader.rebalance.enable": "false"})
-    exporter = FakeExporter()
     console = browser = None
     try:
         cluster.start()
-        console = ConsoleProcess(cluster.bootstrap, "--metrics-url", exporter.url, "--metrics-interval", "1",
-                                 "--metrics-url", "http://127.0.0.1:1/metrics", log_dir=tmp)
+        # Every broker's Prometheus endpoint, and one nobody answers.
+        urls = [a for u in [*cluster.metrics_urls, DEAD_METRICS_URL] for a in ("--metrics-url", u)]
+        console = ConsoleProcess(cluster.bootstrap, *urls, "--metrics-interval", "1", log_dir=tmp)
         browser = Browser(tmp)
         yield cluster, console, browser
     finally:
@@ -83,7 +47,6 @@ def env(zookeeper, tmp_path_factory):
             browser.close()
         if console is not None:
             console.stop()
-        exporter.close()
         cluster.stop()
 
 
@@ -341,12 +304,22 @@ def test_acls_and_scram_users(env):
     expect(page.locator("#notice")).to_contain_text("Removed the SCRAM-SHA-512 credential of alice")
 
 
-def test_metrics_page_charts_each_url_and_names_the_one_that_fails(env):
-    _cluster, _console, browser = env
+def test_metrics_page_charts_each_broker_and_names_the_url_that_fails(env):
+    cluster, _console, browser = env
+    from confluent_kafka import Producer
+
     page = go(env, "/broker-metrics")
-    expect(page.locator("#chart-bytes_in polyline")).to_have_count(1, timeout=WAIT)
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    for i in range(200):
+        p.produce(TOPIC, b"m" * 500, key=f"m{i}".encode())
+    assert p.flush(30) == 0
+    # Each broker's line appears once it has two scrapes; bytes in rises above 0 on some.
+    expect(page.locator("#chart-bytes_in polyline")).to_have_count(len(cluster.brokers), timeout=WAIT)
+    expect(page.locator("#chart-requests polyline")).to_have_count(len(cluster.brokers))
+    wait_for(lambda: float(page.locator("#chart-bytes_in").get_attribute("data-top") or 0) > 0, 30,
+             "bytes in above 0 on the chart")
     expect(page.locator("#chart-produce_p99 .last")).to_contain_text("ms now")
-    expect(page.locator("#live .error").first).to_contain_text("http://127.0.0.1:1/metrics")
+    expect(page.locator("#live .error").first).to_contain_text(DEAD_METRICS_URL)
     browser.shot("metrics")
 
 

@@ -16,7 +16,8 @@ kafka_server_brokertopicmetrics_bytesout_total 7
 kafka_network_requestmetrics_requests_total{request="Produce",version="9"} 10
 kafka_network_requestmetrics_requests_total{request="Fetch",version="12"} 5
 kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"} 12.5
-kafka_network_requestmetrics_totaltimems{request="Fetch",quantile="0.99"} NaN
+kafka_network_requestmetrics_totaltimems{request="Fetch",quantile="0.99"} 3
+kafka_network_requestmetrics_totaltimems{request="FetchConsumer",quantile="0.99"} NaN
 odd_label{a="x\\"y\\\\z"} 1 1700000000000
 """
 
@@ -34,7 +35,7 @@ def test_parse_labels_values_and_escapes():
 def test_summary_totals_and_quantiles():
     s = metrics.summarize(0.0, metrics.parse(TEXT))
     assert s.counters == {"bytes_in": 150.0, "bytes_out": 7.0, "requests": 15.0}
-    assert s.gauges == {"produce_p99": 12.5, "fetch_p99": None}
+    assert s.gauges == {"produce_p99": 12.5, "fetch_p99": 3.0}  # FetchConsumer has none yet: plain Fetch
     # A broker-wide series (no topic label) wins over the per-topic ones.
     both = metrics.parse(TEXT + "kafka_server_brokertopicmetrics_bytesin_total 1000\n")
     assert metrics.summarize(0.0, both).counters["bytes_in"] == 1000.0
