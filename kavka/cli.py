@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "state-change-log-merge": ("kavka.tools.state_change_log_merge",
                                "merge the brokers' state-change.log files by time, filtered"),
     "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
+    "console": ("kavka.console.main", "serve the web console of a cluster (needs the console extra)"),
     "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
 }
 
