@@ -147,7 +147,7 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
         _create_topics(cluster, topics, topic_config)
         nemesis_topic = "queue" if "queue" in topics else next(iter(topics))
         nemesis = Nemesis(cluster, nemesis_topic, disk_full_broker=disk_broker)
-        running = []
+        running: list[QueueWorkload | TransactionalWorkload | AcksOneWorkload] = []
         if "queue" in workloads:
             running.append(QueueWorkload(history, clock, cluster.bootstrap, pace_s=pace_s).start())
         if "txn" in workloads:

@@ -424,9 +424,10 @@ def _check_transactional(spec, history: History, polls, add) -> None:
     _report_inconsistent(topic, check_history([], reads, committed_final), add)
     stored = {r.value for r in committed_final}
     for p in polls:
-        t = writer.get(p.value)
-        if t is None or not p.read_committed:
+        w = writer.get(p.value)
+        if w is None or not p.read_committed:
             continue
+        t = w
         if t.outcome == "aborted":
             add("aborted-read", topic, p.partition, p.offset, [p.value],
                 f"{p.process} (read_committed) read a write of aborted transaction {t.process}#{t.txn_id}", p.time)
@@ -435,10 +436,10 @@ def _check_transactional(spec, history: History, polls, add) -> None:
                 f"{p.process} read it {t.end_requested - p.time:.3f}s before {t.process}#{t.txn_id} asked to commit",
                 p.time)
     for r in committed_final:
-        t = writer.get(r.value)
-        if t is not None and t.outcome == "aborted":
+        w = writer.get(r.value)
+        if w is not None and w.outcome == "aborted":
             add("aborted-read", topic, r.partition, r.offset, [r.value],
-                f"the final read_committed read holds a write of aborted transaction {t.process}#{t.txn_id}", None)
+                f"the final read_committed read holds a write of aborted transaction {w.process}#{w.txn_id}", None)
     for t in history.txns:
         if t.outcome != "committed":
             continue
@@ -450,7 +451,7 @@ def _check_transactional(spec, history: History, polls, add) -> None:
     # an output value is ``<input>@<transaction>``: one input in two
     # committed transactions is a duplicate (exactly-once broken)
     inputs = Counter(r.value.rsplit(b"@", 1)[0] for r in committed_final)
-    first = {}
+    first: dict[bytes, Record] = {}
     for r in committed_final:
         first.setdefault(r.value.rsplit(b"@", 1)[0], r)
     for value, n in inputs.items():

@@ -165,14 +165,14 @@ class Nemesis:
         if kind == "zk-kill":
             assert c.ensemble is not None
             ensemble = c.ensemble
-            leader = ensemble.leader()
-            z = leader if leader is not None and rng.random() < 0.5 else rng.choice(c.zk_hosts)
+            zk_leader = ensemble.leader()
+            z = zk_leader if zk_leader is not None and rng.random() < 0.5 else rng.choice(c.zk_hosts)
             ensemble.kill(z)
             return f"ZooKeeper {z} kill -9", lambda: ensemble.start_member(z)
         if kind == "disk-full":
-            b = self.disk_full_broker
-            if b is None:
+            if self.disk_full_broker is None:
                 return "no broker with a small disk: skipped", lambda: None
+            b = self.disk_full_broker
             c.fill_disk(b)
 
             def heal() -> None:

@@ -23,6 +23,8 @@ same clock). A failed write is indeterminate and recorded as such.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +43,12 @@ class Clock:
 
 CLIENT_BASE = {"topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 10000,
                "reconnect.backoff.max.ms": 1000}
+
+
+def _good(messages: list[Any]) -> list[Any]:
+    """The messages of a consume() that are records, not errors (librdkafka's
+    types say every field may be None; a record's are set)."""
+    return [m for m in messages if m.error() is None]
 
 
 class _Threads:
@@ -142,7 +150,7 @@ class QueueWorkload(_Producing):
     def start(self) -> QueueWorkload:
         self.start_producer()
         for i in range(self.consumers):
-            self._spawn(f"consumer-{self.topic}-{i}", lambda i=i: self._consume(i))
+            self._spawn(f"consumer-{self.topic}-{i}", functools.partial(self._consume, i))
         return self
 
     def _consume(self, index: int) -> None:
@@ -160,19 +168,15 @@ class QueueWorkload(_Producing):
         c.subscribe([self.topic], on_assign=on_assign)
         try:
             while not self._stop_consuming.is_set():
-                batch = c.consume(200, 0.3)
-                got = False
+                batch = _good(c.consume(200, 0.3))
+                got = bool(batch)
                 for m in batch:
-                    if m.error() is not None:
-                        continue
-                    got = True
                     self.history.polls.append(Poll(self.clock.now(), process, generation[0], self.topic,
                                                    m.partition(), m.offset(), m.value()))
                 if got:
-                    try:
+                    # a commit lost in a fault: the records are read again, which is allowed
+                    with contextlib.suppress(KafkaException):
                         c.commit(asynchronous=False)
-                    except KafkaException:
-                        pass  # a commit lost in a fault: the records are read again, which is allowed
         finally:
             c.close()
 
@@ -256,7 +260,7 @@ class TransactionalWorkload(_Threads):
 
         try:
             while not self._stop_processing.is_set():
-                batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
+                batch = _good(consumer.consume(100, 0.5))
                 if not batch:
                     continue
                 txn_id += 1
@@ -308,9 +312,7 @@ class TransactionalWorkload(_Threads):
         c.assign([TopicPartition(self.sink, p, 0) for p in range(self.partitions)])
         try:
             while not self._stop_reading.is_set():
-                for m in c.consume(200, 0.3):
-                    if m.error() is not None:
-                        continue
+                for m in _good(c.consume(200, 0.3)):
                     self.history.polls.append(Poll(self.clock.now(), f"reader-{self.sink}", 0, self.sink,
                                                    m.partition(), m.offset(), m.value(), read_committed=True))
         finally:
@@ -350,9 +352,7 @@ def drain(bootstrap: str, topic: str, partitions: int, *, read_committed: bool =
                 raise TimeoutError(f"drain of {topic}: at {next_offset} of {highs} after {timeout:.0f} s")
             if read_committed and time.monotonic() - last_progress > 5:
                 break
-            for m in c.consume(1000, 0.5):
-                if m.error() is not None:
-                    continue
+            for m in _good(c.consume(1000, 0.5)):
                 last_progress = time.monotonic()
                 out.append(Record(m.partition(), m.offset(), m.value()))
                 next_offset[m.partition()] = m.offset() + 1
