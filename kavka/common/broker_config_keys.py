@@ -128,6 +128,7 @@ _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket;
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
+_d("max.request.partition.size.limit", INT, 2000, "Most partitions one DescribeTopicPartitions response describes (KIP-966); a request asking for more gets this many and a cursor to the rest.", Range(1, None))
 _d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
 _d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
 _d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)
@@ -137,6 +138,10 @@ _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (con
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
+
+# -- metrics (Kavka's: Kafka exports JMX, scraped by the Prometheus JMX exporter agent) --
+_d("metrics.port", INT, -1, "Port of the broker's Prometheus endpoint (http://metrics.host:port/metrics, Kafka's metrics named as the JMX exporter names them); -1 = no endpoint and no request timing, 0 = any free port (logged).", Range(-1, 65535))
+_d("metrics.host", STRING, "", "Address the Prometheus endpoint binds; empty = all interfaces. The endpoint has no authentication: bind it where only monitoring reaches.")
 
 # -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
 # Each may be given per listener as listener.name.<listener>.<key> (LISTENER_KEYS).

@@ -79,11 +79,13 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
+from kavka.replication.topic_stats import BrokerTopicStats
 from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
+from kavka.storage.producer_state.entry import ActiveProducer
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -214,6 +216,7 @@ class ReplicaManager:
         self.leader_quota = leader_quota  # seed 002 §8: None serves followers unthrottled
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
+        self.topic_stats = BrokerTopicStats()
         self.isr_updates = IsrUpdates(
             isr_writer,
             isr_change_listener,
@@ -345,6 +348,7 @@ class ReplicaManager:
         except Exception as e:
             return _failure(e, tp)
         appended[tp] = (info, partition.leader_epoch)
+        self.topic_stats.record_in(tp.topic, info.valid_bytes, info.record_count)
         self.complete_delayed_requests(tp)
         return ProducePartitionResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset)
 
@@ -363,8 +367,14 @@ class ReplicaManager:
     def _record_leader_quota(
         self, params: FetchParams, answer: dict[TopicPartition, FetchPartitionData]
     ) -> dict[TopicPartition, FetchPartitionData]:
-        if params.is_from_follower and self.leader_quota is not None:
-            self.leader_quota.record(answer, self.get_partition)
+        if params.is_from_follower:
+            if self.leader_quota is not None:
+                self.leader_quota.record(answer, self.get_partition)
+        else:
+            stats = self.topic_stats
+            for tp, data in answer.items():
+                if data.records:
+                    stats.record_out(tp.topic, len(data.records))
         return answer
 
     async def fetch_messages(
@@ -443,6 +453,13 @@ class ReplicaManager:
         if entry.current_txn_first_offset >= 0:
             return False
         return producer_epoch >= entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
+
+    def active_producers(self, tp: TopicPartition) -> list[ActiveProducer]:
+        """DescribeProducers for one partition hosted here, leader or
+        follower (KIP-664 lets an operator ask any replica); raises
+        ``KafkaError`` (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION)
+        for one not hosted here, as Kafka's getPartitionOrError."""
+        return self.partition_or_error(tp).log.active_producers()
 
     # ---- offsets -------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(

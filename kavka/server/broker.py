@@ -46,6 +46,8 @@ import logging
 import time
 from collections.abc import Mapping
 
+from prometheus_client import CollectorRegistry
+
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
 from kavka.common.ids import BrokerId
@@ -54,6 +56,21 @@ from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
 from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupConfig, GroupCoordinator
+from kavka.metrics.broker_metrics import (
+    BrokerTopicMetricsCollector,
+    ConsumerGroupMetrics,
+    ControllerMetrics,
+    LogMetrics,
+    QuotaMetrics,
+    ReplicaManagerMetrics,
+    RequestMetricsCollector,
+    SocketServerMetrics,
+    ZooKeeperMetrics,
+)
+from kavka.metrics.event_loop import EventLoopMonitor
+from kavka.metrics.exporter import MetricsExporter
+from kavka.metrics.request_metrics import RequestMetrics
+from kavka.metrics.throttle_times import ThrottleTimes
 from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
@@ -94,6 +111,9 @@ from kavka.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -108,6 +128,7 @@ from kavka.server.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -139,6 +160,7 @@ from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.cleaner.config import LogCleanerConfig
+from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -200,6 +222,12 @@ class KafkaServer:
         self.channels: Mapping[str, ChannelBuilder] = {}
         self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
         self.marker_writer: BrokerMarkerWriter | None = None
+        # metrics.port >= 0: the Prometheus endpoint and what only it needs
+        # measured (request times, throttle times, the loop's lag)
+        self.request_metrics: RequestMetrics | None = None
+        self.throttle_times: ThrottleTimes | None = None
+        self.loop_monitor: EventLoopMonitor | None = None
+        self.metrics_exporter: MetricsExporter | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -281,6 +309,8 @@ class KafkaServer:
         fence = InterBrokerFence(self.broker_id, auth, self._registered_epoch, self.broker_epochs,
                                  self.controller_view,
                                  require_authenticated_replicas=_inter_broker_protocol(cfg).startswith("SASL_"))
+        if cfg["metrics.port"] >= 0:
+            self.request_metrics, self.throttle_times = RequestMetrics(), ThrottleTimes()
         dispatcher = Dispatcher()
         handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,
                                                                     self.authorizer, self.acl_manager, auth, fence))
@@ -318,7 +348,8 @@ class KafkaServer:
         limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
                                       connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits,
+                                  request_metrics=self.request_metrics)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -333,6 +364,8 @@ class KafkaServer:
 
         self.controller = controller
         await controller.start()
+        if cfg["metrics.port"] >= 0:
+            self._start_metrics(cfg, store, log_manager, rm, controller)
         self._tick_task = asyncio.get_running_loop().create_task(_tick_log_manager(log_manager),
                                                                  name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
@@ -392,9 +425,12 @@ class KafkaServer:
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm, auth),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm, auth),
             describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager, auth),
+            describe_producers.API_KEY: describe_producers.DescribeProducersHandler(rm, cache, auth),
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create, auth),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id, auth),
+            describe_topic_partitions.API_KEY: describe_topic_partitions.DescribeTopicPartitionsHandler(
+                cache, auth, cfg["max.request.partition.size.limit"]),
             create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation, auth),
             delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
                                                                      quotas.controller_mutation, auth),
@@ -448,14 +484,52 @@ class KafkaServer:
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups, auth),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns, auth),
             txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache, auth),
+            # operators' view of the transactions (KIP-664)
+            describe_transactions.API_KEY: describe_transactions.DescribeTransactionsHandler(txns, auth),
+            list_transactions.API_KEY: list_transactions.ListTransactionsHandler(txns, auth),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets, auth),
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
         return {key: ThrottlingHandler(h, key, quotas.request,
-                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                                       fetch_handler.without_data if key == fetch.API_KEY else None,
+                                       self.throttle_times)
                 for key, h in handlers.items()}
+
+    def _start_metrics(self, cfg: KafkaConfig, store: KazooZkStore, log_manager: LogManager, rm: ReplicaManager,
+                       controller: KafkaController) -> None:
+        """The Prometheus endpoint (``metrics.port``): the collectors over
+        the components they read, served on a thread by ``MetricsExporter``."""
+        assert self.request_metrics is not None and self.throttle_times is not None
+        assert self.group_coordinator is not None
+        registry = CollectorRegistry()
+        self.loop_monitor = monitor = EventLoopMonitor(registry)
+        monitor.start()
+        servers = self.socket_servers
+
+        def end_offset(tp: TopicPartition) -> int | None:
+            partition = rm.get_partition(tp)
+            return partition.log.high_watermark if partition is not None else None
+
+        collectors = [
+            ReplicaManagerMetrics(rm),
+            BrokerTopicMetricsCollector(rm.topic_stats),
+            LogMetrics(log_manager, LOG_FLUSH_STATS),
+            ControllerMetrics(controller),
+            RequestMetricsCollector(self.request_metrics),
+            SocketServerMetrics(lambda: {s.listener_name: len(s.connections) for s in servers}, monitor),
+            QuotaMetrics(self.throttle_times),
+            ZooKeeperMetrics(store),
+            ConsumerGroupMetrics(self.group_coordinator, end_offset),
+        ]
+        self.metrics_exporter = exporter = MetricsExporter(registry, collectors)
+        try:
+            host, port = exporter.start(cfg["metrics.host"], cfg["metrics.port"])
+        except OSError as e:
+            raise OSError(e.errno, f"cannot serve metrics on metrics.host={cfg['metrics.host']!r} "
+                                   f"metrics.port={cfg['metrics.port']}: {e.strerror}") from e
+        log.info("broker %d serves metrics on http://%s:%d/metrics", self.broker_id, host or "0.0.0.0", port)
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -520,6 +594,10 @@ class KafkaServer:
                            "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
+        if self.metrics_exporter is not None:
+            await _quietly(self.metrics_exporter.stop(), "metrics endpoint")
+        if self.loop_monitor is not None:
+            self.loop_monitor.stop()
         if self.controller is not None:
             await _quietly(self.controller.stop(), "controller")
         for server in self.socket_servers:

@@ -22,10 +22,15 @@ wait is bounded.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,15 +132,35 @@ class Workload:
     def stop(self) -> None:
         """Stop producing, wait for every outstanding delivery report
         (bounded by the flush), give the consumer a moment (at most 2 s)
-        to catch up with what was acknowledged, then stop it."""
+        to catch up with what was acknowledged, then stop it. How long each
+        thread took to stop is printed; a thread that did not stop fails
+        the case with its stack."""
         self._stop_producing.set()
+        began = time.monotonic()
         self._threads[0].join(60)
+        print(f"workload stop: producer thread joined in {time.monotonic() - began:.1f} s "
+              f"({self.unflushed} unflushed)")
         deadline = time.monotonic() + 2.0
         while not self._consumer_caught_up() and time.monotonic() < deadline:
             time.sleep(0.05)
         self._stop_consuming.set()
-        self._threads[1].join(30)
-        assert not any(t.is_alive() for t in self._threads), "a workload thread did not stop"
+        began = time.monotonic()
+        # librdkafka's close may wait out a request to the group coordinator
+        # (socket.timeout.ms, 60 s by default); anything longer is a hang.
+        self._threads[1].join(65)
+        print(f"workload stop: consumer thread joined in {time.monotonic() - began:.1f} s")
+        stuck = [t for t in self._threads if t.is_alive()]
+        assert not stuck, f"workload threads did not stop:\n{_stacks(stuck)}"
+
+
+def _stacks(threads: list[threading.Thread]) -> str:
+    """Where each of ``threads`` is (its Python stack), for a failure message."""
+    import sys
+    import traceback
+
+    frames = sys._current_frames()
+    return "\n".join(f"{t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
+                     for t in threads if t.ident in frames)
 
 
 def drain(cluster: LocalCluster, topic: str, partitions: int, timeout: float = 60.0) -> list[Record]:
@@ -228,3 +253,44 @@ def create_topic(cluster: LocalCluster, topic: str, assignment: dict[int, list[i
     client = AdminClient(cluster.client_config())
     new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=[assignment[p] for p in sorted(assignment)], config=config or {})
     client.create_topics([new], request_timeout=timeout)[topic].result(timeout)
+
+
+@contextmanager
+def matrix_cluster(zk_connect: str, directory: Path, name: str, config: Mapping[str, str],
+                   secure: bool = False) -> Iterator[LocalCluster]:
+    """A 3-broker cluster for fault-matrix cases, in a ZooKeeper chroot of
+    its own. Each case records what it checked in ``checked_topics``
+    (topic -> assignment); at the end those topics' replicas are compared as
+    the operator would (``kavka replica-verification``, fetching from each
+    broker, over the cluster's own security as its admin) and, once every
+    broker stopped cleanly (logs flushed and closed), once more from their
+    final segment files; the chroot is then removed."""
+    from kazoo.client import KazooClient
+
+    chroot = f"/kavka-{name}-{uuid.uuid4().hex[:8]}"
+    c = LocalCluster(3, directory, zookeeper=zk_connect + chroot, config=dict(config), secure=secure)
+    c.start()
+    c.checked_topics = {}
+    try:
+        yield c
+        if c.checked_topics:
+            topics = "|".join(re.escape(t) for t in c.checked_topics)
+            command = [sys.executable, "-m", "kavka", "replica-verification", "--bootstrap-server", c.bootstrap,
+                       "--topic-white-list", f"({topics})", "--time-limit-ms", "10000"]
+            if c.secure is not None:
+                command += ["--command-config", str(c.secure.admin_properties_path)]
+            verify = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            print(verify.stdout[-2000:])
+            assert verify.returncode == 0, f"kavka replica-verification:\n{verify.stdout}\n{verify.stderr}"
+    finally:
+        c.stop()
+        differ = {t: r.describe() for t, a in c.checked_topics.items()
+                  if not (r := compare_replicas(c, t, a, timeout=0)).identical}
+        zk = KazooClient(hosts=zk_connect)
+        zk.start(10)
+        try:
+            zk.delete(chroot, recursive=True)
+        finally:
+            zk.stop()
+            zk.close()
+        assert not differ, f"replicas differ after the clean stop: {differ}"

@@ -31,12 +31,8 @@ compared once more from its final segment files.
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Callable
 
 import pytest
@@ -44,7 +40,7 @@ import pytest
 from kavka.tools.cluster import LocalCluster
 
 from .cluster_helpers import ZkView, wait_until
-from .fault_helpers import Workload, check_history, compare_replicas, create_topic, drain
+from .fault_helpers import Workload, check_history, compare_replicas, create_topic, drain, matrix_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -75,39 +71,9 @@ WRITES_AFTER = 100
 
 @pytest.fixture(scope="module")
 def cluster(zk_server, tmp_path_factory):
-    from kazoo.client import KazooClient
-
-    chroot = f"/kavka-faultmatrix-{uuid.uuid4().hex[:8]}"
-    c = LocalCluster(3, tmp_path_factory.mktemp("faultmatrix"), zookeeper=zk_server.connect_string + chroot,
-                     config=CONFIG)
-    c.start()
-    c.checked_topics = {}  # topic -> assignment, compared once more after the clean stop
-    try:
+    with matrix_cluster(zk_server.connect_string, tmp_path_factory.mktemp("faultmatrix"), "faultmatrix",
+                        CONFIG) as c:
         yield c
-        if c.checked_topics:
-            # The operator's check (kafka-replica-verification.sh): every replica
-            # of every case's partitions, fetched from each broker, batch by batch.
-            topics = "|".join(re.escape(t) for t in c.checked_topics)
-            verify = subprocess.run(
-                [sys.executable, "-m", "kavka", "replica-verification", "--bootstrap-server", c.bootstrap,
-                 "--topic-white-list", f"({topics})", "--time-limit-ms", "10000"],
-                capture_output=True, text=True, timeout=120)
-            print(verify.stdout[-2000:])
-            assert verify.returncode == 0, f"kavka replica-verification:\n{verify.stdout}\n{verify.stderr}"
-    finally:
-        c.stop()
-        # With every broker stopped cleanly (SIGTERM: logs flushed and closed)
-        # the segment files are final: compare every replica once more.
-        differ = {t: r.describe() for t, a in c.checked_topics.items()
-                  if not (r := compare_replicas(c, t, a, timeout=0)).identical}
-        zk = KazooClient(hosts=zk_server.connect_string)
-        zk.start(10)
-        try:
-            zk.delete(chroot, recursive=True)
-        finally:
-            zk.stop()
-            zk.close()
-        assert not differ, f"replicas differ after the clean stop: {differ}"
 
 
 class Case:

@@ -15,15 +15,9 @@ their own.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import uuid
-
 import pytest
 
-from kavka.tools.cluster import LocalCluster
-
-from .fault_helpers import compare_replicas
+from .fault_helpers import matrix_cluster
 from .test_fault_matrix import CONFIG, run_case
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -31,34 +25,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def secure_cluster(zk_server, tmp_path_factory):
-    from kazoo.client import KazooClient
-
-    chroot = f"/kavka-faultmatrix-secure-{uuid.uuid4().hex[:8]}"
-    c = LocalCluster(3, tmp_path_factory.mktemp("faultmatrix-secure"), zookeeper=zk_server.connect_string + chroot,
-                     config=CONFIG, secure=True)
-    c.start()
-    c.checked_topics = {}
-    try:
+    with matrix_cluster(zk_server.connect_string, tmp_path_factory.mktemp("faultmatrix-secure"),
+                        "faultmatrix-secure", CONFIG, secure=True) as c:
         yield c
-        assert c.secure is not None
-        # kafka-replica-verification.sh over SASL_SSL, as the admin user
-        verify = subprocess.run(
-            [sys.executable, "-m", "kavka", "replica-verification", "--bootstrap-server", c.bootstrap,
-             "--command-config", str(c.secure.admin_properties_path), "--topic-white-list", "fms-.*",
-             "--time-limit-ms", "10000"], capture_output=True, text=True, timeout=120)
-        assert verify.returncode == 0, f"kavka replica-verification:\n{verify.stdout}\n{verify.stderr}"
-    finally:
-        c.stop()
-        differ = {t: r.describe() for t, a in c.checked_topics.items()
-                  if not (r := compare_replicas(c, t, a, timeout=0)).identical}
-        zk = KazooClient(hosts=zk_server.connect_string)
-        zk.start(10)
-        try:
-            zk.delete(chroot, recursive=True)
-        finally:
-            zk.stop()
-            zk.close()
-        assert not differ, f"replicas differ after the clean stop: {differ}"
 
 
 @pytest.mark.parametrize("target", ["leader", "controller"])
