@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
     "acls": ("kavka.tools.acls", "add, remove and list ACLs (kafka-acls.sh)"),
     "consumer-groups": ("kavka.tools.consumer_groups", "list, describe, delete consumer groups; reset their offsets"),
+    "transactions": ("kavka.tools.transactions",
+                     "list and describe transactions and producers; find and abort hanging transactions"),
     "reassign-partitions": ("kavka.tools.reassign_partitions",
                             "generate, execute, verify or cancel a partition reassignment plan"),
     "preferred-replica-election": ("kavka.tools.preferred_election",

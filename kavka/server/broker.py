@@ -90,6 +90,7 @@ from kavka.server.config_repository import ConfigRepository
 from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
+from kavka.server.end_offsets_client import EndOffsetsClient
 from kavka.server.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -111,6 +112,9 @@ from kavka.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -125,6 +129,7 @@ from kavka.server.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -224,6 +229,7 @@ class KafkaServer:
         self.throttle_times: ThrottleTimes | None = None
         self.loop_monitor: EventLoopMonitor | None = None
         self.metrics_exporter: MetricsExporter | None = None
+        self.lag_admin: EndOffsetsClient | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -421,9 +427,12 @@ class KafkaServer:
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm, auth),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm, auth),
             describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager, auth),
+            describe_producers.API_KEY: describe_producers.DescribeProducersHandler(rm, cache, auth),
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create, auth),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id, auth),
+            describe_topic_partitions.API_KEY: describe_topic_partitions.DescribeTopicPartitionsHandler(
+                cache, auth, cfg["max.request.partition.size.limit"]),
             create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation, auth),
             delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
                                                                      quotas.controller_mutation, auth),
@@ -477,6 +486,9 @@ class KafkaServer:
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups, auth),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns, auth),
             txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache, auth),
+            # operators' view of the transactions (KIP-664)
+            describe_transactions.API_KEY: describe_transactions.DescribeTransactionsHandler(txns, auth),
+            list_transactions.API_KEY: list_transactions.ListTransactionsHandler(txns, auth),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets, auth),
         }
@@ -502,6 +514,9 @@ class KafkaServer:
             partition = rm.get_partition(tp)
             return partition.log.high_watermark if partition is not None else None
 
+        self.lag_admin = lag_admin = EndOffsetsClient(self.metadata_cache, self.broker_id,
+                                                      cfg.inter_broker_listener_name, self.inter_broker_security)
+
         collectors = [
             ReplicaManagerMetrics(rm),
             BrokerTopicMetricsCollector(rm.topic_stats),
@@ -511,7 +526,7 @@ class KafkaServer:
             SocketServerMetrics(lambda: {s.listener_name: len(s.connections) for s in servers}, monitor),
             QuotaMetrics(self.throttle_times),
             ZooKeeperMetrics(store),
-            ConsumerGroupMetrics(self.group_coordinator, end_offset),
+            ConsumerGroupMetrics(self.group_coordinator, end_offset, lag_admin.end_offsets),
         ]
         self.metrics_exporter = exporter = MetricsExporter(registry, collectors)
         try:
@@ -588,6 +603,8 @@ class KafkaServer:
             await _quietly(self.metrics_exporter.stop(), "metrics endpoint")
         if self.loop_monitor is not None:
             self.loop_monitor.stop()
+        if self.lag_admin is not None:
+            await _quietly(self.lag_admin.close(), "consumer lag client")
         if self.controller is not None:
             await _quietly(self.controller.stop(), "controller")
         for server in self.socket_servers:
