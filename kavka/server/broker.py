@@ -96,6 +96,7 @@ from kavka.server.config_repository import ConfigRepository
 from kavka.server.connection_quotas import ConnectionQuotaConfig, ConnectionQuotas
 from kavka.server.controlled_shutdown import ControlledShutdownClient, ControlledShutdownSettings
 from kavka.server.dynamic_config import BrokerConfigs, DynamicConfigManager
+from kavka.server.end_offsets_client import EndOffsetsClient
 from kavka.server.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -237,6 +238,7 @@ class KafkaServer:
         self.throttle_times: ThrottleTimes | None = None
         self.loop_monitor: EventLoopMonitor | None = None
         self.metrics_exporter: MetricsExporter | None = None
+        self.lag_admin: EndOffsetsClient | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -555,6 +557,9 @@ class KafkaServer:
             partition = rm.get_partition(tp)
             return partition.log.high_watermark if partition is not None else None
 
+        self.lag_admin = lag_admin = EndOffsetsClient(self.metadata_cache, self.broker_id,
+                                                      cfg.inter_broker_listener_name, self.inter_broker_security)
+
         collectors = [
             ReplicaManagerMetrics(rm),
             BrokerTopicMetricsCollector(rm.topic_stats),
@@ -564,7 +569,7 @@ class KafkaServer:
             SocketServerMetrics(lambda: {s.listener_name: len(s.connections) for s in servers}, monitor),
             QuotaMetrics(self.throttle_times),
             ZooKeeperMetrics(store),
-            ConsumerGroupMetrics(self.group_coordinator, end_offset),
+            ConsumerGroupMetrics(self.group_coordinator, end_offset, lag_admin.end_offsets),
         ]
         self.metrics_exporter = exporter = MetricsExporter(registry, collectors)
         try:
@@ -642,6 +647,8 @@ class KafkaServer:
             await _quietly(self.metrics_exporter.stop(), "metrics endpoint")
         if self.loop_monitor is not None:
             self.loop_monitor.stop()
+        if self.lag_admin is not None:
+            await _quietly(self.lag_admin.close(), "consumer lag client")
         if self.controller is not None:
             await _quietly(self.controller.stop(), "controller")
         for server in self.socket_servers:
