@@ -309,3 +309,25 @@ async def test_a_large_read_gives_the_loop_a_turn_before_the_next():
     await asyncio.sleep(0)
     assert transport.calls == ["pause", "resume"]
     conn.connection_lost(None)
+
+
+async def test_a_connection_waiting_for_memory_is_swept_when_idle_and_gives_its_place_back():
+    """connections.max.idle.ms applies to a connection muted for memory (no
+    request in flight, nothing read): it is closed and stops waiting."""
+    d = Dispatcher()
+    held = HeldProduce()
+    d.register(PRODUCE, held, 3, 11)
+    pool = MemoryPool(1000)
+    server, addr = await start(d, RequestLimits(memory=pool), connections_max_idle_ms=300)
+    a, c, b = [await Client.connect(addr) for _ in range(3)]
+    a.writer.write(produce_frame(1, 450))
+    c.writer.write(produce_frame(3, 450))
+    await until(lambda: sorted(held.seen) == [1, 3], "a's and c's requests held")
+    b.writer.write(produce_frame(2, 100))  # does not fit: b waits, muted
+    await until(lambda: pool.waiting == 1, "b to wait for memory")
+    assert await b.closed()  # swept once idle
+    assert pool.waiting == 0 and sorted(held.seen) == [1, 3]
+    held.release.set()
+    for client in (a, b, c):
+        client.close()
+    await server.stop()
