@@ -4,8 +4,8 @@ broker BEFORE it stops, so clients see a planned handover instead of a
 failure (seed 003 §Broker Failover: a leader that merely disappears costs
 the session timeout plus an election).
 
-For broker ``b`` (it must be live; a request carrying an older broker
-epoch than its registration gets STALE_BROKER_EPOCH, KIP-380):
+For broker ``b`` (it must be live; a request carrying any broker epoch
+but its current registration's gets STALE_BROKER_EPOCH, KIP-380):
 
 1. ``b`` joins ``shutting_down``: no election picks it from now on
    (``ControllerContext.live_broker_ids`` excludes it);
@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass
 
 from kavka.common.errors import ErrorCode
-from kavka.common.ids import BrokerId
+from kavka.common.ids import NO_EPOCH, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.context import ControllerContext, PartitionReplica
@@ -65,9 +65,14 @@ async def on_controlled_shutdown(
     if broker_id not in ctx.live_brokers:
         return ControlledShutdownResult(ErrorCode.BROKER_NOT_AVAILABLE, (), f"broker {broker_id} is not registered")
     known_epoch = ctx.broker_epochs.get(broker_id, -1)
-    if 0 <= broker_epoch < known_epoch:
+    # KIP-380, strictly: only the broker's current registration may drain it
+    # (Kafka also accepts a newer epoch, which any client could make up).
+    # NO_EPOCH reaches here only from a connection authenticated as that
+    # broker (the handler refuses it otherwise); a broker that re-registered
+    # a moment ago retries until this controller has seen its new epoch.
+    if broker_epoch != NO_EPOCH and broker_epoch != known_epoch:
         return ControlledShutdownResult(
-            ErrorCode.STALE_BROKER_EPOCH, (), f"broker epoch {broker_epoch} is older than the registration's {known_epoch}"
+            ErrorCode.STALE_BROKER_EPOCH, (), f"broker epoch {broker_epoch} is not the registration's {known_epoch}"
         )
     ctx.shutting_down.add(broker_id)
     movable = [

@@ -50,6 +50,7 @@ loop (the ``Log`` has its own lock for the log manager's threads).
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TypedDict
 
 from kavka.common.clock import Clock
@@ -114,6 +115,8 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.zk_version = -1
         self.controller_epoch = ControllerEpoch(NO_EPOCH)
+        # KIP-516: from LeaderAndIsr; a follower names the topic by it in Fetch v13+.
+        self.topic_id: uuid.UUID | None = None
         self._remote: dict[int, Replica] = {}
         self._pending_isr: LeaderIsrAndControllerEpoch | None = None
         self._fenced = False
@@ -166,6 +169,8 @@ class Partition:
         new_epoch = state.leader_epoch > self.leader_epoch
         was_leader = self.is_leader
         self.controller_epoch = state.controller_epoch
+        if state.topic_id is not None:
+            self.topic_id = state.topic_id
         self._update_assignment(state.replicas)
         self.isr = state.isr
         self.zk_version = state.zk_version
@@ -197,6 +202,8 @@ class Partition:
             return False
         changed = state.leader != self.leader_id or state.leader_epoch > self.leader_epoch or self._fenced
         self.controller_epoch = state.controller_epoch
+        if state.topic_id is not None:
+            self.topic_id = state.topic_id
         self.assigned_replicas = state.replicas
         self._remote = {}  # only a leader tracks replicas
         self.isr = ()  # seed 002 §6.8 makeFollower (3): the leader maintains the ISR

@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,6 +205,10 @@ class ReplicaManager:
         self.clock = clock or log_manager.clock or SystemClock()
         self.controller_epoch = 0  # seed 002 §6.3 (1)
         self._partitions: dict[TopicPartition, Partition] = {}
+        # Topic ids of the partitions hosted here (LeaderAndIsr v5+): a leader
+        # resolves a follower's Fetch v13+ by them even before the
+        # controller's UpdateMetadata names a new topic.
+        self._topic_names: dict[uuid.UUID, str] = {}
         self.fetcher_manager: FetcherManager = fetcher_manager or FetcherAssignments(config.num_replica_fetchers)
         self._known_partition = known_partition
         self.leader_quota = leader_quota  # seed 002 §8: None serves followers unthrottled
@@ -417,6 +422,28 @@ class ReplicaManager:
             partition.maybe_increment_hw()
             self.complete_delayed_requests(tp)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The topic a partition hosted here has ``topic_id`` (KIP-516), or None."""
+        return self._topic_names.get(topic_id)
+
+    def marker_closes_nothing(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
+                              coordinator_epoch: int) -> bool:
+        """Whether a transaction marker for ``producer_id`` would be appended
+        to ``tp`` without closing anything: the partition is hosted here, the
+        producer has no transaction open in it, and the marker is not one the
+        append would refuse (an older producer epoch: INVALID_PRODUCER_EPOCH;
+        an older coordinator epoch than the partition's last marker for the
+        producer: TRANSACTION_COORDINATOR_FENCED)."""
+        partition = self.get_partition(tp)
+        if partition is None:
+            return False
+        entry = partition.log.producer_state.last_entry(producer_id)
+        if entry is None:
+            return True
+        if entry.current_txn_first_offset >= 0:
+            return False
+        return producer_epoch >= entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
+
     # ---- offsets -------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(
         self, tp: TopicPartition, timestamp: int, isolation: FetchIsolation | None, current_leader_epoch: int = -1
@@ -488,6 +515,9 @@ class ReplicaManager:
                     state.leader_epoch, local_epoch,
                 )
                 errors[tp] = int(ErrorCode.STALE_CONTROLLER_EPOCH)
+        for tp, state in accepted.items():
+            if state.topic_id is not None:
+                self._topic_names[state.topic_id] = tp.topic
         # Step 3: split by role.
         to_lead = {tp: s for tp, s in accepted.items() if s.leader == self.broker_id}
         to_follow = {tp: s for tp, s in accepted.items() if s.leader != self.broker_id}
@@ -590,7 +620,9 @@ class ReplicaManager:
         return StopReplicaResult(int(ErrorCode.NONE), errors)
 
     def _stop_replica(self, tp: TopicPartition, delete: bool) -> ErrorCode:
-        self._partitions.pop(tp, None)
+        partition = self._partitions.pop(tp, None)
+        if delete and partition is not None and partition.topic_id is not None:
+            self._topic_names.pop(partition.topic_id, None)
         self.complete_delayed_requests(tp)  # they now answer NOT_LEADER / unknown
         state_change_logger.info("broker %d stopped replica %s (delete=%s)", self.broker_id, tp, delete)
         if delete:

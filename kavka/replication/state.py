@@ -15,6 +15,7 @@ Frozen, slotted values; any thread.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from kavka.common.ids import NO_LEADER, BrokerId, ControllerEpoch, LeaderEpoch
@@ -44,6 +45,8 @@ class PartitionState:
     ``leader`` is -1 or a member of ``isr``; epochs and ``zk_version`` are
     >= -1 (-1: unknown). ``zk_version`` is the version of the state znode the
     controller wrote: a leader's ISR write is conditional on it (seed 001 #3).
+    ``topic_id``: the topic's id (LeaderAndIsr v5+, KIP-516), which a
+    follower names its topics by in Fetch v13+; None from older versions.
     """
 
     topic: str
@@ -55,6 +58,7 @@ class PartitionState:
     zk_version: int
     replicas: tuple[BrokerId, ...]
     is_new: bool = False
+    topic_id: uuid.UUID | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "isr", tuple(self.isr))

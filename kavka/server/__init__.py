@@ -49,6 +49,15 @@ lifecycle, over the replication, controller, group and transaction layers.
   AclAuthorizer: loads every ACL into the broker's ``AclAuthorizer``
   cache, follows the ACL change notifications, and stores what CreateAcls
   and DeleteAcls change;
+- ``authorization``: ``AuthHelper``, how every handler asks the
+  authorizer (batched per resource, KIP-430 authorized-operations bit
+  fields, KIP-679's check by resource type; everything allowed without
+  ``authorizer.class.name``);
+- ``inter_broker_fence``: ``InterBrokerFence``, who may send the requests
+  only brokers send — CLUSTER_ACTION, this broker's epoch (KIP-380) and a
+  controller epoch ZooKeeper confirms for LeaderAndIsr, UpdateMetadata and
+  StopReplica; a follower's replica id proven by authentication or its
+  broker epoch (KIP-903) — with or without an authorizer;
 - ``io_threads``: ``IoThreadPool``, the threads of the broker's blocking
   work, sized by ``num.io.threads``;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;

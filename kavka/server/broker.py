@@ -17,7 +17,11 @@ Startup, in order:
    With ``authorizer.class.name`` set, the ACL authorizer comes first
    (``AclAuthorizer`` fed by the ``AclManager``, which loads every ACL from
    ZooKeeper and follows the change notifications), so that the first
-   request is already checked against the ACLs; and before the socket
+   request is already checked against the ACLs (every handler asks it
+   through one ``AuthHelper``, ``kavka.server.authorization``; the
+   requests only brokers send also pass the ``InterBrokerFence``: broker
+   and controller epochs checked against ZooKeeper, follower identity,
+   authorizer or not); and before the socket
    server listens, the dynamic config manager applies every override —
    topics, brokers, users' SCRAM credentials (the ``ScramCredentialCache``
    the SASL servers read) and client quotas (``QuotaManagers``) — then
@@ -62,6 +66,7 @@ from kavka.security.sasl.credential_cache import ScramCredentialCache
 from kavka.server import handler_table
 from kavka.server.acl_manager import AclManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.authorization import AuthHelper
 from kavka.server.channel_builder import ChannelBuilder, build_channel_builders, inter_broker_client_security
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.config_repository import ConfigRepository
@@ -117,6 +122,7 @@ from kavka.server.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.internal_topic import (
     TRANSACTION_APPEND_TIMEOUT_MS,
     CoordinatorLeadership,
@@ -140,6 +146,7 @@ from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionCo
 from kavka.zk.acl_store import ZkAclStore
 from kavka.zk.brokers import BrokerIdZNode
 from kavka.zk.client import KavkaZkClient
+from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
 from kavka.zk.registration import BrokerRegistrar
 from kavka.zk.store import KazooZkStore
 from kavka.zk.store_types import NoNodeError
@@ -172,6 +179,10 @@ class KafkaServer:
         # handler that checks a request asks it (Kafka's Authorizer).
         self.authorizer: AclAuthorizer | None = None
         self.acl_manager: AclManager | None = None
+        # What ZooKeeper says about the controller and broker epochs, for
+        # the InterBrokerFence; watched, so closed at shutdown.
+        self.controller_view: ZkControllerView | None = None
+        self.broker_epochs: ZkBrokerEpochs | None = None
         # Every user's SCRAM credentials (what the SASL servers look up) and
         # the client quotas, both kept current from /config/users and
         # /config/clients by the dynamic config manager.
@@ -245,7 +256,7 @@ class KafkaServer:
         fetchers = ReplicaFetcherManager.for_broker(
             self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
             throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-            security=inter_broker)
+            broker_epoch=self._registered_epoch, security=inter_broker)
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
@@ -264,9 +275,15 @@ class KafkaServer:
             self.authorizer = AclAuthorizer.from_config(cfg.values)
             self.acl_manager = AclManager(ZkAclStore(store), self.authorizer)
             await self.acl_manager.start()
+        auth = AuthHelper(self.authorizer)
+        self.controller_view = ZkControllerView(store)
+        self.broker_epochs = ZkBrokerEpochs(store)
+        fence = InterBrokerFence(self.broker_id, auth, self._registered_epoch, self.broker_epochs,
+                                 self.controller_view,
+                                 require_authenticated_replicas=_inter_broker_protocol(cfg).startswith("SASL_"))
         dispatcher = Dispatcher()
         handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,
-                                                                    self.authorizer, self.acl_manager))
+                                                                    self.authorizer, self.acl_manager, auth, fence))
 
         # Every override, user credential and quota is read before the first
         # request is served (a SCRAM login must find its user); then the
@@ -323,11 +340,13 @@ class KafkaServer:
 
     def _build_handlers(self, zk: KavkaZkClient, configs: BrokerConfigs, log_manager: LogManager,
                         rm: ReplicaManager, controller: KafkaController, authorizer: AclAuthorizer | None,
-                        acls: AclManager | None) -> dict[int, Handler]:
+                        acls: AclManager | None, auth: AuthHelper, fence: InterBrokerFence) -> dict[int, Handler]:
         """The composition root of the request path: the group and
         transaction coordinators, the admin and config services, and every
         API handler with the collaborators it uses (API key -> handler).
-        ``authorizer`` is None when no authorizer is configured."""
+        ``authorizer`` is None when no authorizer is configured; ``auth``
+        asks it (or allows everything); ``fence`` guards the requests only
+        brokers send."""
         cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
@@ -364,73 +383,73 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
-        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch)
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch, auth, fence)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
-            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce),
+            produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce, auth),
             fetch.API_KEY: fetch_handler,
-            list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm),
-            offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm),
-            delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm),
-            describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager),
+            list_offsets.API_KEY: list_offsets.ListOffsetsHandler(rm, auth),
+            offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm, auth),
+            delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm, auth),
+            describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager, auth),
             # metadata and administration
-            metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create),
-            describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id),
-            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation),
+            metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create, auth),
+            describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id, auth),
+            create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation, auth),
             delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
-                                                                     quotas.controller_mutation),
+                                                                     quotas.controller_mutation, auth),
             create_partitions.API_KEY: create_partitions.CreatePartitionsHandler(admin, cache,
-                                                                                 quotas.controller_mutation),
-            describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache),
-            alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache),
-            incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(repo, cache),
+                                                                                 quotas.controller_mutation, auth),
+            describe_configs.API_KEY: describe_configs.DescribeConfigsHandler(repo, cache, auth),
+            alter_configs.API_KEY: alter_configs.AlterConfigsHandler(repo, cache, auth),
+            incremental_alter_configs.API_KEY: incremental_alter_configs.IncrementalAlterConfigsHandler(
+                repo, cache, auth),
             # users and client ids: quotas (KIP-546) and SCRAM credentials (KIP-554)
-            describe_client_quotas.API_KEY: describe_client_quotas.DescribeClientQuotasHandler(quota_admin, authorizer),
-            alter_client_quotas.API_KEY: alter_client_quotas.AlterClientQuotasHandler(quota_admin, authorizer),
+            describe_client_quotas.API_KEY: describe_client_quotas.DescribeClientQuotasHandler(quota_admin, auth),
+            alter_client_quotas.API_KEY: alter_client_quotas.AlterClientQuotasHandler(quota_admin, auth),
             describe_user_scram_credentials.API_KEY:
-                describe_user_scram_credentials.DescribeUserScramCredentialsHandler(scram_admin, authorizer),
+                describe_user_scram_credentials.DescribeUserScramCredentialsHandler(scram_admin, auth),
             alter_user_scram_credentials.API_KEY:
-                alter_user_scram_credentials.AlterUserScramCredentialsHandler(scram_admin, authorizer),
+                alter_user_scram_credentials.AlterUserScramCredentialsHandler(scram_admin, auth),
             # ACLs (KIP-140)
             describe_acls.API_KEY: describe_acls.DescribeAclsHandler(authorizer),
             create_acls.API_KEY: create_acls.CreateAclsHandler(authorizer, acls),
             delete_acls.API_KEY: delete_acls.DeleteAclsHandler(authorizer, acls),
             # from the controller (seed 000)
             leader_and_isr.API_KEY: leader_and_isr.LeaderAndIsrHandler(
-                rm, configs.ensure_topic_config, self.broker_epoch, leadership.leadership_changed),
-            update_metadata.API_KEY: update_metadata.UpdateMetadataHandler(
-                cache, self.broker_epoch, metadata_updated),
-            stop_replica.API_KEY: stop_replica.StopReplicaHandler(rm, self.broker_epoch, leadership.replicas_stopped),
+                rm, configs.ensure_topic_config, fence, leadership.leadership_changed),
+            update_metadata.API_KEY: update_metadata.UpdateMetadataHandler(cache, fence, metadata_updated),
+            stop_replica.API_KEY: stop_replica.StopReplicaHandler(rm, fence, leadership.replicas_stopped),
             # to the controller
-            controlled_shutdown.API_KEY: controlled_shutdown.ControlledShutdownHandler(controller),
-            elect_leaders.API_KEY: elect_leaders.ElectLeadersHandler(controller, cache),
+            controlled_shutdown.API_KEY: controlled_shutdown.ControlledShutdownHandler(controller, auth),
+            elect_leaders.API_KEY: elect_leaders.ElectLeadersHandler(controller, cache, auth),
             alter_partition_reassignments.API_KEY:
-                alter_partition_reassignments.AlterPartitionReassignmentsHandler(controller),
+                alter_partition_reassignments.AlterPartitionReassignmentsHandler(controller, auth),
             list_partition_reassignments.API_KEY:
-                list_partition_reassignments.ListPartitionReassignmentsHandler(controller),
+                list_partition_reassignments.ListPartitionReassignmentsHandler(controller, auth),
             # the group coordinator (kavka.group)
-            find_coordinator.API_KEY: find_coordinator.FindCoordinatorHandler(offsets_topic, txn_topic),
-            join_group.API_KEY: join_group.JoinGroupHandler(groups),
-            sync_group.API_KEY: sync_group.SyncGroupHandler(groups),
-            heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups),
-            leave_group.API_KEY: leave_group.LeaveGroupHandler(groups),
-            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache),
-            offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups),
-            describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups),
-            list_groups.API_KEY: list_groups.ListGroupsHandler(groups),
+            find_coordinator.API_KEY: find_coordinator.FindCoordinatorHandler(offsets_topic, txn_topic, auth),
+            join_group.API_KEY: join_group.JoinGroupHandler(groups, auth),
+            sync_group.API_KEY: sync_group.SyncGroupHandler(groups, auth),
+            heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups, auth),
+            leave_group.API_KEY: leave_group.LeaveGroupHandler(groups, auth),
+            offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache, auth),
+            offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups, auth),
+            describe_groups.API_KEY: describe_groups.DescribeGroupsHandler(groups, auth),
+            list_groups.API_KEY: list_groups.ListGroupsHandler(groups, auth),
             # SASL outside the authentication phase (the authenticator answers during it)
             sasl_handshake.API_KEY: sasl_handshake.SaslHandshakeHandler(),
             sasl_authenticate.API_KEY: sasl_authenticate.SaslAuthenticateHandler(),
-            delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups),
-            offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups),
+            delete_groups.API_KEY: delete_groups.DeleteGroupsHandler(groups, auth),
+            offset_delete.API_KEY: offset_delete.OffsetDeleteHandler(groups, auth),
             # the transaction coordinator (kavka.transaction, KIP-98)
-            init_producer_id.API_KEY: init_producer_id.InitProducerIdHandler(producer_ids, txns),
-            add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache),
-            add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups),
-            end_txn.API_KEY: end_txn.EndTxnHandler(txns),
-            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache),
+            init_producer_id.API_KEY: init_producer_id.InitProducerIdHandler(producer_ids, txns, auth),
+            add_partitions_to_txn.API_KEY: add_partitions_to_txn.AddPartitionsToTxnHandler(txns, cache, auth),
+            add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups, auth),
+            end_txn.API_KEY: end_txn.EndTxnHandler(txns, auth),
+            txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache, auth),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
-                rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets),
+                rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets, auth),
         }
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
@@ -465,8 +484,12 @@ class KafkaServer:
                              rack=self.config["broker.rack"], timestamp_ms=int(time.time() * 1000))
 
     def broker_epoch(self) -> int:
-        epoch = self.registrar.broker_epoch if self.registrar is not None else None
+        epoch = self._registered_epoch()
         return -1 if epoch is None else epoch
+
+    def _registered_epoch(self) -> int | None:
+        """This broker's registration czxid (KIP-380), None while unregistered."""
+        return self.registrar.broker_epoch if self.registrar is not None else None
 
     async def _delete_unassigned_logs(self, zk: KavkaZkClient, log_manager: LogManager) -> None:
         """Seed 001 #5: partitions this broker holds but no longer hosts
@@ -486,7 +509,11 @@ class KafkaServer:
     # -- shutdown -------------------------------------------------------------
     async def shutdown(self) -> None:
         log.info("shutting down broker %d", self.broker_id)
-        if self.config["controlled.shutdown.enable"] and self.zk is not None and self.registrar is not None:
+        # Only a registered broker can have leaderships to move, and only its
+        # epoch can ask (KIP-380): one stopped while waiting to register (its
+        # id held by another session) leaves that other broker alone.
+        if (self.config["controlled.shutdown.enable"] and self.zk is not None
+                and self._registered_epoch() is not None):
             await _quietly(ControlledShutdownClient(self.broker_id, self.broker_epoch, self.zk, self.metadata_cache,
                                                     ControlledShutdownSettings.from_kafka_config(self.config),
                                                     self.inter_broker_security).run(),
@@ -503,6 +530,10 @@ class KafkaServer:
         await asyncio.gather(*self._background, return_exceptions=True)
         if self.acl_manager is not None:
             self.acl_manager.stop()
+        if self.controller_view is not None:
+            self.controller_view.close()
+        if self.broker_epochs is not None:
+            self.broker_epochs.close()
         if self.marker_writer is not None:
             self.marker_writer.close()
         if self.replica_manager is not None:
@@ -515,6 +546,17 @@ class KafkaServer:
         if self.store is not None:
             await _quietly(self.store.close(), "ZooKeeper session")
         log.info("broker %d shut down", self.broker_id)
+
+
+def _inter_broker_protocol(cfg: KafkaConfig) -> str:
+    """The security protocol of the inter-broker listener. Where it is SASL,
+    brokers authenticate to each other, and a follower must have (an SSL
+    listener may not ask for client certificates: there the broker epoch
+    stays the proof)."""
+    for ep in cfg.listeners:
+        if ep.listener_name == cfg.inter_broker_listener_name:
+            return ep.security_protocol
+    return "PLAINTEXT"
 
 
 async def _children(store: KazooZkStore, path: str) -> list[str]:

@@ -80,6 +80,7 @@ class MetadataCache:
         self.brokers: dict[int, LiveBroker] = {}
         self.partitions: dict[str, dict[int, PartitionMetadata]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}  # topic_ids reversed: Fetch v13+ asks per topic
         self._changed: asyncio.Event | None = None
 
     async def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
@@ -131,7 +132,9 @@ class MetadataCache:
                     parts.pop(state.partition_index, None)
                     if not parts:
                         del self.partitions[topic]
-                        self.topic_ids.pop(topic, None)
+                        gone = self.topic_ids.pop(topic, None)
+                        if gone is not None and self._topic_names.get(gone) == topic:
+                            del self._topic_names[gone]
                 deleted.append(tp)
                 continue
             self.partitions.setdefault(topic, {})[state.partition_index] = PartitionMetadata(
@@ -139,7 +142,11 @@ class MetadataCache:
                 tuple(state.replicas), tuple(state.offline_replicas) if version >= 4 else (),
                 state.zk_version, state.controller_epoch)
             if topic_id is not None and topic_id != ZERO_UUID:
+                old = self.topic_ids.get(topic)
+                if old is not None and old != topic_id and self._topic_names.get(old) == topic:
+                    del self._topic_names[old]  # the topic was deleted and created again
                 self.topic_ids[topic] = topic_id
+                self._topic_names[topic_id] = topic
             updated.append(tp)
         self._notify()
         return MetadataUpdate(tuple(updated), tuple(deleted))
@@ -175,10 +182,7 @@ class MetadataCache:
         return self.topic_ids.get(topic, ZERO_UUID)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
-        for name, tid in self.topic_ids.items():
-            if tid == topic_id:
-                return name
-        return None
+        return self._topic_names.get(topic_id)
 
     def leader_endpoint(self, topic: str, partition: int, listener: str) -> BrokerEndpoint | None:
         p = self.partition(topic, partition)

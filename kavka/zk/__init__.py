@@ -28,5 +28,9 @@ Modules:
   (``BrokerRegistrar``), ``acl_store`` (``ZkAclStore``: ACLs read, loaded
   and updated conditionally, changes announced), ``change_listener``
   (``ChangeNotificationListener``: follows a sequential notification queue,
-  purging entries older than 15 minutes).
+  purging entries older than 15 minutes);
+* cached reads for per-request checks: ``cached_node`` (``CachedZnode``: a
+  znode kept by a watch, re-read after a sync on demand, paced),
+  ``epoch_views`` (``ZkControllerView``: /controller and /controller_epoch;
+  ``ZkBrokerEpochs``: the czxid of /brokers/ids/<id>, KIP-380).
 """

@@ -325,6 +325,9 @@ class InMemoryZkStore(ZkStoreBase):
             self._server.apply_delete(p)
         self._server.apply_delete(full)
 
+    async def sync(self, path: str) -> None:
+        self._root(path)  # one server: every read is already current
+
     async def ensure_path(self, path: str) -> None:
         full = self._root(path)
         parts = full.split("/")[1:]

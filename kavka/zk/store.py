@@ -409,6 +409,10 @@ class KazooZkStore(ZkStoreBase):
         check_path(path)
         await self._request(lambda: client.ensure_path_async(path), path)
 
+    async def sync(self, path: str) -> None:
+        client = self._require()
+        await self._await(client.sync_async(check_path(path)), path)
+
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         client = self._require()
         if not ops:

@@ -226,6 +226,12 @@ class ZkStore(Protocol):
 
     async def ensure_path(self, path: str) -> None: ...
 
+    async def sync(self, path: str) -> None:
+        """ZooKeeper's sync: the next read of ``path`` on this session sees
+        every write the ensemble's leader committed before it (a read from a
+        follower server may lag otherwise)."""
+        ...
+
     async def multi(self, ops: Sequence[Op]) -> list[OpResult]: ...
 
 

@@ -15,7 +15,7 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ControlledShutdownRequest
 
-from .cluster_zk import controller_id, create_topic, request, states
+from .cluster_zk import controller_id, create_topic, request, states, zk_call
 
 pytestmark = pytest.mark.cluster
 
@@ -62,9 +62,16 @@ def test_controlled_shutdown_disabled_leaves_it_to_broker_failover(make_cluster)
     cluster.wait_for(lambda: cluster.controller() is not None, 30, "a controller")
     controller = cluster.controller()[0]
     victim = 1 - controller
-    # Every version reaches the handler; a broker that is not the controller says so.
+    # Every version reaches the handler. Without a broker epoch (v0-1, or -1)
+    # it is refused from a connection not authenticated as that broker; with
+    # the broker's epoch, a broker that is not the controller says so.
+    epoch = zk_call(cluster, lambda c: c.exists(f"/brokers/ids/{victim}").czxid)
     for version in range(4):
         answer = request(cluster, victim, ControlledShutdownRequest(broker_id=victim, broker_epoch=-1), version=version)
+        assert (answer.error_code, answer.remaining_partitions) == (ErrorCode.STALE_BROKER_EPOCH, [])
+    for version in (2, 3):
+        answer = request(cluster, victim, ControlledShutdownRequest(broker_id=victim, broker_epoch=epoch),
+                         version=version)
         assert (answer.error_code, answer.remaining_partitions) == (ErrorCode.NOT_CONTROLLER, [])
     assert cluster.stop_broker(victim) == 0
     assert "controlled shutdown" not in _log(cluster, victim)

@@ -22,8 +22,11 @@ def _produce(cluster, values: list[bytes], pid: int = -1, seq: int = 0) -> None:
     batch = build_batch([SimpleRecord(None, v, int(time.time() * 1000)) for v in values], producer_id=pid,
                         producer_epoch=0 if pid >= 0 else -1, base_sequence=seq if pid >= 0 else -1,
                         is_transactional=pid >= 0)
-    body = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicData(name=TOPIC, partition_data=[
-        ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
+    # Transactional batches come with their transactional id (Kafka refuses
+    # them without one: TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    body = ProduceRequest(transactional_id=f"tx-{pid}" if pid >= 0 else None, acks=-1, timeout_ms=5000,
+                          topic_data=[ProduceRequest.TopicData(name=TOPIC, partition_data=[
+                              ProduceRequest.TopicData.PartitionData(index=0, records=batch)])])
     answer = request(cluster, 0, body, version=7)
     assert answer.responses[0].partition_responses[0].error_code == 0
 
@@ -92,6 +95,11 @@ def test_client_may_not_produce_control_batches(make_cluster):
     body = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicData(name=TOPIC, partition_data=[
         ProduceRequest.TopicData.PartitionData(index=0, records=build_control_batch(
             ControlRecordType.COMMIT, 5, 0, 0, int(time.time() * 1000)))])])
+    # A control batch is transactional: without a transactional id Kafka's
+    # answer is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one, the log refuses it.
+    answer = request(cluster, 0, body, version=7)
+    assert answer.responses[0].partition_responses[0].error_code == 53
+    body.transactional_id = "tx"
     answer = request(cluster, 0, body, version=7)
     assert answer.responses[0].partition_responses[0].error_code == 87  # INVALID_RECORD
     assert _latest(cluster, 0) == 0

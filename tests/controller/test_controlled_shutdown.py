@@ -20,6 +20,12 @@ async def test_controlled_shutdown_moves_leadership_and_shrinks_isrs(memory_clus
     await c.settle()
     c.transport.clear()
     epoch = (await c.admin.store.exists("/brokers/ids/1")).czxid
+    # KIP-380, strictly: any epoch but the registration's drains nothing
+    # (Kafka accepts a newer one, which a client could make up).
+    for wrong in (epoch - 1, epoch + 1, epoch + 10**6):
+        refused = await ctl.ask(lambda f, wrong=wrong: ControlledShutdown(f, broker_id=1, broker_epoch=wrong))
+        assert refused.error is ErrorCode.STALE_BROKER_EPOCH
+    assert c.transport.sent == []  # nothing moved
     result = await ctl.ask(lambda f: ControlledShutdown(f, broker_id=1, broker_epoch=epoch))
     assert result.error is ErrorCode.NONE and result.remaining == ()
     s0, s1, s2, s3 = [await c.state("t", p) for p in range(4)]

@@ -3,6 +3,7 @@ clock, an in-memory ISR znode with versions, and partition states."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def state(
 ) -> PartitionState:
     return PartitionState(
         tp.topic, tp.partition, controller_epoch, leader, leader_epoch, isr, zk_version,
-        replicas if replicas is not None else isr,
+        replicas if replicas is not None else isr, topic_id=uuid.uuid5(uuid.NAMESPACE_URL, tp.topic),
     )
 
 

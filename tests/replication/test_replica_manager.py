@@ -331,3 +331,37 @@ async def test_background_tasks_start_and_shutdown_answers_waiters(log_manager, 
     await rm.shutdown()
     assert (await produce)[TP].error is ErrorCode.REQUEST_TIMED_OUT
     assert (await fetch)[TP].error is ErrorCode.NONE
+
+
+# ---- what the broker's Fetch and WriteTxnMarkers handlers ask -----------------------------------
+def test_topic_ids_from_leader_and_isr_resolve_until_the_topic_is_deleted(log_manager, clock):
+    rm = make_rm(log_manager, clock)
+    tid = state(1, 0, (1,)).topic_id
+    assert tid is not None and rm.topic_name(tid) is None
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+    assert rm.topic_name(tid) == TP.topic and rm.get_partition(TP).topic_id == tid
+    rm.stop_replicas(0, 1, [TP], delete=False)  # stopped, not deleted: still known
+    assert rm.topic_name(tid) == TP.topic
+    rm.become_leader_or_follower(0, 1, [state(1, 1, (1,))], LIVE)
+    rm.stop_replicas(0, 1, [TP], delete=True)
+    assert rm.topic_name(tid) is None
+
+
+async def test_a_marker_closes_nothing_unless_a_transaction_is_open(log_manager, clock):
+    from kavka.protocol.records.builder import build_batch
+    from kavka.protocol.records.control import ControlRecordType, build_control_batch
+    from kavka.protocol.records.record import SimpleRecord
+
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
+    assert rm.marker_closes_nothing(TP, 7, 0, 0)  # an unknown producer
+    assert not rm.marker_closes_nothing(TP1, 7, 0, 0)  # not hosted: the append answers
+    txn = build_batch([SimpleRecord(b"k", b"v", 1)], producer_id=7, producer_epoch=0, base_sequence=0,
+                      is_transactional=True)
+    assert (await rm.append_records(1000, 1, {TP: txn}))[TP].error is ErrorCode.NONE
+    assert not rm.marker_closes_nothing(TP, 7, 0, 3)  # open: the marker closes it
+    marker = build_control_batch(ControlRecordType.COMMIT, 7, 0, 3, 2)
+    assert (await rm.append_records(1000, 1, {TP: marker}, internal_topics_allowed=True))[TP].error is ErrorCode.NONE
+    assert rm.marker_closes_nothing(TP, 7, 0, 3)  # a retry of the same marker
+    assert rm.marker_closes_nothing(TP, 7, 1, 4)  # a newer epoch with nothing open
+    assert not rm.marker_closes_nothing(TP, 7, 0, 2)  # a zombie coordinator: the append fences it

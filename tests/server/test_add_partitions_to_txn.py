@@ -13,6 +13,7 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.headers import RequestHeader
 from kavka.protocol.messages import AddPartitionsToTxnRequest
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from kavka.server.network import RequestContext
 
@@ -46,7 +47,7 @@ def ask(handler, version: int, topics: dict[str, list[int]]) -> dict[tuple[str, 
 
 def test_unknown_partition_fails_the_whole_request():
     coordinator = Coordinator()
-    handler = AddPartitionsToTxnHandler(coordinator, Cache({TopicPartition("a", 0), TopicPartition("a", 1)}))
+    handler = AddPartitionsToTxnHandler(coordinator, Cache({TopicPartition("a", 0), TopicPartition("a", 1)}), AuthHelper(None))
     answers = ask(handler, 3, {"a": [0, 1], "gone": [0]})
     assert answers == {("a", 0): ErrorCode.OPERATION_NOT_ATTEMPTED, ("a", 1): ErrorCode.OPERATION_NOT_ATTEMPTED,
                        ("gone", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
@@ -55,9 +56,9 @@ def test_unknown_partition_fails_the_whole_request():
 
 def test_known_partitions_reach_the_coordinator():
     coordinator = Coordinator()
-    handler = AddPartitionsToTxnHandler(coordinator, Cache({TopicPartition("a", 0), TopicPartition("b", 2)}))
+    handler = AddPartitionsToTxnHandler(coordinator, Cache({TopicPartition("a", 0), TopicPartition("b", 2)}), AuthHelper(None))
     assert ask(handler, 0, {"a": [0], "b": [2]}) == {("a", 0): ErrorCode.NONE, ("b", 2): ErrorCode.NONE}
     assert coordinator.calls == [("app", 7, 2, frozenset({TopicPartition("a", 0), TopicPartition("b", 2)}))]
-    fenced = AddPartitionsToTxnHandler(Coordinator(ErrorCode.PRODUCER_FENCED), Cache({TopicPartition("a", 0)}))
+    fenced = AddPartitionsToTxnHandler(Coordinator(ErrorCode.PRODUCER_FENCED), Cache({TopicPartition("a", 0)}), AuthHelper(None))
     assert ask(fenced, 1, {"a": [0]}) == {("a", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
     assert ask(fenced, 2, {"a": [0]}) == {("a", 0): ErrorCode.PRODUCER_FENCED}

@@ -7,6 +7,7 @@ import asyncio
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import InitProducerIdRequest
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.init_producer_id import MAX_VERSION, InitProducerIdHandler
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
@@ -51,7 +52,7 @@ def _handler(claim) -> InitProducerIdHandler:
     ids = ProducerIdManager(0, claim)
     # a transaction coordinator that leads no __transaction_state partition
     txns = TransactionCoordinator(0, TransactionConfig(), None, None, ids.generate_producer_id)
-    return InitProducerIdHandler(ids, txns)
+    return InitProducerIdHandler(ids, txns, AuthHelper(None))
 
 
 def test_handler_answers():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from kavka.common.broker_config import KafkaConfig
@@ -64,6 +65,7 @@ class ReplicaFetcherManager:
         throttled: Callable[[TopicPartition], bool] | None = None,
         autostart: bool = True,
         now: Callable[[], float] = time.monotonic,
+        broker_epoch: Callable[[], int | None] = lambda: None,
         security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
@@ -76,6 +78,7 @@ class ReplicaFetcherManager:
         self._throttled = throttled or (lambda tp: False)
         self._autostart = autostart
         self._now = now
+        self._broker_epoch = broker_epoch
         self.quota = ReplicationQuota(config().throttled_rate, now())
         self._runners: dict[FetcherKey, ReplicaFetcher] = {}
         self._owner: dict[TopicPartition, FetcherKey] = {}
@@ -88,22 +91,30 @@ class ReplicaFetcherManager:
         log_manager: LogManager,
         get_partition: Callable[[TopicPartition], Partition | None],
         throttled: Callable[[TopicPartition], bool] | None = None,
+        broker_epoch: Callable[[], int | None] = lambda: None,
         security: ClientSecurity = PLAINTEXT_SECURITY,
     ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
         returns the current one; Kafka's keys are read each fetch round.
-        ``security``: how to connect to the leaders' inter-broker listener."""
+        ``broker_epoch()``: this broker's registration czxid, which its
+        Fetch requests carry (KIP-903) so that leaders believe its replica
+        id; ``security``: how to connect to the leaders' inter-broker listener."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
-            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled, security=security,
+            num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
+            broker_epoch=broker_epoch, security=security,
         )
+
+    def _topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
+        partition = self._get_partition(tp)
+        return partition.topic_id if partition is not None else None
 
     def _remote_endpoint(self, leader: BrokerEndPoint) -> LeaderEndPoint:
         config = self._config()
         return RemoteLeaderEndPoint(
             leader, self.broker_id, request_timeout_ms=config.socket_timeout_ms,
             client_id=f"broker-{self.broker_id}-fetcher", receive_buffer_bytes=config.receive_buffer_bytes,
-            security=self._security,
+            security=self._security, broker_epoch=self._broker_epoch, topic_id=self._topic_id,
         )
 
     # ---- the FetcherManager seam ----------------------------------------------------------------

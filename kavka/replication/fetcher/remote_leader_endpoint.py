@@ -5,13 +5,17 @@ listener (the host and port LeaderAndIsr's ``live_leaders`` gave), opened on
 first use and after every failure. Requests, all with this broker's id as
 the replica id:
 
-* Fetch at the highest common version up to v12 — v12 carries
-  ``current_leader_epoch`` (KIP-320), ``last_fetched_epoch`` and answers
-  ``diverging_epoch`` (KIP-595's truncation without OffsetsForLeaderEpoch).
-  v13+ name topics by id only (KIP-516) and v15 moves the replica id into
-  ``replica_state`` (KIP-903); the client names topics, so it stops at v12
-  as Kafka brokers before IBP 3.1 do. isolation_level 0, no fetch session
-  (session id 0, epoch -1: a full request every time);
+* Fetch v15-16 when the leader offers them: topics named by id (KIP-516,
+  the ids LeaderAndIsr v5 gave the partitions) and ``replica_state`` with
+  this broker's id AND epoch (KIP-903), the czxid of its registration —
+  what lets a leader on a listener without authentication believe the
+  replica id (``kavka.server.inter_broker_fence``). Otherwise (an older
+  leader, a partition without a topic id, not registered) v12 by name,
+  which such a leader accepts only from a connection authenticated as this
+  broker. Both carry ``current_leader_epoch`` (KIP-320) and
+  ``last_fetched_epoch``, and are answered ``diverging_epoch`` (KIP-595's
+  truncation without OffsetsForLeaderEpoch). isolation_level 0, no fetch
+  session (session id 0, epoch -1: a full request every time);
 * OffsetForLeaderEpoch up to v4 (v3+ carries the replica id);
 * ListOffsets (replica id >= 0: the leader answers up to its log end).
 
@@ -21,7 +25,8 @@ connection and raises ``LeaderConnectionError``. Event loop only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from kavka.client.connection import BrokerConnection
@@ -45,7 +50,11 @@ from kavka.replication.requests import EpochEndOffset, FetchParams, FetchPartiti
 from kavka.replication.state import BrokerEndPoint
 from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
-FETCH_MAX_VERSION = 12
+FETCH_BY_NAME_MAX_VERSION = 12  # the last Fetch version naming topics
+FETCH_REPLICA_STATE_VERSION = 15  # replica id and epoch in replica_state (KIP-903)
+FETCH_MAX_VERSION = 16
+FETCH_KEY = 1
+ZERO_UUID = uuid.UUID(int=0)
 R = TypeVar("R", bound=Response)
 
 
@@ -53,19 +62,23 @@ class RemoteLeaderEndPoint:
     """See the module docstring."""
 
     def __init__(self, leader: BrokerEndPoint, replica_id: int, *, request_timeout_ms: int, client_id: str,
-                 receive_buffer_bytes: int = -1, security: ClientSecurity = PLAINTEXT_SECURITY) -> None:
+                 receive_buffer_bytes: int = -1, security: ClientSecurity = PLAINTEXT_SECURITY,
+                 broker_epoch: Callable[[], int | None] = lambda: None,
+                 topic_id: Callable[[TopicPartition], uuid.UUID | None] = lambda tp: None) -> None:
         self.security = security
         self.leader = leader
         self.replica_id = replica_id
         self.request_timeout_ms = request_timeout_ms
         self.client_id = client_id
+        self.broker_epoch = broker_epoch  # this broker's registration czxid (None: not registered)
+        self.topic_id = topic_id  # a followed partition's topic id (None: not known)
         self.receive_buffer_bytes = receive_buffer_bytes  # replica.socket.receive.buffer.bytes
         self._conn: BrokerConnection | None = None
 
     def __repr__(self) -> str:
         return f"RemoteLeaderEndPoint(broker {self.leader.broker_id} at {self.leader.host}:{self.leader.port})"
 
-    async def _request(self, body: Request[R], *, max_version: int | None = None) -> R:
+    async def _connection(self, what: str) -> BrokerConnection:
         try:
             if self._conn is None or not self._conn.connected:
                 self.close()
@@ -78,34 +91,66 @@ class RemoteLeaderEndPoint:
                 )
                 await conn.connect()
                 self._conn = conn
-            return await self._conn.request(body, max_version=max_version)
+            return self._conn
+        except (KafkaError, DecodeError, OSError) as e:
+            self.close()
+            raise LeaderConnectionError(f"{self!r}: {what} failed: {e}") from e
+
+    async def _request(self, body: Request[R], *, version: int | None = None) -> R:
+        conn = await self._connection(body.API_NAME)
+        try:
+            return await conn.request(body, version)
         except (KafkaError, DecodeError, OSError) as e:
             self.close()
             raise LeaderConnectionError(f"{self!r}: {body.API_NAME} failed: {e}") from e
+
+    def _fetch_version(self, conn: BrokerConnection, ids: Mapping[str, uuid.UUID | None]) -> int:
+        offered = conn.api_versions.get(FETCH_KEY)
+        if (offered is not None and offered.max_version >= FETCH_REPLICA_STATE_VERSION
+                and self.broker_epoch() is not None and all(i is not None and i != ZERO_UUID for i in ids.values())):
+            return min(offered.max_version, FETCH_MAX_VERSION)
+        return conn.version_for(FETCH_KEY, FETCH_BY_NAME_MAX_VERSION)
 
     async def fetch(
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
     ) -> dict[TopicPartition, FetchPartitionData]:
         Q = FetchRequest
+        conn = await self._connection(Q.API_NAME)
+        ids = {tp.topic: self.topic_id(tp) for tp in partitions}
+        try:
+            version = self._fetch_version(conn, ids)
+        except KafkaError as e:
+            self.close()
+            raise LeaderConnectionError(f"{self!r}: Fetch failed: {e}") from e
+        by_id = version > FETCH_BY_NAME_MAX_VERSION
         topics: dict[str, list[FetchRequest.Topics.Partitions]] = {}
         for tp, fp in partitions.items():
             topics.setdefault(tp.topic, []).append(Q.Topics.Partitions(
                 partition=tp.partition, current_leader_epoch=fp.current_leader_epoch, fetch_offset=fp.fetch_offset,
                 last_fetched_epoch=fp.last_fetched_epoch, log_start_offset=fp.log_start_offset,
                 partition_max_bytes=fp.max_bytes))
-        body = Q(replica_id=params.replica_id, max_wait_ms=params.max_wait_ms, min_bytes=params.min_bytes,
+        body = Q(max_wait_ms=params.max_wait_ms, min_bytes=params.min_bytes,
                  max_bytes=params.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                 topics=[Q.Topics(topic=t, partitions=ps) for t, ps in topics.items()])
-        resp = await self._request(body, max_version=FETCH_MAX_VERSION)
+                 topics=[Q.Topics(topic=t, topic_id=ids[t] or ZERO_UUID, partitions=ps) for t, ps in topics.items()])
+        if version >= FETCH_REPLICA_STATE_VERSION:
+            epoch = self.broker_epoch()
+            body.replica_state = Q.ReplicaState(replica_id=params.replica_id, replica_epoch=-1 if epoch is None else epoch)
+        else:
+            body.replica_id = params.replica_id
+        resp = await self._request(body, version=version)
         if resp.error_code:
             # A request-level error (e.g. a session error we never asked for)
             # applies to every partition.
             err = ErrorCode.of(resp.error_code)
             return {tp: FetchPartitionData(err) for tp in partitions}
+        names = {i: t for t, i in ids.items() if i is not None}
         out: dict[TopicPartition, FetchPartitionData] = {}
         for t in resp.responses:
+            name = names.get(t.topic_id) if by_id else t.topic
+            if name is None:
+                continue  # never asked: ignore rather than trust it
             for p in t.partitions:
-                tp = TopicPartition(t.topic, p.partition_index)
+                tp = TopicPartition(name, p.partition_index)
                 if tp not in partitions:
                     continue  # never asked: ignore rather than trust it
                 div = p.diverging_epoch

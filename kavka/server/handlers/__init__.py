@@ -2,7 +2,11 @@
 implements (``MIN_VERSION``/``MAX_VERSION``), a handler class built by the
 broker's composition root with the collaborators it uses, and
 ``register(dispatcher, handler)``. A handler turns exceptions into
-per-partition error codes (docs/ARCHITECTURE.md convention 6).
+per-partition error codes (docs/ARCHITECTURE.md convention 6). Each
+checks what Kafka's request handler checks, through the ``AuthHelper`` it
+is given (``kavka.server.authorization``), and answers TOPIC_/GROUP_/
+CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED per resource as Kafka does;
+the requests only brokers send also pass the ``InterBrokerFence``.
 
 Data path (kavka.replication): ``produce`` (0), ``fetch`` (1),
 ``list_offsets`` (2), ``offset_for_leader_epoch`` (23), ``delete_records``

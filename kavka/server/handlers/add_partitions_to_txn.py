@@ -11,6 +11,12 @@ as in Kafka: UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for
 the others, nothing added — so every partition of a transaction is one the
 marker writer can find a leader for (one that later vanishes from the
 metadata was deleted, and needs no marker).
+
+Authorization (Kafka's): WRITE on the transactional id, else every
+partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic
+(never granted for an internal topic), else TOPIC_AUTHORIZATION_FAILED for
+its partitions — which, like an unknown partition, fails the whole request
+(OPERATION_NOT_ATTEMPTED for the rest).
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from kavka.replication.replica_manager import INTERNAL_TOPICS
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.transaction.coordinator import TransactionCoordinator
@@ -35,20 +44,35 @@ def fenced_as(code: ErrorCode, version: int, first_version_with_fenced: int) -> 
 
 
 class AddPartitionsToTxnHandler:
-    def __init__(self, coordinator: TransactionCoordinator, cache: MetadataCache) -> None:
+    def __init__(self, coordinator: TransactionCoordinator, cache: MetadataCache, auth: AuthHelper) -> None:
         self.coordinator = coordinator
         self.cache = cache
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
         R = AddPartitionsToTxnResponse
         topics = request.v3_and_below_topics
         partitions = frozenset(TopicPartition(t.name, p) for t in topics for p in t.partitions)
-        unknown = {tp for tp in partitions if self.cache.partition(tp.topic, tp.partition) is None}
-        if unknown:
+        tid = request.v3_and_below_transactional_id
+        failed: dict[TopicPartition, ErrorCode] = {}
+        tid_allowed = self.auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid)
+        if tid_allowed:
+            writable = self.auth.filter_by_authorized(
+                ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                (t.name for t in topics if t.name not in INTERNAL_TOPICS for _ in t.partitions))
+            for tp in partitions:
+                if tp.topic not in writable:
+                    failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif self.cache.partition(tp.topic, tp.partition) is None:
+                    failed[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if not tid_allowed:
             def code_of(tp: TopicPartition) -> ErrorCode:
-                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif failed:
+            def code_of(tp: TopicPartition) -> ErrorCode:
+                return failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
         else:
-            code = await self.coordinator.add_partitions(request.v3_and_below_transactional_id,
+            code = await self.coordinator.add_partitions(tid,
                                                          request.v3_and_below_producer_id,
                                                          request.v3_and_below_producer_epoch, partitions)
             code = fenced_as(code, ctx.api_version, 2)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
-from kavka.security.acl import CLUSTER_NAME, AclOperation, Action, ResourceType
-from kavka.security.authorizer import Authorizer
+from kavka.security.acl import AclOperation
 from kavka.security.quota.entity import ClientQuotaEntity
+from kavka.server.authorization import AuthHelper
 from kavka.server.client_quota_admin import ClientQuotaAdmin, ClientQuotaError, QuotaOp
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.zk.codec import ZnodeDataError
@@ -29,15 +29,13 @@ MAX_VERSION = 1
 
 
 class AlterClientQuotasHandler:
-    def __init__(self, admin: ClientQuotaAdmin, authorizer: Authorizer | None) -> None:
+    def __init__(self, admin: ClientQuotaAdmin, auth: AuthHelper) -> None:
         self.admin = admin
-        self.authorizer = authorizer
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
         R = AlterClientQuotasResponse
-        allowed = self.authorizer is None or self.authorizer.authorize(
-            ctx.session, [Action(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)],
-            request="AlterClientQuotas")[0]
+        allowed = self.auth.authorize_cluster(ctx, AclOperation.ALTER_CONFIGS)
         entries = []
         for entry in request.entries:
             code, message = ErrorCode.NONE, None

@@ -9,7 +9,8 @@ topic is being deleted), INVALID_REPLICA_ASSIGNMENT (empty, duplicate or
 dead brokers), INVALID_REPLICATION_FACTOR (v1 with
 ``allow_replication_factor_change`` false and a different count),
 NO_REASSIGNMENT_IN_PROGRESS (cancelling nothing). A partition listed twice
-gets INVALID_REQUEST.
+gets INVALID_REQUEST. Needs ALTER on the cluster (Kafka's rule), else
+CLUSTER_AUTHORIZATION_FAILED for the request and every partition.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import AlterPartitionReassignments
 from kavka.protocol.messages import AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -32,11 +35,22 @@ MAX_VERSION = 1
 
 
 class AlterPartitionReassignmentsHandler:
-    def __init__(self, controller: KafkaController) -> None:
+    def __init__(self, controller: KafkaController, auth: AuthHelper) -> None:
         self.controller = controller
+        self.auth = auth
 
-    async def __call__(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest) -> Awaitable[AlterPartitionReassignmentsResponse]:
+    async def __call__(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+                       ) -> Awaitable[AlterPartitionReassignmentsResponse] | AlterPartitionReassignmentsResponse:
         allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
+        if not self.auth.authorize_cluster(ctx, AclOperation.ALTER):
+            R = AlterPartitionReassignmentsResponse
+            denied, message = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message
+            return R(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change, error_code=denied,
+                     error_message=message, responses=[
+                         R.Responses(name=t.name, partitions=[
+                             R.Responses.Partitions(partition_index=p.partition_index, error_code=denied,
+                                                    error_message=message) for p in t.partitions])
+                         for t in request.topics])
         entries = [(t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas)) for t in request.topics for p in t.partitions]
         return self._answer(ctx.api_version, entries, allow_rf_change)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse
-from kavka.security.acl import CLUSTER_NAME, AclOperation, Action, ResourceType
-from kavka.security.authorizer import Authorizer
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.scram_admin import Deletion, ScramCredentialAdmin, Upsertion
 
@@ -24,16 +24,14 @@ MAX_VERSION = 0
 
 
 class AlterUserScramCredentialsHandler:
-    def __init__(self, admin: ScramCredentialAdmin, authorizer: Authorizer | None) -> None:
+    def __init__(self, admin: ScramCredentialAdmin, auth: AuthHelper) -> None:
         self.admin = admin
-        self.authorizer = authorizer
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: AlterUserScramCredentialsRequest
                        ) -> AlterUserScramCredentialsResponse:
         R = AlterUserScramCredentialsResponse
-        if self.authorizer is not None and not self.authorizer.authorize(
-                ctx.session, [Action(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)],
-                request="AlterUserScramCredentials")[0]:
+        if not self.auth.authorize_cluster(ctx, AclOperation.ALTER):
             users = dict.fromkeys([*(d.name for d in request.deletions), *(u.name for u in request.upsertions)])
             message = f"{ctx.session.principal} may not ALTER the cluster, which altering credentials needs"
             return R(throttle_time_ms=0, results=[

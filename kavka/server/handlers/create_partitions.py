@@ -7,15 +7,18 @@ broker's metadata shows every new partition with a leader.
 KIP-599: the partitions added are charged to the client's
 ``controller_mutation_rate``; from v3 an addition while the quota is
 exhausted is refused with THROTTLING_QUOTA_EXCEEDED, earlier versions are
-only throttled.
+only throttled. Each topic needs ALTER (Kafka's rule), else
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
+from kavka.security.acl import AclOperation, ResourceType
 from kavka.security.quota.manager import ControllerMutationQuotaManager
 from kavka.server.admin_manager import AdminManager
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.throttling import quota_client_id, quota_user
@@ -26,10 +29,12 @@ MAX_VERSION = 3
 
 
 class CreatePartitionsHandler:
-    def __init__(self, admin: AdminManager, cache: MetadataCache, mutations: ControllerMutationQuotaManager) -> None:
+    def __init__(self, admin: AdminManager, cache: MetadataCache, mutations: ControllerMutationQuotaManager,
+                 auth: AuthHelper) -> None:
         self.admin = admin
         self.cache = cache
         self.mutations = mutations
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         R = CreatePartitionsResponse
@@ -38,10 +43,16 @@ class CreatePartitionsHandler:
         counts: dict[str, int] = {}
         for t in request.topics:
             counts[t.name] = counts.get(t.name, 0) + 1
+        alterable = self.auth.filter_by_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC,
+                                                   (t.name for t in request.topics if counts[t.name] == 1))
         for t in request.topics:
             if counts[t.name] > 1:
                 results.append(R.Results(name=t.name, error_code=int(ErrorCode.INVALID_REQUEST),
                                          error_message=f"topic {t.name!r} appears more than once"))
+                continue
+            if t.name not in alterable:
+                results.append(R.Results(name=t.name, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                         error_message="The topic authorization is failed."))
                 continue
             assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             code, message = await self.admin.create_partitions(t.name, t.count, assignment, request.validate_only,

@@ -10,14 +10,22 @@ KIP-599: the partitions created are charged to the client's
 ``controller_mutation_rate``; from v6 a topic created while the quota is
 exhausted is refused with THROTTLING_QUOTA_EXCEEDED, earlier versions are
 only throttled.
+
+Authorization (Kafka's): CREATE on the cluster, or else on each topic
+(TOPIC_AUTHORIZATION_FAILED, "Authorization failed."); the configs,
+partition count and replication factor come back only with
+DESCRIBE_CONFIGS on the topic, else ``topic_config_error_code`` is
+TOPIC_AUTHORIZATION_FAILED (v5+).
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+from kavka.security.acl import AclOperation, ResourceType
 from kavka.security.quota.manager import ControllerMutationQuotaManager
 from kavka.server.admin_manager import AdminManager, NewTopic
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.throttling import quota_client_id, quota_user
@@ -30,10 +38,12 @@ CONFIG_SOURCE_TOPIC = 1  # DYNAMIC_TOPIC_CONFIG
 
 
 class CreateTopicsHandler:
-    def __init__(self, admin: AdminManager, cache: MetadataCache, mutations: ControllerMutationQuotaManager) -> None:
+    def __init__(self, admin: AdminManager, cache: MetadataCache, mutations: ControllerMutationQuotaManager,
+                 auth: AuthHelper) -> None:
         self.admin = admin
         self.cache = cache
         self.mutations = mutations
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
         version = ctx.api_version
@@ -41,11 +51,26 @@ class CreateTopicsHandler:
         seen: dict[str, int] = {}
         for t in request.topics:
             seen[t.name] = seen.get(t.name, 0) + 1
+        names = [t.name for t in request.topics]
+        if self.auth.authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
+            creatable = set(names)
+        else:
+            creatable = self.auth.filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+        configs_visible = self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                                         names, log_if_denied=False)
+        config_error = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         wanted, out = [], []
         for t in request.topics:
             if seen[t.name] > 1:
                 out.append(R.Topics(name=t.name, error_code=int(ErrorCode.INVALID_REQUEST),
                                     error_message=f"topic {t.name!r} appears more than once in the request"))
+                continue
+            if t.name not in creatable:
+                entry = R.Topics(name=t.name, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                 error_message="Authorization failed.")
+                if version >= 5 and t.name not in configs_visible:
+                    entry.topic_config_error_code = config_error
+                out.append(entry)
                 continue
             wanted.append(NewTopic(
                 t.name, t.num_partitions, t.replication_factor,
@@ -74,7 +99,9 @@ class CreateTopicsHandler:
                              error_message=message if message is not None else None)
             if version >= 7 and r.topic_id is not None and error == ErrorCode.NONE:
                 entry.topic_id = r.topic_id
-            if version >= 5 and r.error == ErrorCode.NONE:
+            if version >= 5 and r.error == ErrorCode.NONE and r.name not in configs_visible:
+                entry.topic_config_error_code = config_error
+            elif version >= 5 and r.error == ErrorCode.NONE:
                 entry.num_partitions = r.num_partitions
                 entry.replication_factor = r.replication_factor
                 entry.configs = [

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse
-from kavka.security.acl import CLUSTER_NAME, AclOperation, Action, ResourceType
-from kavka.security.authorizer import Authorizer
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.client_quota_admin import ClientQuotaAdmin, ClientQuotaError, FilterComponent
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -22,9 +22,9 @@ MAX_VERSION = 1
 
 
 class DescribeClientQuotasHandler:
-    def __init__(self, admin: ClientQuotaAdmin, authorizer: Authorizer | None) -> None:
+    def __init__(self, admin: ClientQuotaAdmin, auth: AuthHelper) -> None:
         self.admin = admin
-        self.authorizer = authorizer
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
         R = DescribeClientQuotasResponse
@@ -32,9 +32,7 @@ class DescribeClientQuotasHandler:
         def error(code: ErrorCode, message: str) -> DescribeClientQuotasResponse:
             return R(throttle_time_ms=0, error_code=int(code), error_message=message, entries=None)
 
-        if self.authorizer is not None and not self.authorizer.authorize(
-                ctx.session, [Action(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)],
-                request="DescribeClientQuotas")[0]:
+        if not self.auth.authorize_cluster(ctx, AclOperation.DESCRIBE_CONFIGS):
             return error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          f"{ctx.session.principal} may not DESCRIBE_CONFIGS the cluster, which describing quotas needs")
         try:

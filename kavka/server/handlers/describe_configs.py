@@ -2,12 +2,17 @@
 synonyms (v1+ ``include_synonyms``), type and documentation (v3+).
 ``configuration_keys`` null means every key. Values of sensitive keys are
 null. See ``kavka.server.config_repository`` for the precedence rules.
+A topic's configs need DESCRIBE_CONFIGS on the topic, a broker's on the
+cluster (Kafka's rule): else TOPIC_/CLUSTER_AUTHORIZATION_FAILED, asked
+before the topic's existence.
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.config_repository import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -24,9 +29,10 @@ MAX_VERSION = 4
 
 
 class DescribeConfigsHandler:
-    def __init__(self, repo: ConfigRepository, cache: MetadataCache) -> None:
+    def __init__(self, repo: ConfigRepository, cache: MetadataCache, auth: AuthHelper) -> None:
         self.repo = repo
         self.cache = cache
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
         version = ctx.api_version
@@ -37,6 +43,12 @@ class DescribeConfigsHandler:
         for res in request.resources:
             entry = R.Results(resource_type=res.resource_type, resource_name=res.resource_name,
                               error_code=int(ErrorCode.NONE), error_message=None, configs=[])
+            denied = self.auth.config_resource_error(ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type,
+                                                     res.resource_name)
+            if denied is not ErrorCode.NONE:
+                entry.error_code, entry.error_message = int(denied), denied.message
+                results.append(entry)
+                continue
             try:
                 if res.resource_type == RESOURCE_TOPIC:
                     if not self.cache.contains_topic(res.resource_name):

@@ -3,6 +3,8 @@ partitions it holds with their size in bytes (v4+: the disk's total and
 usable bytes). ``topics`` null means every partition. A directory that
 cannot be read reports KAFKA_STORAGE_ERROR. ``offset_lag`` is 0: Kavka has
 no future (intra-broker move) replicas, whose lag the field measures.
+Needs DESCRIBE on the cluster (Kafka's rule), else CLUSTER_AUTHORIZATION_FAILED
+(v3+ carry the code) and no directories.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.storage.log_manager import LogManager
 
@@ -24,12 +28,15 @@ MAX_VERSION = 4
 
 
 class DescribeLogDirsHandler:
-    def __init__(self, log_manager: LogManager) -> None:
+    def __init__(self, log_manager: LogManager, auth: AuthHelper) -> None:
         self.log_manager = log_manager
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         version = ctx.api_version
         R = DescribeLogDirsResponse
+        if not self.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
+            return R(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
         wanted = None
         if request.topics is not None:
             wanted = {(t.topic, p) for t in request.topics for p in t.partitions}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse
-from kavka.security.acl import CLUSTER_NAME, AclOperation, Action, ResourceType
-from kavka.security.authorizer import Authorizer
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.zk.codec import ZnodeDataError
@@ -23,9 +23,9 @@ MAX_VERSION = 0
 
 
 class DescribeUserScramCredentialsHandler:
-    def __init__(self, admin: ScramCredentialAdmin, authorizer: Authorizer | None) -> None:
+    def __init__(self, admin: ScramCredentialAdmin, auth: AuthHelper) -> None:
         self.admin = admin
-        self.authorizer = authorizer
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
                        ) -> DescribeUserScramCredentialsResponse:
@@ -34,9 +34,7 @@ class DescribeUserScramCredentialsHandler:
         def error(code: ErrorCode, message: str) -> DescribeUserScramCredentialsResponse:
             return R(throttle_time_ms=0, error_code=int(code), error_message=message, results=[])
 
-        if self.authorizer is not None and not self.authorizer.authorize(
-                ctx.session, [Action(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)],
-                request="DescribeUserScramCredentials")[0]:
+        if not self.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
             return error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                          f"{ctx.session.principal} may not DESCRIBE the cluster, which describing credentials needs")
         users = None if request.users is None else [u.name for u in request.users]

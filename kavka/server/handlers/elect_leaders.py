@@ -9,7 +9,9 @@ replica / already has a live leader; reported as NONE to v0 clients, which
 predate that code), PREFERRED_LEADER_NOT_AVAILABLE,
 ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION. An election the
 controller made is answered once this broker's metadata shows the new
-leader, or with REQUEST_TIMED_OUT after ``timeout_ms``.
+leader, or with REQUEST_TIMED_OUT after ``timeout_ms``. Needs ALTER on the
+cluster (Kafka's rule), else CLUSTER_AUTHORIZATION_FAILED for the request
+(v1+) and every listed partition.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import ElectLeaders
 from kavka.protocol.messages import ElectLeadersRequest, ElectLeadersResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -33,16 +37,21 @@ PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersHandler:
-    def __init__(self, controller: KafkaController, cache: MetadataCache) -> None:
+    def __init__(self, controller: KafkaController, cache: MetadataCache, auth: AuthHelper) -> None:
         self.controller = controller
         self.cache = cache
+        self.auth = auth
 
-    async def __call__(self, ctx: RequestContext, request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse]:
+    async def __call__(self, ctx: RequestContext,
+                       request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse] | ElectLeadersResponse:
         version = ctx.api_version
         election_type = request.election_type if version >= 1 else PREFERRED
         wanted = None
         if request.topic_partitions is not None:
             wanted = tuple((t.topic, p) for t in request.topic_partitions for p in t.partitions)
+        if not self.auth.authorize_cluster(ctx, AclOperation.ALTER):
+            denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return self._response(version, denied, {k: (denied, None) for k in wanted or ()})
         return self._answer(version, election_type, wanted, request.timeout_ms)
 
     async def _answer(self, version: int, election_type: int, wanted, timeout_ms: int) -> ElectLeadersResponse:

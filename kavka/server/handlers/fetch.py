@@ -19,18 +19,37 @@ it returns no data — no partitions, as Kafka's throttled response — with
 the throttle time, its bytes taken back off the measurement, and the
 connection muted for that long (``kavka.server.throttling``); so is a
 fetch the client's request_percentage throttles (``without_data``).
+
+Authorization (Kafka's): a consumer needs READ on each topic, else
+TOPIC_AUTHORIZATION_FAILED for its partitions (asked before the topic's
+existence, so a hidden topic and a missing one answer alike); a follower
+(replica id >= 0) needs CLUSTER_ACTION on the cluster, else every
+partition is TOPIC_AUTHORIZATION_FAILED. Whether or not an authorizer is
+configured, a follower's replica id must be proven (``InterBrokerFence.
+verified_replica``: a connection authenticated as a broker, or the
+replica's current broker epoch in v15+'s ``replica_state``); an unproven
+one is answered NOT_LEADER_OR_FOLLOWER for every partition, as Kafka
+answers a replica it does not recognise, and reads nothing, moves no
+follower's log end offset, high watermark or ISR. v13+ topic ids resolve
+through the metadata cache, or the ids of the partitions hosted here
+(LeaderAndIsr v5+), which a follower of a brand-new topic may use before
+this broker's UpdateMetadata names it.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
-from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
+from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
+from kavka.security.acl import AclOperation, ResourceType
 from kavka.security.quota.manager import ClientQuotaManager
+from kavka.server.authorization import AuthHelper
+from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.throttling import quota_client_id, quota_user
@@ -40,12 +59,22 @@ MIN_VERSION = 4
 MAX_VERSION = 16
 ZERO_UUID = uuid.UUID(int=0)
 
+log = logging.getLogger("kavka.server.fetch")
+LOGGED_REFUSALS_MAX = 1024  # (peer host, replica id) pairs warned about; later ones are logged at DEBUG
+
 
 class FetchHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager,
+                 auth: AuthHelper, fence: InterBrokerFence) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
         self.quota = quota
+        self.auth = auth
+        self.fence = fence
+        self._warned: set[tuple[str, int]] = set()
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self.cache.topic_by_id(topic_id) or self.replica_manager.topic_name(topic_id)
 
     async def __call__(self, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         version = ctx.api_version
@@ -53,13 +82,16 @@ class FetchHandler:
         if version >= 7 and request.session_id != 0:
             return R(throttle_time_ms=0, error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0,
                      responses=[])
-        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+        if version >= 15:
+            replica_id, replica_epoch = request.replica_state.replica_id, request.replica_state.replica_epoch
+        else:
+            replica_id, replica_epoch = request.replica_id, -1
         partitions: dict[TopicPartition, FetchPartition] = {}
         unknown_ids: list[tuple[uuid.UUID, list[int]]] = []
         order: list[tuple[str, uuid.UUID, TopicPartition]] = []
         for t in request.topics:
             if version >= 13:
-                name = self.cache.topic_by_id(t.topic_id)
+                name = self._topic_name(t.topic_id)
                 if name is None:
                     unknown_ids.append((t.topic_id, [p.partition for p in t.partitions]))
                     continue
@@ -87,7 +119,11 @@ class FetchHandler:
         params = FetchParams(
             replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=min_bytes,
             max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
-        data = await self.replica_manager.fetch_messages(params, partitions) if partitions else {}
+        refused = await self._refused(ctx, replica_id, replica_epoch, partitions)
+        wanted = {tp: p for tp, p in partitions.items() if tp not in refused}
+        data: dict[TopicPartition, FetchPartitionData] = dict(refused)
+        if wanted:
+            data.update(await self.replica_manager.fetch_messages(params, wanted))
         if quota_applies:
             size = sum(len(d.records) for d in data.values() if d.records)
             throttle = self.quota.record_and_get_throttle_ms(user, client_id, size)
@@ -134,6 +170,32 @@ class FetchHandler:
                                                                    rack=b.rack))
         return response
 
+
+    async def _refused(self, ctx: RequestContext, replica_id: int, replica_epoch: int,
+                       partitions: dict[TopicPartition, FetchPartition]) -> dict[TopicPartition, FetchPartitionData]:
+        """The partitions this request may not read, with the error each gets."""
+        if not partitions:
+            return {}
+        if replica_id < 0:
+            readable = self.auth.filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                                      (tp.topic for tp in partitions))
+            denied = FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            return {tp: denied for tp in partitions if tp.topic not in readable}
+        if not self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            denied = FetchPartitionData(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            return dict.fromkeys(partitions, denied)
+        assigned = any(p is not None and replica_id in p.assigned_replicas
+                       for p in map(self.replica_manager.get_partition, partitions))
+        if await self.fence.verified_replica(ctx, replica_id, replica_epoch, assigned=assigned):
+            return {}
+        key = (ctx.client_host, replica_id)
+        level = logging.DEBUG if key in self._warned else logging.WARNING
+        if len(self._warned) < LOGGED_REFUSALS_MAX:
+            self._warned.add(key)
+        log.log(level, "refused a follower Fetch v%d claiming replica %d (replica epoch %d) from %s (client %r): the "
+                "connection is not authenticated as a broker and the epoch is not that broker's registration's",
+                ctx.api_version, replica_id, replica_epoch, ctx.client_host, ctx.client_id)
+        return dict.fromkeys(partitions, FetchPartitionData(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     def without_data(self, ctx: RequestContext, response: FetchResponse) -> FetchResponse:
         """The answer to a consumer's fetch its request quota throttles

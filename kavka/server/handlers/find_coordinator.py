@@ -5,13 +5,18 @@ transaction); v4 batches keys (KIP-699). A group's coordinator is the
 leader of its ``__consumer_offsets`` partition, a transactional id's the
 leader of its ``__transaction_state`` partition (each topic created on
 first use, answering COORDINATOR_NOT_AVAILABLE until it has leaders);
-other key types INVALID_REQUEST.
+other key types INVALID_REQUEST. A group key needs DESCRIBE on the group
+(else GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as Kafka, asked before anything
+else about the key.
 """
 
 from __future__ import annotations
 
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.internal_topic import InternalTopic
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -22,11 +27,17 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 class FindCoordinatorHandler:
-    def __init__(self, offsets_topic: InternalTopic, transaction_topic: InternalTopic) -> None:
+    def __init__(self, offsets_topic: InternalTopic, transaction_topic: InternalTopic, auth: AuthHelper) -> None:
         self.offsets_topic = offsets_topic
         self.transaction_topic = transaction_topic
+        self.auth = auth
 
-    async def _find(self, key: str, key_type: int, listener: str):
+    async def _find(self, ctx: RequestContext, key: str, key_type: int, listener: str):
+        if key_type == GROUP_KEY and not self.auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, -1, None, None
+        if key_type == TRANSACTION_KEY and not self.auth.authorize(ctx, AclOperation.DESCRIBE,
+                                                                   ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, None, None
         if key_type == TRANSACTION_KEY:
             if not key:
                 return ErrorCode.INVALID_REQUEST, -1, None, "the transactional id is empty"
@@ -46,13 +57,13 @@ class FindCoordinatorHandler:
         if version >= 4:
             out = []
             for key in request.coordinator_keys:
-                code, node, ep, message = await self._find(key, key_type, ctx.listener)
+                code, node, ep, message = await self._find(ctx, key, key_type, ctx.listener)
                 out.append(R.Coordinators(key=key, node_id=node, host=ep.host if ep else "",
                                           port=ep.port if ep else -1, error_code=int(code),
                                           error_message=message or (code.message if code is not ErrorCode.NONE
                                                                     else None)))
             return R(throttle_time_ms=0, coordinators=out)
-        code, node, ep, message = await self._find(request.key, key_type, ctx.listener)
+        code, node, ep, message = await self._find(ctx, request.key, key_type, ctx.listener)
         return R(throttle_time_ms=0, error_code=int(code), node_id=node, host=ep.host if ep else "",
                  port=ep.port if ep else -1,
                  error_message=message or (code.message if code is not ErrorCode.NONE else None))

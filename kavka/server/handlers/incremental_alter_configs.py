@@ -1,11 +1,16 @@
 """IncrementalAlterConfigs (key 44, KIP-339): SET, DELETE, APPEND and
 SUBTRACT individual keys of a topic's or broker's overrides, validating the
-complete result before writing; ``validate_only`` writes nothing.
+complete result before writing; ``validate_only`` writes nothing. A
+topic's configs need ALTER_CONFIGS on the topic, a broker's on the cluster
+(Kafka's rule): else TOPIC_/CLUSTER_AUTHORIZATION_FAILED, nothing written.
 """
 
 from __future__ import annotations
 
+from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.config_repository import (
     LIST_KEYS,
     ConfigRepository,
@@ -20,14 +25,21 @@ MAX_VERSION = 1
 
 
 class IncrementalAlterConfigsHandler:
-    def __init__(self, repo: ConfigRepository, cache: MetadataCache) -> None:
+    def __init__(self, repo: ConfigRepository, cache: MetadataCache, auth: AuthHelper) -> None:
         self.repo = repo
         self.cache = cache
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
         R = IncrementalAlterConfigsResponse
         out = []
         for res in request.resources:
+            denied = self.auth.config_resource_error(ctx, AclOperation.ALTER_CONFIGS, res.resource_type,
+                                                     res.resource_name)
+            if denied is not ErrorCode.NONE:
+                out.append(R.Responses(error_code=int(denied), error_message=None,
+                                       resource_type=res.resource_type, resource_name=res.resource_name))
+                continue
             ops = [(c.name, c.config_operation, c.value) for c in res.configs]
             code, message = await self.repo.alter(
                 res.resource_type, res.resource_name, self.cache.contains_topic(res.resource_name),

@@ -12,6 +12,11 @@ new id or epoch bump, fencing the previous instance); before v4 its
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH (KIP-588).
 A ZooKeeper failure while claiming a block is COORDINATOR_NOT_AVAILABLE as
 well (retriable: the client asks again).
+
+Authorization (Kafka 3.9's): a transactional id needs WRITE on it, else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; an idempotent producer needs
+IDEMPOTENT_WRITE on the cluster or, since KIP-679, WRITE on at least one
+topic, else CLUSTER_AUTHORIZATION_FAILED. Asked before anything else.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import logging
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
 from kavka.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.add_partitions_to_txn import fenced_as
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.producer_id_manager import ProducerIdManager
@@ -34,12 +41,20 @@ logger = logging.getLogger(__name__)
 
 
 class InitProducerIdHandler:
-    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator) -> None:
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator,
+                 auth: AuthHelper) -> None:
         self.producer_ids = producer_ids
         self.transactions = transactions
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
         tid = request.transactional_id
+        if tid is not None:
+            if not self.auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+                return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif (not self.auth.authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False)
+              and not self.auth.authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+            return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if tid == "":
             return _answer(ErrorCode.INVALID_REQUEST)
         if tid is not None:

@@ -5,20 +5,24 @@ Before handing the request to the replica manager (which applies steps
 1-7), the broker makes sure every topic it is about to host has its
 configuration: a new topic's overrides are written to ``/config/topics/<t>``
 before its assignment, without a change notification, so they are read here
-(seed 002 §8). A request whose broker epoch is older than this broker's
-registration is refused with STALE_BROKER_EPOCH (KIP-380): it was meant for
-a previous incarnation of this broker id.
+(seed 002 §8). First the ``InterBrokerFence`` decides whether the
+request may act at all (CLUSTER_ACTION with an authorizer, this broker's
+current epoch — KIP-380, versions before v2 carry none — and a controller
+epoch ZooKeeper confirms); a refused request is answered with the error for
+every partition and changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
-from kavka.protocol.messages import LeaderAndIsrRequest, LeaderAndIsrResponse
+from kavka.protocol.messages import ZERO_UUID, LeaderAndIsrRequest, LeaderAndIsrResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.state import BrokerEndPoint, PartitionState
+from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 4
@@ -37,30 +41,31 @@ def partition_states(request, version: int):
         for t in request.topic_states:
             tid = t.topic_id if version >= 5 else None
             for s in t.partition_states:
-                yield tid, _state(t.topic_name, s, version)
+                yield tid, _state(t.topic_name, s, version, tid)
 
 
-def _state(topic: str, s, version: int) -> PartitionState:
+def _state(topic: str, s, version: int, topic_id: uuid.UUID | None = None) -> PartitionState:
     return PartitionState(topic=topic, partition=s.partition_index, controller_epoch=s.controller_epoch,
                           leader=s.leader, leader_epoch=s.leader_epoch, isr=tuple(s.isr),
                           zk_version=s.partition_epoch, replicas=tuple(s.replicas),
-                          is_new=s.is_new if version >= 1 else False)
+                          is_new=s.is_new if version >= 1 else False,
+                          topic_id=topic_id if topic_id != ZERO_UUID else None)
 
 
 class LeaderAndIsrHandler:
     """``ensure_topic_config(topic)`` loads a topic's config into the log
-    manager if it has not been yet; ``broker_epoch()`` is the czxid of this
-    broker's registration znode."""
+    manager if it has not been yet; ``fence`` decides whether the request
+    may act (CLUSTER_ACTION, broker and controller epochs)."""
 
     def __init__(self, replica_manager: ReplicaManager,
                  ensure_topic_config: Callable[[str], Awaitable[None]],
-                 broker_epoch: Callable[[], int],
+                 fence: InterBrokerFence,
                  on_leadership_change: Callable[[list[PartitionState], dict], None] | None = None) -> None:
         self.replica_manager = replica_manager
         # Seed 002 §6.8 step 6: the group coordinator follows __consumer_offsets leadership.
         self.on_leadership_change = on_leadership_change
         self.ensure_topic_config = ensure_topic_config
-        self.broker_epoch = broker_epoch
+        self.fence = fence
 
     async def __call__(self, ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         version = ctx.api_version
@@ -68,10 +73,9 @@ class LeaderAndIsrHandler:
         state_change.info("broker %d received LeaderAndIsr v%d from controller %d epoch %d for %d partitions",
                           self.replica_manager.broker_id, version, request.controller_id,
                           request.controller_epoch, len(entries))
-        if version >= 2 and 0 <= request.broker_epoch < self.broker_epoch():
-            code = ErrorCode.STALE_BROKER_EPOCH
-            state_change.warning("broker %d refused LeaderAndIsr with broker epoch %d (ours is %d)",
-                                 self.replica_manager.broker_id, request.broker_epoch, self.broker_epoch())
+        code = await self.fence.check_control_request(ctx, request.controller_id, request.controller_epoch,
+                                                      request.broker_epoch if version >= 2 else -1)
+        if code is not ErrorCode.NONE:
             return self._response(version, code, {(tid, s.topic_partition): int(code) for tid, s in entries})
         for topic in {s.topic for _, s in entries}:
             await self.ensure_topic_config(topic)

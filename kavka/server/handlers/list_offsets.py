@@ -7,7 +7,8 @@ Versions 1-9: v0's list-of-offsets form is gone from Kafka 4 and no client
 here sends it. A consumer (replica id -1) sees offsets below the high
 watermark; a replica (id >= 0) up to the log end. Partition errors carry the
 Kafka code (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
-FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE ...).
+FENCED_LEADER_EPOCH, OFFSET_NOT_AVAILABLE ...). Each topic needs DESCRIBE
+(Kafka's rule), else its partitions are TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import FetchIsolation
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 2
@@ -26,8 +29,9 @@ MAX_TIMESTAMP = -3
 
 
 class ListOffsetsHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, auth: AuthHelper) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
         version = ctx.api_version
@@ -35,6 +39,8 @@ class ListOffsetsHandler:
         replica_id = request.replica_id
         isolation = None if replica_id >= 0 else FetchIsolation.of(
             replica_id, request.isolation_level if version >= 2 else 0)
+        described = self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                   (t.name for t in request.topics))
         topics = []
         for t in request.topics:
             parts = []
@@ -42,7 +48,9 @@ class ListOffsetsHandler:
                 tp = TopicPartition(t.name, p.partition_index)
                 out = R.Topics.Partitions(partition_index=p.partition_index, error_code=int(ErrorCode.NONE),
                                           timestamp=-1, offset=-1, leader_epoch=-1)
-                if p.timestamp == MAX_TIMESTAMP and version < 7:
+                if t.name not in described:
+                    out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                elif p.timestamp == MAX_TIMESTAMP and version < 7:
                     out.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
                 else:
                     try:

@@ -3,16 +3,19 @@ reassigned — of the listed topics' partitions, or all when the list is
 null — each with its replicas (AR = OAR + RAR during the move, seed 000
 §Partition 重新分配 step 1), adding (RAR - OAR) and removing (OAR - RAR)
 replicas. Partitions not being reassigned are left out. Served by the
-active controller; any other broker answers NOT_CONTROLLER.
+active controller; any other broker answers NOT_CONTROLLER. Needs
+DESCRIBE on the cluster (Kafka's rule), else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kavka.common.errors import KafkaError
+from kavka.common.errors import ErrorCode, KafkaError
 from kavka.controller.events import ListPartitionReassignments
 from kavka.protocol.messages import ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 if TYPE_CHECKING:
@@ -24,11 +27,15 @@ MAX_VERSION = 0
 
 
 class ListPartitionReassignmentsHandler:
-    def __init__(self, controller: KafkaController) -> None:
+    def __init__(self, controller: KafkaController, auth: AuthHelper) -> None:
         self.controller = controller
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
         R = ListPartitionReassignmentsResponse
+        if not self.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
+            denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return R(throttle_time_ms=0, error_code=int(denied), error_message=denied.message, topics=[])
         wanted = None
         if request.topics is not None:
             wanted = tuple((t.name, p) for t in request.topics for p in t.partition_indexes)

@@ -14,9 +14,17 @@ registered and the controller's update is on its way) holds the answer for
 up to ``FIRST_UPDATE_WAIT_S``: answered at once it would name no controller
 and no brokers, and librdkafka's admin client then waits out its whole
 timeout for a controller instead of asking again.
-``*_authorized_operations`` are INT32_MIN unless asked for (kafka-python
-crashes on -1); Kavka has no authorizer, so when asked every operation the
-resource type supports is allowed.
+Authorization (Kafka's handleTopicMetadataRequest): a listing of every
+topic holds only the topics the session may DESCRIBE; a topic asked for by
+name that the session may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED
+whether it exists or not (its existence is never looked up, so a hidden
+topic and a missing one answer alike, and no creation is attempted); by id,
+TOPIC_AUTHORIZATION_FAILED with the id and no name (ids are not secret,
+names are). Auto-creation needs CREATE on the cluster or on the topic, else
+TOPIC_AUTHORIZATION_FAILED. ``*_authorized_operations`` are INT32_MIN
+unless asked for (kafka-python crashes on -1); asked for, KIP-430's bit
+fields: the operations the session may do on each listed topic, and on the
+cluster (v8-10; 0 without DESCRIBE on it).
 """
 
 from __future__ import annotations
@@ -26,19 +34,17 @@ from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_names import validate_topic_name
-from kavka.protocol.messages import MetadataRequest, MetadataResponse
+from kavka.protocol.messages import ZERO_UUID, MetadataRequest, MetadataResponse
+from kavka.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kavka.server.authorization import AUTHORIZED_OPERATIONS_OMITTED, AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 3
 MIN_VERSION = 0
 MAX_VERSION = 12
-INT32_MIN = -(1 << 31)
+INT32_MIN = AUTHORIZED_OPERATIONS_OMITTED
 FIRST_UPDATE_WAIT_S = 5.0
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
-# DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # + CLUSTER_ACTION 9, IDEMPOTENT_WRITE 12
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 # (topic names) -> the error to answer per name (LEADER_NOT_AVAILABLE while
@@ -49,10 +55,11 @@ AutoCreate = Callable[[list[str]], Awaitable[dict[str, ErrorCode]]]
 
 class MetadataHandler:
     def __init__(self, cache: MetadataCache, cluster_id: Callable[[], str | None],
-                 auto_create: AutoCreate | None) -> None:
+                 auto_create: AutoCreate | None, auth: AuthHelper) -> None:
         self.cache = cache
         self.cluster_id = cluster_id
         self.auto_create = auto_create
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         version = ctx.api_version
@@ -62,12 +69,13 @@ class MetadataHandler:
         R = MetadataResponse
         requested = request.topics
         all_topics = requested is None or (version == 0 and not requested)
-        if requested is None or all_topics:
+        if all_topics or requested is None:
             wanted: list[tuple[str | None, uuid.UUID | None]] = [(t, None) for t in cache.topics()]
         else:
             wanted = [(t.name, t.topic_id if version >= 10 else None) for t in requested]
 
-        missing: list[str] = []
+        # Names first (ids resolved), then one DESCRIBE check for all of them.
+        named: list[tuple[str, uuid.UUID | None]] = []
         topics: list = []
         for name, topic_id in wanted:
             if name is None and topic_id is not None:
@@ -76,49 +84,82 @@ class MetadataHandler:
                     topics.append(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None,
                                            topic_id=topic_id, topic_authorized_operations=INT32_MIN))
                     continue
-            if name is None:
+                named.append((name, topic_id))
+            elif name is None:
                 topics.append(R.Topics(error_code=int(ErrorCode.INVALID_REQUEST), name=None,
                                        topic_authorized_operations=INT32_MIN))
+            else:
+                named.append((name, None))
+        described = self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                                   (n for n, _ in named), log_if_denied=not all_topics)
+        include_ops = version >= 8 and request.include_topic_authorized_operations
+
+        def listed(entry):
+            if include_ops and entry.name is not None:
+                entry.topic_authorized_operations = self.auth.authorized_operations(
+                    ctx, ResourceType.TOPIC, entry.name)
+            topics.append(entry)
+
+        missing: list[str] = []
+        for name, by_id in named:
+            if name not in described:
+                if not all_topics:  # a listing leaves them out; named ones fail alike, existing or not
+                    topics.append(R.Topics(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                           name=None if by_id is not None else name,
+                                           topic_id=by_id if by_id is not None else ZERO_UUID,
+                                           topic_authorized_operations=INT32_MIN))
                 continue
             if not cache.contains_topic(name):
                 missing.append(name)
                 continue
-            topics.append(self._topic(name, version, request))
+            listed(self._topic(name, version))
 
         if missing:
             allow = request.allow_auto_topic_creation if version >= 4 else True
+            auto_create = self.auto_create if allow and not all_topics else None
+            may_create: set[str] = set(missing)
+            if auto_create is not None and not self.auth.authorize_cluster(ctx, AclOperation.CREATE,
+                                                                           log_if_denied=False):
+                may_create = self.auth.filter_by_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, missing)
             creatable = []
             for name in missing:
                 problem = validate_topic_name(name)
                 if problem is not None:
-                    topics.append(R.Topics(error_code=int(ErrorCode.INVALID_TOPIC_EXCEPTION), name=name,
-                                           topic_authorized_operations=INT32_MIN))
-                elif allow and self.auto_create is not None and name not in INTERNAL_TOPICS:
-                    creatable.append(name)
+                    listed(R.Topics(error_code=int(ErrorCode.INVALID_TOPIC_EXCEPTION), name=name,
+                                    topic_authorized_operations=INT32_MIN))
+                elif auto_create is not None and name not in INTERNAL_TOPICS:
+                    if name in may_create:
+                        creatable.append(name)
+                    else:
+                        topics.append(R.Topics(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name,
+                                               topic_authorized_operations=INT32_MIN))
                 else:
-                    topics.append(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
-                                           topic_authorized_operations=INT32_MIN))
-            answers = await self.auto_create(creatable) if creatable and self.auto_create is not None else {}
+                    listed(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
+                                    topic_authorized_operations=INT32_MIN))
+            answers = await auto_create(creatable) if creatable and auto_create is not None else {}
             for name in creatable:
                 code = answers.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                topics.append(R.Topics(error_code=int(code), name=name, topic_authorized_operations=INT32_MIN))
+                listed(R.Topics(error_code=int(code), name=name, topic_authorized_operations=INT32_MIN))
 
         brokers = []
         for b in cache.alive_brokers():
             ep = b.endpoint(ctx.listener)
             if ep is not None:
                 brokers.append(R.Brokers(node_id=b.id, host=ep.host, port=ep.port, rack=b.rack))
-        include_cluster_ops = version in range(8, 11) and request.include_cluster_authorized_operations
+        cluster_ops = INT32_MIN
+        if version in range(8, 11) and request.include_cluster_authorized_operations:
+            cluster_ops = (self.auth.authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                           if self.auth.authorize_cluster(ctx, AclOperation.DESCRIBE) else 0)
         return R(
             throttle_time_ms=0,
             brokers=brokers,
             cluster_id=self.cluster_id(),
             controller_id=cache.controller_id,
             topics=topics,
-            cluster_authorized_operations=CLUSTER_OPERATIONS if include_cluster_ops else INT32_MIN,
+            cluster_authorized_operations=cluster_ops,
         )
 
-    def _topic(self, name: str, version: int, request):
+    def _topic(self, name: str, version: int):
         R = MetadataResponse
         cache = self.cache
         partitions = []
@@ -139,12 +180,11 @@ class MetadataHandler:
                 leader_id=p.leader if error != ErrorCode.LEADER_NOT_AVAILABLE else -1,
                 leader_epoch=p.leader_epoch if version >= 7 else -1,
                 replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline))
-        include_ops = version >= 8 and request.include_topic_authorized_operations
         return R.Topics(
             error_code=int(ErrorCode.NONE), name=name,
             topic_id=cache.topic_id(name) if version >= 10 else uuid.UUID(int=0),
             is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-            topic_authorized_operations=TOPIC_OPERATIONS if include_ops else INT32_MIN)
+            topic_authorized_operations=INT32_MIN)
 
 
 def register(dispatcher: Dispatcher, handler: MetadataHandler) -> None:

@@ -11,6 +11,10 @@ UNKNOWN_TOPIC_OR_PARTITION and not stored, as Kafka's
 ``KafkaApis.handleOffsetCommitRequest`` does: a client committing to a
 partition that does not exist (librdkafka's suite, 0030/0112) must learn so
 rather than be told its offset is safe.
+
+Authorization (Kafka's, asked first): READ on the group (else every
+partition is GROUP_AUTHORIZATION_FAILED) and READ on each topic (else its
+partitions are TOPIC_AUTHORIZATION_FAILED, whether it exists or not).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupCoordinator
 from kavka.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 
@@ -27,18 +33,28 @@ MAX_VERSION = 9
 
 
 class OffsetCommitHandler:
-    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache) -> None:
+    def __init__(self, coordinator: GroupCoordinator, metadata: MetadataCache, auth: AuthHelper) -> None:
         self.coordinator = coordinator
         self.metadata = metadata
+        self.auth = auth
+
+    def _denied(self, ctx: RequestContext, group_id: str,
+                order: list[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
+        if not self.auth.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+            return dict.fromkeys(order, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        readable = self.auth.filter_by_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in order))
+        return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in order if tp[0] not in readable}
 
     async def __call__(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         version = ctx.api_version
         commits = {}
-        order = []
+        order = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        denied = self._denied(ctx, request.group_id, order)
         unknown = set()
         for t in request.topics:
             for p in t.partitions:
-                order.append((t.name, p.partition_index))
+                if (t.name, p.partition_index) in denied:
+                    continue
                 if self.metadata.partition(t.name, p.partition_index) is None:
                     unknown.add((t.name, p.partition_index))
                     continue
@@ -54,7 +70,9 @@ class OffsetCommitHandler:
         R = OffsetCommitResponse
         by_topic: dict[str, list] = {}
         for tp in dict.fromkeys(order):
-            if tp in unknown:
+            if tp in denied:
+                e = denied[tp]
+            elif tp in unknown:
                 e = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 e = results.get(tp, code) if code is ErrorCode.NONE else code

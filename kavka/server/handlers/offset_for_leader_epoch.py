@@ -5,7 +5,9 @@ A follower truncates to min(that, its own end for that epoch) instead of to
 its high watermark; a consumer (v3+, replica id -1) uses it to detect log
 truncation after an unclean election. ``current_leader_epoch`` (v2+) fences
 stale callers (FENCED_LEADER_EPOCH) and callers ahead of us
-(UNKNOWN_LEADER_EPOCH).
+(UNKNOWN_LEADER_EPOCH). Authorization (Kafka's): CLUSTER_ACTION on the
+cluster (a follower) allows every topic; otherwise (a consumer) each topic
+needs DESCRIBE, else TOPIC_AUTHORIZATION_FAILED. The answer moves no state.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from kavka.common.errors import ErrorCode, KafkaError
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.security.acl import AclOperation, ResourceType
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 23
@@ -22,18 +26,28 @@ MAX_VERSION = 4
 
 
 class OffsetForLeaderEpochHandler:
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, auth: AuthHelper) -> None:
         self.replica_manager = replica_manager
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
         version = ctx.api_version
         R = OffsetForLeaderEpochResponse
+        names = [t.topic for t in request.topics]
+        if self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
+            described = set(names)
+        else:
+            described = self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
         topics = []
         for t in request.topics:
             parts = []
             for p in t.partitions:
                 out = R.Topics.Partitions(partition=p.partition, error_code=int(ErrorCode.NONE),
                                           leader_epoch=-1, end_offset=-1)
+                if t.topic not in described:
+                    out.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    parts.append(out)
+                    continue
                 try:
                     r = self.replica_manager.last_offset_for_leader_epoch(
                         TopicPartition(t.topic, p.partition),

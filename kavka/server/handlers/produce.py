@@ -24,6 +24,16 @@ INVALID_RECORD or INVALID_TIMESTAMP with, from v8, the refused records in
 request's size is charged to the client's quota; over it, the response
 carries the throttle time and the connection is muted for it
 (``kavka.server.throttling``) — acks=0 included, which has no response.
+
+Authorization (Kafka 3.9's): a request whose batches are transactional
+(the first batch of any partition says so) needs WRITE on its
+``transactional_id``, else every partition is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE, else its
+partitions are TOPIC_AUTHORIZATION_FAILED (asked before the topic's
+existence). An idempotent producer's right to write is checked when it gets
+its producer id (InitProducerId: IDEMPOTENT_WRITE on the cluster or WRITE
+on some topic, KIP-679), not per Produce. With acks=0 an unauthorized
+partition is dropped, unanswered like the rest.
 """
 
 from __future__ import annotations
@@ -35,9 +45,12 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import ProduceRequest, ProduceResponse
 from kavka.protocol.records import ATTR_COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression, peek_size
+from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.requests import ProducePartitionResult
+from kavka.security.acl import AclOperation, ResourceType
 from kavka.security.quota.manager import ClientQuotaManager
+from kavka.server.authorization import AuthHelper
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
 from kavka.server.throttling import quota_client_id, quota_user
@@ -49,23 +62,54 @@ MAGIC_OFFSET = 16  # in the batch header (kavka.protocol.records.batch)
 ATTRIBUTES_OFFSET = 21  # int16; the codec is in the low byte
 
 
+def _first_batch_transactional(records: bytes | memoryview | None) -> bool:
+    """Kafka's ``RequestUtils.hasTransactionalRecords`` test of one
+    partition: its first batch; a damaged one is left to the log's validation."""
+    if not records:
+        return False
+    try:
+        for _pos, header in iter_batches(records, check_crc=False):
+            return header.is_transactional
+    except InvalidRecordBatch:
+        return False
+    return False
+
+
 class ProduceHandler:
-    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager,
+                 auth: AuthHelper) -> None:
         self.replica_manager = replica_manager
         self.cache = cache
         self.quota = quota
+        self.auth = auth
+
+    def _denied(self, ctx: RequestContext, request: ProduceRequest) -> tuple[ErrorCode, set[str]]:
+        """A request-wide refusal (NONE if none) and the topics the session
+        may not WRITE to."""
+        if any(_first_batch_transactional(p.records) for t in request.topic_data for p in t.partition_data):
+            tid = request.transactional_id if ctx.api_version >= 3 else None
+            if tid is None or not self.auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+                return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, set()
+        names = [t.name for t in request.topic_data for _ in t.partition_data]
+        writable = self.auth.filter_by_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, names)
+        return ErrorCode.NONE, {n for n in names if n not in writable}
 
     async def __call__(self, ctx: RequestContext,
                        request: ProduceRequest) -> ProduceResponse | None | Awaitable[ProduceResponse]:
         version = ctx.api_version
         entries: dict[TopicPartition, bytes | memoryview] = {}
-        early: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        early: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
         order: list[TopicPartition] = []
+        refusal, denied = self._denied(ctx, request)
         for topic in request.topic_data:
             for p in topic.partition_data:
                 tp = TopicPartition(topic.name, p.index)
                 order.append(tp)
-                if tp in entries or tp in early:
+                if refusal is not ErrorCode.NONE:
+                    early[tp] = (refusal, None)
+                elif topic.name in denied:
+                    early[tp] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                elif tp in entries or tp in early:
                     early[tp] = (ErrorCode.INVALID_REQUEST, f"{tp} appears twice in one request")
                     entries.pop(tp, None)
                 elif p.records is None or len(p.records) == 0:
@@ -93,12 +137,12 @@ class ProduceHandler:
 
     async def _respond_when_replicated(
             self, version: int, listener: str, order: list[TopicPartition],
-            early: dict[TopicPartition, tuple[ErrorCode, str]],
+            early: dict[TopicPartition, tuple[ErrorCode, str | None]],
             pending: asyncio.Future[dict[TopicPartition, ProducePartitionResult]]) -> ProduceResponse:
         return self._response(version, listener, order, early, await pending)
 
     def _response(self, version: int, listener: str, order: list[TopicPartition],
-                  early: dict[TopicPartition, tuple[ErrorCode, str]],
+                  early: dict[TopicPartition, tuple[ErrorCode, str | None]],
                   results: dict[TopicPartition, ProducePartitionResult]) -> ProduceResponse:
         R = ProduceResponse
         by_topic: dict[str, list] = {}

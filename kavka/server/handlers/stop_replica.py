@@ -2,8 +2,11 @@
 asked (topic deletion, reassignment away from this broker; seed 002 §6.9).
 v0-2 carry one delete flag for the request; v3+ one per partition with the
 leader epoch, where a stale epoch gets FENCED_LEADER_EPOCH (-2 marks a
-topic deletion and always passes). A request for an older incarnation of
-this broker gets STALE_BROKER_EPOCH (KIP-380).
+topic deletion and always passes). Nothing is stopped or deleted unless the
+``InterBrokerFence`` lets the request act (CLUSTER_ACTION with an
+authorizer; this broker's current epoch, KIP-380 — v0 carries none; a
+controller epoch ZooKeeper confirms); a refused request is answered with
+the error for every partition.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from kavka.common.ids import NO_EPOCH
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import StopReplicaRequest, StopReplicaResponse
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 5
@@ -27,10 +31,10 @@ state_change = logging.getLogger("kavka.state.change")
 
 
 class StopReplicaHandler:
-    def __init__(self, replica_manager: ReplicaManager, broker_epoch: Callable[[], int],
+    def __init__(self, replica_manager: ReplicaManager, fence: InterBrokerFence,
                  on_stopped: Callable[[list[TopicPartition]], None] | None = None) -> None:
         self.replica_manager = replica_manager
-        self.broker_epoch = broker_epoch
+        self.fence = fence
         # The group coordinator drops the groups of a stopped __consumer_offsets replica.
         self.on_stopped = on_stopped
 
@@ -47,8 +51,10 @@ class StopReplicaHandler:
         else:
             wanted = [(TopicPartition(t.topic_name, p.partition_index), p.delete_partition, p.leader_epoch)
                       for t in request.topic_states for p in t.partition_states]
-        if version >= 1 and 0 <= request.broker_epoch < self.broker_epoch():
-            code = int(ErrorCode.STALE_BROKER_EPOCH)
+        refused = await self.fence.check_control_request(ctx, request.controller_id, request.controller_epoch,
+                                                         request.broker_epoch if version >= 1 else -1)
+        if refused is not ErrorCode.NONE:
+            code = int(refused)
             return R(error_code=code, partition_errors=[
                 R.PartitionErrors(topic_name=tp.topic, partition_index=tp.partition, error_code=code)
                 for tp, _, _ in wanted])

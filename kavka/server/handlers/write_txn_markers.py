@@ -22,6 +22,20 @@ epoch older than the one whose marker the partition last appended for the
 producer is TRANSACTION_COORDINATOR_FENCED (a zombie coordinator: the
 producer state remembers the epoch, in its snapshots too). Versions 0-2 (v1+
 flexible); only brokers send it.
+
+Who may send it: with an authorizer, CLUSTER_ACTION on the cluster (else
+every partition is CLUSTER_AUTHORIZATION_FAILED, as Kafka). Whatever the
+authorizer, a marker is appended only where it closes something: a
+partition in which the producer has a transaction open (its data appended,
+no marker yet), or where the append refuses it (a fenced producer or
+coordinator epoch, answered as above). Elsewhere it is answered NONE and
+nothing is written —
+what a coordinator retrying a marker that already landed needs, and what
+leaves a client's forged marker for a producer with nothing open (or a
+made-up one) without effect. (On a cluster without an authorizer a client
+that knows an open transaction's producer id and epoch, which its batches
+carry, can still end it, as it could by InitProducerId with that
+transactional.id: only an authorizer tells a coordinator from a client.)
 """
 
 from __future__ import annotations
@@ -33,6 +47,9 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.replica_manager import ReplicaManager
+from kavka.replication.requests import ProducePartitionResult
+from kavka.security.acl import AclOperation
+from kavka.server.authorization import AuthHelper
 from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 27
@@ -44,20 +61,34 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 class WriteTxnMarkersHandler:
     def __init__(self, replica_manager: ReplicaManager, now_ms: Callable[[], int],
-                 on_offsets_marker: Callable[[int, int, bool], None]) -> None:
+                 on_offsets_marker: Callable[[int, int, bool], None], auth: AuthHelper) -> None:
         self.replica_manager = replica_manager
         self.now_ms = now_ms
         self.on_offsets_marker = on_offsets_marker
+        self.auth = auth
 
     async def __call__(self, ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         R = WriteTxnMarkersResponse
+        if not self.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            return R(markers=[R.Markers(producer_id=m.producer_id, topics=[
+                R.Markers.Topics(name=t.name, partitions=[
+                    R.Markers.Topics.Partitions(partition_index=p, error_code=denied) for p in t.partition_indexes])
+                for t in m.topics]) for m in request.markers])
         answers = []
         for marker in request.markers:
             kind = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
             entries: dict[TopicPartition, bytes] = {}
+            nothing_open: dict[TopicPartition, ProducePartitionResult] = {}
             for t in marker.topics:
                 for p in t.partition_indexes:
-                    entries[TopicPartition(t.name, p)] = build_control_batch(
+                    tp = TopicPartition(t.name, p)
+                    # Checked in the same loop step as the append below (no await between).
+                    if self.replica_manager.marker_closes_nothing(tp, marker.producer_id, marker.producer_epoch,
+                                                                  marker.coordinator_epoch):
+                        nothing_open[tp] = ProducePartitionResult(ErrorCode.NONE)
+                        continue
+                    entries[tp] = build_control_batch(
                         kind, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, self.now_ms()
                     )
             results = (
@@ -72,7 +103,9 @@ class WriteTxnMarkersHandler:
             topics = [
                 R.Markers.Topics(name=t.name, partitions=[
                     R.Markers.Topics.Partitions(
-                        partition_index=p, error_code=int(results[TopicPartition(t.name, p)].error)
+                        partition_index=p,
+                        error_code=int((results.get(TopicPartition(t.name, p))
+                                        or nothing_open[TopicPartition(t.name, p)]).error)
                     )
                     for p in t.partition_indexes
                 ])

@@ -5,7 +5,10 @@ whose leader endpoints call the other nodes' replica managers directly
 OffsetsForLeaderEpoch and ListOffsets handlers make) — or, with
 ``wire=True``, over real loopback sockets: each node serves ApiVersions,
 Fetch, ListOffsets and OffsetForLeaderEpoch with the broker's own handlers
-(``serve``) and followers use ``RemoteLeaderEndPoint``. A node can be
+(``serve``) and followers use ``RemoteLeaderEndPoint``, proving their
+replica id as real brokers do (Fetch v15 with the broker epoch of a
+registration in an in-memory ZooKeeper, checked by the leader's
+``InterBrokerFence``). A node can be
 "restarted" (its log manager closed cleanly and reopened from disk) and made
 unreachable (its endpoint raises ``LeaderConnectionError``)."""
 
@@ -36,6 +39,7 @@ from kavka.security.quota.rate import QuotaWindow
 from kavka.storage.log_dir import CLEAN_SHUTDOWN_FILE
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.zk.memory import InMemoryZkStore, InMemoryZooKeeper
 
 from ..conftest import LAG_MS, MemoryIsrZnodes, RecordingIsrListener, log_config
 
@@ -105,8 +109,14 @@ class Node:
 
         def endpoint(leader: BrokerEndPoint):
             if c.wire:
+                def topic_id(tp: TopicPartition):
+                    partition = holder[0].get_partition(tp)
+                    return partition.topic_id if partition is not None else None
+
                 return RemoteLeaderEndPoint(leader, self.broker_id, request_timeout_ms=5_000,
-                                            client_id=f"test-fetcher-{self.broker_id}")
+                                            client_id=f"test-fetcher-{self.broker_id}",
+                                            broker_epoch=lambda: c.broker_epochs.get(self.broker_id),
+                                            topic_id=topic_id)
             ep = LocalLeaderEndPoint(c, leader.broker_id)
             self.endpoints.append(ep)
             return ep
@@ -129,16 +139,24 @@ class Node:
     async def serve(self) -> None:
         """Listen on a fresh loopback port with the broker's handlers of the
         follower's requests (``wire`` clusters)."""
+        from kavka.server.authorization import AuthHelper
         from kavka.server.handlers import api_versions, fetch, list_offsets, offset_for_leader_epoch
+        from kavka.server.inter_broker_fence import InterBrokerFence
         from kavka.server.metadata_cache import MetadataCache
         from kavka.server.network import Dispatcher, NetworkConfig, SocketServer
+        from kavka.zk.epoch_views import ZkBrokerEpochs, ZkControllerView
 
+        store = await self.cluster.zookeeper()
+        cache = MetadataCache(self.broker_id)
+        auth = AuthHelper(None)
+        fence = InterBrokerFence(self.broker_id, auth, lambda: self.cluster.broker_epochs.get(self.broker_id),
+                                 ZkBrokerEpochs(store), ZkControllerView(store), require_authenticated_replicas=False)
         d = Dispatcher()
         api_versions.register(d)
         fetch.register(d, fetch.FetchHandler(
-            self.rm, MetadataCache(self.broker_id), ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock())))
-        list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm))
-        offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm))
+            self.rm, cache, ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock()), auth, fence))
+        list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm, auth))
+        offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm, auth))
         self.server = SocketServer(d, NetworkConfig())
         self.address = await self.server.start("127.0.0.1", 0)
 
@@ -212,8 +230,25 @@ class Cluster:
         self.throttled = throttled
         self.now = now or (lambda: clock.milliseconds() / 1000)
         self.nodes: dict[int, Node] = {}
+        # wire: /brokers/ids/<id> in an in-memory ZooKeeper; a node's epoch is its czxid
+        self.broker_epochs: dict[int, int] = {}
+        self._zk_store: InMemoryZkStore | None = None
         for i in ids:
             self.nodes[i] = Node(self, i)
+
+    async def zookeeper(self) -> InMemoryZkStore:
+        """The store the leaders verify follower epochs against (wire),
+        every node registered on first use."""
+        if self._zk_store is None:
+            store = InMemoryZkStore(InMemoryZooKeeper())
+            await store.start()
+            for i in self.nodes:
+                await store.create(f"/brokers/ids/{i}", b"{}", make_parents=True)
+                stat = await store.exists(f"/brokers/ids/{i}")
+                assert stat is not None
+                self.broker_epochs[i] = stat.czxid
+            self._zk_store = store
+        return self._zk_store
 
     def live(self) -> dict[int, BrokerEndPoint]:
         return {i: BrokerEndPoint(i, *(n.address or ("127.0.0.1", 9000 + i))) for i, n in self.nodes.items()}

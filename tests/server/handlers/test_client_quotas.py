@@ -17,6 +17,7 @@ from kavka.protocol.headers import RequestHeader, decode_response, encode_respon
 from kavka.protocol.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.principal import KafkaPrincipal, Session
+from kavka.server.authorization import AuthHelper
 from kavka.server.client_quota_admin import ClientQuotaAdmin
 from kavka.server.handlers.alter_client_quotas import AlterClientQuotasHandler
 from kavka.server.handlers.describe_client_quotas import DescribeClientQuotasHandler
@@ -39,7 +40,8 @@ async def setup(authorizer=None):
     await store.start()
     zk = KavkaZkClient(store)
     admin = ClientQuotaAdmin(zk)
-    return zk, AlterClientQuotasHandler(admin, authorizer), DescribeClientQuotasHandler(admin, authorizer)
+    auth = AuthHelper(authorizer)
+    return zk, AlterClientQuotasHandler(admin, auth), DescribeClientQuotasHandler(admin, auth)
 
 
 def entry(entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]]):

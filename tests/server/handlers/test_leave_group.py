@@ -18,6 +18,7 @@ from kavka.group.membership import JoinRequest
 from kavka.group.state import GroupState
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
 from kavka.protocol.messages import LeaveGroupRequest
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.leave_group import API_KEY, MAX_VERSION, MIN_VERSION, LeaveGroupHandler
 from kavka.server.network import RequestContext
 
@@ -69,7 +70,7 @@ def _round_trip(version: int, response):
 @pytest.mark.parametrize("version", range(MIN_VERSION, MAX_VERSION + 1))
 async def test_leave_answers_at_the_request_version(version):
     coordinator, member = await _one_member_group()
-    handler = LeaveGroupHandler(coordinator)
+    handler = LeaveGroupHandler(coordinator, AuthHelper(None))
     left = _round_trip(version, await handler(_context(version), _request(version, member)))
     assert left.error_code == 0
     assert coordinator.groups["g"].state is GroupState.EMPTY and not coordinator.groups["g"].members

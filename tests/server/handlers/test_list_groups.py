@@ -15,6 +15,7 @@ from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.group.membership import JoinRequest
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
 from kavka.protocol.messages import ListGroupsRequest
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.list_groups import API_KEY, MAX_VERSION, ListGroupsHandler
 from kavka.server.network import RequestContext
 
@@ -40,7 +41,7 @@ async def _coordinator_with_group() -> GroupCoordinator:
 
 
 async def _list(version: int, types: list[str]) -> list[tuple[str, str]]:
-    handler = ListGroupsHandler(await _coordinator_with_group())
+    handler = ListGroupsHandler(await _coordinator_with_group(), AuthHelper(None))
     ctx = RequestContext(RequestHeader(API_KEY, version, 7, "c"), "conn-1", "127.0.0.1", 40000, "PLAINTEXT", 0)
     request = ListGroupsRequest(states_filter=[], types_filter=types)
     response = await handler(ctx, request)

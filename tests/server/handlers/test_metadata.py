@@ -14,6 +14,7 @@ from kavka.common.errors import ErrorCode
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
 from kavka.protocol.messages import MetadataRequest
 from kavka.server.admin_manager import AdminManager
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.metadata import API_KEY, MetadataHandler
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
@@ -56,7 +57,7 @@ async def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(
                          default_replication_factor=1, auto_create_timeout_s=0.2)
     cache = MetadataCache(1)
     cache.controller_id = 1  # as after the first UpdateMetadata
-    handler = MetadataHandler(cache, lambda: "cluster", admin.auto_create)
+    handler = MetadataHandler(cache, lambda: "cluster", admin.auto_create, AuthHelper(None))
     # The outer bound only stops this test from hanging if the fix regresses.
     response = await asyncio.wait_for(handler(_context(version), _request(version, "fresh")), 6.0)
     _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))

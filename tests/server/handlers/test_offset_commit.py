@@ -14,6 +14,7 @@ from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
 from kavka.protocol.messages import OffsetCommitRequest
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.offset_commit import API_KEY, MAX_VERSION, MIN_VERSION, OffsetCommitHandler
 from kavka.server.metadata_cache import MetadataCache, PartitionMetadata
 from kavka.server.network import RequestContext
@@ -66,7 +67,7 @@ def _context(version: int) -> RequestContext:
 @pytest.mark.parametrize("version", [MIN_VERSION, 2, 7, MAX_VERSION])
 async def test_unknown_partitions_are_refused_and_not_stored(version):
     coordinator = await _coordinator()
-    handler = OffsetCommitHandler(coordinator, _cache_with("known", 2))
+    handler = OffsetCommitHandler(coordinator, _cache_with("known", 2), AuthHelper(None))
     response = await handler(_context(version), _request(version, {"known": [0, 5], "missing": [0]}))
     _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
     answers = {(t.name, p.partition_index): p.error_code for t in decoded.topics for p in t.partitions}
@@ -79,7 +80,7 @@ async def test_unknown_partitions_are_refused_and_not_stored(version):
 
 async def test_only_unknown_partitions_do_not_reach_the_group():
     coordinator = await _coordinator()
-    handler = OffsetCommitHandler(coordinator, _cache_with("known", 1))
+    handler = OffsetCommitHandler(coordinator, _cache_with("known", 1), AuthHelper(None))
     response = await handler(_context(MAX_VERSION), _request(MAX_VERSION, {"missing": [3]}))
     assert [(p.partition_index, p.error_code) for t in response.topics for p in t.partitions] == [
         (3, int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))]
@@ -92,7 +93,7 @@ async def test_txn_offset_commit_refuses_unknown_partitions(version):
     from kavka.server.handlers import txn_offset_commit
 
     coordinator = await _coordinator()
-    handler = txn_offset_commit.TxnOffsetCommitHandler(coordinator, _cache_with("known", 1))
+    handler = txn_offset_commit.TxnOffsetCommitHandler(coordinator, _cache_with("known", 1), AuthHelper(None))
     request = T(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0, topics=[
         T.Topics(name="known", partitions=[T.Topics.Partitions(partition_index=0, committed_offset=5),
                                            T.Topics.Partitions(partition_index=1, committed_offset=5)]),

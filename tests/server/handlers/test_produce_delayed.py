@@ -21,6 +21,7 @@ from kavka.replication.requests import ProducePartitionResult
 from kavka.security.quota.entity import QuotaType
 from kavka.security.quota.manager import ClientQuotaManager
 from kavka.security.quota.rate import QuotaWindow
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.produce import ProduceHandler
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
@@ -62,7 +63,7 @@ def context() -> RequestContext:
 
 async def test_acks_all_waiting_for_the_isr_is_a_delayed_response_holding_no_records():
     rm = FakeReplicaManager(pending=True)
-    handler = ProduceHandler(rm, MetadataCache(0), no_quota())
+    handler = ProduceHandler(rm, MetadataCache(0), no_quota(), AuthHelper(None))
     req, records = request_and_records()
     result = await handler(context(), req)
     assert inspect.isawaitable(result)
@@ -80,7 +81,7 @@ async def test_acks_all_waiting_for_the_isr_is_a_delayed_response_holding_no_rec
 
 
 async def test_an_append_already_acknowledged_is_answered_at_once():
-    handler = ProduceHandler(FakeReplicaManager(pending=False), MetadataCache(0), no_quota())
+    handler = ProduceHandler(FakeReplicaManager(pending=False), MetadataCache(0), no_quota(), AuthHelper(None))
     req, _ = request_and_records()
     response = await handler(context(), req)
     assert isinstance(response, ProduceResponse)

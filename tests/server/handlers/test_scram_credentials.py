@@ -19,6 +19,7 @@ from kavka.protocol.messages import AlterUserScramCredentialsRequest, DescribeUs
 from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.security.sasl.credentials import ScramCredential, ScramFormatter, ScramMechanism
+from kavka.server.authorization import AuthHelper
 from kavka.server.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from kavka.server.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from kavka.server.network import RequestContext
@@ -41,7 +42,8 @@ async def setup(authorizer=None):
     await store.start()
     zk = KavkaZkClient(store)
     admin = ScramCredentialAdmin(zk)
-    return zk, AlterUserScramCredentialsHandler(admin, authorizer), DescribeUserScramCredentialsHandler(admin, authorizer)
+    auth = AuthHelper(authorizer)
+    return zk, AlterUserScramCredentialsHandler(admin, auth), DescribeUserScramCredentialsHandler(admin, auth)
 
 
 def upsert(user: str, password: str = "secret", mechanism: ScramMechanism = SHA512, iterations: int = 8192,
