@@ -120,6 +120,7 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
                        partition="0") == RECORDS - CONSUMED
         assert s.value("kafka_consumergroup_current_offset", consumergroup="readers", topic="metered",
                        partition="0") == CONSUMED
+        assert s.value("kafka_consumergroup_lag_sum", consumergroup="readers", topic="metered") == RECORDS - CONSUMED
 
         # the loop, ZooKeeper, connections, purgatories, flushes
         assert 0.0 <= s.value("kafka_network_socketserver_networkprocessoravgidlepercent") <= 1.0
