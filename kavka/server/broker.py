@@ -350,7 +350,7 @@ class KafkaServer:
         cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
-        admin = AdminManager(zk, configs.log_defaults, lambda: sorted(cache.brokers),
+        admin = AdminManager(zk, configs.log_defaults, lambda: {b.id: b.rack for b in cache.alive_brokers()},
                              cfg["num.partitions"], cfg["default.replication.factor"])
         repo = ConfigRepository(zk, self.static_config)
         quota_admin, scram_admin = ClientQuotaAdmin(zk), ScramCredentialAdmin(zk)
