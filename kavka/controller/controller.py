@@ -64,6 +64,7 @@ from kavka.controller.events import (
 )
 from kavka.controller.settings import ControllerConfig
 from kavka.controller.state_change_log import StateChangeLogger
+from kavka.controller.stats import ControllerStats
 from kavka.zk.client import ControllerClaim, ControllerMovedError, KavkaZkClient
 from kavka.zk.store_types import SessionEvent, SessionState, ZkError, ZkSessionExpiredError
 
@@ -133,6 +134,7 @@ class KafkaController:
         self.elector = ControllerElector(zk, broker_id, self._on_elected, self._on_resigned, retry_backoff_s=elector_retry_backoff_s)
         self.active: ActiveController | None = None
         self.failovers = 0  # epochs this broker became active in (tests, metrics)
+        self.stats = ControllerStats()  # kept across epochs, as Kafka's ControllerStats
         self._requests: set[asyncio.Future[Any]] = set()  # answers owed to API handlers
 
     # -- what the broker reads ------------------------------------------------------------------
@@ -224,7 +226,8 @@ class KafkaController:
         channel = ControllerChannelManager(
             self.transport, retry_backoff_ms=self.config.retry_backoff_ms, max_backoff_ms=self.config.max_retry_backoff_ms
         )
-        self.active = ActiveController(self.broker_id, claim, self.zk, channel, self.config, self.events.put, self.state_log)
+        self.active = ActiveController(self.broker_id, claim, self.zk, channel, self.config, self.events.put, self.state_log,
+                                       self.stats)
         self.failovers += 1
         await self.active.on_controller_failover()
         self.active.batch.send_requests()

@@ -25,6 +25,7 @@ or ``NEW``) and is retried by the next ``trigger_online_partition_state_change``
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from kavka.common.ids import BrokerId
@@ -36,6 +37,7 @@ from kavka.controller.leader_isr_update import update_leader_and_isr
 from kavka.controller.partition_state import PartitionState, PartitionStates
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.state_change_log import StateChangeLogger
+from kavka.controller.stats import ControllerStats
 from kavka.zk.brokers import PartitionStateZNode
 from kavka.zk.client import ControllerClaim, KavkaZkClient
 
@@ -59,6 +61,7 @@ class PartitionStateMachine:
         batch: ControllerBrokerRequestBatch,
         state_log: StateChangeLogger,
         unclean_allowed: UncleanPolicy,
+        stats: ControllerStats | None = None,
     ) -> None:
         self.context = context
         self.zk = zk
@@ -66,6 +69,7 @@ class PartitionStateMachine:
         self.batch = batch
         self.state_log = state_log
         self.unclean_allowed = unclean_allowed
+        self.stats = stats if stats is not None else ControllerStats()
         self.states = PartitionStates()
 
     def startup(self) -> None:
@@ -172,6 +176,13 @@ class PartitionStateMachine:
         return {t for t in sorted(needing) if await self.unclean_allowed(t)}
 
     async def _elect_leaders(self, tps: list[TopicPartition], election: Election | None) -> dict[TopicPartition, str]:
+        started = time.monotonic_ns()
+        try:
+            return await self._elect_leaders_timed(tps, election)
+        finally:
+            self.stats.leader_elections.record_ns(time.monotonic_ns() - started)
+
+    async def _elect_leaders_timed(self, tps: list[TopicPartition], election: Election | None) -> dict[TopicPartition, str]:
         live = self.context.live_broker_ids
         if election is None:
             unclean_topics = await self._unclean_topics(tps)
@@ -193,6 +204,7 @@ class PartitionStateMachine:
         outcome = await update_leader_and_isr(self.zk, self.claim, self.context, tps, decide)
         for tp, lai in outcome.written.items():
             if chosen[tp].unclean:
+                self.stats.unclean_elections += 1
                 self.state_log.unclean_election(tp, lai.leader, isr_before[tp])
             self.state_log.leader_and_isr_written(tp, lai, "leader election")
             self.batch.add_leader_and_isr(self.context.partition_replicas(tp), tp)

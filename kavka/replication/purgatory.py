@@ -147,6 +147,12 @@ class DelayedOperationPurgatory(Generic[K]):
         return len(self._watchers.get(key, ()))
 
     @property
+    def watched_total(self) -> int:
+        """Watches of pending operations over all keys (an operation on
+        several partitions counts once per key: Kafka's PurgatorySize)."""
+        return sum(len(ops) for ops in self._watchers.values())
+
+    @property
     def delayed(self) -> int:
         """How many operations are pending."""
         return len(self._keys_of)

@@ -80,6 +80,7 @@ from kavka.replication.requests import (
     error_message_of,
 )
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
+from kavka.replication.topic_stats import BrokerTopicStats
 from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
@@ -221,6 +222,7 @@ class ReplicaManager:
         self._replica_rack = replica_rack or (lambda broker_id, listener: (False, None))
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
+        self.topic_stats = BrokerTopicStats()
         self.isr_updates = IsrUpdates(
             isr_writer,
             isr_change_listener,
@@ -352,6 +354,7 @@ class ReplicaManager:
         except Exception as e:
             return _failure(e, tp)
         appended[tp] = (info, partition.leader_epoch)
+        self.topic_stats.record_in(tp.topic, info.valid_bytes, info.record_count)
         self.complete_delayed_requests(tp)
         return ProducePartitionResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset)
 
@@ -416,8 +419,14 @@ class ReplicaManager:
     def _record_leader_quota(
         self, params: FetchParams, answer: dict[TopicPartition, FetchPartitionData]
     ) -> dict[TopicPartition, FetchPartitionData]:
-        if params.is_from_follower and self.leader_quota is not None:
-            self.leader_quota.record(answer, self.get_partition)
+        if params.is_from_follower:
+            if self.leader_quota is not None:
+                self.leader_quota.record(answer, self.get_partition)
+        else:
+            stats = self.topic_stats
+            for tp, data in answer.items():
+                if data.records:
+                    stats.record_out(tp.topic, len(data.records))
         return answer
 
     async def fetch_messages(

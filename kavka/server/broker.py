@@ -46,6 +46,8 @@ import logging
 import time
 from collections.abc import Mapping
 
+from prometheus_client import CollectorRegistry
+
 from kavka.common.broker_config import KafkaConfig
 from kavka.common.clock import SystemClock
 from kavka.common.ids import BrokerId
@@ -54,6 +56,21 @@ from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
 from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupConfig, GroupCoordinator
+from kavka.metrics.broker_metrics import (
+    BrokerTopicMetricsCollector,
+    ConsumerGroupMetrics,
+    ControllerMetrics,
+    LogMetrics,
+    QuotaMetrics,
+    ReplicaManagerMetrics,
+    RequestMetricsCollector,
+    SocketServerMetrics,
+    ZooKeeperMetrics,
+)
+from kavka.metrics.event_loop import EventLoopMonitor
+from kavka.metrics.exporter import MetricsExporter
+from kavka.metrics.request_metrics import RequestMetrics
+from kavka.metrics.throttle_times import ThrottleTimes
 from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
@@ -140,6 +157,7 @@ from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
 from kavka.storage.cleaner.config import LogCleanerConfig
+from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
@@ -201,6 +219,12 @@ class KafkaServer:
         self.channels: Mapping[str, ChannelBuilder] = {}
         self.inter_broker_security: ClientSecurity = PLAINTEXT_SECURITY
         self.marker_writer: BrokerMarkerWriter | None = None
+        # metrics.port >= 0: the Prometheus endpoint and what only it needs
+        # measured (request times, throttle times, the loop's lag)
+        self.request_metrics: RequestMetrics | None = None
+        self.throttle_times: ThrottleTimes | None = None
+        self.loop_monitor: EventLoopMonitor | None = None
+        self.metrics_exporter: MetricsExporter | None = None
 
     @property
     def config(self) -> KafkaConfig:
@@ -290,6 +314,8 @@ class KafkaServer:
         fence = InterBrokerFence(self.broker_id, auth, self._registered_epoch, self.broker_epochs,
                                  self.controller_view,
                                  require_authenticated_replicas=_inter_broker_protocol(cfg).startswith("SASL_"))
+        if cfg["metrics.port"] >= 0:
+            self.request_metrics, self.throttle_times = RequestMetrics(), ThrottleTimes()
         dispatcher = Dispatcher()
         handler_table.register_all(dispatcher, self._build_handlers(zk, configs, log_manager, rm, controller,
                                                                     self.authorizer, self.acl_manager, auth, fence))
@@ -327,7 +353,8 @@ class KafkaServer:
         limits = RequestLimits.create(cfg["queued.max.requests"], cfg["queued.max.request.bytes"],
                                       connection_quotas)
         for listener in cfg.listeners:
-            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits)
+            server = SocketServer(dispatcher, net, channel=channels[listener.listener_name], limits=limits,
+                                  request_metrics=self.request_metrics)
             self.bound.append(await server.start(listener.host or "0.0.0.0", listener.port))
             self.socket_servers.append(server)
 
@@ -342,6 +369,8 @@ class KafkaServer:
 
         self.controller = controller
         await controller.start()
+        if cfg["metrics.port"] >= 0:
+            self._start_metrics(cfg, store, log_manager, rm, controller)
         self._tick_task = asyncio.get_running_loop().create_task(_tick_log_manager(log_manager),
                                                                  name="log-manager-tick")
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
@@ -463,8 +492,43 @@ class KafkaServer:
         # KIP-219: every response carries its throttle time and a throttled
         # connection is muted; request_percentage charges each handler's time.
         return {key: ThrottlingHandler(h, key, quotas.request,
-                                       fetch_handler.without_data if key == fetch.API_KEY else None)
+                                       fetch_handler.without_data if key == fetch.API_KEY else None,
+                                       self.throttle_times)
                 for key, h in handlers.items()}
+
+    def _start_metrics(self, cfg: KafkaConfig, store: KazooZkStore, log_manager: LogManager, rm: ReplicaManager,
+                       controller: KafkaController) -> None:
+        """The Prometheus endpoint (``metrics.port``): the collectors over
+        the components they read, served on a thread by ``MetricsExporter``."""
+        assert self.request_metrics is not None and self.throttle_times is not None
+        assert self.group_coordinator is not None
+        registry = CollectorRegistry()
+        self.loop_monitor = monitor = EventLoopMonitor(registry)
+        monitor.start()
+        servers = self.socket_servers
+
+        def end_offset(tp: TopicPartition) -> int | None:
+            partition = rm.get_partition(tp)
+            return partition.log.high_watermark if partition is not None else None
+
+        collectors = [
+            ReplicaManagerMetrics(rm),
+            BrokerTopicMetricsCollector(rm.topic_stats),
+            LogMetrics(log_manager, LOG_FLUSH_STATS),
+            ControllerMetrics(controller),
+            RequestMetricsCollector(self.request_metrics),
+            SocketServerMetrics(lambda: {s.listener_name: len(s.connections) for s in servers}, monitor),
+            QuotaMetrics(self.throttle_times),
+            ZooKeeperMetrics(store),
+            ConsumerGroupMetrics(self.group_coordinator, end_offset),
+        ]
+        self.metrics_exporter = exporter = MetricsExporter(registry, collectors)
+        try:
+            host, port = exporter.start(cfg["metrics.host"], cfg["metrics.port"])
+        except OSError as e:
+            raise OSError(e.errno, f"cannot serve metrics on metrics.host={cfg['metrics.host']!r} "
+                                   f"metrics.port={cfg['metrics.port']}: {e.strerror}") from e
+        log.info("broker %d serves metrics on http://%s:%d/metrics", self.broker_id, host or "0.0.0.0", port)
 
     async def _warn_if_registration_held(self, store: KazooZkStore, wait_s: float) -> None:
         """Say why startup pauses when ``/brokers/ids/<id>`` is already there."""
@@ -529,6 +593,10 @@ class KafkaServer:
                            "controlled shutdown")
         if self._tick_task is not None:
             self._tick_task.cancel()
+        if self.metrics_exporter is not None:
+            await _quietly(self.metrics_exporter.stop(), "metrics endpoint")
+        if self.loop_monitor is not None:
+            self.loop_monitor.stop()
         if self.controller is not None:
             await _quietly(self.controller.stop(), "controller")
         for server in self.socket_servers:

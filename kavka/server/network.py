@@ -87,6 +87,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from kavka.metrics.request_metrics import ApiRequestMetrics, RequestMetrics
 from kavka.protocol.errors import DecodeError, FrameSizeError, UnknownApiError, UnsupportedVersionError
 from kavka.protocol.framing import frame_parts
 from kavka.protocol.headers import RequestHeader, decode_request, encode_response_parts
@@ -210,6 +211,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.peer = ("?", 0)
         self.connection_id = f"c{next(self._ids)}"
         self._inbox: collections.deque[Frame] = collections.deque()
+        # With metrics on: when each frame of the inbox was read whole (monotonic ns).
+        self._metrics = server.request_metrics
+        self._read_ns: collections.deque[int] = collections.deque()
         # The frames admitted and not yet taken up (the inbox, then the
         # frame being read): each holds its bytes, and a request slot if
         # it was read while the connection was busy (size, slot).
@@ -354,6 +358,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Queue the frames read; pause reading while admission waits."""
         if frames:
             self._inbox.extend(frames)
+            if self._metrics is not None:
+                self._read_ns.extend(itertools.repeat(time.monotonic_ns(), len(frames)))
             self._inbox_ready.set()
         if self.receiver.blocked != self._paused and not self._closing and not self._draining:
             if self.receiver.blocked:
@@ -380,6 +386,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 limits.slots.release(1)
             limits.memory.release(size)
         self._inbox.clear()
+        self._read_ns.clear()
 
     def pause_writing(self) -> None:
         self._can_write.clear()
@@ -450,7 +457,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if slot:
                     self.server.limits.slots.release(1)
                 self._handling = True
-                ok = await self._handle(self._inbox.popleft())
+                ok = await self._handle(self._inbox.popleft(),
+                                        self._read_ns.popleft() if self._metrics is not None else 0)
                 self._handling = False
                 if self._handling_bytes:  # a request that failed before its release
                     self._release_handling()
@@ -460,8 +468,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except asyncio.CancelledError:
             pass
 
-    async def _handle(self, frame: Frame) -> bool:
-        """Decode and dispatch one request; False closes the connection."""
+    async def _handle(self, frame: Frame, read_ns: int) -> bool:
+        """Decode and dispatch one request (its last byte read at ``read_ns``,
+        0 without metrics); False closes the connection."""
         received = time.monotonic_ns()
         if self.authenticator is not None:
             step = self.authenticator.receive(frame)
@@ -506,11 +515,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.exception("handler for API %d v%d failed (%s); closing the connection",
                           header.api_key, header.api_version, self._who(header))
             return False
+        local_end = time.monotonic_ns()
+        api_metrics = self._metrics.of(header.api_key, body) if self._metrics is not None else None
         del body, ctx
         if self._handling_bytes:  # Produce: its records are appended (or refused) now
             self._release_handling()
         reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
-        await self._outbox.put((header, reply))
+        timing = _Timing(api_metrics, read_ns, received, local_end) if api_metrics is not None else None
+        await self._outbox.put((header, reply, timing))
         return True
 
     async def _authentication_step(self, step: AuthStep) -> bool:
@@ -524,7 +536,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if step.response is None and step.token is None and step.delay_s <= 0:
             return not step.close
         self.in_flight += 1
-        await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s)))
+        await self._outbox.put((step.header, _AuthReply(step.response, step.token, step.close, step.delay_s), None))
         if step.close:
             # No more requests from this client: the writer closes once the reply is out.
             self._draining = True
@@ -541,12 +553,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             R.ApiKeys(api_key=k, min_version=lo, max_version=hi)
             for k, lo, hi in self.server.dispatcher.supported()])
         self.in_flight += 1
-        await self._outbox.put((RequestHeader(header.api_key, 0, header.correlation_id, header.client_id), body))
+        await self._outbox.put((RequestHeader(header.api_key, 0, header.correlation_id, header.client_id), body, None))
 
     async def _write(self) -> None:
         try:
             while True:
-                header, result = await self._outbox.get()
+                header, result, timing = await self._outbox.get()
+                picked = time.monotonic_ns() if timing is not None else 0
                 if isinstance(result, _AuthReply):
                     if not await self._write_auth_reply(header, result):
                         return
@@ -554,8 +567,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 try:
                     if isinstance(result, asyncio.Future):
                         body = await result
+                        ready = time.monotonic_ns() if timing is not None else 0
                     else:
                         body = result
+                        ready = 0
                 except asyncio.CancelledError:
                     raise
                 except Exception:
@@ -578,6 +593,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 if not self._can_write.is_set():
                     await self._can_write.wait()
                 self._live_transport().writelines(frame_parts(parts))
+                if timing is not None:
+                    timing.metrics.record(header.api_version, timing.read_ns, timing.start_ns, timing.local_end_ns,
+                                          ready, picked, time.monotonic_ns())
         except asyncio.CancelledError:
             pass
 
@@ -622,6 +640,17 @@ def _set_buffer_sizes(sock: socket.socket | None, config: NetworkConfig) -> None
 
 
 @dataclass(frozen=True, slots=True)
+class _Timing:
+    """A request's times so far (monotonic ns), for its ``RequestMetrics``:
+    its last byte read, its handler started and returned."""
+
+    metrics: ApiRequestMetrics
+    read_ns: int
+    start_ns: int
+    local_end_ns: int
+
+
+@dataclass(frozen=True, slots=True)
 class _AuthReply:
     """An authenticator's reply in the outbox: a response or a raw token
     (or nothing), then, if ``close``, the connection closed ``close_delay_s``
@@ -640,8 +669,10 @@ class SocketServer:
 
     def __init__(self, dispatcher: Dispatcher, config: NetworkConfig | None = None,
                  listener_name: str = "PLAINTEXT", channel: ChannelBuilder | None = None,
-                 limits: RequestLimits | None = None) -> None:
+                 limits: RequestLimits | None = None, request_metrics: RequestMetrics | None = None) -> None:
         self.dispatcher = dispatcher
+        # Kafka's RequestMetrics, shared by the listeners; None: metrics off, nothing measured
+        self.request_metrics = request_metrics
         self.config = config or NetworkConfig()
         self.channel = channel if channel is not None else ChannelBuilder(listener_name)
         self.listener_name = self.channel.listener_name

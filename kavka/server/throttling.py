@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
+from kavka.metrics.throttle_times import ThrottleTimes
 from kavka.security.quota.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager
 from kavka.server.network import Handler, HandlerResult, RequestContext
 
@@ -100,11 +101,16 @@ class _Timed:
 class ThrottlingHandler:
     """One API's handler with the quotas applied (see the module docstring)."""
 
-    __slots__ = ("handler", "api_key", "request_quota", "throttled_response", "_exempt")
+    __slots__ = ("handler", "api_key", "request_quota", "throttled_response", "_exempt", "throttle_times",
+                 "_resource")
 
     def __init__(self, handler: Handler, api_key: int, request_quota: ClientQuotaManager,
-                 throttled_response: Callable[[RequestContext, Any], Any] | None = None) -> None:
+                 throttled_response: Callable[[RequestContext, Any], Any] | None = None,
+                 throttle_times: ThrottleTimes | None = None) -> None:
         self.handler = handler
+        # With metrics on: each throttled request's time, by the quota that set it
+        self.throttle_times = throttle_times
+        self._resource = BYTE_RATE_RESOURCES.get(api_key, "ControllerMutation")
         self.api_key = api_key
         self.request_quota = request_quota
         # What the API answers instead when the request quota throttles it
@@ -126,7 +132,7 @@ class ThrottlingHandler:
             return self._finish_later(ctx, result, request_throttle)
         if request_throttle > 0 and result is not None and self.throttled_response is not None:
             result = self.throttled_response(ctx, result)
-        return _finish(ctx, result, request_throttle)
+        return self._finish(ctx, result, request_throttle)
 
     def _from_follower(self, ctx: RequestContext, request: Any) -> bool:
         if self.api_key != FETCH_KEY:
@@ -134,7 +140,21 @@ class ThrottlingHandler:
         return fetch_replica_id(ctx, request) >= 0
 
     async def _finish_later(self, ctx: RequestContext, result: Awaitable[Any], request_throttle: int) -> Any:
-        return _finish(ctx, await result, request_throttle)
+        return self._finish(ctx, await result, request_throttle)
+
+    def _finish(self, ctx: RequestContext, response: Any, request_throttle: int) -> Any:
+        response = _finish(ctx, response, request_throttle)
+        if ctx.throttle_time_ms > 0 and self.throttle_times is not None:
+            # the request quota's, or the byte rate (or mutation) quota the handler applied
+            resource = "Request" if request_throttle >= ctx.throttle_time_ms else self._resource
+            self.throttle_times.record(resource, quota_user(ctx), quota_client_id(ctx), ctx.throttle_time_ms)
+        return response
+
+
+# The quota (Kafka's QuotaType) a handler's own throttle comes from: the
+# byte rates of Produce and Fetch; the other APIs that throttle are
+# CreateTopics, DeleteTopics and CreatePartitions (controller mutations).
+BYTE_RATE_RESOURCES = {0: "Produce", FETCH_KEY: "Fetch"}
 
 
 def _finish(ctx: RequestContext, response: Any, request_throttle: int) -> Any:

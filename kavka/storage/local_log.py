@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from kavka.protocol.records.reader import iter_records
 from kavka.storage.checkpoint import fsync_dir
 from kavka.storage.errors import KafkaStorageError, LogOfflineError, StorageError
 from kavka.storage.fetch_data_info import FetchDataInfo, LogOffsetMetadata
+from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.index.transaction_index import AbortedTxn
 from kavka.storage.log_append import ValidatedBatches
 from kavka.storage.log_config import LogConfig
@@ -218,6 +220,7 @@ class LocalLog:
             files, self._unsynced_files = self._unsynced_files, []
             fsync_directory = self._dir_needs_fsync or bool(files)
             self._dir_needs_fsync = False
+        started = time.monotonic_ns()
         try:
             for path in files:
                 fsync_file(path)
@@ -237,6 +240,7 @@ class LocalLog:
         except OSError as e:
             with self._lock:
                 raise self.failed(KafkaStorageError("fsync failed", self.dir, e)) from None
+        LOG_FLUSH_STATS.record_ns(time.monotonic_ns() - started)
         with self._lock:
             self._recovery_point = max(self._recovery_point, min(target, self._next_offset))
             self._last_flush_ms = self.clock.milliseconds()

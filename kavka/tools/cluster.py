@@ -7,6 +7,9 @@ its log directory and its output in ``broker.log``; brokers run as
 ``python -m kavka server start server.properties`` so that a test can kill
 one with SIGKILL and restart it exactly as an operator would.
 
+Every broker serves its Prometheus metrics (``metrics.port``) on a free
+loopback port (``metrics_urls``) unless ``metrics=False``.
+
 ``secure=True`` (``kavka up --secure``) makes it a secured cluster
 (``kavka.tools.secure_cluster``): certificates and users are made first,
 every broker listens with SASL_SSL for clients and brokers (``bootstrap``)
@@ -51,6 +54,11 @@ class BrokerProcess:
     properties: Path
     process: subprocess.Popen | None = None
     mtls_port: int | None = None  # the mutual-TLS listener of a secured cluster
+    metrics_port: int | None = None  # the Prometheus endpoint (metrics.port), None: off
+
+    @property
+    def metrics_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics" if self.metrics_port is not None else None
 
     @property
     def address(self) -> str:
@@ -86,7 +94,7 @@ class LocalCluster:
     def __init__(self, brokers: int = 3, data_dir: str | Path | None = None, base_port: int = 0,
                  zookeeper: str | None = None, zookeeper_port: int | None = None,
                  config: Mapping[str, str] | None = None, chroot: str = "/kavka", secure: bool = False,
-                 racks: Sequence[str | None] | None = None) -> None:
+                 metrics: bool = True, racks: Sequence[str | None] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         if racks is not None and len(racks) != brokers:
@@ -105,7 +113,8 @@ class LocalCluster:
         for i in range(brokers):
             port = base_port + i if base_port else free_port()
             d = self.data_dir / f"broker-{i}"
-            self.brokers[i] = BrokerProcess(i, port, d, d / "server.properties")
+            self.brokers[i] = BrokerProcess(i, port, d, d / "server.properties",
+                                            metrics_port=free_port() if metrics else None)
         self.secure: SecureSetup | None = None
         self._probe_security: ClientSecurity | None = None
         if secure:
@@ -117,6 +126,11 @@ class LocalCluster:
     @property
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers.values())
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        """Each broker's Prometheus endpoint (empty with metrics off)."""
+        return [b.metrics_url for b in self.brokers.values() if b.metrics_url is not None]
 
     @property
     def mtls_bootstrap(self) -> str:
@@ -177,6 +191,8 @@ class LocalCluster:
             "transaction.state.log.replication.factor": str(min(3, len(self.brokers))),
             "transaction.state.log.min.isr": str(min(2, len(self.brokers))),
         }
+        if b.metrics_port is not None:
+            props.update({"metrics.port": str(b.metrics_port), "metrics.host": "127.0.0.1"})
         if self.secure is not None:
             assert b.mtls_port is not None
             props.update(self.secure.broker_config(b.broker_id, b.port, b.mtls_port))

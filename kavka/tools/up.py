@@ -2,7 +2,8 @@
 
 Starts a standalone ZooKeeper (Debian's package) — or uses
 ``--zookeeper HOST:PORT[/chroot]`` — and N broker processes, prints
-``bootstrap: 127.0.0.1:P,...`` once every broker is registered, and stays in
+``bootstrap: 127.0.0.1:P,...`` once every broker is registered (and
+``metrics:`` with each broker's Prometheus endpoint), and stays in
 the foreground; SIGINT or SIGTERM stops the brokers (clean shutdown) and
 ZooKeeper. A broker that dies is reported, and the rest keep running.
 
@@ -40,6 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a broker config applied to every broker (repeatable), e.g. --config num.partitions=6")
     p.add_argument("--racks", metavar="RACK,RACK,...",
                    help="broker i's broker.rack is the i-th name (one per broker), e.g. --racks r1,r2,r3")
+    p.add_argument("--no-metrics", action="store_true",
+                   help="no Prometheus endpoints (default: each broker serves /metrics on a free loopback port)")
     p.add_argument("--secure", action="store_true",
                    help="TLS and SASL (SCRAM-SHA-512) for clients and between brokers, ACLs on: generates a CA "
                         "and certificates, an admin and a client user, and writes client.properties "
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
               "name per broker", file=sys.stderr)
         return 2
     cluster = LocalCluster(args.brokers, args.data_dir, args.base_port, args.zookeeper,
-                           args.zookeeper_port, config, secure=args.secure,
+                           args.zookeeper_port, config, secure=args.secure, metrics=not args.no_metrics,
                            racks=[r.strip() for r in racks] if racks is not None else None)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -75,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"bootstrap: {cluster.bootstrap}", flush=True)
     print(f"zookeeper: {cluster.zk_connect}", flush=True)
     print(f"data: {cluster.data_dir}", flush=True)
+    if cluster.metrics_urls:
+        print(f"metrics: {' '.join(cluster.metrics_urls)}", flush=True)
     if cluster.secure is not None:
         s = cluster.secure
         print(f"client.properties: {s.client_properties_path}", flush=True)

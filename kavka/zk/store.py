@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from kazoo import exceptions as kz
 from kazoo.client import KazooClient
 from kazoo.protocol.states import EventType, KazooState, KeeperState
 
+from kavka.common.latency import LatencyHistogram
 from kavka.common.listeners import ZkConnect, parse_zk_connect
 from kavka.zk.multi_read import MultiRead
 from kavka.zk.store_types import (
@@ -176,6 +178,12 @@ class KazooZkStore(ZkStoreBase):
         # The last state reported to listeners: decides whether a kazoo
         # CONNECTED is a reconnection, a new session, or the first connect.
         self._last = SessionState.CLOSED
+        # For the metrics (Kafka's ZooKeeperClientMetrics and
+        # SessionExpireListener): each request's time from being sent to its
+        # answer reaching the loop, and the session's losses.
+        self.request_latency = LatencyHistogram()
+        self.expirations = 0
+        self.disconnects = 0
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -259,7 +267,16 @@ class KazooZkStore(ZkStoreBase):
             elif self._last is SessionState.SUSPENDED:
                 self._report(SessionState.RECONNECTED, session)
 
+    @property
+    def session_state(self) -> SessionState:
+        """The session's state as last reported to the listeners."""
+        return self._last
+
     def _report(self, state: SessionState, session: int | None) -> None:
+        if state is SessionState.EXPIRED:
+            self.expirations += 1
+        elif state is SessionState.SUSPENDED:
+            self.disconnects += 1
         self._last = state
         self._emit(state, session)
 
@@ -282,7 +299,11 @@ class KazooZkStore(ZkStoreBase):
         """Send one request (``issue()`` returns kazoo's async result) once
         fewer than ``max_in_flight_requests`` are pending, and await it."""
         async with self._in_flight:
-            return await self._await(issue(), path, version)
+            started = time.monotonic_ns()
+            try:
+                return await self._await(issue(), path, version)
+            finally:
+                self.request_latency.record_ns(time.monotonic_ns() - started)
 
     async def _await(self, async_result: Any, path: str | None, version: int | None = None) -> Any:
         loop = self._loop

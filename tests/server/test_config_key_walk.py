@@ -217,6 +217,7 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true", "super.users": "User:ANONYMOUS",
         "leader.replication.throttled.rate": str(1 << 40), "follower.replication.throttled.rate": str(1 << 40),
+        "metrics.port": "0", "metrics.host": "127.0.0.1",
         # TLS and SASL listeners
         "ssl.client.auth": "requested", "ssl.protocol": "TLSv1.3", "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
         "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,"
