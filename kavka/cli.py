@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console-consumer": ("kavka.tools.console_consumer", "print a topic's records"),
     "acls": ("kavka.tools.acls", "add, remove and list ACLs (kafka-acls.sh)"),
     "consumer-groups": ("kavka.tools.consumer_groups", "list, describe, delete consumer groups; reset their offsets"),
+    "transactions": ("kavka.tools.transactions",
+                     "list and describe transactions and producers; find and abort hanging transactions"),
     "reassign-partitions": ("kavka.tools.reassign_partitions",
                             "generate, execute, verify or cancel a partition reassignment plan"),
     "preferred-replica-election": ("kavka.tools.preferred_election",
@@ -35,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "state-change-log-merge": ("kavka.tools.state_change_log_merge",
                                "merge the brokers' state-change.log files by time, filtered"),
     "dump-log": ("kavka.tools.dump_log", "print the batches, records, indexes or checkpoints in log files"),
+    "console": ("kavka.console.main", "serve the web console of a cluster (needs the console extra)"),
     "zookeeper": ("kavka.tools.zookeeper", "run a standalone ZooKeeper from Debian's package in the foreground"),
 }
 

@@ -20,7 +20,8 @@ Modules:
                     ``TopicMetadata``, ``PartitionMetadata``, ... (keyed
                     by ``kavka.common``'s ``TopicPartition``)
     ``admin``       ``KafkaAdmin``: topics, partitions, configs, offsets,
-                    delete records, describe cluster (values in
+                    delete records, describe cluster, the transaction
+                    tools of KIP-664 (values in
                     ``admin_types``; wire building in ``admin_requests``).
     ``producer``    ``Producer``: per-partition batches, acks, Kafka's
                     murmur2 key partitioning (``partitioner``).

@@ -28,26 +28,34 @@ from typing import Any
 
 from kavka.client import admin_requests as rq
 from kavka.client.admin_types import (
+    TRANSACTION_STATES,
+    AbortTransactionSpec,
     AlterOp,
     ClusterDescription,
     ConfigEntry,
     ListedOffset,
     NewTopic,
+    ProducerState,
     ResourceType,
+    TransactionDescription,
+    TransactionListing,
 )
 from kavka.client.cluster import Cluster
 from kavka.client.metadata import ClusterMetadata, TopicMetadata
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.topic_partition import TopicPartition
+from kavka.protocol import messages as m
 from kavka.security.acl import AclBinding, AclBindingFilter
 from kavka.security.quota.entity import ClientQuotaEntity
 from kavka.security.sasl.credentials import ScramFormatter, ScramMechanism, secure_random_string
 
-# Entity codes worth retrying in admin calls (metadata moves); other
+# Entity codes worth retrying in admin calls (metadata or a coordinator
+# moves, a coordinator still loading); other
 # retriable codes such as REQUEST_TIMED_OUT on CreateTopics mean the
 # controller may have acted, so they are reported, as Kafka's admin does.
 _RETRY_ENTITY_CODES = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                 ErrorCode.LEADER_NOT_AVAILABLE})
+                                 ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                 ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 
 
 class AdminError(KafkaError):
@@ -387,3 +395,119 @@ class KafkaAdmin:
             resp = await conn.request(req, version=version)
             return {r.user: (r.error_code, r.error_message, None) for r in resp.results}
         await self._per_entity("AlterUserScramCredentials", users, send)
+
+    # -- transactions (KIP-664) --------------------------------------------------------
+
+    async def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                                duration_ms: int | None = None) -> list[TransactionListing]:
+        """The transactional ids every coordinator of the cluster owns
+        (ListTransactions to every broker, merged), those in one of
+        ``states`` (Kafka's names: "Ongoing"...), of one of ``producer_ids``,
+        running for longer than ``duration_ms`` (KIP-994: needs v1); an
+        empty filter matches everything."""
+        wanted_states = list(dict.fromkeys(states))
+        unknown = [s for s in wanted_states if s not in TRANSACTION_STATES]
+        if unknown:
+            raise ValueError(f"unknown transaction state(s) {unknown}; the states are {', '.join(TRANSACTION_STATES)}")
+        if duration_ms is not None and duration_ms < 0:
+            raise ValueError(f"a duration filter is a number of milliseconds >= 0, got {duration_ms}")
+        pids = list(dict.fromkeys(producer_ids))
+        md = await self.cluster.refresh_metadata()
+        found: list[TransactionListing] = []
+        for node_id in sorted(md.brokers):
+            async def send(node_id: int = node_id) -> list[TransactionListing]:
+                conn = await self.cluster.connection(node_id)
+                req, version = rq.list_transactions(wanted_states, pids, duration_ms, conn)
+                resp = await conn.request(req, version=version)
+                if resp.error_code != ErrorCode.NONE:
+                    raise error_for(resp.error_code, f"ListTransactions on broker {node_id}")
+                return [TransactionListing(t.transactional_id, node_id, t.producer_id, t.transaction_state)
+                        for t in resp.transaction_states]
+            found += await self.cluster.call(send, deadline_ms=self.timeout_ms)
+        return sorted(found, key=lambda t: t.transactional_id)
+
+    async def _coordinators(self, key_type: int, keys: list[str]) -> dict[str, tuple[ErrorCode, str | None, int]]:
+        """FindCoordinator for ``keys``: key -> (error, message, node id)."""
+        conn = await self.cluster.any_connection()
+        version = conn.version_for(10)
+        Q = m.FindCoordinatorRequest
+        out: dict[str, tuple[ErrorCode, str | None, int]] = {}
+        if version >= 4:
+            resp = await conn.request(Q(key_type=key_type, coordinator_keys=keys), version=version)
+            for c in resp.coordinators:
+                out[c.key] = (ErrorCode.of(c.error_code), c.error_message, c.node_id)
+        else:
+            for key in keys:
+                resp = await conn.request(Q(key=key, key_type=key_type), version=version)
+                out[key] = (ErrorCode.of(resp.error_code), resp.error_message if version >= 1 else None, resp.node_id)
+        if any(node_id not in self.cluster.metadata.brokers for code, _, node_id in out.values()
+               if code == ErrorCode.NONE):
+            await self.cluster.refresh_metadata()
+        return out
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]) -> dict[str, TransactionDescription]:
+        """Each id's state at its coordinator (FindCoordinator, then
+        DescribeTransactions to each coordinator); AdminError names every id
+        that failed (TRANSACTIONAL_ID_NOT_FOUND, an authorization failure...)."""
+        ids = list(dict.fromkeys(transactional_ids))
+
+        async def send(remaining: list[str]) -> dict:
+            located = await self._coordinators(1, remaining)
+            outcome: dict[str, tuple[int, str | None, TransactionDescription | None]] = {}
+            by_node: dict[int, list[str]] = {}
+            for tid in remaining:
+                code, message, node_id = located.get(tid, (ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1))
+                if code != ErrorCode.NONE:
+                    outcome[tid] = (code, message, None)
+                else:
+                    by_node.setdefault(node_id, []).append(tid)
+            for node_id, tids in by_node.items():
+                conn = await self.cluster.connection(node_id)
+                resp = await conn.request(m.DescribeTransactionsRequest(transactional_ids=tids),
+                                          version=conn.version_for(65))
+                for t in resp.transaction_states:
+                    outcome[t.transactional_id] = (t.error_code, None, TransactionDescription(
+                        node_id, t.transaction_state, t.producer_id, t.producer_epoch, t.transaction_timeout_ms,
+                        t.transaction_start_time_ms,
+                        frozenset(TopicPartition(d.topic, p) for d in t.topics for p in d.partitions)))
+            return outcome
+        return await self._per_entity("DescribeTransactions", ids, send)
+
+    async def describe_producers(self, partitions: Iterable[TopicPartition], *,
+                                 broker_id: int | None = None) -> dict[TopicPartition, list[ProducerState]]:
+        """The producers each partition remembers (DescribeProducers), asked
+        of its leader, or of ``broker_id`` (any replica) when given."""
+        wanted = list(dict.fromkeys(partitions))
+
+        async def ask(conn, tps: list[TopicPartition]) -> dict:
+            resp = await conn.request(*rq.describe_producers(tps, conn))
+            return rq.parse_describe_producers(resp)
+
+        if broker_id is not None:
+            async def send_to_broker(remaining: list[TopicPartition]) -> dict:
+                return await ask(await self.cluster.connection(broker_id), remaining)
+            return await self._per_entity("DescribeProducers", wanted, send_to_broker)
+
+        async def send(remaining: list[TopicPartition]) -> dict:
+            groups: dict[int, list[TopicPartition]] = {}
+            outcome = {}
+            for tp in remaining:
+                try:
+                    groups.setdefault(await self.cluster.leader_for(tp), []).append(tp)
+                except KafkaError as e:
+                    outcome[tp] = (e.code, e.message, None)
+            for leader, tps in groups.items():
+                outcome.update(await ask(await self.cluster.connection(leader), tps))
+            return outcome
+        return await self._per_entity("DescribeProducers", wanted, send)
+
+    async def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """End a hanging transaction in one partition, as Kafka's
+        Admin.abortTransaction: an ABORT marker (WriteTxnMarkers) with the
+        spec's producer id, epoch and coordinator epoch, sent to the
+        partition's leader, which needs CLUSTER_ACTION on the cluster."""
+        async def send(remaining: list[TopicPartition]) -> dict:
+            conn = await self.cluster.connection(await self.cluster.leader_for(spec.topic_partition))
+            resp = await conn.request(*rq.abort_transaction(spec, conn))
+            return rq.parse_write_txn_markers(resp)
+        await self._per_entity("WriteTxnMarkers (abort)", [spec.topic_partition], send)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kavka.client.admin_types import ConfigEntry, ListedOffset
+from kavka.client.admin_types import AbortTransactionSpec, ConfigEntry, ListedOffset, ProducerState
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import UnsupportedVersion
 from kavka.common.topic_partition import TopicPartition
@@ -292,3 +292,53 @@ def alter_user_scram_credentials(upsertions: Iterable[tuple[str, ScramMechanism,
             upsertions=[R.Upsertions(name=u, mechanism=mech.type_id, iterations=i, salt=salt, salted_password=salted)
                         for u, mech, i, salt, salted in upsertions])
     return req, conn.version_for(51)
+
+
+# -- transactions (KIP-664) ----------------------------------------------------------
+
+def list_transactions(states: list[str], producer_ids: list[int], duration_ms: int | None,
+                      conn: BrokerConnection):
+    version = conn.version_for(66)
+    req = m.ListTransactionsRequest(state_filters=states, producer_id_filters=producer_ids)
+    if duration_ms is not None:
+        if version < 1:
+            raise UnsupportedVersion("a ListTransactions duration filter needs v1+ (KIP-994); the broker offers v0")
+        req.duration_filter = duration_ms
+    return req, version
+
+
+def describe_producers(partitions: Iterable[TopicPartition], conn: BrokerConnection):
+    R = m.DescribeProducersRequest
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return R(topics=[R.Topics(name=t, partition_indexes=ps) for t, ps in by_topic.items()]), conn.version_for(61)
+
+
+def _present(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+def parse_describe_producers(resp) -> dict:
+    out = {}
+    for t in resp.topics:
+        for p in t.partitions:
+            producers = [ProducerState(a.producer_id, a.producer_epoch, _present(a.last_sequence),
+                                       _present(a.last_timestamp), _present(a.coordinator_epoch),
+                                       _present(a.current_txn_start_offset)) for a in p.active_producers]
+            out[TopicPartition(t.name, p.partition_index)] = (p.error_code, p.error_message, producers)
+    return out
+
+
+def abort_transaction(spec: AbortTransactionSpec, conn: BrokerConnection):
+    R = m.WriteTxnMarkersRequest
+    tp = spec.topic_partition
+    req = R(markers=[R.Markers(producer_id=spec.producer_id, producer_epoch=spec.producer_epoch,
+                               transaction_result=False, coordinator_epoch=spec.coordinator_epoch,
+                               topics=[R.Markers.Topics(name=tp.topic, partition_indexes=[tp.partition])])])
+    return req, conn.version_for(27, max_version=1)
+
+
+def parse_write_txn_markers(resp) -> dict:
+    return {TopicPartition(t.name, p.partition_index): (p.error_code, None, None)
+            for marker in resp.markers for t in marker.topics for p in t.partitions}

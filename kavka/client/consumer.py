@@ -6,7 +6,8 @@ ListOffsets, or "none" = raise). Each ``poll`` sends one Fetch per leader
 (concurrently) for every assigned partition with a position, then decodes
 the returned v2 batches with ``kavka.protocol.records.iter_records``:
 records below the position are skipped (a batch may start earlier), control
-batches only advance the position, and with ``isolation_level=1``
+batches only advance the position (their transaction markers are returned,
+flagged ``is_control``, only with ``include_control_records``), and with ``isolation_level=1``
 (read_committed) records of aborted transactions are dropped using the
 response's aborted-transaction list (KIP-98). After a batch the position is
 its last offset + 1, so compacted gaps are crossed.
@@ -53,6 +54,19 @@ class ConsumerRecord:
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...] = ()
     timestamp_type: int = 0  # the batch's TimestampType: 0 CreateTime, 1 LogAppendTime
+    # A transaction marker (a control batch's record, KIP-98): its key holds
+    # the marker type (``control_type``); only with include_control_records.
+    is_control: bool = False
+
+    @property
+    def control_type(self) -> str | None:
+        """"COMMIT" or "ABORT" for a transaction marker (the control
+        record key: int16 version, int16 type), else None."""
+        if not self.is_control:
+            return None
+        key = self.key or b""
+        kind = int.from_bytes(key[2:4], "big", signed=True) if len(key) >= 4 else -1
+        return {0: "ABORT", 1: "COMMIT"}.get(kind, f"UNKNOWN({kind})")
 
 
 class Consumer:
@@ -60,7 +74,8 @@ class Consumer:
 
     def __init__(self, cluster: Cluster, *, max_wait_ms: int = 500, min_bytes: int = 1,
                  max_bytes: int = 50 * 1024 * 1024, max_partition_fetch_bytes: int = 1024 * 1024,
-                 isolation_level: int = 0, auto_offset_reset: str = "earliest") -> None:
+                 isolation_level: int = 0, auto_offset_reset: str = "earliest",
+                 include_control_records: bool = False) -> None:
         if auto_offset_reset not in _RESETS:
             raise ValueError(f"auto_offset_reset must be one of {_RESETS}, got {auto_offset_reset!r}")
         if isolation_level not in (0, 1):
@@ -72,6 +87,8 @@ class Consumer:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.auto_offset_reset = auto_offset_reset
+        # A browser shows the transaction markers; an application never sees them.
+        self.include_control_records = include_control_records
         self.high_watermarks: dict[TopicPartition, int] = {}
         self._positions: dict[TopicPartition, int | None] = {}
         self._admin = KafkaAdmin(cluster)
@@ -241,6 +258,11 @@ class Consumer:
                 continue
             if h.is_control:
                 open_aborted.discard(h.producer_id)  # the marker ends the transaction
+                if self.include_control_records:
+                    for r in iter_records(memoryview(data)[pos:pos + h.size]):
+                        if r.offset >= position:
+                            out.append(ConsumerRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key,
+                                                      r.value, r.headers, int(h.timestamp_type), is_control=True))
             elif not (self.isolation_level == 1 and h.is_transactional and h.producer_id in open_aborted):
                 for r in iter_records(memoryview(data)[pos:pos + h.size]):
                     if r.offset >= position:

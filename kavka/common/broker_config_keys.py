@@ -142,6 +142,7 @@ _d("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of every accepted socket;
 _d("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of every accepted socket; -1 = OS default.", Range(-1, None))
 _d("socket.listen.backlog.size", INT, 50, "Listen backlog of each listener socket (KIP-306); the kernel caps it at net.core.somaxconn.", Range(1, None))
 _d("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; checked before allocating.", Range(1, None))
+_d("max.request.partition.size.limit", INT, 2000, "Most partitions one DescribeTopicPartitions response describes (KIP-966); a request asking for more gets this many and a cursor to the rest.", Range(1, None))
 _d("max.connections", INT, INT_MAX, "Connections the broker accepts in total; a connection over it is closed at once. The inter-broker listener's connections count but are never refused by it (KIP-402). Per listener: listener.name.<listener>.max.connections.", Range(0, None))
 _d("max.connections.per.ip", INT, INT_MAX, "Connections accepted from one address (all listeners); a connection over it is closed at once. 0 only with max.connections.per.ip.overrides.", Range(0, None))
 _d("max.connections.per.ip.overrides", STRING, "", "Per-address limits overriding max.connections.per.ip: hostName:n,ipAddress:n (names resolved when applied).", _ip_overrides)

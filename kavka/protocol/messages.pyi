@@ -3684,6 +3684,107 @@ class DescribeProducersRequest(Request[DescribeProducersResponse]):
         ) -> None: ...
 
 
+class DescribeTransactionsResponse(Response):
+    """DescribeTransactions response (API key 65), versions 0-0, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    transaction_states: list[DescribeTransactionsResponse.TransactionStates]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        transaction_states: list[DescribeTransactionsResponse.TransactionStates] = ...,
+    ) -> None: ...
+
+    class TransactionStates(Message):
+        """An element of ``DescribeTransactionsResponse.transaction_states``."""
+        error_code: int  # v0+
+        transactional_id: str  # v0+
+        transaction_state: str  # v0+
+        transaction_timeout_ms: int  # v0+
+        transaction_start_time_ms: int  # v0+
+        producer_id: int  # v0+
+        producer_epoch: int  # v0+
+        topics: list[DescribeTransactionsResponse.TransactionStates.Topics]  # v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            transactional_id: str = ...,
+            transaction_state: str = ...,
+            transaction_timeout_ms: int = ...,
+            transaction_start_time_ms: int = ...,
+            producer_id: int = ...,
+            producer_epoch: int = ...,
+            topics: list[DescribeTransactionsResponse.TransactionStates.Topics] = ...,
+        ) -> None: ...
+
+        class Topics(Message):
+            """An element of ``DescribeTransactionsResponse.TransactionStates.topics``."""
+            topic: str  # v0+
+            partitions: list[int]  # v0+
+            def __init__(
+                self,
+                *,
+                topic: str = ...,
+                partitions: list[int] = ...,
+            ) -> None: ...
+
+
+class DescribeTransactionsRequest(Request[DescribeTransactionsResponse]):
+    """DescribeTransactions request (API key 65), versions 0-0, flexible from v0."""
+    transactional_ids: list[str]  # v0+
+    def __init__(
+        self,
+        *,
+        transactional_ids: list[str] = ...,
+    ) -> None: ...
+
+
+class ListTransactionsResponse(Response):
+    """ListTransactions response (API key 66), versions 0-2, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    error_code: int  # v0+
+    unknown_state_filters: list[str]  # v0+
+    transaction_states: list[ListTransactionsResponse.TransactionStates]  # v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        unknown_state_filters: list[str] = ...,
+        transaction_states: list[ListTransactionsResponse.TransactionStates] = ...,
+    ) -> None: ...
+
+    class TransactionStates(Message):
+        """An element of ``ListTransactionsResponse.transaction_states``."""
+        transactional_id: str  # v0+
+        producer_id: int  # v0+
+        transaction_state: str  # v0+
+        def __init__(
+            self,
+            *,
+            transactional_id: str = ...,
+            producer_id: int = ...,
+            transaction_state: str = ...,
+        ) -> None: ...
+
+
+class ListTransactionsRequest(Request[ListTransactionsResponse]):
+    """ListTransactions request (API key 66), versions 0-2, flexible from v0."""
+    state_filters: list[str]  # v0+
+    producer_id_filters: list[int]  # v0+
+    duration_filter: int  # v1+
+    transactional_id_pattern: str | None  # v2+; nullable v2+
+    def __init__(
+        self,
+        *,
+        state_filters: list[str] = ...,
+        producer_id_filters: list[int] = ...,
+        duration_filter: int = ...,
+        transactional_id_pattern: str | None = ...,
+    ) -> None: ...
+
+
 class ConsumerGroupHeartbeatResponse(Response):
     """ConsumerGroupHeartbeat response (API key 68), versions 0-1, flexible from v0."""
     throttle_time_ms: int  # v0+
@@ -3951,3 +4052,106 @@ class PushTelemetryRequest(Request[PushTelemetryResponse]):
         compression_type: int = ...,
         metrics: bytes = ...,
     ) -> None: ...
+
+
+class DescribeTopicPartitionsResponse(Response):
+    """DescribeTopicPartitions response (API key 75), versions 0-0, flexible from v0."""
+    throttle_time_ms: int  # v0+
+    topics: list[DescribeTopicPartitionsResponse.Topics]  # v0+
+    next_cursor: DescribeTopicPartitionsResponse.NextCursor | None  # v0+; nullable v0+
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        topics: list[DescribeTopicPartitionsResponse.Topics] = ...,
+        next_cursor: DescribeTopicPartitionsResponse.NextCursor | None = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``DescribeTopicPartitionsResponse.topics``."""
+        error_code: int  # v0+
+        name: str | None  # v0+; nullable v0+
+        topic_id: uuid.UUID  # v0+
+        is_internal: bool  # v0+
+        partitions: list[DescribeTopicPartitionsResponse.Topics.Partitions]  # v0+
+        topic_authorized_operations: int  # v0+
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            name: str | None = ...,
+            topic_id: uuid.UUID = ...,
+            is_internal: bool = ...,
+            partitions: list[DescribeTopicPartitionsResponse.Topics.Partitions] = ...,
+            topic_authorized_operations: int = ...,
+        ) -> None: ...
+
+        class Partitions(Message):
+            """An element of ``DescribeTopicPartitionsResponse.Topics.partitions``."""
+            error_code: int  # v0+
+            partition_index: int  # v0+
+            leader_id: int  # v0+
+            leader_epoch: int  # v0+
+            replica_nodes: list[int]  # v0+
+            isr_nodes: list[int]  # v0+
+            eligible_leader_replicas: list[int] | None  # v0+; nullable v0+
+            last_known_elr: list[int] | None  # v0+; nullable v0+
+            offline_replicas: list[int]  # v0+
+            def __init__(
+                self,
+                *,
+                error_code: int = ...,
+                partition_index: int = ...,
+                leader_id: int = ...,
+                leader_epoch: int = ...,
+                replica_nodes: list[int] = ...,
+                isr_nodes: list[int] = ...,
+                eligible_leader_replicas: list[int] | None = ...,
+                last_known_elr: list[int] | None = ...,
+                offline_replicas: list[int] = ...,
+            ) -> None: ...
+
+    class NextCursor(Message):
+        """The value of ``DescribeTopicPartitionsResponse.next_cursor``."""
+        topic_name: str  # v0+
+        partition_index: int  # v0+
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            partition_index: int = ...,
+        ) -> None: ...
+
+
+class DescribeTopicPartitionsRequest(Request[DescribeTopicPartitionsResponse]):
+    """DescribeTopicPartitions request (API key 75), versions 0-0, flexible from v0."""
+    topics: list[DescribeTopicPartitionsRequest.Topics]  # v0+
+    response_partition_limit: int  # v0+
+    cursor: DescribeTopicPartitionsRequest.Cursor | None  # v0+; nullable v0+
+    def __init__(
+        self,
+        *,
+        topics: list[DescribeTopicPartitionsRequest.Topics] = ...,
+        response_partition_limit: int = ...,
+        cursor: DescribeTopicPartitionsRequest.Cursor | None = ...,
+    ) -> None: ...
+
+    class Topics(Message):
+        """An element of ``DescribeTopicPartitionsRequest.topics``."""
+        name: str  # v0+
+        def __init__(
+            self,
+            *,
+            name: str = ...,
+        ) -> None: ...
+
+    class Cursor(Message):
+        """The value of ``DescribeTopicPartitionsRequest.cursor``."""
+        topic_name: str  # v0+
+        partition_index: int  # v0+
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            partition_index: int = ...,
+        ) -> None: ...

@@ -86,6 +86,7 @@ from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, Stor
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
+from kavka.storage.producer_state.entry import ActiveProducer
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -506,6 +507,13 @@ class ReplicaManager:
         if entry.current_txn_first_offset >= 0:
             return False
         return producer_epoch >= entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
+
+    def active_producers(self, tp: TopicPartition) -> list[ActiveProducer]:
+        """DescribeProducers for one partition hosted here, leader or
+        follower (KIP-664 lets an operator ask any replica); raises
+        ``KafkaError`` (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION)
+        for one not hosted here, as Kafka's getPartitionOrError."""
+        return self.partition_or_error(tp).log.active_producers()
 
     # ---- offsets -------------------------------------------------------------------------------
     def fetch_offset_for_timestamp(

@@ -112,6 +112,9 @@ from kavka.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -126,6 +129,7 @@ from kavka.server.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -430,9 +434,12 @@ class KafkaServer:
             offset_for_leader_epoch.API_KEY: offset_for_leader_epoch.OffsetForLeaderEpochHandler(rm, auth),
             delete_records.API_KEY: delete_records.DeleteRecordsHandler(rm, auth),
             describe_log_dirs.API_KEY: describe_log_dirs.DescribeLogDirsHandler(log_manager, auth),
+            describe_producers.API_KEY: describe_producers.DescribeProducersHandler(rm, cache, auth),
             # metadata and administration
             metadata.API_KEY: metadata.MetadataHandler(cache, cluster_id, auto_create, auth),
             describe_cluster.API_KEY: describe_cluster.DescribeClusterHandler(cache, cluster_id, auth),
+            describe_topic_partitions.API_KEY: describe_topic_partitions.DescribeTopicPartitionsHandler(
+                cache, auth, cfg["max.request.partition.size.limit"]),
             create_topics.API_KEY: create_topics.CreateTopicsHandler(admin, cache, quotas.controller_mutation, auth),
             delete_topics.API_KEY: delete_topics.DeleteTopicsHandler(admin, cache, cfg["delete.topic.enable"],
                                                                      quotas.controller_mutation, auth),
@@ -486,6 +493,9 @@ class KafkaServer:
             add_offsets_to_txn.API_KEY: add_offsets_to_txn.AddOffsetsToTxnHandler(txns, groups, auth),
             end_txn.API_KEY: end_txn.EndTxnHandler(txns, auth),
             txn_offset_commit.API_KEY: txn_offset_commit.TxnOffsetCommitHandler(groups, cache, auth),
+            # operators' view of the transactions (KIP-664)
+            describe_transactions.API_KEY: describe_transactions.DescribeTransactionsHandler(txns, auth),
+            list_transactions.API_KEY: list_transactions.ListTransactionsHandler(txns, auth),
             write_txn_markers.API_KEY: write_txn_markers.WriteTxnMarkersHandler(
                 rm, lambda: int(time.time() * 1000), groups.complete_txn_offsets, auth),
         }

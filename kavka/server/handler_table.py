@@ -35,6 +35,9 @@ from kavka.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
+    describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
     end_txn,
@@ -49,6 +52,7 @@ from kavka.server.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -115,6 +119,10 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_user_scram_credentials,  # 50
     alter_user_scram_credentials,  # 51
     describe_cluster,  # 60
+    describe_producers,  # 61
+    describe_transactions,  # 65
+    list_transactions,  # 66
+    describe_topic_partitions,  # 75
 )
 
 

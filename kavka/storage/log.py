@@ -88,7 +88,7 @@ from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
-from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ActiveProducer
 from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
 
@@ -410,6 +410,12 @@ class Log:
     def maybe_flush(self, now_ms: int) -> bool:
         """The periodic flusher (``flush.ms``, or a segment rolled since)."""
         return self._local.maybe_flush(now_ms)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """The producers this partition remembers (Kafka's
+        UnifiedLog.activeProducers, for DescribeProducers: KIP-664)."""
+        with self._lock:
+            return self.producer_state.active_producers()
 
     def remove_expired_producers(self, now_ms: int) -> int:
         """Forget the producers idle (by their last batch's timestamp) for

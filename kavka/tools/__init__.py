@@ -17,6 +17,9 @@ Commands:
   librdkafka. Both share the line/record formats of ``console_format``.
 * ``consumer_groups`` — ``kavka consumer-groups``: list, describe, delete
   groups, reset their offsets.
+* ``transactions`` — ``kavka transactions``: list and describe
+  transactions and producers, find hanging transactions and abort them
+  (kafka-transactions.sh, KIP-664).
 * ``configs`` — ``kavka configs``: describe and alter topic, broker, user
   and client-id configs — client quotas and SCRAM credentials included —
   with kafka-configs.sh's options and output.

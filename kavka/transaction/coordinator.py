@@ -19,7 +19,9 @@ id is *pending* and other requests for it get CONCURRENT_TRANSACTIONS
 
 Its answers to producers: InitProducerId with a transactional id,
 AddPartitionsToTxn, AddOffsetsToTxn (the group's offsets partition joins
-the transaction) and EndTxn.
+the transaction) and EndTxn. To operators (KIP-664): ``describe`` one
+owned id (DescribeTransactions) and ``list_transactions`` of every owned
+id, filtered by state, producer id and duration (ListTransactions).
 
 Checks, in Kafka's order: ownership (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS); the id known and the producer id its own
@@ -257,6 +259,49 @@ class TransactionCoordinator:
             return code
         self._spawn(self._complete(tid, prepared, epoch), f"complete-{tid}")
         return ErrorCode.NONE
+
+    # -- what operators see (KIP-664) ---------------------------------------------------------------
+    def describe(self, tid: str) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """DescribeTransactions of one id (Kafka's handleDescribeTransactions):
+        INVALID_REQUEST for "", NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
+        when this broker does not own it (yet), TRANSACTIONAL_ID_NOT_FOUND
+        when it owns no such id (or the id is being expired)."""
+        err = self.ownership_error(tid)
+        if err is not ErrorCode.NONE:
+            return err, None
+        m = self.txns.get(tid)
+        if m is None or m.state is S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, m
+
+    def list_transactions(self, producer_ids: frozenset[int], state_names: frozenset[str], duration_ms: int,
+                          now_ms: int) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
+        """ListTransactions over every id this broker owns (Kafka's
+        TransactionStateManager.listTransactionStates): COORDINATOR_LOAD_IN_PROGRESS
+        while any partition loads; else the ids matching every given filter
+        (an empty filter matches all; ``duration_ms`` < 0 none): a producer id
+        of ``producer_ids``, a state named in ``state_names`` (the names no
+        state has are returned, and match nothing), running for longer than
+        ``duration_ms`` since the transaction started (KIP-994). Dead ids,
+        being expired, are never listed."""
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        states = {n: TransactionState.from_kafka_name(n) for n in state_names}
+        unknown = sorted(n for n, state in states.items() if state is None)
+        wanted = {state for state in states.values() if state is not None}
+        found = []
+        for tid in sorted(self.txns):
+            m = self.txns[tid]
+            if m.state is S.DEAD or self.partition_of(tid) not in self.owned:
+                continue
+            if producer_ids and m.producer_id not in producer_ids:
+                continue
+            if state_names and m.state not in wanted:
+                continue
+            if duration_ms >= 0 and now_ms - m.start_ms <= duration_ms:
+                continue
+            found.append(m)
+        return ErrorCode.NONE, unknown, found
 
     # -- leadership ------------------------------------------------------------------------------
     def on_elected(self, partition: int, leader_epoch: int) -> None:

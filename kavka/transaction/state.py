@@ -39,6 +39,17 @@ class TransactionState(IntEnum):
     PREPARE_EPOCH_FENCE = 7
 
     @property
+    def kafka_name(self) -> str:
+        """Kafka's name of the state, as DescribeTransactions and
+        ListTransactions carry it (KIP-664): "Ongoing", "PrepareCommit"..."""
+        return _KAFKA_NAMES[self]
+
+    @classmethod
+    def from_kafka_name(cls, name: str) -> TransactionState | None:
+        """The state Kafka names ``name`` (exact spelling), or None."""
+        return _BY_KAFKA_NAME.get(name)
+
+    @property
     def valid_previous(self) -> frozenset[TransactionState]:
         return _PREVIOUS[self]
 
@@ -62,6 +73,19 @@ _PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
 }
+
+
+_KAFKA_NAMES: dict[TransactionState, str] = {
+    S.EMPTY: "Empty",
+    S.ONGOING: "Ongoing",
+    S.PREPARE_COMMIT: "PrepareCommit",
+    S.PREPARE_ABORT: "PrepareAbort",
+    S.COMPLETE_COMMIT: "CompleteCommit",
+    S.COMPLETE_ABORT: "CompleteAbort",
+    S.DEAD: "Dead",
+    S.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+_BY_KAFKA_NAME = {name: state for state, name in _KAFKA_NAMES.items()}
 
 
 class IllegalTransactionTransition(ValueError):

@@ -54,9 +54,9 @@ MODULES = {
     groups: {10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
              15: "DescribeGroups", 16: "ListGroups"},
     auth_producer: {17: "SaslHandshake", 22: "InitProducerId"},
-    admin_topics: {19: "CreateTopics", 20: "DeleteTopics"},
+    admin_topics: {19: "CreateTopics", 20: "DeleteTopics", 75: "DescribeTopicPartitions"},
     transactions: {24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
-                   28: "TxnOffsetCommit"},
+                   28: "TxnOffsetCommit", 65: "DescribeTransactions", 66: "ListTransactions"},
     acls: {29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls"},
     configs: {32: "DescribeConfigs", 33: "AlterConfigs", 44: "IncrementalAlterConfigs"},
     admin: {35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups", 43: "ElectLeaders",
@@ -82,7 +82,8 @@ _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 #
 # A single (non-array) struct may be null only where Kafka's message
 # definition says so: the member's assignment is null when unchanged.
-NULLABLE_STRUCTS = {"ConsumerGroupHeartbeatResponse.assignment"}
+NULLABLE_STRUCTS = {"ConsumerGroupHeartbeatResponse.assignment", "DescribeTopicPartitionsRequest.cursor",
+                    "DescribeTopicPartitionsResponse.next_cursor"}
 # Explicit defaults equal to the type's zero value, kept where the table
 # spells out Kafka's documented value for readability.
 ZERO_DEFAULTS = {

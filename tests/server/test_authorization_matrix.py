@@ -37,6 +37,9 @@ from kavka.protocol.messages import (
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeProducersRequest,
+    DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     EndTxnRequest,
@@ -51,6 +54,7 @@ from kavka.protocol.messages import (
     ListGroupsRequest,
     ListOffsetsRequest,
     ListPartitionReassignmentsRequest,
+    ListTransactionsRequest,
     Message,
     MetadataRequest,
     OffsetCommitRequest,
@@ -346,14 +350,22 @@ CASES = [
          ErrorCode.GROUP_AUTHORIZATION_FAILED, base=[(TXN, TX, Op.WRITE), (TOPIC, T, Op.READ)]),
     Case("TxnOffsetCommit (topic)", 3, _txn_offset_commit, [(TOPIC, T, Op.READ)],
          ErrorCode.TOPIC_AUTHORIZATION_FAILED, base=[(TXN, TX, Op.WRITE), (GROUP, G, Op.READ)]),
+    # the operators' tools (KIP-664, KIP-966)
+    Case("DescribeProducers", 0, lambda: DescribeProducersRequest(topics=[DescribeProducersRequest.Topics(
+        name=T, partition_indexes=[0])]), [(TOPIC, T, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    Case("DescribeTransactions", 0, lambda: DescribeTransactionsRequest(transactional_ids=[TX]),
+         [(TXN, TX, Op.DESCRIBE)], ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    Case("DescribeTopicPartitions", 0, lambda: DescribeTopicPartitionsRequest(topics=[
+        DescribeTopicPartitionsRequest.Topics(name=T)]), [(TOPIC, T, Op.DESCRIBE)],
+         ErrorCode.TOPIC_AUTHORIZATION_FAILED),
 ]
 
 def test_every_api_is_in_the_matrix() -> None:
     served = {m.API_KEY for m in API_MODULES}
-    # DescribeCluster and ListGroups are checked below; SaslHandshake and
+    # DescribeCluster, ListGroups and ListTransactions are checked below; SaslHandshake and
     # SaslAuthenticate belong to authentication, which precedes every check.
     covered = {c.body().API_KEY for c in CASES} | {DescribeClusterRequest.API_KEY, ListGroupsRequest.API_KEY,
-                                                   SASL_HANDSHAKE, SASL_AUTHENTICATE}
+                                                   ListTransactionsRequest.API_KEY, SASL_HANDSHAKE, SASL_AUTHENTICATE}
     assert served == covered, f"APIs without an authorization case: {sorted(served - covered)}"
 
 
@@ -536,3 +548,15 @@ async def test_produce_then_fetch_as_an_authorized_principal(broker: InProcessBr
     fetched = await broker.call(alice(), _fetch(-1), 12)
     assert error_codes(fetched) == [0, 0]
     assert fetched.responses[0].partitions[0].high_watermark == 1
+
+
+async def test_list_transactions_lists_only_ids_the_session_may_describe(broker: InProcessBroker) -> None:
+    await _setup(broker)
+    answer = await broker.call(admin(), InitProducerIdRequest(transactional_id=TX, transaction_timeout_ms=60000,
+                                                              producer_id=-1, producer_epoch=-1), 4)
+    assert answer.error_code == 0
+    for session, grants, listed in ((alice(), [], []), (alice(), [(TXN, TX, Op.DESCRIBE)], [TX]), (admin(), [], [TX])):
+        broker.grant(ALICE, grants)
+        answer = await broker.call(session, ListTransactionsRequest(state_filters=[], producer_id_filters=[]), 1)
+        assert answer.error_code == 0
+        assert [t.transactional_id for t in answer.transaction_states] == listed

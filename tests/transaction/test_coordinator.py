@@ -167,3 +167,53 @@ async def test_idle_transactional_id_expires_with_a_tombstone():
     assert TID not in reloaded.txns
     for x in (c, reloaded):
         await x.shutdown()
+
+
+async def test_describe_owned_ids_and_errors():
+    c = coordinator()
+    assert c.describe(TID) == (ErrorCode.NOT_COORDINATOR, None)
+    assert c.describe("") == (ErrorCode.INVALID_REQUEST, None)
+    await owned(c)
+    assert c.describe(TID) == (ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None)
+    _, pid, epoch = await c.init_producer_id(TID, 60_000)
+    await c.add_partitions(TID, pid, epoch, frozenset({A, B}))
+    code, m = c.describe(TID)
+    assert code is ErrorCode.NONE and m is not None
+    assert (m.producer_id, m.producer_epoch, m.state.kafka_name, m.timeout_ms, m.partitions) == (
+        pid, epoch, "Ongoing", 60_000, frozenset({A, B}))
+    assert m.start_ms > 0
+    await c.shutdown()
+
+
+async def test_list_transactions_filters_as_kafka():
+    c = coordinator()
+    # other ids that hash to the same partition as TID, so one election owns all
+    same = [t for t in (f"app-{i}" for i in range(2, 200)) if partition_for(t, 4) == partition_for(TID, 4)][:2]
+    await owned(c)
+    _, pid, epoch = await c.init_producer_id(TID, 60_000)
+    await c.add_partitions(TID, pid, epoch, frozenset({A}))
+    _, pid2, _ = await c.init_producer_id(same[0], 60_000)
+    assert [m.transactional_id for m in c.list_transactions(frozenset(), frozenset(), -1, c.now_ms())[2]] == sorted(
+        [TID, same[0]])
+    code, unknown, found = c.list_transactions(frozenset(), frozenset({"Ongoing", "Bogus"}), -1, c.now_ms())
+    assert (code, unknown, [m.transactional_id for m in found]) == (ErrorCode.NONE, ["Bogus"], [TID])
+    assert [m.transactional_id for m in c.list_transactions(frozenset({pid2}), frozenset(), -1, c.now_ms())[2]] == [
+        same[0]]
+    # KIP-994: only transactions running longer than the duration
+    start = c.txns[TID].start_ms
+    assert [m.transactional_id for m in c.list_transactions(
+        frozenset(), frozenset({"Ongoing"}), 1000, start + 1000)[2]] == []
+    assert [m.transactional_id for m in c.list_transactions(
+        frozenset(), frozenset({"Ongoing"}), 1000, start + 1001)[2]] == [TID]
+    # an unknown state filter matches nothing
+    assert c.list_transactions(frozenset(), frozenset({"Bogus"}), -1, c.now_ms())[2] == []
+    c.on_elected(partition_for(TID, 4), 8)  # re-election: loading again
+    assert c.list_transactions(frozenset(), frozenset(), -1, c.now_ms())[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    await c.shutdown()
+
+
+def test_state_names_are_kafkas():
+    assert [s.kafka_name for s in S] == ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+                                         "CompleteAbort", "Dead", "PrepareEpochFence"]
+    assert all(S.from_kafka_name(s.kafka_name) is s for s in S)
+    assert S.from_kafka_name("ongoing") is None

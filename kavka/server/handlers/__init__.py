@@ -10,10 +10,11 @@ the requests only brokers send also pass the ``InterBrokerFence``.
 
 Data path (kavka.replication): ``produce`` (0), ``fetch`` (1),
 ``list_offsets`` (2), ``offset_for_leader_epoch`` (23), ``delete_records``
-(21), ``describe_log_dirs`` (35).
+(21), ``describe_log_dirs`` (35), ``describe_producers`` (61, KIP-664: the
+producers a replica's log remembers).
 
 Metadata and administration: ``metadata`` (3), ``api_versions`` (18),
-``describe_cluster`` (60), ``create_topics`` (19), ``delete_topics`` (20),
+``describe_cluster`` (60), ``describe_topic_partitions`` (75, KIP-966), ``create_topics`` (19), ``delete_topics`` (20),
 ``create_partitions`` (37), ``describe_configs`` (32), ``alter_configs``
 (33), ``incremental_alter_configs`` (44).
 
@@ -40,5 +41,6 @@ Group coordinator (kavka.group): ``find_coordinator`` (10), ``join_group``
 
 Transactions (kavka.transaction, KIP-98): ``init_producer_id`` (22),
 ``add_partitions_to_txn`` (24), ``add_offsets_to_txn`` (25), ``end_txn``
-(26), ``write_txn_markers`` (27), ``txn_offset_commit`` (28).
+(26), ``write_txn_markers`` (27), ``txn_offset_commit`` (28); for operators
+(KIP-664) ``describe_transactions`` (65) and ``list_transactions`` (66).
 """

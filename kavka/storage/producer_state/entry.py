@@ -3,7 +3,7 @@ KIP-98): its epoch, the metadata of its last five batches (a producer keeps
 at most five requests in flight per partition), the epoch of the
 coordinator whose marker it last got, and the first offset of its open
 transaction; plus the values the producer state hands out
-(``BatchMetadata``, ``CompletedTxn``) and the sequence arithmetic
+(``BatchMetadata``, ``CompletedTxn``, ``ActiveProducer``) and the sequence arithmetic
 (``in_sequence``: sequences wrap from 2^31-1 to 0).
 
 An entry turns into one snapshot row (``snapshot``) and back:
@@ -50,6 +50,22 @@ class CompletedTxn:
     last_stable_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers reports of one producer of a partition
+    (KIP-664; Kafka's UnifiedLog.activeProducers): its epoch, last sequence
+    and timestamp (-1 when it has no batch here, only a marker), the epoch
+    of the coordinator whose marker it last got (-1: none yet) and the first
+    offset of its open transaction (-1: none open)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
 def in_sequence(last_seq: int, next_seq: int) -> bool:
     """Whether ``next_seq`` directly follows ``last_seq`` (sequences wrap
     from 2^31-1 to 0)."""
@@ -74,6 +90,10 @@ class ProducerStateEntry:
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
+
+    def active_producer(self) -> ActiveProducer:
+        return ActiveProducer(self.producer_id, self.producer_epoch, self.last_seq, self.last_timestamp,
+                              self.coordinator_epoch, self.current_txn_first_offset)
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.producer_epoch:

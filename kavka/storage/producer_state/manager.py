@@ -52,6 +52,7 @@ from kavka.storage.producer_state.end_txn_marker import NO_COORDINATOR_EPOCH, co
 from kavka.storage.producer_state.end_txn_marker import is_marker as _is_marker
 from kavka.storage.producer_state.entry import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ActiveProducer,
     BatchMetadata,
     CompletedTxn,
     ProducerStateEntry,
@@ -178,6 +179,11 @@ class ProducerStateManager:
     def ongoing_transactions(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset."""
         return dict(self._ongoing)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer this partition remembers, by producer id
+        (DescribeProducers, KIP-664)."""
+        return [self.producers[pid].active_producer() for pid in sorted(self.producers)]
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)

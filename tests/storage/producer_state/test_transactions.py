@@ -9,7 +9,7 @@ import pytest
 from kavka.protocol.records.batch import parse_header
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.storage.producer_state.append_check import InvalidProducerEpochError
-from kavka.storage.producer_state.entry import CompletedTxn
+from kavka.storage.producer_state.entry import ActiveProducer, CompletedTxn
 from kavka.storage.producer_state.manager import ProducerStateManager
 from tests.storage.conftest import T0, make_batch
 
@@ -87,3 +87,23 @@ def test_epoch_bumped_by_a_marker_survives_a_snapshot(tmp_path):
     assert again.last_entry(4).producer_epoch == 6
     with pytest.raises(InvalidProducerEpochError):
         again.check_leader_append([txn(4, 0, 1, 1, epoch=5)])
+
+
+def test_active_producers_report_what_describe_producers_shows(tmp_path):
+    # KIP-664: per producer its epoch, last sequence and timestamp, the
+    # coordinator epoch of its last marker and its open transaction's start.
+    psm = ProducerStateManager(tmp_path)
+    assert psm.active_producers() == []
+    psm.update_replicated([txn(9, 0, 3, 40, epoch=2)])
+    psm.update_replicated([parse_header(make_batch(2, producer_id=5, producer_epoch=0, base_sequence=7,
+                                                   base_offset=43))])
+    assert psm.active_producers() == [
+        ActiveProducer(5, 0, 8, T0 + 1, -1, -1),
+        ActiveProducer(9, 2, 2, T0 + 2, -1, 40),
+    ]
+    psm.update_replicated([marker(9, 45, ControlRecordType.ABORT, epoch=2)], [4])
+    (_, nine) = psm.active_producers()
+    assert (nine.coordinator_epoch, nine.current_txn_start_offset, nine.last_sequence) == (4, -1, 2)
+    # a producer known only from a marker has no sequence yet
+    psm.update_replicated([marker(11, 46)], [4])
+    assert psm.active_producers()[-1] == ActiveProducer(11, 0, -1, T0, 4, -1)

@@ -1,5 +1,5 @@
-"""Schemas of the topic administration APIs: CreateTopics (19) and
-DeleteTopics (20).
+"""Schemas of the topic administration APIs: CreateTopics (19),
+DeleteTopics (20) and DescribeTopicPartitions (75).
 
 What they are for: an admin client asks the controller to create topics
 (a partition count and replication factor, or an explicit replica
@@ -15,6 +15,12 @@ Where fields arrived:
   with a tagged config error code (KIP-525); v7 the topic id (KIP-516).
 - DeleteTopics v1 throttle time; v4 flexible; v5 error messages
   (KIP-599); v6 topics by name or by id, names nullable (KIP-516).
+- DescribeTopicPartitions (KIP-966, Kafka 3.8): a topic description paged
+  by partitions: the request names topics (none: all), a limit of
+  partitions per response and a cursor (topic, partition) to start from;
+  the response carries the next cursor when the limit cut it short, and
+  per partition the eligible leader replicas and last known ELR of KIP-966
+  (null when there are none to report).
 
 Layout: one ``Api`` per message in Kavka's DSL, written from Kafka's
 message definitions and the protocol guide (facts only). Pure data; read
@@ -23,7 +29,7 @@ by the codec and by the schema tests.
 
 from __future__ import annotations
 
-from kavka.protocol.schema.dsl import F, api
+from kavka.protocol.schema.dsl import F, S, api
 
 CREATE_TOPICS = api(
     19, "CreateTopics", "0-7", "5+",
@@ -90,4 +96,45 @@ DELETE_TOPICS = api(
     ],
 )
 
-APIS = [CREATE_TOPICS, DELETE_TOPICS]
+_CURSOR = [
+    F("topic_name", "string"),
+    F("partition_index", "int32"),
+]
+
+# KIP-430: "not requested" value of *_authorized_operations.
+_NOT_REQUESTED = -(1 << 31)
+
+DESCRIBE_TOPIC_PARTITIONS = api(
+    75, "DescribeTopicPartitions", "0", "0+",
+    request=[
+        F("topics", [
+            F("name", "string"),
+        ]),
+        F("response_partition_limit", "int32", default=2000),
+        F("cursor", S(*_CURSOR), nullable="0+", default=None),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", ignorable=True),
+        F("topics", [
+            F("error_code", "int16"),
+            F("name", "string", nullable="0+"),
+            F("topic_id", "uuid", ignorable=True),
+            F("is_internal", "bool", ignorable=True),
+            F("partitions", [
+                F("error_code", "int16"),
+                F("partition_index", "int32"),
+                F("leader_id", "int32"),
+                F("leader_epoch", "int32", default=-1, ignorable=True),
+                F("replica_nodes", "[]int32"),
+                F("isr_nodes", "[]int32"),
+                F("eligible_leader_replicas", "[]int32", nullable="0+", default=None),
+                F("last_known_elr", "[]int32", nullable="0+", default=None),
+                F("offline_replicas", "[]int32", ignorable=True),
+            ]),
+            F("topic_authorized_operations", "int32", default=_NOT_REQUESTED),
+        ]),
+        F("next_cursor", S(*_CURSOR), nullable="0+", default=None),
+    ],
+)
+
+APIS = [CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_TOPIC_PARTITIONS]

@@ -1,5 +1,6 @@
 """Transaction APIs: AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26),
-WriteTxnMarkers (27) and TxnOffsetCommit (28).
+WriteTxnMarkers (27), TxnOffsetCommit (28), and the operator's view of the
+coordinators: DescribeTransactions (65) and ListTransactions (66).
 
 A transactional producer (KIP-98) first adds every partition it will write to
 its transaction (AddPartitionsToTxn) and, when it also commits consumer
@@ -22,6 +23,15 @@ Version history worth knowing when serving clients:
 - WriteTxnMarkers v0 was removed in Kafka 4.0 (KIP-896); it is kept here for
   ZooKeeper-era peers. v2 carries the transaction version of the marker
   (KIP-1228).
+
+KIP-664 (DescribeTransactions, ListTransactions, with DescribeProducers in
+``admin``) lets an operator find and abort hanging transactions: a
+coordinator describes the transactional ids it owns (state, producer id
+and epoch, timeout, start time, partitions) and lists them filtered by
+state and producer id; ListTransactions v1 adds a duration filter (only
+transactions running longer than it, KIP-994), v2 a transactional id
+regular expression (KIP-1152). States travel as Kafka's state names
+("Ongoing", "PrepareCommit"...).
 
 Versions covered: the union of Kafka 3.9 and the Kafka 4.x releases (4.2's
 message definitions). TxnOffsetCommit v6 (topic ids instead of names) exists
@@ -170,4 +180,48 @@ TXN_OFFSET_COMMIT = api(
     ],
 )
 
-APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT]
+DESCRIBE_TRANSACTIONS = api(
+    65, "DescribeTransactions", "0", "0+",
+    request=[
+        F("transactional_ids", "[]string"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("transaction_states", [
+            F("error_code", "int16"),
+            F("transactional_id", "string"),
+            F("transaction_state", "string"),
+            F("transaction_timeout_ms", "int32"),
+            F("transaction_start_time_ms", "int64"),
+            F("producer_id", "int64"),
+            F("producer_epoch", "int16"),
+            F("topics", [
+                F("topic", "string"),
+                F("partitions", "[]int32"),
+            ]),
+        ]),
+    ],
+)
+
+LIST_TRANSACTIONS = api(
+    66, "ListTransactions", "0-2", "0+",
+    request=[
+        F("state_filters", "[]string"),
+        F("producer_id_filters", "[]int64"),
+        F("duration_filter", "int64", "1+", default=-1),
+        F("transactional_id_pattern", "string", "2+", nullable="2+", default=None),
+    ],
+    response=[
+        F("throttle_time_ms", "int32"),
+        F("error_code", "int16"),
+        F("unknown_state_filters", "[]string"),
+        F("transaction_states", [
+            F("transactional_id", "string"),
+            F("producer_id", "int64"),
+            F("transaction_state", "string"),
+        ]),
+    ],
+)
+
+APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, TXN_OFFSET_COMMIT,
+        DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS]
