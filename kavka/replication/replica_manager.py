@@ -390,7 +390,7 @@ class ReplicaManager:
             for broker_id in partition.assigned_replicas:
                 replica = partition.replica(broker_id)
                 if replica is None or broker_id not in in_sync:
-                    continue  # the leader itself, or out of sync (KAFKA-14372)
+                    continue  # the leader itself, or out of sync (a lagging follower would hold the consumer back)
                 if not (replica.log_start_offset <= req.fetch_offset <= replica.log_end_offset):
                     continue
                 alive, rack = self._replica_rack(broker_id, client.listener)

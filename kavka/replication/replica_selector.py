@@ -14,7 +14,7 @@ closest replica), Kafka's ``ReplicaSelector`` and its implementations.
 
 The leader builds the ``PartitionView`` from the replicas that can serve
 the fetch offset: the in-sync followers whose log holds it (Kafka's
-ReplicaManager.findPreferredReadReplica, KAFKA-14372: out-of-sync ones
+ReplicaManager.findPreferredReadReplica: out-of-sync ones
 are left out) and are alive with an endpoint on the client's listener,
 plus itself.
 
