@@ -90,8 +90,12 @@ class ReplicaFetcher:
         quota: ReplicationQuota,
         throttled: Callable[[TopicPartition], bool],
         now: Callable[[], float] = time.monotonic,
+        high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> None:
         self.name = name
+        # KIP-392: consumers reading this follower wait in its fetch
+        # purgatory for its high watermark (Kafka's completeDelayedFetchRequests)
+        self._high_watermark_moved = high_watermark_moved
         self.broker_id = broker_id
         self.source = source
         self.endpoint = endpoint
@@ -327,7 +331,10 @@ class ReplicaFetcher:
                          self.name, tp, state.fetch_offset, e)
             self._delay(tp, state, cfg)
             return
+        high_watermark = log.high_watermark
         partition.update_follower_high_watermark(data.high_watermark)
+        if log.high_watermark != high_watermark:
+            self._high_watermark_moved(tp)
         if data.log_start_offset > log.log_start_offset:
             # The leader's retention or DeleteRecords moved its log start.
             log.maybe_increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
