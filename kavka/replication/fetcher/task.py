@@ -208,9 +208,10 @@ class ReplicaFetcher:
 
     def _truncate(self, tp: TopicPartition, partition: Partition, offset: int, why: str) -> None:
         leo = partition.log.log_end_offset
-        if offset >= leo:
-            return
-        logger.info("%s: truncating %s from %d to %d (%s)", self.name, tp, leo, offset, why)
+        if offset < leo:
+            logger.info("%s: truncating %s from %d to %d (%s)", self.name, tp, leo, offset, why)
+        # Called at or past the log end too: no record goes, but an epoch
+        # we started there as a leader that wrote nothing does (Log.truncate_to).
         self._log_manager.truncate_to(tp, offset)
 
     def _apply_epoch_end(
