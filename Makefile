@@ -13,12 +13,13 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test lint demo bench compat clean
+.PHONY: help venv deps test lint demo bench compat chaos clean
 
 help:
 	@echo "make test   - set up .venv and system packages, check layers, run the suite"
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
+	@echo "make chaos  - brokers and a ZooKeeper ensemble in network namespaces under a seeded random fault schedule, checked Jepsen-style (root; CHAOS_MINUTES, CHAOS_SEED)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
 # setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
@@ -41,6 +42,7 @@ deps:
 	@missing=""; \
 	{ test -f /usr/share/java/zookeeper.jar && command -v java >/dev/null; } || missing="$$missing zookeeper"; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	test -f /usr/include/rapidjson/rapidjson.h || missing="$$missing rapidjson-dev"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
@@ -83,6 +85,20 @@ bench: venv deps
 DEMO_ARGS ?=
 demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
+
+# The chaos run (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
+# each in its own network namespace on a bridge (needs root and iproute2's
+# `ip`; skips with the reason otherwise), the queue, transactional and
+# acks=1 workloads under a seeded random schedule of partitions, ZooKeeper
+# splits and kills, one-way cuts, process faults and a full disk; prints
+# the seed, a table and every finding. CHAOS_SEED replays a schedule;
+# CHAOS_ARGS: e.g. --unsafe (unclean election, min.insync.replicas=1,
+# truncation to the HW: the checker must report losses).
+CHAOS_MINUTES ?= 20
+CHAOS_SEED ?=
+CHAOS_ARGS ?=
+chaos: venv deps
+	$(BIN)/python -m kavka.testing.chaos --minutes $(CHAOS_MINUTES) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_ARGS)
 
 # librdkafka's integration suite (kavka/tools/compat.py): builds its test
 # runner from ../shared/compat/librdkafka-src.tar.gz (or LIBRDKAFKA_SRC=) into

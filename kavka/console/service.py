@@ -25,13 +25,20 @@ from kavka.client.group_admin import GroupAdmin, GroupDescription, GroupListing
 from kavka.client.metadata import BrokerNode, ClusterMetadata, PartitionMetadata
 from kavka.client.producer import Producer, RecordMetadata
 from kavka.client.replica_admin import OngoingReassignment, ReplicaAdmin
-from kavka.common.errors import ErrorCode, GroupIdNotFoundError, KafkaError, UnknownTopicOrPartitionError
+from kavka.common.errors import (
+    ErrorCode,
+    GroupIdNotFoundError,
+    KafkaError,
+    LeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+)
 from kavka.common.ids import NO_LEADER
 from kavka.common.topic_partition import TopicPartition
 from kavka.console import browse, reassignment
 from kavka.tools.reassign_plan import PartitionMove
 
 MIN_ISR_TTL_S = 30.0
+DISK_TIMEOUT_S = 4.0
 # Where DescribeConfigs says a value came from (KIP-226's ConfigSource).
 CONFIG_SOURCES = {-1: "unknown", 0: "unknown", 1: "topic", 2: "dynamic broker", 3: "dynamic default broker",
                   4: "static broker", 5: "default", 6: "dynamic broker logger"}
@@ -146,6 +153,8 @@ class _MinIsrCache:
 def _describe_error(e: BaseException) -> str:
     if isinstance(e, AdminError) and len(e.errors) == 1:
         e = next(iter(e.errors.values()))  # one entity: its own error says it all
+    if isinstance(e, TimeoutError):
+        return f"no answer within {DISK_TIMEOUT_S:.0f} s"
     if isinstance(e, KafkaError):
         detail = e.message if getattr(e, "message", None) else e.code.message
         return f"{e.code.name}: {detail}" if e.code is not ErrorCode.UNKNOWN_SERVER_ERROR else str(detail)
@@ -202,7 +211,8 @@ class ConsoleService:
 
     async def _all_disk(self, ids) -> dict[int, tuple[dict[TopicPartition, int], tuple[str, ...]] | BaseException]:
         async def bounded(b: int):
-            return await asyncio.wait_for(self._disk(b), self.timeout_ms / 1000)
+            # A broker that does not answer (paused, partitioned) costs the page this long at most.
+            return await asyncio.wait_for(self._disk(b), min(self.timeout_ms / 1000, DISK_TIMEOUT_S))
         ids = sorted(ids)
         found = await asyncio.gather(*(bounded(b) for b in ids), return_exceptions=True)
         return dict(zip(ids, found, strict=True))
@@ -332,6 +342,15 @@ class ConsoleService:
     async def create_topic(self, name: str, partitions: int, replication_factor: int,
                            configs: Mapping[str, str]) -> None:
         await self.admin.create_topics([NewTopic(name, partitions, replication_factor, configs=dict(configs))])
+
+        # The controller answers once ZooKeeper has the topic; the brokers learn it a moment later.
+        # Wait (bounded) until the metadata shows every partition led, so the topic's page finds it.
+        async def led() -> None:
+            md = await self.cluster.refresh_metadata([name])
+            t = md.topics.get(name)
+            if t is None or len(t.partitions) < partitions or any(p.leader == NO_LEADER for p in t.partitions):
+                raise LeaderNotAvailableError(f"topic {name} is created; its leaders are not elected yet")
+        await self.cluster.call(led, deadline_ms=self.timeout_ms)
 
     async def delete_topic(self, name: str) -> None:
         await self._topic_partitions(name)

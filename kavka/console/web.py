@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -85,7 +86,10 @@ async def form_of(request: Request) -> dict[str, str]:
     size = request.headers.get("content-length")
     if size is not None and (not size.isdigit() or int(size) > MAX_FORM_BYTES):
         raise FormError(f"the form is larger than {MAX_FORM_BYTES} bytes")
-    form = await request.form(max_files=0, max_fields=2000, max_part_size=MAX_FORM_BYTES)
+    try:
+        form = await request.form(max_files=0, max_fields=2000, max_part_size=MAX_FORM_BYTES)
+    except HTTPException as e:  # Starlette's parser refused the body (a file, too many fields, malformed)
+        raise FormError(f"the form cannot be read: {e.detail}; fields must be text") from None
     out: dict[str, str] = {}
     for k, v in form.multi_items():
         if not isinstance(v, str):

@@ -21,7 +21,9 @@ scrape to it), so it reads state the loop owns without locks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -42,6 +44,7 @@ from kavka.zk.store import KazooZkStore
 from kavka.zk.store_types import SessionState
 
 _QS = [q for _, q in KAFKA_QUANTILES]
+log = logging.getLogger("kavka.metrics")
 
 
 def summary(name: str, doc: str, labelnames: tuple[str, ...] = ()) -> Metric:
@@ -270,12 +273,38 @@ class ConsumerGroupMetrics:
     """Consumer group lag as kafka_exporter names it, from the group
     coordinator: for each group coordinated here and each partition it
     committed an offset for, the partition's high watermark less that
-    offset. ``end_offset`` answers a partition's high watermark, or None
-    where this broker cannot tell (that partition has no series here)."""
+    offset. ``end_offset`` answers a partition's high watermark where this
+    broker hosts it; the others' are asked of their leaders by
+    ``remote_end_offsets`` (ListOffsets LATEST) in ``refresh``, which the
+    exporter awaits before each scrape (at most ``REMOTE_TIMEOUT_S``). A
+    partition whose end offset is known to neither has no lag series."""
 
-    def __init__(self, groups: GroupCoordinator, end_offset: Callable[[TopicPartition], int | None]) -> None:
+    REMOTE_TIMEOUT_S = 3.0
+
+    def __init__(self, groups: GroupCoordinator, end_offset: Callable[[TopicPartition], int | None],
+                 remote_end_offsets: Callable[[set[TopicPartition]], Awaitable[Mapping[TopicPartition, int]]]
+                 | None = None) -> None:
         self._groups = groups
         self._end_offset = end_offset
+        self._remote_end_offsets = remote_end_offsets
+        self._remote: Mapping[TopicPartition, int] = {}
+
+    async def refresh(self) -> None:
+        """Ask the leaders of the committed partitions not hosted here."""
+        self._remote = {}
+        if self._remote_end_offsets is None:
+            return
+        wanted = {TopicPartition(topic, partition)
+                  for group in self._groups.groups.values() for topic, partition in group.offsets}
+        wanted = {tp for tp in wanted if self._end_offset(tp) is None}
+        if not wanted:
+            return
+        try:
+            async with asyncio.timeout(self.REMOTE_TIMEOUT_S):
+                self._remote = await self._remote_end_offsets(wanted)
+        except Exception as e:  # noqa: BLE001 - a scrape shows what it can; the cause is logged
+            log.info("consumer lag: the end offsets of %d partitions hosted elsewhere are unknown this scrape: %s",
+                     len(wanted), e)
 
     def collect(self) -> Iterator[Metric]:
         labels = ["consumergroup", "topic", "partition"]
@@ -283,16 +312,34 @@ class ConsumerGroupMetrics:
                                     labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "Records of the partition the group has not committed",
                                 labels=labels)
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "The group's lag summed over a topic's partitions",
+                                    labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
         for group_id, group in sorted(self._groups.groups.items()):
             members.add_metric([group_id], len(group.members))
+            sums: dict[str, int] = {}
             for (topic, partition), committed in sorted(group.offsets.items()):
                 values = [group_id, topic, str(partition)]
                 current.add_metric(values, committed.offset)
-                end = self._end_offset(TopicPartition(topic, partition))
+                tp = TopicPartition(topic, partition)
+                end = self._end_offset(tp)
+                if end is None:
+                    end = self._remote.get(tp)
                 if end is not None:
-                    lag.add_metric(values, max(0, end - committed.offset))
-        yield from (current, lag, members)
+                    behind = max(0, end - committed.offset)
+                    lag.add_metric(values, behind)
+                    sums[topic] = sums.get(topic, 0) + behind
+            for topic, behind in sorted(sums.items()):
+                lag_sum.add_metric([group_id, topic], behind)
+        yield from (current, lag, lag_sum, members)
+
+
+async def refresh_all(collectors: Iterable[Any]) -> None:
+    """What the collectors with a ``refresh()`` read from elsewhere, first."""
+    for collector in collectors:
+        refresh = getattr(collector, "refresh", None)
+        if refresh is not None:
+            await refresh()
 
 
 def collect_all(collectors: Iterable[Any]) -> list[Metric]:

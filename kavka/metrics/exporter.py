@@ -25,7 +25,7 @@ from typing import Any
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
-from kavka.metrics.broker_metrics import collect_all
+from kavka.metrics.broker_metrics import collect_all, refresh_all
 
 log = logging.getLogger("kavka.metrics")
 
@@ -45,7 +45,7 @@ class _OnTheLoop:
 
     def collect(self) -> list[Metric]:
         if threading.get_ident() == self._loop_thread:
-            return collect_all(self._collectors)
+            return collect_all(self._collectors)  # (a caller on the loop: what is known without waiting)
         future = asyncio.run_coroutine_threadsafe(self._gather(), self._loop)
         try:
             return future.result(SCRAPE_TIMEOUT_S)
@@ -54,6 +54,7 @@ class _OnTheLoop:
             raise RuntimeError(f"the broker's event loop did not answer the scrape within {SCRAPE_TIMEOUT_S:.0f} s") from None
 
     async def _gather(self) -> list[Metric]:
+        await refresh_all(self._collectors)
         return collect_all(self._collectors)
 
 

@@ -13,7 +13,9 @@ twice, which the checker counts as a duplicate and tolerates). A write that
 failed is indeterminate (it may or may not be in the log); only
 acknowledged writes are promised.
 
-``check_history`` is a pure function of values (tested without a cluster).
+``check_history`` (with ``Record``, ``HistoryReport`` and ``BatchPrint``) is
+the pure checker of ``kavka.testing.checker``, shared with the chaos runs
+and tested there without a cluster.
 Everything else is synchronous, called from the test's thread, and every
 wait is bounded.
 """
@@ -33,86 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kavka.protocol.records.batch import iter_batches
+from kavka.testing.checker import BatchPrint, Record
+from kavka.testing.checker import check_history as check_history  # the fault-matrix tests import it from here
 from kavka.tools.cluster import LocalCluster
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One record as acknowledged or read: partition, offset, value."""
-
-    partition: int
-    offset: int
-    value: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryReport:
-    """The anomalies of one run (Jepsen's classes for a log).
-
-    - ``lost``: acknowledged, absent from the final read.
-    - ``moved``: acknowledged at an offset that the final read holds a
-      different value at (an acknowledged offset is a promise too).
-    - ``gaps``: offsets missing from the final read below the highest
-      acknowledged offset of a partition (no compaction, no transactions:
-      a partition's offsets from 0 are contiguous).
-    - ``non_monotonic``: a reader saw an offset not above the one before on
-      the same partition (within the live consumer, or the final read).
-    - ``inconsistent``: two reads disagree on the value at one offset.
-    - ``duplicates``: values stored at more than one offset (a retried
-      non-idempotent batch): counted, tolerated.
-    """
-
-    acknowledged: int
-    read: int
-    lost: tuple[Record, ...]
-    moved: tuple[tuple[Record, bytes], ...]
-    gaps: tuple[tuple[int, int], ...]
-    non_monotonic: tuple[tuple[str, Record, int], ...]
-    inconsistent: tuple[tuple[int, int, bytes, bytes], ...]
-    duplicates: int
-
-    @property
-    def ok(self) -> bool:
-        return not (self.lost or self.moved or self.gaps or self.non_monotonic or self.inconsistent)
-
-    def summary(self) -> str:
-        return (f"acknowledged {self.acknowledged}, read {self.read}, lost {len(self.lost)} {list(self.lost[:3])}, "
-                f"moved {len(self.moved)} {list(self.moved[:3])}, gaps {len(self.gaps)} {list(self.gaps[:3])}, "
-                f"non-monotonic {len(self.non_monotonic)} {list(self.non_monotonic[:3])}, "
-                f"inconsistent {len(self.inconsistent)} {list(self.inconsistent[:3])}, duplicates {self.duplicates}")
-
-
-def check_history(acked: list[Record], reads: dict[str, list[Record]], final: list[Record]) -> HistoryReport:
-    """Check acknowledged writes against reads. ``reads`` names each read
-    sequence (in the order its records arrived); ``final`` is the drain of
-    every partition from offset 0 to its high watermark after the faults,
-    which is also checked as a read."""
-    all_reads = dict(reads, final=final)
-    non_monotonic: list[tuple[str, Record, int]] = []
-    seen: dict[tuple[int, int], tuple[bytes, str]] = {}
-    inconsistent: list[tuple[int, int, bytes, bytes]] = []
-    for name, sequence in all_reads.items():
-        last: dict[int, int] = {}
-        for r in sequence:
-            if r.partition in last and r.offset <= last[r.partition]:
-                non_monotonic.append((name, r, last[r.partition]))
-            last[r.partition] = r.offset
-            key = (r.partition, r.offset)
-            if key in seen and seen[key][0] != r.value:
-                inconsistent.append((r.partition, r.offset, seen[key][0], r.value))
-            seen.setdefault(key, (r.value, name))
-    at = {(r.partition, r.offset): r.value for r in final}
-    stored = {r.value for r in final}
-    lost = tuple(r for r in acked if r.value not in stored)
-    moved = tuple((r, at[(r.partition, r.offset)]) for r in acked
-                  if (r.partition, r.offset) in at and at[(r.partition, r.offset)] != r.value)
-    highest: dict[int, int] = {}
-    for r in acked:
-        highest[r.partition] = max(highest.get(r.partition, -1), r.offset)
-    gaps = tuple((p, o) for p, top in sorted(highest.items()) for o in range(top + 1) if (p, o) not in at)
-    duplicates = sum(n - 1 for n in Counter(r.value for r in final).values() if n > 1)
-    return HistoryReport(len(acked), len(final), lost, moved, gaps, tuple(non_monotonic), tuple(inconsistent),
-                         duplicates)
 
 
 class Workload:
@@ -261,16 +186,6 @@ def drain(cluster: LocalCluster, topic: str, partitions: int, timeout: float = 6
         return out
     finally:
         c.close()
-
-
-@dataclass(frozen=True, slots=True)
-class BatchPrint:
-    """What identifies a stored batch: offsets, leader epoch, CRC."""
-
-    base_offset: int
-    last_offset: int
-    leader_epoch: int
-    crc: int
 
 
 def replica_batches(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> list[BatchPrint]:

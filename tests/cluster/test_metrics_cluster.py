@@ -157,15 +157,15 @@ def test_metrics_follow_the_cluster_through_produce_consume_and_broker_kills(mak
     cluster.kill_broker(controller_id)
     others = set(cluster.brokers) - {controller_id}
 
-    def new_controller() -> int | None:
+    def new_controller() -> list[int] | None:
         s = scrape_all(cluster, others)
         count = total(s, "kafka_controller_kafkacontroller_activecontrollercount")
         assert count <= 1, f"{count} active controllers"
         if count != 1:
             return None
-        return next(b for b, m in s.items() if m.value("kafka_controller_kafkacontroller_activecontrollercount"))
+        return [b for b, m in s.items() if m.value("kafka_controller_kafkacontroller_activecontrollercount")]
 
-    successor = wait_until(new_controller, 60, "a new active controller")
+    (successor,) = wait_until(new_controller, 60, "a new active controller")
     assert successor != controller_id
     cluster.start_broker(controller_id)
     cluster.wait_ready({controller_id}, 60)
@@ -173,3 +173,43 @@ def test_metrics_follow_the_cluster_through_produce_consume_and_broker_kills(mak
     assert total(s, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert s[successor].value("kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert s[controller_id].value("kafka_server_sessionexpirelistener_sessionstate", state="CONNECTED") == 1
+
+
+def read_and_commit(cluster, group: str, topic: str, count: int) -> None:
+    """``group`` reads ``count`` records of partition 0 and commits after them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        read = 0
+        deadline = time.monotonic() + 30
+        while read < count:
+            assert time.monotonic() < deadline, f"read {read} of {count} from {topic}"
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                read += 1
+        c.commit(offsets=[TopicPartition(topic, 0, count)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_lag_of_a_partition_the_coordinator_does_not_host_is_asked_of_its_leader(make_cluster):
+    cluster = make_cluster(brokers=3, config=CONFIG)
+    group = "remote-readers"
+    create_topic(cluster, "anchor", partitions=1, replication_factor=3)
+    produce(cluster, "anchor", {0: [b"a"] * 10})
+    read_and_commit(cluster, group, "anchor", 4)
+    (coordinator,) = wait_until(lambda: [b for b, s in scrape_all(cluster).items()
+                                         if s.series("kafka_consumergroup_lag")], 30, "the group's coordinator")
+    assert scrape_all(cluster, {coordinator})[coordinator].value(
+        "kafka_consumergroup_lag", consumergroup=group, topic="anchor", partition="0") == 6
+    elsewhere = next(b for b in sorted(cluster.brokers) if b != coordinator)
+    create_topic(cluster, "elsewhere", assignment=[[elsewhere]])
+    produce(cluster, "elsewhere", {0: [b"e%03d" % i for i in range(100)]})
+    read_and_commit(cluster, group, "elsewhere", 30)
+    # the coordinator does not host "elsewhere": it asks its leader for the high watermark
+    wait_until(lambda: scrape_all(cluster, {coordinator})[coordinator].total(
+        "kafka_consumergroup_lag", consumergroup=group, topic="elsewhere") == 70, 30,
+        f"the lag of {group} on a partition only broker {elsewhere} hosts")

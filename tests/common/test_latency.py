@@ -68,3 +68,12 @@ def test_quantiles_follow_the_recent_window() -> None:
 
 def test_empty_histogram_answers_zero() -> None:
     assert LatencyHistogram().quantiles_ms([0.5, 0.99]) == [0.0, 0.0]
+
+
+@given(st.integers(min_value=-10**6, max_value=2**62))
+def test_record_ns_counts_in_the_bucket_of_its_microseconds(ns: int) -> None:
+    h = LatencyHistogram()
+    h.record_ns(ns)
+    us = max(0, ns // 1000)
+    assert h.counts[bucket_of(us)] == 1
+    assert h.sum_us == us

@@ -33,6 +33,8 @@ def env(zookeeper, tmp_path_factory):
     cluster = LocalCluster(3, tmp / "cluster", zookeeper=f"{zookeeper}/kavka-console-{uuid.uuid4().hex[:8]}",
                            config={"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                                    "super.users": "User:ANONYMOUS", "offsets.topic.num.partitions": "3",
+                                   # a broker paused for the in-progress move keeps its registration
+                                   "zookeeper.session.timeout.ms": "120000",
                                    "auto.leader.rebalance.enable": "false"})
     console = browser = None
     try:
@@ -163,6 +165,37 @@ def test_produce_from_the_page_and_find_the_record_by_key(env):
     browser.shot("messages-bad-input")
 
 
+def test_pages_forward_and_back_and_transaction_markers(env):
+    cluster, _console, browser = env
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "console-test"})
+    p.init_transactions(30)
+    for committed in (True, False):
+        p.begin_transaction()
+        for i in range(3):
+            p.produce(TOPIC, f"txn {committed} {i}".encode(), partition=1)
+        assert p.flush(30) == 0  # on the broker before the outcome (an abort purges what is unsent)
+        if committed:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    page = go(env, f"/topics/{TOPIC}/messages?partition=1&start=earliest&limit=2")
+    first = page.locator("#records tbody tr").first.locator("td").nth(1).inner_text()
+    page.locator("#next").click()
+    page.wait_for_load_state()
+    expect(page.locator("#records tbody tr").first.locator("td").nth(1)).not_to_have_text(first)
+    page.locator("#prev").click()
+    page.wait_for_load_state()
+    expect(page.locator("#records tbody tr").first.locator("td").nth(1)).to_have_text(first)
+    page = go(env, f"/topics/{TOPIC}/messages?partition=1&start=latest&limit=8")
+    markers = page.locator("#records tr.control .marker")
+    expect(markers).to_have_count(2)
+    expect(markers.first).to_have_text("transaction marker: COMMIT")
+    expect(markers.last).to_have_text("transaction marker: ABORT")
+    browser.shot("messages-transactions")
+
+
 def _consume(cluster, group: str, count: int, timeout: float = 60.0, close: bool = True):
     from confluent_kafka import Consumer
 
@@ -184,6 +217,16 @@ def _consume(cluster, group: str, count: int, timeout: float = 60.0, close: bool
     return c
 
 
+def _end_offsets(cluster) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "console-watermarks"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1] for p in range(3))
+    finally:
+        c.close()
+
+
 def test_a_groups_lag_falls_as_its_consumer_reads_and_offsets_reset(env):
     cluster, _console, browser = env
     from confluent_kafka import Producer
@@ -192,13 +235,13 @@ def test_a_groups_lag_falls_as_its_consumer_reads_and_offsets_reset(env):
     for i in range(60):
         p.produce(TOPIC, f"order {i}".encode(), key=f"o{i}".encode())
     assert p.flush(30) == 0
-    total = 66  # the 6 records produced from the page, and these
+    total = _end_offsets(cluster)  # what a group reset to earliest lags by (transaction markers included)
     _consume(cluster, GROUP, 10)
     page = go(env, f"/groups/{GROUP}")
     # Lag counts the partitions the group committed in (the others show "-", as Kafka's tool does).
     expect(page.locator("#lags tbody tr").first).to_be_visible()
     assert int(page.locator("#total-lag").inner_text()) > 0
-    consumer = _consume(cluster, GROUP, total - 10, close=False)
+    consumer = _consume(cluster, GROUP, 60 + 6 + 3 - 10, close=False)  # every committed record
     try:
         # The page refreshes itself: the lag falls to 0 without a reload.
         expect(page.locator("#total-lag")).to_have_text("0", timeout=WAIT)
@@ -265,6 +308,41 @@ def test_run_a_reassignment_from_the_page_and_watch_it_finish(env):
     page.wait_for_load_state()
     expect(page.locator("#notice")).to_contain_text("Removed the replication throttle")
     expect(page.locator("#none-ongoing")).to_be_visible()
+
+
+def test_a_move_in_progress_is_watched_and_cancelled(env):
+    cluster, _console, browser = env
+    controller = cluster.controller()
+    assert controller is not None
+    md = admin(cluster).list_topics(TOPIC, timeout=10).topics[TOPIC]
+    # A partition and a broker to add to it that is neither a replica nor the controller.
+    p, x = next((p, x) for p, m in sorted(md.partitions.items()) for x in cluster.brokers
+                if x not in m.replicas and x != controller[0])
+    before = list(md.partitions[p].replicas)
+    # The added replica's broker stands still (registered, not copying): the move stays in progress.
+    cluster.pause_broker(x)
+    try:
+        page = go(env, "/reassign")
+        submit(page, "#plan", {"topic": TOPIC, "partitions": str(p), "spread": "1"})
+        page.locator("#execute [name=plan]").fill(json.dumps(
+            {"version": 1, "partitions": [{"topic": TOPIC, "partition": p, "replicas": [*before, x]}]}))
+        page.locator("#execute button").click()
+        page.wait_for_load_state()
+        expect(page.locator("#notice")).to_contain_text("Started the reassignment of 1 partition")
+        row = page.locator("#ongoing tbody tr")
+        expect(row).to_have_count(1, timeout=WAIT)
+        expect(row.locator("td").nth(0)).to_have_text(f"{TOPIC}-{p}")
+        expect(row.locator("td").nth(2)).to_have_text(str(x))  # adding
+        expect(page.locator("#last-plan .move-status")).to_have_text("is still in progress")
+        browser.shot("reassignment-in-progress")
+        page.locator("#cancel button").click()
+        page.wait_for_load_state()
+        expect(page.locator("#notice")).to_contain_text("Cancelled the reassignment of 1 partition")
+        expect(page.locator("#none-ongoing")).to_be_visible(timeout=WAIT)
+    finally:
+        cluster.resume_broker(x)
+    wait_for(lambda: list(admin(cluster).list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[p].replicas)
+             == before, 60, f"{TOPIC}-{p} back on {before}")
 
 
 def test_preferred_leader_election(env):

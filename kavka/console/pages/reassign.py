@@ -38,10 +38,13 @@ def routes(web: Web) -> list[Route]:
             leader = p.leader if p is not None else -1
             lsizes = sizes.get(leader)
             leader_size = lsizes.get(tp) if isinstance(lsizes, dict) else None
-            copied = {}
+            copied: dict[int, tuple[int | None, str | None]] = {}
             for b in o.adding:
                 bs = sizes.get(b)
-                copied[b] = bs.get(tp) if isinstance(bs, dict) else None
+                if isinstance(bs, dict):
+                    copied[b] = (bs.get(tp), None)
+                else:
+                    copied[b] = (None, bs or "not in the cluster metadata")
             rows.append({"tp": tp, "o": o, "isr": p.isr if p else (), "leader": leader,
                          "leader_size": leader_size, "copied": copied})
         last = []

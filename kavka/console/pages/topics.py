@@ -22,16 +22,16 @@ MAX_RF = 1000
 
 def routes(web: Web) -> list[Route]:
     async def listing(request: Request, status: int = 200, error: str | None = None, form=None):
-        rows, errors = await web.service.topics()
+        try:
+            rows, errors = await web.service.topics()
+        except KafkaError as e:
+            rows, errors = [], [describe_error(e)]
         return web.render(request, "topics.html", status, rows=rows, errors=errors, error=error, form=form or {})
 
     @web.page("Topics")
     async def topics(request: Request):
         if request.method == "GET":
-            try:
-                return await listing(request)
-            except KafkaError as e:
-                return web.render(request, "topics.html", rows=[], errors=[describe_error(e)], error=None, form={})
+            return await listing(request)
         form = await form_of(request)
         try:
             name = forms.topic_name(forms.text(form, "name", "topic name", max_len=400).strip())

@@ -1,4 +1,4 @@
-"""The fault-matrix history checker (``fault_helpers.check_history``) is a
+"""The per-topic history checker (``kavka.testing.checker.check_history``) is a
 pure function: each anomaly class is detected when planted in an otherwise
 clean history, and a clean history (any interleaving of partitions, with
 duplicates from retries) has none. No cluster needed."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .fault_helpers import Record, check_history
+from kavka.testing.checker import Record, check_history
 
 
 @st.composite

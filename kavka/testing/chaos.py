@@ -1,0 +1,335 @@
+"""``python -m kavka.testing.chaos`` (``make chaos``): a chaos run.
+
+Brokers and a ZooKeeper ensemble on their own hosts (``HostCluster``), the
+queue, transactional and acks=1 workloads (``kavka.testing.workloads``),
+the seeded random schedule of faults (``kavka.testing.nemesis``), then
+every fault healed, the workloads stopped, every topic read back in full,
+the replicas' segment files fingerprinted, ``kavka replica-verification``
+run, and the whole history checked (``kavka.testing.checker``). Prints
+the seed first (``--seed`` replays a run's schedule), then a table:
+injections by kind; per topic the records acknowledged, read, lost,
+duplicated, divergent partitions and availability (the share of seconds in
+which a partition had a write acknowledged); then every finding with the
+faults around it. Exit status 1 when the checker found a violation of what
+the configuration promises (acks=1 losses are expected and only counted),
+2 when the harness could not run (no network namespaces here).
+
+``--unsafe``: ``unclean.leader.election.enable=true``,
+``min.insync.replicas=1``, ``replica.truncation.mode=hw`` (the seeds'
+original design, KIP-101's lost and divergent writes): the run is expected
+to lose acknowledged writes and the checker must say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kavka.protocol.records.batch import iter_batches
+from kavka.testing.checker import BatchPrint, History, NemesisEvent, Report, check
+from kavka.testing.hosts import HostCluster
+from kavka.testing.nemesis import ALL_KINDS, Nemesis, plan
+from kavka.testing.network import unavailable
+from kavka.testing.workloads import AcksOneWorkload, Clock, QueueWorkload, TransactionalWorkload, drain
+
+SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false",
+        "replica.truncation.mode": "leader-epoch"}
+UNSAFE = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true", "replica.truncation.mode": "hw"}
+WORKLOADS = ("queue", "txn", "acks1")
+
+
+@dataclass
+class RunResult:
+    seed: int
+    history: History
+    report: Report
+    injections: Counter[str]
+    availability: dict[str, float]
+    divergent: dict[str, int]
+    verification: str
+    notes: list[str] = field(default_factory=list)
+
+
+def availability(history: History, topic: str, partitions: int, start: float, end: float) -> float:
+    """Mean over partitions of the share of whole seconds in [start, end)
+    in which the partition had a write acknowledged."""
+    seconds = max(1, int(end - start))
+    hit: set[tuple[int, int]] = set()
+    for a in history.acks:
+        if a.topic == topic and start <= a.time < end:
+            hit.add((a.partition, int(a.time - start)))
+    return len(hit) / (seconds * partitions)
+
+
+def replica_prints(cluster: HostCluster, topic: str, partition: int, brokers: Sequence[int]) -> dict[int, list[BatchPrint]]:
+    out = {}
+    for b in brokers:
+        directory = cluster.brokers[b].log_dir / f"{topic}-{partition}"
+        prints = []
+        for segment in sorted(directory.glob("*.log")):
+            for _, h in iter_batches(segment.read_bytes()):
+                prints.append(BatchPrint(h.base_offset, h.base_offset + h.last_offset_delta,
+                                         h.partition_leader_epoch, h.crc))
+        out[b] = prints
+    return out
+
+
+def _create_topics(cluster: HostCluster, topics: dict[str, int], topic_config: dict[str, str]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "socket.timeout.ms": 10000})
+    rf = min(3, len(cluster.brokers))
+    futures = admin.create_topics([NewTopic(t, n, rf, config=dict(topic_config)) for t, n in topics.items()],
+                                  operation_timeout=30, request_timeout=30)
+    for f in futures.values():
+        f.result(60)
+
+
+def _wait_healthy(cluster: HostCluster, topics: dict[str, int], timeout: float, say: Callable[[str], None]) -> bool:
+    """Every broker ready and every partition's ISR full again."""
+    deadline = time.monotonic() + timeout
+    try:
+        cluster.wait_ready(set(cluster.brokers), timeout)
+    except Exception as e:  # noqa: BLE001 - reported, and the checker still runs
+        say(f"brokers not all ready after the heal: {e}")
+        return False
+    while time.monotonic() < deadline:
+        try:
+            short = [(t, p) for t in topics for p, s in cluster.partition_states(t).items()
+                     if len(s["isr"]) < len(cluster.assignment(t)[p]) or s["leader"] < 0]
+        except Exception:  # noqa: BLE001 - ZooKeeper still settling
+            short = [("?", -1)]
+        if not short:
+            return True
+        time.sleep(1)
+    say(f"partitions with a short ISR after {timeout:.0f} s: {short[:8]}")
+    return False
+
+
+def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, unsafe: bool = False,
+        kinds: Sequence[str] = ALL_KINDS, workloads: Sequence[str] = WORKLOADS,
+        schedule: Sequence[tuple[float, float, str, int]] | None = None,
+        say: Callable[[str], None] = print, data_dir: Path | None = None, pace_s: float = 0.01) -> RunResult:
+    """One chaos run. ``schedule``: explicit (start, duration, kind, target
+    seed) faults instead of ``plan(seed, seconds, kinds)``."""
+    settings = UNSAFE if unsafe else SAFE
+    broker_config = {"replica.truncation.mode": settings["replica.truncation.mode"],
+                     "unclean.leader.election.enable": settings["unclean.leader.election.enable"],
+                     "min.insync.replicas": settings["min.insync.replicas"],
+                     "auto.create.topics.enable": "false",
+                     "group.initial.rebalance.delay.ms": "0"}
+    topic_config = {k: settings[k] for k in ("min.insync.replicas", "unclean.leader.election.enable")}
+    disk_broker = brokers - 1 if "disk-full" in kinds else None
+    cluster = HostCluster(brokers, zookeepers, config=broker_config, disk_full_broker=disk_broker,
+                          data_dir=data_dir)
+    history = History(topics={})
+    clock = Clock()
+    timeline = [p for p in plan(seed, seconds, kinds)] if schedule is None else None
+    injections: Counter[str] = Counter()
+    notes: list[str] = []
+    try:
+        cluster.start(progress=say)
+        topics = {}
+        if "queue" in workloads:
+            topics["queue"] = 6
+        if "txn" in workloads:
+            topics.update({"txn-in": 3, "txn-out": 3})
+        if "acks1" in workloads:
+            topics["acks1"] = 3
+        _create_topics(cluster, topics, topic_config)
+        nemesis_topic = "queue" if "queue" in topics else next(iter(topics))
+        nemesis = Nemesis(cluster, nemesis_topic, disk_full_broker=disk_broker)
+        running: list[QueueWorkload | TransactionalWorkload | AcksOneWorkload] = []
+        if "queue" in workloads:
+            running.append(QueueWorkload(history, clock, cluster.bootstrap, pace_s=pace_s).start())
+        if "txn" in workloads:
+            running.append(TransactionalWorkload(history, clock, cluster.bootstrap, pace_s=pace_s * 2).start())
+        if "acks1" in workloads:
+            running.append(AcksOneWorkload(history, clock, cluster.bootstrap, pace_s=pace_s * 2).start())
+        time.sleep(3)  # the workloads running before the first fault
+        start = clock.now()
+        steps = ([(p.start, p.duration, p.kind, p.target_seed) for p in timeline] if timeline is not None
+                 else list(schedule or []))
+        # (due time, sequence, action): injections and heals in time order
+        active: list[tuple[float, int, str, str, float, Callable[[], None]]] = []
+        for i, (at, duration, kind, target_seed) in enumerate(steps):
+            while active and min(a[0] for a in active) <= start + at:
+                active.sort()
+                due, _, k, detail, began, heal = active.pop(0)
+                _sleep_until(clock, due)
+                heal()
+                history.nemesis.append(NemesisEvent(began, clock.now(), k, detail))
+                say(f"{clock.now():7.1f}s heal   {k}: {detail}")
+            _sleep_until(clock, start + at)
+            try:
+                detail, heal = nemesis.inject(kind, target_seed)
+            except Exception as e:  # noqa: BLE001 - a fault that could not be made is reported, the run goes on
+                notes.append(f"{kind} at {clock.now():.1f}s not injected: {e!r}")
+                continue
+            began = clock.now()
+            injections[kind] += 1
+            say(f"{began:7.1f}s inject {kind}: {detail}")
+            if kind == "bounce":
+                history.nemesis.append(NemesisEvent(began, began, kind, detail))
+                continue
+            active.append((began + duration, i, kind, detail, began, heal))
+        for due, _, k, detail, began, heal in sorted(active):
+            _sleep_until(clock, due)
+            heal()
+            history.nemesis.append(NemesisEvent(began, clock.now(), k, detail))
+            say(f"{clock.now():7.1f}s heal   {k}: {detail}")
+        _sleep_until(clock, start + seconds)
+        end = clock.now()
+        nemesis.heal_everything()
+        say(f"{clock.now():7.1f}s every fault healed; waiting for the cluster to recover")
+        healthy = _wait_healthy(cluster, topics, 180, say)
+        if not healthy:
+            notes.append("the cluster did not fully recover within 180 s of the heal")
+        for w in running:
+            w.stop()
+            notes += w.errors
+        say(f"{clock.now():7.1f}s workloads stopped; reading every topic back")
+        for t, n in topics.items():
+            try:
+                history.final[t] = drain(cluster.bootstrap, t, n)
+                if t == "txn-out":
+                    history.final_committed[t] = drain(cluster.bootstrap, t, n, read_committed=True)
+            except Exception as e:  # noqa: BLE001 - the checker reports what could not be read as lost
+                notes.append(f"final read of {t} failed: {e!r}")
+                history.final.setdefault(t, [])
+        _wait_healthy(cluster, topics, 60, say)
+        divergent: Counter[str] = Counter()
+        for t, n in topics.items():
+            assignment = cluster.assignment(t)
+            for p in range(n):
+                prints = _settled_prints(cluster, t, p, assignment[p])
+                history.replicas[(t, p)] = prints
+        verification = _replica_verification(cluster, list(topics))
+        report = check(history)
+        for f in report.findings:
+            if f.kind == "divergent":
+                divergent[f.topic] += 1
+        avail = {t: availability(history, t, n, start, end) for t, n in topics.items() if t != "txn-out"}
+        return RunResult(seed, history, report, injections, avail, dict(divergent), verification, notes)
+    finally:
+        cluster.close()
+
+
+def _sleep_until(clock: Clock, t: float) -> None:
+    delay = t - clock.now()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _settled_prints(cluster: HostCluster, topic: str, partition: int, brokers: list[int],
+                    timeout: float = 30.0) -> dict[int, list[BatchPrint]]:
+    """The replicas' batches once every replica holds as many (a follower
+    may be a fetch behind), or the last look after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        prints = replica_prints(cluster, topic, partition, brokers)
+        ends = {(v[-1].last_offset if v else -1) for v in prints.values()}
+        if len(ends) == 1 or time.monotonic() > deadline:
+            return prints
+        time.sleep(0.5)
+
+
+def _replica_verification(cluster: HostCluster, topics: list[str]) -> str:
+    """``kavka replica-verification`` over the topics: its exit status and last line."""
+    cmd = [sys.executable, "-m", "kavka", "replica-verification", "--bootstrap-server", cluster.bootstrap,
+           "--topics-include", "|".join(topics), "--time-limit-ms", "15000", "--report-interval-ms", "5000"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        return "did not finish within 90 s"
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return f"exit {done.returncode}: {lines[-1] if lines else '(no output)'}"
+
+
+def table(result: RunResult, *, unsafe: bool) -> str:
+    r, h = result.report, result.history
+    lines = [f"seed {result.seed} ({'UNSAFE' if unsafe else 'safe'} configuration)", "",
+             "injections by kind:"]
+    for kind, n in sorted(result.injections.items()):
+        lines.append(f"  {kind:20s} {n:5d}")
+    lines.append(f"  {'total':20s} {sum(result.injections.values()):5d}")
+    lines += ["", f"{'topic':8s} {'promise':22s} {'acked':>8s} {'read':>8s} {'lost':>6s} {'dup':>5s} "
+                  f"{'diverg':>6s} {'avail':>6s}"]
+    for t, spec in h.topics.items():
+        promise = ("transactional" if spec.transactional else
+                   f"acks={spec.acks}{' idempotent' if spec.idempotent else ''}")
+        acked = sum(1 for a in h.acks if a.topic == t)
+        if spec.transactional:
+            acked = sum(len([w for w in x.writes if w[0] == t]) for x in h.txns if x.outcome == "committed")
+        read = len(h.final_committed.get(t, h.final.get(t, [])))
+        lost = r.count("lost", t) + r.count("lost-committed-txn", t) + r.count("moved", t)
+        avail = f"{result.availability[t]:.0%}" if t in result.availability else "-"
+        lines.append(f"{t:8s} {promise:22s} {acked:8d} {read:8d} {lost:6d} {r.count('duplicate', t):5d} "
+                     f"{result.divergent.get(t, 0):6d} {avail:>6s}")
+    kinds = Counter(f.kind for f in r.violations)
+    lines += ["", f"violations: {dict(kinds) if kinds else 'none'}; allowed by the promise: "
+                  f"{dict(Counter(f.kind for f in r.findings if f.expected)) or 'none'}",
+              f"replica-verification: {result.verification}"]
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kavka.testing.chaos", description=(
+        "Run brokers and a ZooKeeper ensemble on their own network namespaces, inject a seeded random "
+        "schedule of network, process and disk faults under real client workloads, and check the history."))
+    parser.add_argument("--minutes", type=float, default=20.0, help="length of the fault schedule (default 20)")
+    parser.add_argument("--seed", type=int, default=None, help="schedule seed (default: random; printed)")
+    parser.add_argument("--brokers", type=int, default=5, help="brokers (default 5)")
+    parser.add_argument("--zookeepers", type=int, default=3, help="ZooKeeper ensemble members (default 3)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="unclean election on, min.insync.replicas=1, replica.truncation.mode=hw")
+    parser.add_argument("--kinds", default=",".join(ALL_KINDS),
+                        help=f"comma-separated nemeses (default all: {','.join(ALL_KINDS)})")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: queue,txn,acks1")
+    parser.add_argument("--data-dir", default=None, help="keep the brokers' and ZooKeeper's files here")
+    parser.add_argument("--findings", type=int, default=40, help="findings to print in full (default 40)")
+    args = parser.parse_args(argv)
+
+    def on_term(signum: int, frame: object) -> None:
+        raise SystemExit(f"chaos: stopped by signal {signum}; tearing the hosts down")
+
+    signal.signal(signal.SIGTERM, on_term)
+    reason = unavailable()
+    if reason is not None:
+        print(f"chaos: skipped: {reason}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    print(f"chaos seed {seed} (replay: --seed {seed})", flush=True)
+    kinds = [k for k in args.kinds.split(",") if k]
+    workloads = [w for w in args.workloads.split(",") if w]
+    for w in workloads:
+        if w not in WORKLOADS:
+            parser.error(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
+    try:
+        result = run(seconds=args.minutes * 60, seed=seed, brokers=args.brokers, zookeepers=args.zookeepers,
+                     unsafe=args.unsafe, kinds=kinds, workloads=workloads,
+                     data_dir=Path(args.data_dir) if args.data_dir else None,
+                     say=lambda m: print(m, flush=True))
+    except ValueError as e:
+        parser.error(str(e))
+    print()
+    print(table(result, unsafe=args.unsafe))
+    for f in result.report.findings[:args.findings]:
+        print(f"  {f}")
+    if len(result.report.findings) > args.findings:
+        print(f"  ... {len(result.report.findings) - args.findings} more")
+    return 0 if result.report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Brokers and a ZooKeeper ensemble on separate hosts of one ``Network``.
+
+``HostCluster(brokers=5, zookeepers=3)`` makes hosts ``zk1..zkN`` and
+``b0..b<n-1>``; every broker runs ``python -m kavka server start
+server.properties`` inside its namespace with ``listeners`` (and so the
+address it advertises) on its host's address, port 9092, and
+``zookeeper.connect`` naming every ensemble member (chroot ``/kavka``).
+Clients run in the root namespace and reach each broker by its address
+(``bootstrap``). ``config`` adds broker keys; ``disk_full_broker`` gives
+that broker a size-limited tmpfs as its log directory (``fill_disk`` /
+``free_disk`` make it full and free it again).
+
+``close()`` stops everything and tears the network down even after a
+failure halfway through ``start()``; the data directory is removed when it
+was made here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kavka.testing.ensemble import ZooKeeperEnsemble
+from kavka.testing.network import Network
+
+BROKER_PORT = 9092
+CHROOT = "/kavka"
+
+
+class HostClusterError(RuntimeError):
+    """A broker did not start or a wait ran out; the message carries its log's tail."""
+
+
+@dataclass
+class Broker:
+    broker_id: int
+    host: str
+    address: str
+    directory: Path
+    process: subprocess.Popen[bytes] | None = None
+    tmpfs: Path | None = None
+    log_start: int = 0  # size of broker.log when the running process started
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.address}:{BROKER_PORT}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.directory / "broker.log"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.tmpfs if self.tmpfs is not None else self.directory / "logs"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no broker.log)"
+
+
+class HostCluster:
+    def __init__(self, brokers: int = 3, zookeepers: int = 3, *, config: Mapping[str, str] | None = None,
+                 data_dir: str | Path | None = None, disk_full_broker: int | None = None,
+                 tmpfs_mb: int = 256) -> None:
+        if brokers < 1 or zookeepers < 1:
+            raise ValueError(f"need at least one broker and one ZooKeeper, got {brokers} and {zookeepers}")
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kavka-chaos-"))
+        self.config = dict(config or {})
+        self.zk_hosts = [f"zk{i + 1}" for i in range(zookeepers)]
+        self.broker_hosts = [f"b{i}" for i in range(brokers)]
+        self._disk_full_broker = disk_full_broker
+        self._tmpfs_mb = tmpfs_mb
+        self.network: Network | None = None
+        self.ensemble: ZooKeeperEnsemble | None = None
+        self.brokers: dict[int, Broker] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self, timeout: float = 90.0, progress=None) -> None:
+        say = progress or (lambda msg: None)
+        try:
+            self.network = Network.create(self.zk_hosts + self.broker_hosts)
+            say(f"network {self.network.bridge}: clients at {self.network.address('clients')}")
+            self.ensemble = ZooKeeperEnsemble(self.network, self.zk_hosts, self.data_dir)
+            self.ensemble.start(timeout)
+            say(f"ZooKeeper ensemble serving at {self.ensemble.connect_string()}")
+            self._ensure_chroot()
+            for i, host in enumerate(self.broker_hosts):
+                b = Broker(i, host, self.network.address(host), self.data_dir / f"broker-{i}")
+                b.directory.mkdir(parents=True, exist_ok=True)
+                if i == self._disk_full_broker:
+                    b.tmpfs = b.directory / "tmpfs-logs"
+                    b.tmpfs.mkdir(exist_ok=True)
+                    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self._tmpfs_mb}m", "tmpfs", str(b.tmpfs)],
+                                   check=True, capture_output=True, timeout=30)
+                    self.network.own_mount(b.tmpfs)
+                self.brokers[i] = b
+                self._write_properties(b)
+                self.start_broker(i)
+            self.wait_ready(set(self.brokers), timeout)
+            say(f"brokers ready: {self.bootstrap}")
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> HostCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for b in self.brokers.values():
+            if b.running():
+                assert b.process is not None
+                b.process.send_signal(signal.SIGCONT)
+                b.process.kill()
+                b.process.wait(10)
+        if self.ensemble is not None:
+            self.ensemble.stop()
+        if self.network is not None:
+            self.network.close()  # unmounts the tmpfs log directory too
+            self.network = None
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    # -- brokers -----------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    @property
+    def zk_connect(self) -> str:
+        assert self.ensemble is not None
+        return self.ensemble.connect_string(CHROOT)
+
+    def _write_properties(self, b: Broker) -> None:
+        n = len(self.broker_hosts)
+        props = {
+            "broker.id": str(b.broker_id),
+            "listeners": f"PLAINTEXT://{b.address}:{BROKER_PORT}",
+            "log.dirs": str(b.log_dir),
+            "zookeeper.connect": self.zk_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            "controlled.shutdown.retry.backoff.ms": "500",
+            "offsets.topic.replication.factor": str(min(3, n)),
+            "transaction.state.log.replication.factor": str(min(3, n)),
+            "transaction.state.log.min.isr": str(min(2, n)),
+            "default.replication.factor": str(min(3, n)),
+            # a follower cut off leaves the ISR within seconds, not Kafka's 30 s
+            "replica.lag.time.max.ms": "4000",
+            "replica.socket.timeout.ms": "4000",
+            "controller.socket.timeout.ms": "4000",
+            "replica.fetch.backoff.ms": "300",
+            **self.config,
+        }
+        text = "# written by kavka.testing.hosts\n" + "".join(f"{k}={v}\n" for k, v in props.items())
+        (b.directory / "server.properties").write_text(text)
+
+    def start_broker(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.running():
+            return
+        assert self.network is not None
+        b.log_start = b.log_path.stat().st_size if b.log_path.exists() else 0
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        cmd = [sys.executable, "-m", "kavka", "server", "start", str(b.directory / "server.properties")]
+        with open(b.log_path, "ab", buffering=0) as log:
+            b.process = subprocess.Popen(self.network.argv(b.host, cmd), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+
+    def signal_broker(self, broker_id: int, sig: int) -> None:
+        b = self.brokers[broker_id]
+        if b.running():
+            assert b.process is not None
+            b.process.send_signal(sig)
+
+    def kill_broker(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.running():
+            assert b.process is not None
+            b.process.kill()
+            b.process.wait(10)
+
+    def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
+        """SIGTERM (a controlled shutdown), SIGKILL after ``timeout``."""
+        b = self.brokers[broker_id]
+        if b.running():
+            assert b.process is not None
+            b.process.send_signal(signal.SIGCONT)
+            b.process.terminate()
+            try:
+                b.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                b.process.kill()
+                b.process.wait(10)
+
+    def offline_logs(self, broker_id: int) -> bool:
+        """Whether the running process took a log offline after an I/O error
+        (it then serves that partition no more until restarted)."""
+        b = self.brokers[broker_id]
+        try:
+            with open(b.log_path, "rb") as f:
+                f.seek(b.log_start)
+                return b"is now offline" in f.read()
+        except OSError:
+            return False
+
+    # -- the disk ----------------------------------------------------------------------
+    def fill_disk(self, broker_id: int) -> None:
+        """Fill the broker's tmpfs log directory to the last byte."""
+        b = self.brokers[broker_id]
+        if b.tmpfs is None:
+            raise ValueError(f"broker {broker_id} has no size-limited log directory")
+        with open(b.tmpfs / "ballast", "ab") as f:
+            chunk = b"\0" * (1 << 20)
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(chunk)
+                    f.flush()
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * 4096)
+                    f.flush()
+
+    def free_disk(self, broker_id: int) -> None:
+        b = self.brokers[broker_id]
+        if b.tmpfs is not None:
+            with contextlib.suppress(FileNotFoundError):
+                (b.tmpfs / "ballast").unlink()
+
+    # -- observation -------------------------------------------------------------------
+    def zk(self, timeout: float = 15.0):
+        """A started kazoo client on the chroot (the caller stops it)."""
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.zk_connect, timeout=6.0)
+        client.start(timeout)
+        return client
+
+    def _ensure_chroot(self) -> None:
+        from kazoo.client import KazooClient
+
+        assert self.ensemble is not None
+        client = KazooClient(hosts=self.ensemble.connect_string())
+        client.start(30)
+        try:
+            client.ensure_path(CHROOT)
+        finally:
+            client.stop()
+            client.close()
+
+    def registered(self) -> set[int]:
+        client = self.zk()
+        try:
+            return {int(c) for c in client.get_children("/brokers/ids")} if client.exists("/brokers/ids") else set()
+        finally:
+            client.stop()
+            client.close()
+
+    def controller(self) -> int | None:
+        client = self.zk()
+        try:
+            if not client.exists("/controller"):
+                return None
+            data, _ = client.get("/controller")
+            return int(json.loads(data)["brokerid"])
+        finally:
+            client.stop()
+            client.close()
+
+    def partition_states(self, topic: str) -> dict[int, dict]:
+        """partition -> its state znode (leader, leader_epoch, isr)."""
+        client = self.zk()
+        try:
+            base = f"/brokers/topics/{topic}/partitions"
+            out = {}
+            for p in client.get_children(base):
+                data, _ = client.get(f"{base}/{p}/state")
+                out[int(p)] = json.loads(data)
+            return out
+        finally:
+            client.stop()
+            client.close()
+
+    def assignment(self, topic: str) -> dict[int, list[int]]:
+        client = self.zk()
+        try:
+            data, _ = client.get(f"/brokers/topics/{topic}")
+            return {int(p): list(r) for p, r in json.loads(data)["partitions"].items()}
+        finally:
+            client.stop()
+            client.close()
+
+    def serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
+        """The broker's own Metadata answer names a controller and ``expected``."""
+        from kavka.protocol.framing import frame
+        from kavka.protocol.headers import RequestHeader, decode_response, encode_request
+        from kavka.protocol.messages import MetadataRequest, MetadataResponse
+
+        request = encode_request(RequestHeader(3, 1, 1, "kavka-chaos"), MetadataRequest(topics=[]))
+        try:
+            with socket.create_connection((self.brokers[broker_id].address, BROKER_PORT), timeout=2.0) as s:
+                s.sendall(frame(request))
+                data = b""
+                while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        return False
+                    data += chunk
+        except OSError:
+            return False
+        _, response = decode_response(3, 1, data[4:])
+        assert isinstance(response, MetadataResponse)
+        return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+
+    def wait_ready(self, ids: set[int], timeout: float = 90.0) -> None:
+        """Every broker of ``ids`` registered, and serving metadata naming all of them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            dead = [i for i in ids if not self.brokers[i].running()]
+            if dead:
+                b = self.brokers[dead[0]]
+                raise HostClusterError(f"broker {b.broker_id} is not running; {b.log_path}:\n{b.log_tail()}")
+            try:
+                registered = self.registered()
+                waiting = sorted(i for i in ids if i not in registered or not self.serves_metadata(i, ids))
+            except Exception as e:  # noqa: BLE001 - ZooKeeper may still be electing
+                waiting, registered = sorted(ids), {-1}
+                last = repr(e)
+            else:
+                last = ""
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                tails = "\n".join(f"--- broker {i} ---\n{self.brokers[i].log_tail()}" for i in waiting)
+                raise HostClusterError(f"brokers {waiting} not ready within {timeout:.0f} s {last}\n{tails}")
+            time.sleep(0.3)

@@ -1,0 +1,237 @@
+"""The faults a chaos run injects into a ``HostCluster``, each with its
+heal, and the seeded schedule that mixes them.
+
+Network faults (directed cuts, ``kavka.testing.network``):
+
+- ``partition-leader``: a partition's leader cut from the other brokers
+  but not from ZooKeeper or clients (Jepsen 2013: the ISR shrinks to the
+  leader, which goes on acknowledging).
+- ``leader-then-zk``: the whole Jepsen 2013 sequence: a partition's
+  leader cut from the other brokers, and ``ZK_DELAY_S`` later (once the
+  ISR has shrunk to it) from ZooKeeper too, so that the controller elects
+  another replica while the old leader still has what it acknowledged alone.
+- ``isolate-zk``: a broker cut from every ZooKeeper member only.
+- ``isolate-controller``: the controller cut from the other brokers and
+  from ZooKeeper.
+- ``zk-split``: a ZooKeeper minority (one member) and some brokers on one
+  side, the majority and the other brokers on the other.
+- ``one-way``: packets from one host to another dropped, the reverse
+  direction left alone.
+- ``isolate-host``: a broker cut from every other host and the clients.
+
+Process and machine faults: ``kill`` (kill -9, restarted at the heal),
+``pause`` (SIGSTOP / SIGCONT), ``bounce`` (SIGTERM, controlled shutdown,
+started again at once), ``zk-kill`` (kill -9 of a ZooKeeper member,
+restarted at the heal), ``disk-full`` (the broker with a size-limited
+tmpfs log directory has it filled; the heal frees it and restarts the
+broker if it stopped).
+
+``plan(seed, seconds, kinds)`` is pure: the same seed gives the same
+timeline of (start, duration, kind, target seed); targets are picked when
+the fault starts, by a ``random.Random(target seed)`` among the hosts
+that play the role then (the leader of a partition, the controller), so a
+replay injects the same faults against the same roles.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kavka.testing.hosts import HostCluster
+from kavka.testing.network import CLIENTS
+
+NETWORK_KINDS = ("partition-leader", "leader-then-zk", "isolate-zk", "isolate-controller", "zk-split", "one-way", "isolate-host")
+PROCESS_KINDS = ("kill", "pause", "bounce", "zk-kill", "disk-full")
+ALL_KINDS = NETWORK_KINDS + PROCESS_KINDS
+# replica.lag.time.max.ms of a HostCluster (4 s) and a margin: the ISR has shrunk by then
+ZK_DELAY_S = 6.0
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    start: float  # seconds after the schedule starts
+    duration: float
+    kind: str
+    target_seed: int
+
+
+def plan(seed: int, seconds: float, kinds: Sequence[str] = ALL_KINDS, *, max_active: int = 2,
+         gap: tuple[float, float] = (1.0, 6.0), duration: tuple[float, float] = (3.0, 12.0)) -> list[Planned]:
+    """The fault timeline of one run: a new fault every ``gap`` seconds
+    (uniform), lasting ``duration`` (uniform), at most ``max_active`` at a
+    time (a fault due while that many are active waits for the first heal),
+    none healing after ``seconds``."""
+    for k in kinds:
+        if k not in ALL_KINDS:
+            raise ValueError(f"unknown nemesis {k!r}; known: {', '.join(ALL_KINDS)}")
+    rng = random.Random(seed)
+    out: list[Planned] = []
+    t = rng.uniform(*gap)
+    while True:
+        active_ends = sorted(p.start + p.duration for p in out if p.start + p.duration > t)
+        if len(active_ends) >= max_active:
+            t = active_ends[len(active_ends) - max_active] + 0.5
+        d = round(rng.uniform(*duration), 2)
+        if t + d > seconds:
+            return out
+        out.append(Planned(round(t, 2), d, rng.choice(list(kinds)), rng.randrange(1 << 31)))
+        t += rng.uniform(*gap)
+
+
+Heal = Callable[[], None]
+
+
+class Nemesis:
+    """Injects one planned fault into ``cluster``; returns what it did and its heal."""
+
+    def __init__(self, cluster: HostCluster, topic: str, *, disk_full_broker: int | None = None) -> None:
+        self.cluster = cluster
+        self.topic = topic
+        self.disk_full_broker = disk_full_broker
+
+    @property
+    def _net(self):
+        assert self.cluster.network is not None
+        return self.cluster.network
+
+    def _host(self, broker_id: int) -> str:
+        return self.cluster.brokers[broker_id].host
+
+    def _leader(self, rng: random.Random) -> tuple[int, int]:
+        """(partition, leader) of a random partition whose leader is known."""
+        try:
+            states = self.cluster.partition_states(self.topic)
+        except Exception:  # noqa: BLE001 - ZooKeeper unreachable: any broker plays the role
+            states = {}
+        live = sorted((p, s["leader"]) for p, s in states.items() if s["leader"] >= 0)
+        if live:
+            return rng.choice(live)
+        return -1, rng.choice(sorted(self.cluster.brokers))
+
+    def _controller(self, rng: random.Random) -> int:
+        try:
+            c = self.cluster.controller()
+        except Exception:  # noqa: BLE001
+            c = None
+        return c if c is not None else rng.choice(sorted(self.cluster.brokers))
+
+    def _cut(self, side_a: Sequence[str], side_b: Sequence[str]) -> Heal:
+        cuts = self._net.cut_between(side_a, side_b)
+        return lambda: self._net.heal(cuts)
+
+    def inject(self, kind: str, target_seed: int) -> tuple[str, Heal]:
+        rng = random.Random(target_seed)
+        c = self.cluster
+        brokers = sorted(c.brokers)
+        broker_hosts = [self._host(b) for b in brokers]
+        if kind == "partition-leader":
+            p, leader = self._leader(rng)
+            others = [h for h in broker_hosts if h != self._host(leader)]
+            return f"{self.topic}[{p}] leader {leader} from brokers", self._cut([self._host(leader)], others)
+        if kind == "leader-then-zk":
+            p, leader = self._leader(rng)
+            host = self._host(leader)
+            heal_brokers = self._cut([host], [h for h in broker_hosts if h != host])
+            lock = threading.Lock()
+            zk_heals: list[Heal] = []
+            healed = threading.Event()
+
+            def cut_zk() -> None:
+                with lock:
+                    if not healed.is_set():
+                        zk_heals.append(self._cut([host], c.zk_hosts))
+
+            timer = threading.Timer(ZK_DELAY_S, cut_zk)
+            timer.daemon = True
+            timer.start()
+
+            def heal() -> None:
+                timer.cancel()
+                with lock:
+                    healed.set()
+                    for h in zk_heals:
+                        h()
+                heal_brokers()
+            return (f"{self.topic}[{p}] leader {leader} from brokers, from ZooKeeper after {ZK_DELAY_S:.0f} s",
+                    heal)
+        if kind == "isolate-zk":
+            b = rng.choice(brokers)
+            return f"broker {b} from ZooKeeper", self._cut([self._host(b)], c.zk_hosts)
+        if kind == "isolate-controller":
+            b = self._controller(rng)
+            others = [h for h in broker_hosts if h != self._host(b)] + c.zk_hosts
+            return f"controller {b} from brokers and ZooKeeper", self._cut([self._host(b)], others)
+        if kind == "zk-split":
+            minority_zk = rng.choice(c.zk_hosts)
+            with_minority = rng.sample(broker_hosts, rng.randint(0, len(broker_hosts) // 2))
+            side_a = [minority_zk, *with_minority]
+            side_b = [h for h in c.zk_hosts + broker_hosts if h not in side_a]
+            return f"{sorted(side_a)} | {sorted(side_b)}", self._cut(side_a, side_b)
+        if kind == "one-way":
+            src = rng.choice(broker_hosts)
+            dst = rng.choice([h for h in broker_hosts + c.zk_hosts if h != src])
+            if rng.random() < 0.5:
+                src, dst = dst, src
+            self._net.cut(src, dst)
+            return f"{src} -> {dst} dropped", lambda: self._net.uncut(src, dst)
+        if kind == "isolate-host":
+            b = rng.choice(brokers)
+            others = [h for h in broker_hosts + c.zk_hosts if h != self._host(b)] + [CLIENTS]
+            return f"broker {b} from everyone", self._cut([self._host(b)], others)
+        if kind == "kill":
+            b = self._leader(rng)[1] if rng.random() < 0.5 else rng.choice(brokers)
+            c.kill_broker(b)
+            return f"broker {b} kill -9", lambda: c.start_broker(b)
+        if kind == "pause":
+            b = self._leader(rng)[1] if rng.random() < 0.5 else rng.choice(brokers)
+            c.signal_broker(b, signal.SIGSTOP)
+            return f"broker {b} SIGSTOP", lambda: c.signal_broker(b, signal.SIGCONT)
+        if kind == "bounce":
+            b = rng.choice(brokers)
+            c.stop_broker(b, timeout=20)
+            c.start_broker(b)
+            return f"broker {b} SIGTERM and start", lambda: None
+        if kind == "zk-kill":
+            assert c.ensemble is not None
+            ensemble = c.ensemble
+            zk_leader = ensemble.leader()
+            z = zk_leader if zk_leader is not None and rng.random() < 0.5 else rng.choice(c.zk_hosts)
+            ensemble.kill(z)
+            return f"ZooKeeper {z} kill -9", lambda: ensemble.start_member(z)
+        if kind == "disk-full":
+            if self.disk_full_broker is None:
+                return "no broker with a small disk: skipped", lambda: None
+            b = self.disk_full_broker
+            c.fill_disk(b)
+
+            def heal() -> None:
+                # Freed, and restarted as an operator would: Kafka halts a
+                # broker whose last log directory failed; Kavka takes each
+                # log that hit the error offline and keeps running, so a
+                # restart is what brings those logs back.
+                c.free_disk(b)
+                c.stop_broker(b, timeout=20)
+                c.start_broker(b)
+            return f"broker {b} log directory full", heal
+        raise ValueError(f"unknown nemesis {kind!r}")
+
+    def heal_everything(self) -> None:
+        """After the schedule: every cut removed, every process running and not paused."""
+        self._net.heal_all()
+        for b in self.cluster.brokers:
+            self.cluster.signal_broker(b, signal.SIGCONT)
+            if not self.cluster.brokers[b].running():
+                self.cluster.start_broker(b)
+        if self.disk_full_broker is not None:
+            self.cluster.free_disk(self.disk_full_broker)
+        for b in self.cluster.brokers:
+            if self.cluster.offline_logs(b):  # see the disk-full heal
+                self.cluster.stop_broker(b, timeout=20)
+                self.cluster.start_broker(b)
+        assert self.cluster.ensemble is not None
+        for z in self.cluster.zk_hosts:
+            self.cluster.ensemble.start_member(z)

@@ -1,0 +1,367 @@
+"""Workloads of real clients (confluent-kafka, i.e. librdkafka) recording
+every operation into a ``History`` (``kavka.testing.checker``).
+
+- ``QueueWorkload``: an idempotent acks=all producer writing unique values
+  round-robin over the partitions of one topic, and consumers in one group
+  (subscribe, offsets committed by hand after each poll batch). Jepsen's
+  queue workload.
+- ``AcksOneWorkload``: a plain acks=1 producer without idempotence: what
+  acks=1 loses when a leader goes (the leader acknowledges before any
+  follower has the record).
+- ``TransactionalWorkload``: a feeder writes input values; a
+  consume-transform-produce loop reads them (read_committed, in a group)
+  and writes ``<input>@<txn>`` to the output topic with the consumed
+  offsets inside the transaction (KIP-98, ``send_offsets_to_transaction``),
+  aborting every ``abort_every``-th transaction on purpose; a
+  read_committed reader follows the output topic from offset 0.
+
+Each workload runs its clients in daemon threads from ``start()`` until
+``stop()``; every loop is bounded by its stop event and a record limit.
+Times are seconds since the run's ``Clock`` started (the nemesis uses the
+same clock). A failed write is indeterminate and recorded as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kavka.testing.checker import Ack, History, Poll, Record, Send, TopicSpec, Txn
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+
+CLIENT_BASE = {"topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 10000,
+               "reconnect.backoff.max.ms": 1000}
+
+
+def _good(messages: list[Any]) -> list[Any]:
+    """The messages of a consume() that are records, not errors (librdkafka's
+    types say every field may be None; a record's are set)."""
+    return [m for m in messages if m.error() is None]
+
+
+class _Threads:
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.errors: list[str] = []
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                target()
+            except Exception as e:  # noqa: BLE001 - a client thread's crash is a result, not a hang
+                self.errors.append(f"{name}: {e!r}")
+
+        t = threading.Thread(target=run, name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.1, deadline - time.monotonic()))
+        alive = [t.name for t in self._threads if t.is_alive()]
+        if alive:
+            self.errors.append(f"threads still running after {timeout:.0f} s: {alive}")
+
+
+class _Producing(_Threads):
+    """One producer thread writing ``<prefix><n>`` round-robin over partitions."""
+
+    def __init__(self, history: History, clock: Clock, bootstrap: str, topic: str, partitions: int,
+                 prefix: bytes, config: dict[str, Any], pace_s: float, limit: int) -> None:
+        super().__init__()
+        self.history, self.clock, self.topic, self.partitions = history, clock, topic, partitions
+        self.prefix, self.pace_s, self.limit = prefix, pace_s, limit
+        self.process = f"producer-{topic}"
+        self.config = {"bootstrap.servers": bootstrap, **CLIENT_BASE, **config}
+        self.sent = 0
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        now = self.clock.now()
+        if err is None:
+            self.history.acks.append(Ack(now, self.process, self.topic, msg.partition(), msg.offset(), msg.value()))
+        else:
+            self.history.failures.append(Send(now, self.process, self.topic, msg.partition(), msg.value()))
+
+    def _produce(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(self.config)
+        while not self._stop.is_set() and self.sent < self.limit:
+            value = self.prefix + b"%08d" % self.sent
+            partition = self.sent % self.partitions
+            try:
+                producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
+            except BufferError:
+                producer.poll(0.1)
+                continue
+            self.history.sends.append(Send(self.clock.now(), self.process, self.topic, partition, value))
+            self.sent += 1
+            producer.poll(self.pace_s)
+        left = producer.flush(90)
+        if left:
+            self.errors.append(f"{self.process}: {left} records without a delivery report after the flush")
+
+    def start_producer(self) -> None:
+        self._spawn(self.process, self._produce)
+
+
+class AcksOneWorkload(_Producing):
+    def __init__(self, history: History, clock: Clock, bootstrap: str, topic: str = "acks1", partitions: int = 3,
+                 *, pace_s: float = 0.02, limit: int = 200_000) -> None:
+        super().__init__(history, clock, bootstrap, topic, partitions, b"a", {
+            "acks": 1, "enable.idempotence": False, "linger.ms": 2, "message.timeout.ms": 60000,
+            "max.in.flight.requests.per.connection": 1, "retry.backoff.ms": 100}, pace_s, limit)
+        history.topics[topic] = TopicSpec(topic, acks="1", idempotent=False)
+
+    def start(self) -> AcksOneWorkload:
+        self.start_producer()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._join(120)
+
+
+class QueueWorkload(_Producing):
+    def __init__(self, history: History, clock: Clock, bootstrap: str, topic: str = "queue", partitions: int = 6,
+                 *, consumers: int = 2, pace_s: float = 0.01, limit: int = 500_000) -> None:
+        super().__init__(history, clock, bootstrap, topic, partitions, b"q", {
+            "acks": "all", "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 120000},
+            pace_s, limit)
+        history.topics[topic] = TopicSpec(topic, acks="all", idempotent=True, group=True)
+        self.bootstrap = bootstrap
+        self.consumers = consumers
+        self._stop_consuming = threading.Event()
+
+    def start(self) -> QueueWorkload:
+        self.start_producer()
+        for i in range(self.consumers):
+            self._spawn(f"consumer-{self.topic}-{i}", functools.partial(self._consume, i))
+        return self
+
+    def _consume(self, index: int) -> None:
+        from confluent_kafka import Consumer, KafkaException
+
+        process = f"consumer-{self.topic}-{index}"
+        generation = [0]
+
+        def on_assign(consumer: Any, partitions: Any) -> None:
+            generation[0] += 1
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": f"{self.topic}-group",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 200,
+                      "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+        c.subscribe([self.topic], on_assign=on_assign)
+        try:
+            while not self._stop_consuming.is_set():
+                batch = _good(c.consume(200, 0.3))
+                got = bool(batch)
+                for m in batch:
+                    self.history.polls.append(Poll(self.clock.now(), process, generation[0], self.topic,
+                                                   m.partition(), m.offset(), m.value()))
+                if got:
+                    # a commit lost in a fault: the records are read again, which is allowed
+                    with contextlib.suppress(KafkaException):
+                        c.commit(asynchronous=False)
+        finally:
+            c.close()
+
+    def stop(self, catch_up_s: float = 60.0) -> None:
+        """Stop producing (flush), let the group read what was acknowledged
+        (at most ``catch_up_s``), stop the consumers."""
+        self._stop.set()
+        producer = self._threads[0]
+        producer.join(150)
+        acked = {a.value for a in list(self.history.acks) if a.topic == self.topic}
+        deadline = time.monotonic() + catch_up_s
+        while time.monotonic() < deadline:
+            polled = {p.value for p in list(self.history.polls) if p.topic == self.topic}
+            if acked <= polled:
+                break
+            time.sleep(0.5)
+        self._stop_consuming.set()
+        self._join(60)
+
+
+class TransactionalWorkload(_Threads):
+    def __init__(self, history: History, clock: Clock, bootstrap: str, *, source: str = "txn-in",
+                 sink: str = "txn-out", partitions: int = 3, pace_s: float = 0.02, abort_every: int = 7,
+                 limit: int = 200_000, transaction_timeout_ms: int = 15000) -> None:
+        super().__init__()
+        self.history, self.clock, self.bootstrap = history, clock, bootstrap
+        self.source, self.sink, self.partitions = source, sink, partitions
+        self.abort_every = abort_every
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.feeder = _Producing(history, clock, bootstrap, source, partitions, b"i", {
+            "acks": "all", "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 120000},
+            pace_s, limit)
+        history.topics[source] = TopicSpec(source, acks="all", idempotent=True)
+        history.topics[sink] = TopicSpec(sink, acks="all", idempotent=True, transactional=True)
+        self._stop_processing = threading.Event()
+        self._stop_reading = threading.Event()
+        self.committed = 0
+        self.aborted = 0
+
+    def start(self) -> TransactionalWorkload:
+        self.feeder.start_producer()
+        self._spawn("txn-processor", self._process)
+        self._spawn(f"reader-{self.sink}", self._read)
+        return self
+
+    def _new_producer(self) -> Any:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "transactional.id": "chaos-txn-0",
+                      "transaction.timeout.ms": self.transaction_timeout_ms, "message.timeout.ms": 10000,
+                      "linger.ms": 2})
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                p.init_transactions(15)
+                return p
+            except Exception:
+                if time.monotonic() > deadline or self._stop_processing.is_set():
+                    raise
+                time.sleep(1)
+
+    def _process(self) -> None:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": "txn-group",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                             "isolation.level": "read_committed", "session.timeout.ms": 10000,
+                             "heartbeat.interval.ms": 1000})
+        consumer.subscribe([self.source])
+        producer = self._new_producer()
+        txn_id = 0
+
+        def rewind() -> None:
+            """Back to the group's committed offsets: the aborted or unknown
+            transaction's input is processed again."""
+            assignment = consumer.assignment()
+            if not assignment:
+                return
+            for tp in consumer.committed(assignment, timeout=15):
+                consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+        try:
+            while not self._stop_processing.is_set():
+                batch = _good(consumer.consume(100, 0.5))
+                if not batch:
+                    continue
+                txn_id += 1
+                begin = self.clock.now()
+                writes: list[tuple[str, int, bytes]] = []
+                outcome = "unknown"
+                end_requested = begin
+                try:
+                    producer.begin_transaction()
+                    for m in batch:
+                        value = m.value() + b"@%d" % txn_id
+                        producer.produce(self.sink, value, partition=m.partition() % self.partitions)
+                        writes.append((self.sink, m.partition() % self.partitions, value))
+                    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                         consumer.consumer_group_metadata(), 15)
+                    end_requested = self.clock.now()
+                    if txn_id % self.abort_every == 0:
+                        producer.abort_transaction(30)
+                        outcome = "aborted"
+                    else:
+                        producer.commit_transaction(30)
+                        outcome = "committed"
+                except KafkaException as e:
+                    error = e.args[0]
+                    end_requested = max(end_requested, begin)
+                    if error.txn_requires_abort():
+                        try:
+                            producer.abort_transaction(30)
+                            outcome = "aborted"
+                        except KafkaException:
+                            outcome = "unknown"
+                    if outcome == "unknown" or error.fatal():
+                        producer = self._new_producer()
+                if outcome == "committed":
+                    self.committed += 1
+                else:
+                    self.aborted += 1
+                    rewind()
+                self.history.txns.append(Txn("txn-processor", txn_id, tuple(writes), begin, end_requested, outcome))
+        finally:
+            consumer.close()
+
+    def _read(self) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": f"{self.sink}-reader",
+                      "enable.auto.commit": False, "auto.offset.reset": "error", "fetch.wait.max.ms": 200,
+                      "isolation.level": "read_committed"})
+        c.assign([TopicPartition(self.sink, p, 0) for p in range(self.partitions)])
+        try:
+            while not self._stop_reading.is_set():
+                for m in _good(c.consume(200, 0.3)):
+                    self.history.polls.append(Poll(self.clock.now(), f"reader-{self.sink}", 0, self.sink,
+                                                   m.partition(), m.offset(), m.value(), read_committed=True))
+        finally:
+            c.close()
+
+    def stop(self) -> None:
+        self.feeder._stop.set()
+        self.feeder._join(150)
+        self.errors += self.feeder.errors
+        self._stop_processing.set()
+        time.sleep(2)
+        self._stop_reading.set()
+        self._join(90)
+
+
+def drain(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False,
+          timeout: float = 120.0, idle_s: float = 10.0) -> list[Record]:
+    """Every record of every partition from offset 0 to the high watermark
+    each partition has when the drain starts. A partition is done when the
+    consumer's position reaches its high watermark (a transactional
+    partition ends with a control record no read returns; read_committed
+    stops at the last stable offset, which only the position shows); with
+    nothing new for ``idle_s`` the drain ends with what it read (the
+    checker then says what is missing)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, **CLIENT_BASE, "group.id": f"{topic}-drain",
+                  "enable.auto.commit": False, "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
+                  "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+    try:
+        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        assigned = [TopicPartition(topic, p, 0) for p in range(partitions) if highs[p] > 0]
+        c.assign(assigned)
+        out: list[Record] = []
+        reached = {p: 0 for p in range(partitions)}
+        deadline = time.monotonic() + timeout
+        last_progress = time.monotonic()
+        while any(reached[p] < highs[p] for p in highs):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"drain of {topic}: at {reached} of {highs} after {timeout:.0f} s")
+            if time.monotonic() - last_progress > idle_s:
+                break
+            for m in _good(c.consume(1000, 0.5)):
+                last_progress = time.monotonic()
+                out.append(Record(m.partition(), m.offset(), m.value()))
+                reached[m.partition()] = max(reached[m.partition()], m.offset() + 1)
+            for tp in c.position(assigned):
+                if tp.offset is not None and tp.offset > reached[tp.partition]:
+                    reached[tp.partition] = tp.offset
+        return out
+    finally:
+        c.close()
