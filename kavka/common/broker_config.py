@@ -154,10 +154,15 @@ class KafkaConfig:
         props: Mapping[str, Any],
         source: str = "",
         sources: Mapping[str, str] | None = None,
+        *,
+        assigned_broker_id: int | None = None,
     ) -> KafkaConfig:
         """Parse and cross-check raw values (strings or typed). ``sources``
         optionally names where each key came from, for error messages;
-        ``source`` is used for keys without an entry there."""
+        ``source`` is used for keys without an entry there.
+        ``assigned_broker_id``: the id the broker took at startup
+        (``with_broker_id``), which replaces the configured one once that
+        is checked."""
         sources = sources or {}
         values: dict[str, Any] = {}
         overrides: dict[str, dict[str, Any]] = {}
@@ -182,11 +187,12 @@ class KafkaConfig:
                 # Defaults are written as server.properties would (lists as
                 # "a,b"), so they go through the same coercion.
                 values[name] = None if key.default is None else BROKER_CONFIG.parse_value(name, key.default, "default")
-        return cls._derive(values, overrides, listener_keys, dict(props), source, sources)
+        return cls._derive(values, overrides, listener_keys, dict(props), source, sources, assigned_broker_id)
 
     @classmethod
     def _derive(cls, v: dict[str, Any], overrides: dict[str, dict[str, Any]], listener_keys: Mapping[str, ListenerKey],
-                originals: dict[str, Any], source: str, sources: Mapping[str, str]) -> KafkaConfig:
+                originals: dict[str, Any], source: str, sources: Mapping[str, str],
+                assigned_broker_id: int | None = None) -> KafkaConfig:
         def err(key: str, message: str) -> ConfigError:
             return ConfigError(key, message, sources.get(key, source))
 
@@ -195,6 +201,10 @@ class KafkaConfig:
             raise err("broker.id", "is -1 but broker.id.generation.enable is false; set broker.id to an id >= 0")
         if broker_id > v["reserved.broker.max.id"] and v["broker.id.generation.enable"]:
             raise err("broker.id", f"value {broker_id} is above reserved.broker.max.id ({v['reserved.broker.max.id']}), where generated ids live; use a smaller id or raise reserved.broker.max.id")
+        if assigned_broker_id is not None:
+            if assigned_broker_id < 0:
+                raise ValueError(f"an assigned broker id is >= 0, not {assigned_broker_id}")
+            v["broker.id"] = broker_id = assigned_broker_id
         if v["max.connections.per.ip"] == 0 and not v["max.connections.per.ip.overrides"]:
             raise err("max.connections.per.ip", "can be 0 only with max.connections.per.ip.overrides "
                                                 "(the addresses that may connect at all)")
@@ -291,6 +301,13 @@ class KafkaConfig:
             flush_ms=flush,
         )
 
+    def with_broker_id(self, broker_id: int) -> KafkaConfig:
+        """The config of a broker whose id came from ``meta.properties`` or
+        was generated (``broker.id=-1``): as Kafka sets ``config.brokerId``
+        at startup, past the check that keeps configured ids at or below
+        ``reserved.broker.max.id`` (generated ids live above it)."""
+        return KafkaConfig.from_props(self.originals, self.source, assigned_broker_id=broker_id)
+
     def with_dynamic(self, cluster_default: Mapping[str, Any], per_broker: Mapping[str, Any]) -> KafkaConfig:
         """The config with dynamic broker configs layered on: per-broker
         (/config/brokers/<id>) beats cluster-default (/config/brokers/<default>)
@@ -306,7 +323,10 @@ class KafkaConfig:
                     raise ConfigError(key, "cannot be changed while the broker runs; set it in server.properties and restart", where)
                 merged[key] = raw
                 sources[key] = where
-        return KafkaConfig.from_props(merged, self.source, sources)
+        config = KafkaConfig.from_props(merged, self.source, sources)
+        if config.broker_id != self.broker_id:  # an id taken from meta.properties or generated stays
+            config = KafkaConfig.from_props(merged, self.source, sources, assigned_broker_id=self.broker_id)
+        return config
 
 
 def _dynamic_listener_key(key: str, where: str) -> bool:

@@ -55,6 +55,19 @@ TRUNCATION_MODES = ("leader-epoch", "hw")
 AUTHORIZER_CLASSES = ("", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 
 
+# replica.selector.class values (KIP-392): unset (leader only) or Kafka's
+# selectors by their class names (kavka.replication.replica_selector).
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+RACK_AWARE_REPLICA_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTOR_CLASSES = (LEADER_SELECTOR, RACK_AWARE_REPLICA_SELECTOR)
+
+
+def _replica_selector_class(key: str, value: object) -> None:
+    if value not in (None, "") and value not in REPLICA_SELECTOR_CLASSES:
+        raise ConfigError(key, f"value {value!r} is not a replica selector Kavka has; use {RACK_AWARE_REPLICA_SELECTOR} "
+                               f"or {LEADER_SELECTOR}, or leave it unset (consumers read from the leader)")
+
+
 def _authorizer_class(key: str, value: object) -> None:
     if value not in AUTHORIZER_CLASSES:
         raise ConfigError(key, f"value {value!r} is not an authorizer Kavka has; use {AUTHORIZER_CLASSES[1]} "
@@ -107,6 +120,39 @@ def kafka_version(key: str, value: object) -> None:
         raise ConfigError(key, f"value {value!r} is not a Kafka version (e.g. 0.10.0, 2.8-IV1, 3.0)")
 
 
+# Kafka's KerberosShortNamer.RULE_PARSER: DEFAULT, or
+# RULE:[n:format](match)s/from/to/g followed by /L or /U.
+_KERBEROS_RULE = re.compile(r"((DEFAULT)|((RULE:\[(\d*):([^\]]*)](\(([^)]*)\))?(s/([^/]*)/([^/]*)/(g)?)?/?(L|U)?)))")
+
+
+def kerberos_rules(key: str, value: object) -> None:
+    """``sasl.kerberos.principal.to.local.rules``: each rule as Kafka's
+    KerberosShortNamer.parseRules takes it, its regexes compiling."""
+    rules = value if isinstance(value, list) else str(value or "").split(",")
+    for rule in (r.strip() for r in rules):
+        m = _KERBEROS_RULE.match(rule)
+        if not rule or m is None or m.end() != len(rule):
+            rest = rule[m.end():] if m is not None else rule
+            raise ConfigError(key, f"rule {rule!r} is not a Kerberos name rule (unmatched: {rest!r}); expected "
+                                   "DEFAULT or RULE:[n:format](regex)s/from/to/g with /L or /U")
+        if m.group(3) is not None and m.group(5) == "":
+            raise ConfigError(key, f"rule {rule!r} has no number of components in RULE:[n:format]")
+        for pattern in (m.group(8), m.group(10)):
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as e:
+                    raise ConfigError(key, f"rule {rule!r}: regex {pattern!r} does not compile ({e})") from None
+
+
+def before_3_0(version: str) -> bool:
+    """A Kafka version (as ``kafka_version`` takes it) before 3.0, the
+    inter-broker protocol from which (log.)message.format.version is
+    ignored (KIP-724): 0.x, 1.x and 2.x."""
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) < 3
+
+
 BROKER_CONFIG = ConfigDef()
 _d = BROKER_CONFIG.define
 
@@ -114,12 +160,14 @@ _d = BROKER_CONFIG.define
 _d("broker.id", INT, -1, "This broker's id; -1 lets the broker take one from ZooKeeper (/brokers/seqid) when broker.id.generation.enable.", Range(-1, INT_MAX))
 _d("broker.id.generation.enable", BOOL, True, "Allow broker.id=-1: generate an id above reserved.broker.max.id.")
 _d("reserved.broker.max.id", INT, 1000, "Highest id a user may configure; generated ids start above it.", Range(0, INT_MAX))
-_d("broker.rack", STRING, None, "Rack of this broker, written to /brokers/ids/<id>.", nullable=True)
+_d("broker.rack", STRING, None, "Rack of this broker, written to /brokers/ids/<id>; new partitions spread their replicas over the racks, and consumers with a client.rack may read from a replica in theirs (replica.selector.class).", nullable=True)
+_d("replica.selector.class", STRING, None, "KIP-392: how a leader picks the replica a consumer reads from: org.apache.kafka.common.replica.RackAwareReplicaSelector (an in-sync replica in the consumer's client.rack) or org.apache.kafka.common.replica.LeaderSelector; unset: consumers read from the leader.", _replica_selector_class, nullable=True)
 _d("listeners", LIST, "PLAINTEXT://:9092", "Comma-separated NAME://host:port the broker binds; empty host = all interfaces, port 0 = any free port.")
 _d("advertised.listeners", LIST, None, "Listeners published in ZooKeeper for clients and other brokers; defaults to listeners.", nullable=True)
 _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (NAME:PROTOCOL, comma-separated).")
 _d("inter.broker.listener.name", STRING, None, "Listener brokers use to talk to each other; default: the one named after security.inter.broker.protocol.", nullable=True)
 _d("security.inter.broker.protocol", STRING, "PLAINTEXT", "Security protocol between brokers (only when inter.broker.listener.name is unset).", OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), case_sensitive=True))
+_d("num.network.threads", INT, 3, "Kafka's network threads each own a share of the connections (their reads, writes and TLS work). Kavka serves every connection on the broker's one event loop, TLS included, so there is no such pool to size: the key is accepted, because Kafka's sample server.properties sets it, validated, and a value other than the default is logged once as ignored.", Range(1, None))
 _d("num.io.threads", INT, 8, "Threads doing the broker's blocking work: fsync, checkpoints, retention and segment deletion, log loading, coordinator scans (Kafka's request handler threads; Kavka handles requests on one event loop).", Range(1, None))
 _d("background.threads", INT, 10, "Threads for background tasks (retention, deletion).", Range(1, None))
 _d("queued.max.requests", INT, 500, "Requests read ahead (pipelined behind an earlier request of the same connection) and not yet taken up, across all connections; when reached, such reading waits. Every connection may still read its next request, as in Kafka, which reads one per connection at a time.", Range(1, None))
@@ -234,16 +282,23 @@ _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before 
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
 
 # -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
-# Kafka brokers accept these whatever mechanisms are enabled, and change them
-# live (DynamicListenerConfig); Kafka's tools and clients set them (librdkafka's
-# admin tests alter sasl.kerberos.min.time.before.relogin on a broker). Kavka
-# does not serve GSSAPI, so they tune nothing here: they are kept and reported so that a Kafka configuration carries over.
-_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.", nullable=True)
-_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
-_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
-_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
-_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms); GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
-_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names; GSSAPI is not served by Kavka, accepted so Kafka configurations carry over.")
+# Kafka reads these only for a listener that enables GSSAPI, and accepts them
+# otherwise (its tools and clients set them: librdkafka's admin tests alter
+# sasl.kerberos.min.time.before.relogin on a broker, and Kafka's
+# DynamicListenerConfig takes them live). Kavka does not implement GSSAPI:
+# sasl.enabled.mechanisms refuses it, naming the key. So these are validated
+# as Kafka's KerberosShortNamer would parse them and accepted; a value other
+# than the default is logged once as having no effect
+# (kavka.server.ignored_configs).
+_NO_GSSAPI = (" Has no effect in Kavka, which does not implement GSSAPI (sasl.enabled.mechanisms refuses it): "
+              "validated and accepted so Kafka configurations and tools carry over; a value other than the "
+              "default is logged as ignored.")
+_d("sasl.kerberos.service.name", STRING, None, "Kerberos principal name Kafka runs as." + _NO_GSSAPI, nullable=True)
+_d("sasl.kerberos.kinit.cmd", STRING, "/usr/bin/kinit", "Kerberos kinit command path." + _NO_GSSAPI)
+_d("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, "Kerberos ticket renewal point as a fraction of its lifetime." + _NO_GSSAPI, Range(0.0, 1.0))
+_d("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, "Random jitter added to the Kerberos renewal time, as a fraction of the lifetime." + _NO_GSSAPI, Range(0.0, 1.0))
+_d("sasl.kerberos.min.time.before.relogin", LONG, 60000, "Kerberos login thread sleep between refresh attempts (ms)." + _NO_GSSAPI, Range(0, None))
+_d("sasl.kerberos.principal.to.local.rules", LIST, "DEFAULT", "Rules mapping Kerberos principal names to short names: RULE:[n:format](regex)s/from/to/g/L|U, ..., DEFAULT (Kafka's KerberosShortNamer)." + _NO_GSSAPI, kerberos_rules)
 
 # -- transactions and producer ids -----------------------------------------------------
 _d("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", Range(1, None))
@@ -296,7 +351,7 @@ _d("log.message.timestamp.type", STRING, "CreateTime", "CreateTime or LogAppendT
 _d("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, "Deprecated (KIP-937): the before/after limits while they are at their defaults (topic message.timestamp.difference.max.ms).", Range(0, None))
 _d("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie before the broker's clock (KIP-937; topic message.timestamp.before.max.ms).", Range(0, None))
 _d("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far a CreateTime timestamp may lie after the broker's clock (KIP-937; topic message.timestamp.after.max.ms).", Range(0, None))
-_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes format v2, as Kavka always does; accepted so Kafka's configs carry over.", kafka_version)
+_d("log.message.format.version", STRING, "3.0-IV1", "Deprecated (KIP-724; topic message.format.version): from inter-broker protocol 3.0 Kafka ignores it and writes record format v2, as Kavka always does. A Kafka version is required (0.10.0, 2.8-IV1 ...); one below 3.0 is logged once as ignored.", kafka_version)
 
 del _d
 
@@ -339,18 +394,9 @@ TOPIC_SYNONYMS: dict[str, tuple[str, ...]] = {
 _KRAFT = ("Kavka runs with ZooKeeper (zookeeper.connect), as the seeds design it; KRaft mode "
           "(process.roles, node.id, controller.quorum.voters, controller.listener.names) is not supported: "
           "use a ZooKeeper-mode server.properties")
-# Kafka's network threads each own a share of the connections (their reads,
-# writes and TLS work); Kavka serves every connection on one event loop per
-# broker, TLS included (kavka.server.tls_acceptor), so there is nothing for
-# the count to size. Kafka's sample server.properties sets it: the message
-# says to drop that line.
-_NETWORK_THREADS = ("Kavka serves every connection on one event loop (TLS included), so there are no network "
-                    "threads to size; remove the num.network.threads line (Kafka's sample server.properties "
-                    "sets it to 3)")
 REFUSED_BROKER_KEYS: dict[str, str] = {
     "log.message.downconversion.enable": "Kavka serves Fetch v4 and later only (KIP-896), so there is nothing to "
                                          "down-convert; remove the key",
-    "num.network.threads": _NETWORK_THREADS,
     "process.roles": _KRAFT,
     "node.id": _KRAFT,
     "controller.quorum.voters": _KRAFT,
@@ -378,6 +424,7 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     # Kafka's DynamicLogConfig leaves out log.message.format.version.
     {k for keys in TOPIC_SYNONYMS.values() for k in keys if k != "log.message.format.version"}
     | {
+        "num.network.threads",
         "num.io.threads",
         "background.threads",
         "num.replica.fetchers",

@@ -312,9 +312,12 @@ class ConsumerGroupMetrics:
                                     labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "Records of the partition the group has not committed",
                                 labels=labels)
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "The group's lag summed over a topic's partitions",
+                                    labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
         for group_id, group in sorted(self._groups.groups.items()):
             members.add_metric([group_id], len(group.members))
+            sums: dict[str, int] = {}
             for (topic, partition), committed in sorted(group.offsets.items()):
                 values = [group_id, topic, str(partition)]
                 current.add_metric(values, committed.offset)
@@ -323,8 +326,12 @@ class ConsumerGroupMetrics:
                 if end is None:
                     end = self._remote.get(tp)
                 if end is not None:
-                    lag.add_metric(values, max(0, end - committed.offset))
-        yield from (current, lag, members)
+                    behind = max(0, end - committed.offset)
+                    lag.add_metric(values, behind)
+                    sums[topic] = sums.get(topic, 0) + behind
+            for topic, behind in sorted(sums.items()):
+                lag_sum.add_metric([group_id, topic], behind)
+        yield from (current, lag, lag_sum, members)
 
 
 async def refresh_all(collectors: Iterable[Any]) -> None:

@@ -60,6 +60,11 @@ lifecycle, over the replication, controller, group and transaction layers.
   broker epoch (KIP-903) — with or without an authorizer;
 - ``io_threads``: ``IoThreadPool``, the threads of the broker's blocking
   work, sized by ``num.io.threads``;
+- ``scheduler``: ``KafkaScheduler``, the ``background.threads`` threads
+  running the log manager's periodic jobs;
+- ``ignored_configs``: ``IgnoredConfigs``, the Kafka keys that do nothing
+  here (num.network.threads, sasl.kerberos.*, log.message.format.version
+  below 3.0), logged once as ignored;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

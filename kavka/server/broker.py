@@ -5,10 +5,14 @@ Startup, in order:
 
 1. connect to ZooKeeper (``zookeeper.connect`` with its chroot, created if
    missing) and make sure the top-level paths and the cluster id exist;
+   check the data directories' ``meta.properties`` against the cluster id
+   and ``broker.id``, or take the broker's id from them or from
+   ``/brokers/seqid`` (``broker.id=-1``; ``kavka.storage.broker_metadata``);
 2. read every topic's config overrides, then load the logs
    (``LogManager``: locks, recovery, checkpoints — seed 002 §5.2/5.3) in a
    worker thread, and delete local partitions no longer assigned to this
    broker (seed 001 #5: a topic deleted while it was down);
+   once the logs are loaded, ``meta.properties`` is written where missing;
 3. the replica manager, then the request path (``_build_handlers``, the
    composition root: admin, config repository, the group and transaction
    coordinators with their internal topics, and every API handler with the
@@ -29,8 +33,10 @@ Startup, in order:
 4. register ``/brokers/ids/<id>`` (re-registered after every session
    expiry, waiting out an old session's node: seed 002 §9, seed 003);
 5. the controller component competes for ``/controller``;
-6. periodic work: the log manager's flush / checkpoint / retention ticks on
-   a thread, ISR expiry and propagation on the loop.
+6. periodic work: the log manager's jobs (flush, checkpoints, retention,
+   producer-id expiry, file deletion) on the ``KafkaScheduler``'s
+   ``background.threads`` threads (``kavka.server.scheduler``), ISR expiry
+   and propagation on the loop.
 
 Shutdown (SIGTERM/SIGINT through ``kavka server start``) reverses it and
 ends with the log manager's clean shutdown, which writes
@@ -75,6 +81,7 @@ from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.replication.replica_selector import replica_selector
 from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.security.quota.manager import QuotaManagers
@@ -144,6 +151,7 @@ from kavka.server.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from kavka.server.ignored_configs import IgnoredConfigs
 from kavka.server.inter_broker_fence import InterBrokerFence
 from kavka.server.internal_topic import (
     TRANSACTION_APPEND_TIMEOUT_MS,
@@ -157,9 +165,11 @@ from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import QuotaConfigHandler
+from kavka.server.scheduler import KafkaScheduler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.storage import broker_metadata
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.log_config import LogConfig
@@ -175,8 +185,6 @@ from kavka.zk.store import KazooZkStore
 from kavka.zk.store_types import NoNodeError
 
 log = logging.getLogger("kavka.server")
-
-LOG_MANAGER_TICK_S = 1.0
 
 
 class KafkaServer:
@@ -214,7 +222,9 @@ class KafkaServer:
             QuotaWindow(config["quota.window.num"], config["quota.window.size.seconds"] * 1000),
             QuotaWindow(config["controller.quota.window.num"], config["controller.quota.window.size.seconds"] * 1000),
             SystemClock())
-        self._tick_task: asyncio.Task | None = None
+        # The periodic storage jobs (retention, flush, checkpoints ...) on
+        # background.threads threads (Kafka's KafkaScheduler).
+        self.scheduler: KafkaScheduler | None = None
         self.io_threads: IoThreadPool | None = None
         self._background: set[asyncio.Task] = set()  # the loop keeps only weak references
         self.bound: list[tuple[str, int]] = []
@@ -260,11 +270,31 @@ class KafkaServer:
         self.zk = zk = KavkaZkClient(store)
         await zk.create_top_level_paths()
         self.cluster_id = await zk.get_or_create_cluster_id()
+        # Which broker the data directories belong to (meta.properties,
+        # Kafka's BrokerMetadataCheckpoint): checked against the cluster and
+        # broker.id, or, for broker.id=-1, the id they record or a new one
+        # from /brokers/seqid above reserved.broker.max.id.
+        stored = await asyncio.to_thread(broker_metadata.load, cfg.log_dirs)
+        broker_metadata.check_cluster_id(stored, self.cluster_id, cfg.log_dirs)
+        broker_id = broker_metadata.resolve_broker_id(
+            cfg.broker_id, stored, cfg.log_dirs, generation_enabled=cfg["broker.id.generation.enable"])
+        if broker_id is None:
+            broker_id = await zk.generate_broker_id(cfg["reserved.broker.max.id"])
+            log.info("broker.id is -1: this broker takes the generated id %d (/brokers/seqid above "
+                     "reserved.broker.max.id=%d)", broker_id, cfg["reserved.broker.max.id"])
+        if broker_id != self.broker_id:
+            self._take_broker_id(broker_id)
+            cfg = self.config
 
         # Topic overrides first: logs are loaded with their topic's config.
         self.configs = configs = BrokerConfigs(self.static_config, zk)
         topic_configs = await configs.load(await _children(store, "/config/topics"))
         io_threads.reconfigure(configs.current)  # /config/brokers may set num.io.threads
+        # Keys Kafka accepts that do nothing here: said once each, now and
+        # after a live change (kavka.server.ignored_configs).
+        ignored = IgnoredConfigs()
+        ignored.check(configs.current)
+        configs.add_listener(ignored.check)
         configs.add_listener(io_threads.reconfigure)
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
@@ -280,19 +310,29 @@ class KafkaServer:
             int(c["num.recovery.threads.per.data.dir"])))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
+        await asyncio.to_thread(broker_metadata.write, cfg.log_dirs,
+                                broker_metadata.BrokerMetadata(self.broker_id, self.cluster_id))
 
         cache = self.metadata_cache
         # The fetchers find partitions in the replica manager built around them.
         fetchers = ReplicaFetcherManager.for_broker(
             self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
             throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-            broker_epoch=self._registered_epoch, security=inter_broker)
+            broker_epoch=self._registered_epoch, security=inter_broker,
+            high_watermark_moved=lambda tp: rm.complete_delayed_requests(tp))
+
+        def replica_rack(broker_id: int, listener: str) -> tuple[bool, str | None]:
+            b = cache.alive_broker(broker_id)
+            return (b is not None and b.endpoint(listener) is not None), (b.rack if b is not None else None)
+
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
             fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
-            known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
+            known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None,
+            replica_selector=replica_selector("replica.selector.class", cfg["replica.selector.class"]),
+            replica_rack=replica_rack)
         rm.start()
         # num.replica.fetchers changed live: the fetchers are resized at once
         configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))
@@ -368,10 +408,22 @@ class KafkaServer:
         await controller.start()
         if cfg["metrics.port"] >= 0:
             self._start_metrics(cfg, store, log_manager, rm, controller)
-        self._tick_task = asyncio.get_running_loop().create_task(_tick_log_manager(log_manager),
-                                                                 name="log-manager-tick")
+        self.scheduler = scheduler = KafkaScheduler(int(configs.current["background.threads"]))
+        for job in log_manager.periodic_jobs():
+            scheduler.schedule(job.name, job.run, job.period_ms / 1000.0)
+        # background.threads changed live: the pool is resized at once
+        configs.add_listener(lambda c: scheduler.resize_thread_pool(int(c["background.threads"])))
         log.info("broker %d started in %.2f s, listening on %s", self.broker_id, time.monotonic() - started,
                  ", ".join(f"{h}:{p}" for h, p in self.bound))
+
+    def _take_broker_id(self, broker_id: int) -> None:
+        """The id stored in meta.properties or generated (broker.id=-1), set
+        before anything is built around the id."""
+        log.info("broker id %d (broker.id=%d in %s)", broker_id, self.static_config.broker_id,
+                 self.static_config.source or "the config")
+        self.static_config = self.static_config.with_broker_id(broker_id)
+        self.broker_id = BrokerId(broker_id)
+        self.metadata_cache = MetadataCache(self.broker_id)
 
     def _build_handlers(self, zk: KavkaZkClient, configs: BrokerConfigs, log_manager: LogManager,
                         rm: ReplicaManager, controller: KafkaController, authorizer: AclAuthorizer | None,
@@ -385,7 +437,7 @@ class KafkaServer:
         cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
-        admin = AdminManager(zk, configs.log_defaults, lambda: sorted(cache.brokers),
+        admin = AdminManager(zk, configs.log_defaults, lambda: {b.id: b.rack for b in cache.alive_brokers()},
                              cfg["num.partitions"], cfg["default.replication.factor"])
         repo = ConfigRepository(zk, self.static_config)
         quota_admin, scram_admin = ClientQuotaAdmin(zk), ScramCredentialAdmin(zk)
@@ -597,8 +649,9 @@ class KafkaServer:
                                                     ControlledShutdownSettings.from_kafka_config(self.config),
                                                     self.inter_broker_security).run(),
                            "controlled shutdown")
-        if self._tick_task is not None:
-            self._tick_task.cancel()
+        if self.scheduler is not None:
+            # no periodic job starts any more; a running one ends first
+            await asyncio.to_thread(self.scheduler.shutdown)
         if self.metrics_exporter is not None:
             await _quietly(self.metrics_exporter.stop(), "metrics endpoint")
         if self.loop_monitor is not None:
@@ -649,15 +702,6 @@ async def _children(store: KazooZkStore, path: str) -> list[str]:
         return await store.get_children(path)
     except NoNodeError:
         return []
-
-
-async def _tick_log_manager(log_manager: LogManager) -> None:
-    while True:
-        await asyncio.sleep(LOG_MANAGER_TICK_S)
-        try:
-            await asyncio.to_thread(log_manager.tick)
-        except Exception:
-            log.exception("log manager tick failed")
 
 
 async def _quietly(awaitable, what: str) -> None:

@@ -27,11 +27,12 @@ import sys
 
 from kavka.common.broker_config import from_properties_file
 from kavka.common.config import ConfigError
+from kavka.storage.broker_metadata import BrokerMetadataError
 from kavka.storage.errors import KafkaStorageError
 from kavka.zk.codec import ZnodeDataError
 from kavka.zk.store_types import ZkError
 
-_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, ZkError, ZnodeDataError)
+_EXPECTED_STARTUP_ERRORS = (ConfigError, OSError, KafkaStorageError, BrokerMetadataError, ZkError, ZnodeDataError)
 
 DESCRIPTION = "Run a Kavka broker in the foreground: kavka server start server.properties [--override k=v ...]"
 

@@ -4,6 +4,7 @@ Layout of a log directory (seed 002 §5.2, byte-compatible with Kafka)::
 
     <log.dir>/.lock                                  flock'ed by the owning broker
     <log.dir>/.kafka_cleanshutdown                   present after a clean shutdown
+    <log.dir>/meta.properties                        version=0, broker.id, cluster.id
     <log.dir>/recovery-point-offset-checkpoint       "0", count, "topic partition offset"
     <log.dir>/replication-offset-checkpoint          (high watermarks)
     <log.dir>/log-start-offset-checkpoint
@@ -39,6 +40,8 @@ The log, by level of abstraction (as Kafka cuts it):
 * ``log_manager``: ``LogManager``, every log of the broker over its
   ``log.dirs`` (each a ``log_dir``, with its ``checkpoint`` files), its
   periodic jobs and the cleaner it owns; settings in ``log_manager_config``.
+* ``broker_metadata``: ``meta.properties`` in each log directory, which
+  broker and cluster it belongs to (Kafka's BrokerMetadataCheckpoint).
 
 Subpackages: ``index`` (``index_file`` under ``offset_index`` and
 ``time_index``; ``transaction_index``, the ``.txnindex``), ``producer_state``

@@ -105,8 +105,9 @@ TOPIC_CONFIG_DEF = (
         _T.STRING,
         "3.0-IV1",
         "Deprecated (KIP-724): from inter-broker protocol 3.0 Kafka ignores it and writes record batches "
-        "in format v2, as Kavka always does; a Kafka version (0.10.0, 2.8-IV1 ...) is accepted so that "
-        "Kafka's topic configs and tools carry over.",
+        "in format v2, as Kavka always does; a Kafka version (0.10.0, 2.8-IV1 ...) is required and accepted "
+        "so that Kafka's topic configs and tools carry over, and a topic's version below 3.0 is logged once "
+        "as ignored.",
         kafka_version,
     )
     # Seed 002 §8 / KIP-73: which replicas the leader and follower

@@ -16,9 +16,12 @@ The scheduling model, in one place:
 * Compaction runs only on the cleaner's own threads (started by
   ``startup()``), or synchronously when a caller without threads calls
   ``clean_once()``. ``tick()`` never compacts.
-* Periodic jobs run from ``tick(now_ms)`` so an asyncio broker can schedule
-  them on a thread (``LogManagerRunner`` is a plain background thread for
-  standalone use; its ``start()`` calls ``startup()``): flushing
+* Periodic jobs are ``periodic_jobs()``, named as Kafka names them, for a
+  scheduler that never runs one job twice at once (the broker's
+  ``background.threads`` pool, ``kavka.server.scheduler``); ``tick(now_ms)``
+  runs the due ones one after another (``LogManagerRunner`` is a plain
+  background thread doing so, for standalone use; its ``start()`` calls
+  ``startup()``): flushing
   (``flush.ms``, and right after a roll), the recovery-point and
   high-watermark checkpoints (``log.flush.offset.checkpoint.interval.ms``),
   the log-start-offset checkpoint
@@ -63,6 +66,7 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
+from kavka.common.broker_config_keys import before_3_0
 from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
 from kavka.storage.cleaner.config import LogCleanerConfig
@@ -76,6 +80,19 @@ from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.retention import delete_old_segments
 
 logger = logging.getLogger(__name__)
+
+# How often the per-log deadlines (flush.ms and a roll's flush,
+# file.delete.delay.ms) are checked.
+LOG_CHECK_MS = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class PeriodicJob:
+    """One of the manager's periodic jobs: run ``run`` every ``period_ms``."""
+
+    name: str
+    period_ms: int
+    run: Callable[[], object]
 
 
 class LogManager:
@@ -94,8 +111,13 @@ class LogManager:
         self.config = config
         self.default_config = default_config
         self._topic_configs = dict(topic_configs or {})
+        self._format_warned: dict[str, str] = {}
         self.clock = clock or SystemClock()
         self._lock = threading.RLock()
+        for topic, topic_config in self._topic_configs.items():
+            self._warn_ignored(topic, topic_config)
+        self._checkpoint_locks = {which: threading.Lock()
+                                  for which in ("recovery_points", "log_start_offsets", "replication_offsets")}
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, LogDir] = {}
         self._pending_dir_deletes: list[tuple[int, Path]] = []
@@ -186,6 +208,7 @@ class LogManager:
         are woken), and one switched away is not picked again; its
         segments then belong to the manager's retention, which pauses
         cleaning first (waiting out a pass still running)."""
+        self._warn_ignored(topic, config)
         with self._lock:
             self._topic_configs[topic] = config
             logs = [log for tp, log in self._logs.items() if tp.topic == topic]
@@ -193,6 +216,21 @@ class LogManager:
             log.update_config(config)
         if self.cleaner is not None and config.compact:
             self.cleaner.wakeup()
+
+    def _warn_ignored(self, topic: str, config: LogConfig) -> None:
+        """A topic's message.format.version below 3.0 is deprecated and
+        ignored (KIP-724): format v2 is written whatever it says. Said once
+        per topic and value, and only for the topic's own override (the
+        broker's log.message.format.version is said once at startup)."""
+        version = config.message_format_version
+        if version == self.default_config.message_format_version or not before_3_0(version):
+            return
+        with self._lock:
+            if self._format_warned.get(topic) == version:
+                return
+            self._format_warned[topic] = version
+        logger.warning("Topic configuration message.format.version=%s of topic %s is ignored: deprecated "
+                       "(KIP-724), record format v2 is written as from inter-broker protocol 3.0", version, topic)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         with self._lock:
@@ -222,6 +260,7 @@ class LogManager:
             target = min(self._dirs, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
+                self._warn_ignored(topic, config)
             log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock,
                       had_clean_shutdown=True, producer_id_expiration_ms=self.config.producer_id_expiration_ms)
             self._logs[tp] = log
@@ -261,23 +300,46 @@ class LogManager:
                 pool.shutdown(wait=True)
 
     # ---- periodic work -------------------------------------------------------------------------
+    def periodic_jobs(self) -> list[PeriodicJob]:
+        """The periodic jobs with Kafka's names, for a scheduler that runs
+        each every ``period_ms`` and never two runs of one job at once (the
+        broker's ``background.threads`` pool); different jobs may run at
+        once: each ``Log`` guards itself, and each checkpoint file has one
+        writer at a time (``_write_checkpoint``)."""
+        clock = self.clock
+        config = self.config
+
+        def every(ms: int) -> int:  # a 0 interval: at every check, as tick() does
+            return ms if ms > 0 else LOG_CHECK_MS
+
+        return [
+            PeriodicJob("kafka-log-flusher", LOG_CHECK_MS, lambda: self.flush_due(clock.milliseconds())),
+            PeriodicJob("PeriodicProducerExpirationCheck", every(config.producer_id_expiration_check_ms),
+                        lambda: self.expire_producers(clock.milliseconds())),
+            PeriodicJob("kafka-log-retention", every(config.retention_check_ms),
+                        lambda: self._retention_pass(clock.milliseconds())),
+            PeriodicJob("kafka-delete-logs", LOG_CHECK_MS, lambda: self.delete_expired(clock.milliseconds())),
+            PeriodicJob("kafka-recovery-point-checkpoint", every(config.flush_offset_checkpoint_ms),
+                        self.checkpoint_recovery_points),
+            PeriodicJob("kafka-log-start-offset-checkpoint", every(config.flush_start_offset_checkpoint_ms),
+                        self.checkpoint_log_start_offsets),
+            PeriodicJob("highwatermark-checkpoint", every(config.high_watermark_checkpoint_ms),
+                        self.checkpoint_high_watermarks),
+        ]
+
     def tick(self, now_ms: int | None = None) -> dict[str, int]:
-        """Run whatever periodic job is due; returns counts of what it did."""
+        """Run whatever periodic job is due, one after another; returns
+        counts of what it did (for callers without a scheduler)."""
         now = self.clock.milliseconds() if now_ms is None else now_ms
         done = {"flushed": 0, "retention_deleted": 0, "files_removed": 0, "checkpoints": 0, "producers_expired": 0}
-        logs = self.all_logs()
-        for tp, log in logs.items():
-            done["flushed"] += self._guard(tp, partial(log.maybe_flush, now), 0)
+        done["flushed"] += self.flush_due(now)
         if now - self._last["producers"] >= self.config.producer_id_expiration_check_ms:
             self._last["producers"] = now
-            for tp, log in logs.items():
-                done["producers_expired"] += self._guard(tp, partial(log.remove_expired_producers, now), 0)
+            done["producers_expired"] += self.expire_producers(now)
         if now - self._last["retention"] >= self.config.retention_check_ms:
             self._last["retention"] = now
             done["retention_deleted"] += self._retention_pass(now)
-        for tp, log in logs.items():
-            done["files_removed"] += self._guard(tp, partial(log.delete_expired_files, now), 0)
-        done["files_removed"] += self._delete_expired_dirs(now)
+        done["files_removed"] += self.delete_expired(now)
         if now - self._last["recovery"] >= self.config.flush_offset_checkpoint_ms:
             self._last["recovery"] = now
             self.checkpoint_recovery_points()
@@ -291,6 +353,21 @@ class LogManager:
             self.checkpoint_high_watermarks()
             done["checkpoints"] += 1
         return done
+
+    def flush_due(self, now: int) -> int:
+        """Flush every log whose ``flush.ms`` has passed or that rolled."""
+        return sum(self._guard(tp, partial(log.maybe_flush, now), 0) for tp, log in self.all_logs().items())
+
+    def expire_producers(self, now: int) -> int:
+        """Drop idle producer ids in every log (KIP-854)."""
+        return sum(self._guard(tp, partial(log.remove_expired_producers, now), 0)
+                   for tp, log in self.all_logs().items())
+
+    def delete_expired(self, now: int) -> int:
+        """Remove ``.deleted`` segment files and deleted partition
+        directories whose delay has passed."""
+        removed = sum(self._guard(tp, partial(log.delete_expired_files, now), 0) for tp, log in self.all_logs().items())
+        return removed + self._delete_expired_dirs(now)
 
     @staticmethod
     def _guard(tp: TopicPartition, job: Callable[[], int], default: int) -> int:
@@ -309,15 +386,19 @@ class LogManager:
         return len(due)
 
     def _write_checkpoint(self, which: str, value: Callable[[Log], int]) -> None:
-        with self._lock:
-            by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self._dirs}
-            for tp, log in self._logs.items():
-                by_dir[id(self._dir_of[tp])][tp] = value(log)
-        for d in self._dirs:
-            try:
-                d.write_offsets(getattr(d, which), by_dir[id(d)])
-            except KafkaStorageError as e:
-                logger.error("cannot write %s checkpoint in %s: %s", which, d.path, e)
+        # One writer per checkpoint file at a time (the periodic job, the
+        # replica manager, shutdown): they share the file's .tmp name, and
+        # a later snapshot must not be overwritten by an earlier one.
+        with self._checkpoint_locks[which]:
+            with self._lock:
+                by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self._dirs}
+                for tp, log in self._logs.items():
+                    by_dir[id(self._dir_of[tp])][tp] = value(log)
+            for d in self._dirs:
+                try:
+                    d.write_offsets(getattr(d, which), by_dir[id(d)])
+                except KafkaStorageError as e:
+                    logger.error("cannot write %s checkpoint in %s: %s", which, d.path, e)
 
     def checkpoint_recovery_points(self) -> None:
         self._write_checkpoint("recovery_points", lambda log: log.recovery_point)

@@ -80,11 +80,18 @@ def _unlocked(lock: Path) -> bool:
 def test_a_second_broker_on_the_same_log_dirs_fails_naming_the_directory(make_cluster, tmp_path):
     cluster = make_cluster(brokers=1)
     log_dir = cluster.brokers[0].directory / "logs"
-    out = _run_broker(tmp_path, {"broker.id": "7", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+    # The same server.properties twice: the directories' lock stops the second.
+    out = _run_broker(tmp_path, {"broker.id": "0", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
                                  "log.dirs": str(log_dir), "zookeeper.connect": cluster.zk_connect})
     assert out.returncode != 0
     assert str(log_dir) in out.stderr, out.stderr
     assert "lock" in out.stderr.lower(), out.stderr
+    assert "Traceback" not in out.stderr
+    # Another broker.id on them: meta.properties stops it first, as in Kafka.
+    out = _run_broker(tmp_path, {"broker.id": "7", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                                 "log.dirs": str(log_dir), "zookeeper.connect": cluster.zk_connect})
+    assert out.returncode != 0
+    assert f"{log_dir / 'meta.properties'} records broker.id 0, but broker.id is 7" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     # The running broker is untouched: still registered alone, still serving.
     assert cluster.registered() == {0}

@@ -49,15 +49,12 @@ group.initial.rebalance.delay.ms=0
 """
 
 
-def test_kafka_sample_server_properties_parses_without_num_network_threads(tmp_path):
-    """Kafka's sample sets num.network.threads, which Kavka refuses (one
-    event loop, no network threads): the broker stops naming the key and
-    saying to remove the line; without it the sample parses unchanged."""
+def test_kafka_sample_server_properties_parses_unchanged(tmp_path):
+    """Kafka's sample sets num.network.threads, which Kavka accepts and
+    validates (it has no network threads to size: it logs a value other
+    than the default as ignored, kavka.server.ignored_configs)."""
     p = tmp_path / "server.properties"
     p.write_text(KAFKA_SAMPLE)
-    with pytest.raises(ConfigError, match=r"num.network.threads.*remove the num.network.threads line"):
-        from_properties_file(str(p))
-    p.write_text(KAFKA_SAMPLE.replace("num.network.threads=3\n", ""))
     c = from_properties_file(str(p))
     assert c.broker_id == 0
     assert c.listeners[0].host == "127.0.0.1" and c.listeners[0].port == 9092
@@ -66,6 +63,7 @@ def test_kafka_sample_server_properties_parses_without_num_network_threads(tmp_p
     assert c["offsets.topic.replication.factor"] == 1
     assert c["group.initial.rebalance.delay.ms"] == 0
     assert c.source == str(p)
+    assert c["num.network.threads"] == 3
 
 
 def test_kafka_defaults():
@@ -333,3 +331,20 @@ def test_authorizer_keys_are_kafkas_and_refused_by_name() -> None:
     assert cfg(**{"super.users": "User:admin;User:CN=broker,O=x;"})["super.users"] == "User:admin;User:CN=broker,O=x;"
     with pytest.raises(ConfigError, match=r"config 'super.users'.*principal 'admin' is not in the form Type:name"):
         cfg(**{"super.users": "User:a;admin"})
+
+
+def test_an_assigned_broker_id_replaces_minus_one_and_survives_live_changes():
+    """broker.id=-1 takes an id above reserved.broker.max.id at startup
+    (meta.properties or /brokers/seqid): the config carries it, past the
+    check that keeps configured ids at or below that bound, and a dynamic
+    broker config layered on later keeps it."""
+    c = cfg(broker_id=-1, reserved_broker_max_id=100)
+    assert c.broker_id == -1
+    with pytest.raises(ConfigError, match="above reserved.broker.max.id"):
+        cfg(broker_id=101, reserved_broker_max_id=100)
+    taken = c.with_broker_id(101)
+    assert taken.broker_id == 101 and taken["broker.id"] == 101 and taken["reserved.broker.max.id"] == 100
+    live = taken.with_dynamic({}, {"log.cleaner.threads": "2"})
+    assert live.broker_id == 101 and live["log.cleaner.threads"] == 2
+    with pytest.raises(ValueError):
+        c.with_broker_id(-5)

@@ -195,7 +195,9 @@ PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required 
 def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
     listeners = {"PLAINTEXT": free_port(), "SSL": free_port(), "SASL_SSL": free_port(), "SASL_PLAINTEXT": free_port()}
     props = {
-        "broker.id": str(broker_id), "zookeeper.connect": zk,
+        # broker 1 takes a generated id above reserved.broker.max.id (/brokers/seqid)
+        "broker.id": str(broker_id) if broker_id == 0 else "-1", "reserved.broker.max.id": "500",
+        "zookeeper.connect": zk,
         "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items()),
         # the brokers talk SASL_SSL to each other: their own clients read the
         # inter-broker mechanism and check the host name in the certificate
@@ -226,6 +228,9 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512", "sasl.jaas.config": PLAIN_JAAS,
         "sasl.server.max.receive.size": "65536", "connections.max.reauth.ms": "3600000",
         "connection.failed.authentication.delay.ms": "50",
+        # keys Kafka's stock configuration sets that do nothing here, logged as ignored
+        "num.network.threads": "3", "sasl.kerberos.min.time.before.relogin": "58000",
+        "background.threads": "3",
     }
     if broker_id == 0:  # stores in files
         props.update({
@@ -249,23 +254,7 @@ def broker_props(broker_id: int, zk: str, data, pki: Pki) -> dict[str, str]:
 # run reads (so the table cannot outlive the gap it records). Each entry is a
 # known defect, not an exemption: honour the key, or refuse it in
 # REFUSED_BROKER_KEYS, and take it out.
-_KERBEROS = ("GSSAPI is not served, so nothing reads it; refusing it would break librdkafka's 0081_admin "
-             "(allowlisted), which alters it on a broker as Kafka 3.x allows")
-PENDING_KEYS: dict[str, str] = {
-    "background.threads": "the log manager's periodic jobs run one after another in one tick thread; sizing "
-                          "Kafka's scheduler pool needs them split into jobs that may run at once on one log",
-    "broker.id.generation.enable": "only cross-checks broker.id; broker.id=-1 is not turned into an id from "
-                                   "/brokers/seqid (zk.generate_broker_id is never called), no meta.properties",
-    "reserved.broker.max.id": "only validates broker.id; no generated ids (see broker.id.generation.enable)",
-    "sasl.kerberos.service.name": _KERBEROS,
-    "sasl.kerberos.kinit.cmd": _KERBEROS,
-    "sasl.kerberos.ticket.renew.window.factor": _KERBEROS,
-    "sasl.kerberos.ticket.renew.jitter": _KERBEROS,
-    "sasl.kerberos.min.time.before.relogin": _KERBEROS,
-    "sasl.kerberos.principal.to.local.rules": _KERBEROS,
-    "message.format.version": "KIP-724: format v2 is always written, so nothing follows from it; refusing it would "
-                              "break librdkafka's 0092_mixed_msgver (allowlisted), which alters it as Kafka 3.x allows",
-}
+PENDING_KEYS: dict[str, str] = {}
 
 
 # Valid new values of the dynamic keys whose form no validator tells.
@@ -353,7 +342,7 @@ async def test_every_accepted_key_is_read_by_a_running_broker(reads: Reads, zk_c
                 NewTopic("walk-delete", 2, 2, configs={
                     "segment.bytes": "8192", "retention.ms": "2000", "min.insync.replicas": "1",
                     "leader.replication.throttled.replicas": "*", "follower.replication.throttled.replicas": "*",
-                    "message.timestamp.type": "CreateTime"}),
+                    "message.timestamp.type": "CreateTime", "message.format.version": "0.10.0"}),
                 NewTopic("walk-compact", 1, 2, configs={
                     "cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01",
                     "delete.retention.ms": "100", "unclean.leader.election.enable": "false"}),

@@ -250,3 +250,74 @@ def test_a_broker_config_with_log_dir_only_gives_that_directory(tmp_path):
 
     config = KafkaConfig.from_props({"zookeeper.connect": "localhost:2181", "log.dir": str(tmp_path / "one")})
     assert LogManagerConfig.from_broker(config.values).log_dirs == (str(tmp_path / "one"),)
+
+
+def test_periodic_jobs_carry_kafkas_names_and_periods_and_each_does_its_work(tmp_path, clock):
+    d = tmp_path / "d"
+    m = manager([d], clock, flush_offset_checkpoint_ms=0, retention_check_ms=300, high_watermark_checkpoint_ms=700,
+                producer_id_expiration_check_ms=5000, file_delete_delay_ms=0)
+    jobs = {job.name: job for job in m.periodic_jobs()}
+    assert {name: job.period_ms for name, job in jobs.items()} == {
+        "kafka-log-flusher": 1000, "PeriodicProducerExpirationCheck": 5000, "kafka-log-retention": 300,
+        "kafka-delete-logs": 1000, "kafka-recovery-point-checkpoint": 1000,  # 0: at every check
+        "kafka-log-start-offset-checkpoint": 60_000, "highwatermark-checkpoint": 700}
+    log = m.get_or_create_log("jobs", 0, small_config(**{"flush.ms": 0}))
+    log.append_as_leader(make_batch(3), 1)
+    log.update_high_watermark(3)
+    jobs["kafka-log-flusher"].run()
+    assert log.recovery_point == 3
+    jobs["kafka-recovery-point-checkpoint"].run()
+    jobs["highwatermark-checkpoint"].run()
+    assert "jobs 0 3" in (d / "recovery-point-offset-checkpoint").read_text()
+    assert "jobs 0 3" in (d / "replication-offset-checkpoint").read_text()
+    m.delete_log("jobs", 0)
+    jobs["kafka-delete-logs"].run()
+    assert not [p for p in d.iterdir() if p.name.endswith("-delete")]
+    m.shutdown()
+
+
+def test_concurrent_writers_of_one_checkpoint_never_tear_it(tmp_path, clock, caplog):
+    """The HW checkpoint job and the replica manager may write the same
+    file from two threads: one writer at a time, so every read sees a whole file."""
+    import threading
+
+    d = tmp_path / "d"
+    m = manager([d], clock)
+    for p in range(20):
+        m.get_or_create_log("many", p)
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(30):
+                m.checkpoint_high_watermarks()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert "cannot write" not in caplog.text  # a writer's .tmp renamed away under it by another
+    lines = (d / "replication-offset-checkpoint").read_text().splitlines()
+    assert lines[:2] == ["0", "20"] and len(lines) == 22
+    m.shutdown()
+
+
+def test_a_topics_message_format_version_before_3_0_is_said_once_as_ignored(tmp_path, clock, caplog):
+    """KIP-724: format v2 is written whatever the topic asks; an override
+    below 3.0 is logged once per topic and value, the default never."""
+    m = manager([tmp_path / "d"], clock)
+    old = LogConfig.from_props({"message.format.version": "0.10.0"})
+    m.get_or_create_log("old-format", 0, old)
+    m.update_topic_config("old-format", old)
+    m.update_topic_config("new-format", LogConfig.from_props({"message.format.version": "3.3"}))
+    m.update_topic_config("plain", LogConfig())
+    said = [r.getMessage() for r in caplog.records if "message.format.version" in r.getMessage()]
+    assert said == ["Topic configuration message.format.version=0.10.0 of topic old-format is ignored: deprecated "
+                    "(KIP-724), record format v2 is written as from inter-broker protocol 3.0"]
+    m.update_topic_config("old-format", LogConfig.from_props({"message.format.version": "2.1"}))
+    assert sum("message.format.version=2.1" in r.getMessage() for r in caplog.records) == 1
+    m.shutdown()
