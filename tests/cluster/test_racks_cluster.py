@@ -141,3 +141,29 @@ def test_a_consumer_reads_from_the_replica_in_its_rack_and_falls_back_to_the_lea
         assert served[0] + served[1] >= PARTITIONS * 100 * 88
     finally:
         reader.close()
+
+
+def test_a_mix_of_racked_and_unracked_brokers_is_refused_as_kafka_refuses_it(make_cluster, tmp_path):
+    from confluent_kafka.admin import NewTopic
+
+    cluster = make_cluster(brokers=3, config=CONFIG, racks=["r0", None, "r2"])
+    with ZkView(cluster) as zk:
+        data, _ = zk.client.get("/brokers/ids/1")
+        assert "rack" not in json.loads(data)  # Kafka writes the field only when set
+    client = admin(cluster)
+    future = client.create_topics([NewTopic("mixed", 3, 2)], operation_timeout=20, request_timeout=20)["mixed"]
+    with pytest.raises(Exception, match="Not all brokers have rack information") as refused:
+        future.result(30)
+    print(f"CreateTopics on a mixed cluster: {refused.value}")
+    create_topic(cluster, "mixed", assignment=[[0, 1], [1, 2], [2, 0]])  # an explicit assignment is taken
+
+    moving = tmp_path / "topics.json"
+    moving.write_text('{"topics":[{"topic":"mixed"}],"version":1}')
+    for connect in (["--bootstrap-server", cluster.bootstrap], ["--zookeeper", cluster.zk_connect]):
+        generate = [sys.executable, "-m", "kavka", "reassign-partitions", *connect, "--generate",
+                    "--topics-to-move-json-file", str(moving), "--broker-list", "0,1,2"]
+        r = subprocess.run(generate, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "--disable-rack-aware" in r.stderr and "[1]" in r.stderr, r.stderr
+        r = subprocess.run([*generate, "--disable-rack-aware"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert len(json.loads(r.stdout.strip().splitlines()[-1])["partitions"]) == 3

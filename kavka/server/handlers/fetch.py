@@ -46,7 +46,9 @@ high watermark to move. A follower that the controller's last
 UpdateMetadata does not list in the ISR answers NOT_LEADER_OR_FOLLOWER,
 and one that no longer hosts the partition does as well, so the consumer
 goes back to the leader. ListOffsets and OffsetsForLeaderEpoch stay with
-the leader, as in Kafka (a consumer sends them to the leader).
+the leader, as in Kafka (a consumer sends them to the leader). With no
+fetch sessions offered, a consumer moving between the leader and a
+follower holds no session state on either that could go stale.
 """
 
 from __future__ import annotations
