@@ -132,7 +132,8 @@ def make_cluster(zk_chroot: str, tmp_path):
     """A factory of local clusters of real broker processes on this test's
     ZooKeeper chroot: ``cluster = make_cluster(brokers=3, config={...})``;
     ``secure=True`` makes the cluster ``kavka up --secure`` makes (SASL_SSL,
-    SCRAM users, ACLs: ``cluster.client_config()`` connects to it).
+    SCRAM users, ACLs: ``cluster.client_config()`` connects to it);
+    ``racks`` gives broker i its ``broker.rack``.
     Every cluster made is stopped (SIGTERM, then SIGKILL) after the test;
     on failure the brokers' last log lines are in the assertion output of
     ``LocalCluster`` errors and the logs stay under ``tmp_path``."""
@@ -140,9 +141,10 @@ def make_cluster(zk_chroot: str, tmp_path):
 
     made: list[LocalCluster] = []
 
-    def make(brokers: int = 3, config: dict | None = None, start: bool = True, secure: bool = False) -> LocalCluster:
+    def make(brokers: int = 3, config: dict | None = None, start: bool = True, secure: bool = False,
+             racks: list[str | None] | None = None) -> LocalCluster:
         cluster = LocalCluster(brokers, tmp_path / f"cluster-{len(made)}", zookeeper=zk_chroot,
-                               config=config or {}, secure=secure)
+                               config=config or {}, secure=secure, racks=racks)
         made.append(cluster)
         if start:
             cluster.start()

@@ -55,6 +55,19 @@ TRUNCATION_MODES = ("leader-epoch", "hw")
 AUTHORIZER_CLASSES = ("", "kafka.security.authorizer.AclAuthorizer", "kafka.security.auth.SimpleAclAuthorizer")
 
 
+# replica.selector.class values (KIP-392): unset (leader only) or Kafka's
+# selectors by their class names (kavka.replication.replica_selector).
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+RACK_AWARE_REPLICA_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+REPLICA_SELECTOR_CLASSES = (LEADER_SELECTOR, RACK_AWARE_REPLICA_SELECTOR)
+
+
+def _replica_selector_class(key: str, value: object) -> None:
+    if value not in (None, "") and value not in REPLICA_SELECTOR_CLASSES:
+        raise ConfigError(key, f"value {value!r} is not a replica selector Kavka has; use {RACK_AWARE_REPLICA_SELECTOR} "
+                               f"or {LEADER_SELECTOR}, or leave it unset (consumers read from the leader)")
+
+
 def _authorizer_class(key: str, value: object) -> None:
     if value not in AUTHORIZER_CLASSES:
         raise ConfigError(key, f"value {value!r} is not an authorizer Kavka has; use {AUTHORIZER_CLASSES[1]} "
@@ -147,7 +160,8 @@ _d = BROKER_CONFIG.define
 _d("broker.id", INT, -1, "This broker's id; -1 lets the broker take one from ZooKeeper (/brokers/seqid) when broker.id.generation.enable.", Range(-1, INT_MAX))
 _d("broker.id.generation.enable", BOOL, True, "Allow broker.id=-1: generate an id above reserved.broker.max.id.")
 _d("reserved.broker.max.id", INT, 1000, "Highest id a user may configure; generated ids start above it.", Range(0, INT_MAX))
-_d("broker.rack", STRING, None, "Rack of this broker, written to /brokers/ids/<id>.", nullable=True)
+_d("broker.rack", STRING, None, "Rack of this broker, written to /brokers/ids/<id>; new partitions spread their replicas over the racks, and consumers with a client.rack may read from a replica in theirs (replica.selector.class).", nullable=True)
+_d("replica.selector.class", STRING, None, "KIP-392: how a leader picks the replica a consumer reads from: org.apache.kafka.common.replica.RackAwareReplicaSelector (an in-sync replica in the consumer's client.rack) or org.apache.kafka.common.replica.LeaderSelector; unset: consumers read from the leader.", _replica_selector_class, nullable=True)
 _d("listeners", LIST, "PLAINTEXT://:9092", "Comma-separated NAME://host:port the broker binds; empty host = all interfaces, port 0 = any free port.")
 _d("advertised.listeners", LIST, None, "Listeners published in ZooKeeper for clients and other brokers; defaults to listeners.", nullable=True)
 _d("listener.security.protocol.map", LIST, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Listener name to security protocol (NAME:PROTOCOL, comma-separated).")

@@ -87,6 +87,9 @@ class ReplicaManagerMetrics:
             elif isr == min_isr:
                 at_min += 1
         yield gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker", len(partitions))
+        yield gauge("kafka_server_replicamanager_offlinereplicacount",
+                    "Partitions hosted here whose log is offline (its log directory failed)",
+                    sum(1 for p in partitions if p.log.offline))
         yield gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", len(leaders))
         yield gauge("kafka_server_replicamanager_underreplicatedpartitions",
                     "Partitions led here whose ISR is smaller than their replica set", under)
@@ -164,18 +167,26 @@ class ControllerMetrics:
     def collect(self) -> Iterator[Metric]:
         controller = self._controller
         active = controller.active
-        offline = topics = partitions = 0
+        offline = topics = partitions = imbalance = 0
         if active is not None:
             # partitions of topics being deleted are not counted offline (Kafka's OfflinePartitionsCount)
             deleting = active.context.topics_to_delete
             states = active.partitions.states
             offline = sum(1 for tp in states.in_state(PartitionState.OFFLINE) if tp.topic not in deleting)
-            topics = len(active.context.assignments)
+            context = active.context
+            topics = len(context.assignments)
             partitions = len(states)
+            # led by another replica than the first of its replica set (the preferred one)
+            for tp in context.all_partitions():
+                replicas, leadership = context.partition_replicas(tp), context.leader_and_isr(tp)
+                if replicas and leadership is not None and leadership.leader != replicas[0]:
+                    imbalance += 1
         yield gauge("kafka_controller_kafkacontroller_activecontrollercount",
                     "1 on the active controller, 0 elsewhere: the cluster's sum must be 1", 1 if active else 0)
         yield gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
                     "Partitions without a live leader (on the active controller)", offline)
+        yield gauge("kafka_controller_kafkacontroller_preferredreplicaimbalancecount",
+                    "Partitions not led by their preferred replica (on the active controller)", imbalance)
         yield gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics (on the active controller)", topics)
         yield gauge("kafka_controller_kafkacontroller_globalpartitioncount",
                     "Partitions (on the active controller)", partitions)
@@ -312,9 +323,12 @@ class ConsumerGroupMetrics:
                                     labels=labels)
         lag = GaugeMetricFamily("kafka_consumergroup_lag", "Records of the partition the group has not committed",
                                 labels=labels)
+        lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "The group's lag summed over a topic's partitions",
+                                    labels=["consumergroup", "topic"])
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
         for group_id, group in sorted(self._groups.groups.items()):
             members.add_metric([group_id], len(group.members))
+            sums: dict[str, int] = {}
             for (topic, partition), committed in sorted(group.offsets.items()):
                 values = [group_id, topic, str(partition)]
                 current.add_metric(values, committed.offset)
@@ -323,8 +337,12 @@ class ConsumerGroupMetrics:
                 if end is None:
                     end = self._remote.get(tp)
                 if end is not None:
-                    lag.add_metric(values, max(0, end - committed.offset))
-        yield from (current, lag, members)
+                    behind = max(0, end - committed.offset)
+                    lag.add_metric(values, behind)
+                    sums[topic] = sums.get(topic, 0) + behind
+            for topic, behind in sorted(sums.items()):
+                lag_sum.add_metric([group_id, topic], behind)
+        yield from (current, lag, lag_sum, members)
 
 
 async def refresh_all(collectors: Iterable[Any]) -> None:

@@ -9,9 +9,15 @@ request asked for a hard limit. A partition the leader's replication
 quota holds back (``throttled``, seed 002 §8 / KIP-73: ``quota.LeaderReplicationQuota``)
 answers with its offsets but no records and takes none of the budget.
 
+A consumer's Fetch v11+ the leader's replica selector sends elsewhere
+(``preferred_read_replica``, KIP-392) reads nothing for that partition: the
+answer names the replica to read from, with the leader's offsets.
+
 ``DelayedFetch`` is a fetch that found fewer than ``min_bytes`` and may
 wait up to ``max_wait_ms``. It completes early when, for any of its
-partitions, this broker stopped leading or no longer hosts it, the leader
+partitions, this broker no longer hosts it or stopped leading it (a fetch
+that may read a follower, KIP-392, keeps waiting on a follower, whose high
+watermark moves as its fetcher hears the leader's), the leader
 epoch changed, the log was truncated below the fetch offset or rolled a
 segment past it, or when the bytes now readable (up to the HW for
 consumers, the last stable offset for read_committed, the LEO for
@@ -45,6 +51,9 @@ if TYPE_CHECKING:
 
 GetPartition = Callable[[TopicPartition], "Partition | None"]
 Throttled = Callable[["Partition"], bool]
+# KIP-392: the answer sending the consumer to another replica instead of
+# reading (no records, the leader's offsets), or None to read here.
+PreferredReadReplica = Callable[["Partition", FetchPartition], "LogReadResult | None"]
 
 
 def read_from_local_log(
@@ -53,6 +62,7 @@ def read_from_local_log(
     params: FetchParams,
     partitions: Mapping[TopicPartition, FetchPartition],
     throttled: Throttled | None = None,
+    preferred_read_replica: PreferredReadReplica | None = None,
 ) -> dict[TopicPartition, LogReadResult]:
     """Read every partition (see the module docstring)."""
     limit = params.max_bytes
@@ -64,6 +74,10 @@ def read_from_local_log(
             error = missing_error(tp)
             out[tp] = LogReadResult(error, fetch_offset=req.fetch_offset, error_message=f"{tp}: {error.message}")
             continue
+        preferred = preferred_read_replica(partition, req) if preferred_read_replica is not None else None
+        if preferred is not None:
+            out[tp] = preferred
+            continue
         result = partition.read_records(
             req.fetch_offset,
             max(0, min(req.max_bytes, limit)),
@@ -72,6 +86,7 @@ def read_from_local_log(
             req.current_leader_epoch,
             req.last_fetched_epoch,
             min_one_message,
+            params.fetch_only_from_leader,
         )
         if result.records and throttled is not None and throttled(partition):
             result = dataclasses.replace(result, records=b"")

@@ -424,11 +424,16 @@ class Partition:
         current_leader_epoch: int = -1,
         last_fetched_epoch: int = -1,
         min_one_message: bool = True,
+        fetch_only_from_leader: bool | None = None,
     ) -> LogReadResult:
         """One partition's Fetch read (see the module docstring). Errors come
-        back in the result, never raised."""
+        back in the result, never raised. ``fetch_only_from_leader`` (default:
+        everyone but a debugging consumer) False lets a consumer read this
+        replica as a follower, below its own high watermark (KIP-392)."""
+        if fetch_only_from_leader is None:
+            fetch_only_from_leader = replica_id != DEBUGGING_CONSUMER_ID
         try:
-            self.check_leader_epoch(current_leader_epoch, require_leader=replica_id != DEBUGGING_CONSUMER_ID)
+            self.check_leader_epoch(current_leader_epoch, require_leader=fetch_only_from_leader)
             if replica_id >= 0 and replica_id not in self._remote:
                 raise NotLeaderOrFollowerError(
                     f"broker {replica_id} is not an assigned follower of {self.topic_partition} "
@@ -448,6 +453,14 @@ class Partition:
                 epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
                 if epoch >= 0 and (epoch < last_fetched_epoch or end < fetch_offset):
                     return LogReadResult(ErrorCode.NONE, diverging_epoch=EpochEndOffset(epoch, end), **snapshot)
+            if fetch_offset > leo and replica_id < 0 and current_leader_epoch < 0 and not self.is_leader:
+                # A consumer of Fetch v11 without KIP-320's leader epoch may
+                # have come here on stale metadata rather than sent by the
+                # leader, ahead of what this follower has: an empty answer,
+                # which it retries, not OFFSET_OUT_OF_RANGE, which would
+                # reset its position (Kafka's answer to such a fetch). With
+                # an epoch the consumer asks the leader on OFFSET_OUT_OF_RANGE.
+                return LogReadResult(ErrorCode.NONE, **snapshot)
             if fetch_offset < start or fetch_offset > leo:
                 return LogReadResult(
                     ErrorCode.OFFSET_OUT_OF_RANGE,

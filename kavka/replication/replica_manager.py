@@ -18,10 +18,13 @@ produces of its partition.
 Fetch (``fetch_messages``): the request's ``max_bytes`` and ``min_bytes``
 are capped by ``fetch.max.bytes``; read every partition
 (``read_from_local_log``: each within its ``partition_max_bytes`` and what
-the request has left, the log read no further); for a follower, record its fetch offset as its LEO, propose adding it to
+the request has left, the log read no further; for a consumer's Fetch
+v11+ on a partition led here, ``replica.selector.class`` may answer a
+``preferred_read_replica`` instead, KIP-392, and a follower serves such a
+consumer below its own HW); for a follower, record its fetch offset as its LEO, propose adding it to
 the ISR when it caught up, and move the HW; answer at once when the request
 does not wait, named no partition, found ``min_bytes``, hit an error or a
-diverging epoch; otherwise wait in the fetch purgatory (``DelayedFetch``).
+diverging epoch or named a preferred read replica; otherwise wait in the fetch purgatory (``DelayedFetch``).
 A follower's fetch goes through the leader replication quota
 (``quota.LeaderReplicationQuota``, seed 002 §8): throttled partitions of an out-of-sync
 follower get no records while it is exceeded, and the throttled bytes sent
@@ -33,7 +36,9 @@ follower side; ``FetcherAssignments`` by default, the broker passes a
 ``fetcher.manager.ReplicaFetcherManager``), the ``Clock`` (``kavka.common``), and
 ``known_partition`` (the broker's metadata cache: does the cluster have
 this partition? decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
-for a partition not hosted here).
+for a partition not hosted here), the ``ReplicaSelector`` of
+``replica.selector.class`` and ``replica_rack`` (the metadata cache again:
+is a broker alive on a listener, and its rack).
 
 Who calls: the broker's request handlers and controller-request handlers,
 all on the broker's one asyncio event loop; nothing here blocks on the
@@ -58,7 +63,7 @@ from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.ids import BrokerId
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import InvalidRecordBatch, iter_batches
-from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
+from kavka.replication.delayed_fetch import DelayedFetch, PreferredReadReplica, read_from_local_log
 from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherManager, InitialFetchState
 from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
@@ -66,6 +71,7 @@ from kavka.replication.isr_updates import IsrUpdates
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
 from kavka.replication.quota import LeaderReplicationQuota
+from kavka.replication.replica_selector import PartitionView, ReplicaSelector, ReplicaView
 from kavka.replication.requests import (
     DeleteRecordsResult,
     EpochEndOffset,
@@ -200,6 +206,8 @@ class ReplicaManager:
         clock: Clock | None = None,
         known_partition: Callable[[TopicPartition], bool] | None = None,
         leader_quota: LeaderReplicationQuota | None = None,
+        replica_selector: ReplicaSelector | None = None,
+        replica_rack: Callable[[int, str], tuple[bool, str | None]] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -214,6 +222,10 @@ class ReplicaManager:
         self.fetcher_manager: FetcherManager = fetcher_manager or FetcherAssignments(config.num_replica_fetchers)
         self._known_partition = known_partition
         self.leader_quota = leader_quota  # seed 002 §8: None serves followers unthrottled
+        # KIP-392: replica.selector.class (None: consumers read the leader),
+        # and (broker, listener) -> (alive with an endpoint there, its rack)
+        self.replica_selector = replica_selector
+        self._replica_rack = replica_rack or (lambda broker_id, listener: (False, None))
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         self.topic_stats = BrokerTopicStats()
@@ -355,8 +367,54 @@ class ReplicaManager:
     # ---- fetch ---------------------------------------------------------------------------------
     def _read(self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]) -> dict[TopicPartition, LogReadResult]:
         return read_from_local_log(
-            self.get_partition, self.missing_partition_error, params, partitions, self._leader_throttled(params)
+            self.get_partition, self.missing_partition_error, params, partitions, self._leader_throttled(params),
+            self._preferred_read_replica(params),
         )
+
+    def _preferred_read_replica(self, params: FetchParams) -> PreferredReadReplica | None:
+        """Kafka's ReplicaManager.findPreferredReadReplica (KIP-392): for a
+        consumer's Fetch v11+ on a partition led here, the replica the
+        selector picks among the leader and the in-sync followers that hold
+        the fetch offset and are alive on the client's listener; a pick
+        other than the leader is answered instead of reading."""
+        selector, client = self.replica_selector, params.client_metadata
+        if selector is None or client is None or not params.is_from_consumer:
+            return None
+        now = self.clock.milliseconds()
+
+        def choose(partition: Partition, req: FetchPartition) -> LogReadResult | None:
+            if not partition.is_leader:
+                return None
+            try:
+                partition.check_leader_epoch(req.current_leader_epoch)
+            except KafkaError:
+                return None  # the read answers the epoch error
+            log = partition.log
+            in_sync = set(partition.isr)
+            views = []
+            for broker_id in partition.assigned_replicas:
+                replica = partition.replica(broker_id)
+                if replica is None or broker_id not in in_sync:
+                    continue  # the leader itself, or out of sync (a lagging follower would hold the consumer back)
+                if not (replica.log_start_offset <= req.fetch_offset <= replica.log_end_offset):
+                    continue
+                alive, rack = self._replica_rack(broker_id, client.listener)
+                if alive:
+                    views.append(ReplicaView(broker_id, rack, replica.log_end_offset,
+                                             max(0, now - replica.last_caught_up_time_ms)))
+            _, leader_rack = self._replica_rack(self.broker_id, client.listener)
+            leader = ReplicaView(self.broker_id, leader_rack, log.log_end_offset, 0)
+            selected = selector.select(client, PartitionView([*views, leader], leader))
+            if selected is None or selected.broker_id == self.broker_id:
+                return None
+            logger.debug("%s: replica selector sent client %r (rack %r) to broker %d",
+                         partition.topic_partition, client.client_id, client.rack_id, selected.broker_id)
+            return LogReadResult(
+                ErrorCode.NONE, fetch_offset=req.fetch_offset, high_watermark=log.high_watermark,
+                last_stable_offset=partition.last_stable_offset(), log_start_offset=log.log_start_offset,
+                leader_end_offset=log.log_end_offset, preferred_read_replica=selected.broker_id)
+
+        return choose
 
     def _leader_throttled(self, params: FetchParams) -> Callable[[Partition], bool] | None:
         quota = self.leader_quota
@@ -395,7 +453,8 @@ class ReplicaManager:
             params.max_wait_ms <= 0
             or not partitions
             or readable >= params.min_bytes
-            or any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results.values())
+            or any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None or r.preferred_read_replica >= 0
+                   for r in results.values())
         )
         if answer_now:
             return self._record_leader_quota(params, {tp: r.to_partition_data() for tp, r in results.items()})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.replication.replica_selector import ClientMetadata
 from kavka.storage.errors import RecordError
 from kavka.storage.fetch_data_info import LogOffsetMetadata
 
@@ -69,7 +70,9 @@ class FetchPartition:
 class FetchParams:
     """Request-level fetch settings. ``max_bytes`` bounds the whole response
     (KIP-74); the first partition with data returns at least one whole batch
-    unless ``hard_max_bytes_limit`` (old fetch versions)."""
+    unless ``hard_max_bytes_limit`` (old fetch versions). ``client_metadata``:
+    a consumer's Fetch v11+ (KIP-392), which may read from a follower and
+    be sent to a preferred read replica."""
 
     replica_id: int
     max_wait_ms: int
@@ -77,15 +80,22 @@ class FetchParams:
     max_bytes: int
     isolation: FetchIsolation
     hard_max_bytes_limit: bool = False
+    client_metadata: ClientMetadata | None = None
 
     @property
     def is_from_follower(self) -> bool:
         return self.replica_id >= 0
 
     @property
+    def is_from_consumer(self) -> bool:
+        return self.replica_id == CONSUMER_REPLICA_ID
+
+    @property
     def fetch_only_from_leader(self) -> bool:
-        """Everyone but a debugging consumer reads only from the leader."""
-        return self.replica_id != DEBUGGING_CONSUMER_ID
+        """Kafka's FetchParams.fetchOnlyLeader: followers, and consumers
+        older than Fetch v11 (KIP-392); a v11+ consumer and a debugging
+        consumer may read a follower, below its high watermark."""
+        return self.is_from_follower or (self.is_from_consumer and self.client_metadata is None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,7 @@ class LogReadResult:
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
     fetch_offset_metadata: LogOffsetMetadata | None = None
+    preferred_read_replica: int = -1  # KIP-392: set by a leader instead of reading
 
     def to_partition_data(self) -> FetchPartitionData:
         return FetchPartitionData(
@@ -138,6 +149,7 @@ class LogReadResult:
             self.diverging_epoch,
             self.error_message,
             self.aborted_transactions,
+            self.preferred_read_replica,
         )
 
 
@@ -153,6 +165,7 @@ class FetchPartitionData:
     diverging_epoch: EpochEndOffset | None = None
     error_message: str | None = None
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
+    preferred_read_replica: int = -1  # KIP-392: the consumer should read from this broker (-1: none)
 
 
 @dataclass(frozen=True, slots=True)

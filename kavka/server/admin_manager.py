@@ -44,6 +44,7 @@ from kavka.controller.assignment import (
     InvalidPartitions,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
+    RackInformationMissing,
     assign_new_partitions,
     assign_replicas,
     validate_replica_assignment,
@@ -84,16 +85,20 @@ _ASSIGNMENT_ERRORS: dict[type, ErrorCode] = {
     InvalidPartitions: ErrorCode.INVALID_PARTITIONS,
     InvalidReplicationFactor: ErrorCode.INVALID_REPLICATION_FACTOR,
     InvalidReplicaAssignment: ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    # Kafka's AdminOperationException, which its admin manager answers as
+    # UNKNOWN_SERVER_ERROR; the message says which brokers lack a rack
+    RackInformationMissing: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
 
 
 class AdminManager:
-    """See the module docstring. ``live_brokers`` returns the ids of the
-    brokers registered now; ``log_defaults`` the topic-level defaults from
+    """See the module docstring. ``live_brokers`` returns the brokers
+    registered now, each with its rack (None: no ``broker.rack``), which
+    the placement of new partitions spreads replicas over; ``log_defaults`` the topic-level defaults from
     the broker's (possibly dynamically changed) config."""
 
     def __init__(self, zk: KavkaZkClient, log_defaults: Callable[[], Mapping[str, object]],
-                 live_brokers: Callable[[], Sequence[int]], num_partitions: int,
+                 live_brokers: Callable[[], Mapping[int, str | None]], num_partitions: int,
                  default_replication_factor: int, auto_create_timeout_s: float = AUTO_CREATE_TIMEOUT_S) -> None:
         self.zk = zk
         self.log_defaults = log_defaults
@@ -111,7 +116,8 @@ class AdminManager:
             log_config = LogConfig.with_defaults(self.log_defaults(), configs)
         except ConfigError as e:
             raise _Fail(ErrorCode.INVALID_CONFIG, str(e)) from None
-        brokers = list(self.live_brokers())
+        racks = self.live_brokers()
+        brokers = list(racks)
         try:
             if t.assignment:
                 if t.num_partitions != -1 or t.replication_factor != -1:
@@ -122,7 +128,7 @@ class AdminManager:
             else:
                 partitions = self.num_partitions if t.num_partitions == -1 else t.num_partitions
                 rf = self.default_replication_factor if t.replication_factor == -1 else t.replication_factor
-                assignment = assign_replicas(brokers, partitions, rf)
+                assignment = assign_replicas(brokers, partitions, rf, racks=racks)
         except AssignmentError as e:
             raise _Fail(_ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)) from None
         return assignment, log_config
@@ -183,7 +189,8 @@ class AdminManager:
         if found is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
         node, version = found
-        brokers = list(self.live_brokers())
+        racks = self.live_brokers()
+        brokers = list(racks)
         try:
             if assignment is not None:
                 current = len(node.partitions)
@@ -195,7 +202,7 @@ class AdminManager:
                     raise InvalidPartitions(f"topic currently has {current} partitions; {new_total} would not add any")
                 validate_replica_assignment({**dict(node.partitions), **added}, brokers)
             else:
-                added = assign_new_partitions(brokers, node.partitions, new_total)
+                added = assign_new_partitions(brokers, node.partitions, new_total, racks=racks)
         except AssignmentError as e:
             return _ASSIGNMENT_ERRORS.get(type(e), ErrorCode.INVALID_REQUEST), str(e)
         if validate_only:

@@ -81,6 +81,7 @@ from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
+from kavka.replication.replica_selector import replica_selector
 from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 from kavka.security.quota.manager import QuotaManagers
@@ -317,13 +318,21 @@ class KafkaServer:
         fetchers = ReplicaFetcherManager.for_broker(
             self.broker_id, lambda: configs.current, log_manager, lambda tp: rm.get_partition(tp),
             throttled=follower_throttled(self.broker_id, lambda tp: rm.get_partition(tp)),
-            broker_epoch=self._registered_epoch, security=inter_broker)
+            broker_epoch=self._registered_epoch, security=inter_broker,
+            high_watermark_moved=lambda tp: rm.complete_delayed_requests(tp))
+
+        def replica_rack(broker_id: int, listener: str) -> tuple[bool, str | None]:
+            b = cache.alive_broker(broker_id)
+            return (b is not None and b.endpoint(listener) is not None), (b.rack if b is not None else None)
+
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
             fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
-            known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None)
+            known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None,
+            replica_selector=replica_selector("replica.selector.class", cfg["replica.selector.class"]),
+            replica_rack=replica_rack)
         rm.start()
         # num.replica.fetchers changed live: the fetchers are resized at once
         configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))
@@ -428,7 +437,7 @@ class KafkaServer:
         cfg, cache, broker_id = configs.current, self.metadata_cache, self.broker_id
         known_cluster_id = self.cluster_id  # read from ZooKeeper before the handlers are built
         cluster_id = lambda: known_cluster_id  # noqa: E731
-        admin = AdminManager(zk, configs.log_defaults, lambda: sorted(cache.brokers),
+        admin = AdminManager(zk, configs.log_defaults, lambda: {b.id: b.rack for b in cache.alive_brokers()},
                              cfg["num.partitions"], cfg["default.replication.factor"])
         repo = ConfigRepository(zk, self.static_config)
         quota_admin, scram_admin = ClientQuotaAdmin(zk), ScramCredentialAdmin(zk)

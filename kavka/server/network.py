@@ -595,6 +595,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.in_flight -= 1
                 self.last_active = time.monotonic()
                 if body is None or self._closing:
+                    if timing is not None and body is None:  # acks=0: answered by sending nothing
+                        now = time.monotonic_ns()
+                        timing.metrics.record(header.api_version, timing.read_ns, timing.start_ns,
+                                              timing.local_end_ns, ready, picked, now)
                     continue
                 try:
                     parts = encode_response_parts(header.api_key, header.api_version, header.correlation_id, body)

@@ -18,8 +18,11 @@ partitions with no record at or after the timestamp; ``failOnDataLoss``
 ``includeHeaders``; ``kafka.*`` client settings: ``isolation.level``
 (default ``read_committed``: only committed data is read),
 ``max.partition.fetch.bytes``, ``fetch.max.wait.ms``, ``request.timeout.ms``,
-``retry.backoff.ms``, ``default.api.timeout.ms``, ``client.id`` are used;
-others are ignored, as Kafka's consumer ignores settings it does not know.
+``retry.backoff.ms``, ``default.api.timeout.ms``, ``client.id`` are used,
+and ``client.rack``: the readers send it with their fetches (KIP-392), so
+a cluster with ``replica.selector.class`` serves each from an in-sync
+replica in that rack; others are ignored, as Kafka's consumer ignores
+settings it does not know.
 
 Security, reading and writing: ``kafka.security.protocol``, ``kafka.sasl.*``
 and ``kafka.ssl.*`` (the Java client's names, as for Spark's Kafka source:
@@ -315,6 +318,11 @@ class SourceOptions:
         return security_settings(self.client)
 
     @property
+    def client_rack(self) -> str:
+        """``kafka.client.rack`` ("" when unset: read from the leaders)."""
+        return dict(self.client).get("client.rack", "").strip()
+
+    @property
     def read_committed(self) -> bool:
         return dict(self.client).get("isolation.level", "read_committed") == "read_committed"
 
@@ -355,6 +363,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if isolation not in ("read_committed", "read_uncommitted"):
         raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
                                f"got {isolation!r}")
+    rack = dict(client).get("client.rack", "")
+    if len(rack.encode()) > 255 or any(not ch.isprintable() for ch in rack):
+        raise KavkaOptionError("option 'kafka.client.rack' must be a rack name of at most 255 printable "
+                               f"characters (a broker's broker.rack), got {rack[:40]!r}")
     for key in ("max.partition.fetch.bytes", "fetch.max.bytes", "request.timeout.ms", "fetch.max.wait.ms",
                 "retry.backoff.ms", "default.api.timeout.ms"):
         _positive({f"kafka.{key}": v for k, v in client if k == key}, f"kafka.{key}")

@@ -19,6 +19,13 @@ connections (a broker killed) refresh metadata and retry against the new
 leader until ``kafka.default.api.timeout.ms``; positions are kept, so
 nothing is skipped or read twice.
 
+Fetch from follower (KIP-392): with ``kafka.client.rack`` the fetches
+(v11+) carry the rack; a leader whose ``replica.selector.class`` answers
+``preferred_read_replica`` is left for that replica, which serves the
+range below its own high watermark. Any error there, a failed connection
+or a replica that stops making progress sends the reader back to the
+leader, from the same position.
+
 Data loss: OFFSET_OUT_OF_RANGE below the log start (retention,
 DeleteRecords) or a range the partition no longer holds (a truncated or
 recreated partition) raises ``DataLossError`` when ``failOnDataLoss`` is
@@ -82,6 +89,10 @@ class RangeReader:
         self.max_wait_ms = int(client.get("fetch.max.wait.ms", 500))
         self.deadline_ms = int(client.get("default.api.timeout.ms", 60_000))
         self._waiting_since: float | None = None  # loop time the range's end first looked unavailable
+        self.rack = options.client_rack
+        # KIP-392: the replica the leader sent this reader to (None: the leader)
+        self.read_replica: int | None = None
+        self.fetched_from: dict[int, int] = {}  # broker -> record bytes it served this reader
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         r = self.range
@@ -109,17 +120,39 @@ class RangeReader:
                            refresh_topics=[self.tp.topic])
 
     async def _fetch_once(self, cluster: Cluster, builder: ColumnBuilder) -> None:
+        replica = self.read_replica
+        if replica is None:
+            if not await self._fetch_from(cluster, builder, await cluster.leader_for(self.tp), None):
+                return
+            replica = self.read_replica
+            assert replica is not None
+        try:
+            await self._fetch_from(cluster, builder, replica, replica)
+        except KafkaError as e:
+            # The follower failed, fell behind or stopped hosting the
+            # partition: back to the leader, which picks again (KIP-392).
+            log.info("%s: leaving replica %d for the leader: %s", self.tp, replica, e)
+            self.read_replica = None
+            if e.retriable or e.code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                raise _Retry(f"fetch from replica {replica} of {self.tp}: {e}",
+                             code=ErrorCode.NOT_LEADER_OR_FOLLOWER) from None
+            raise
+
+    async def _fetch_from(self, cluster: Cluster, builder: ColumnBuilder, broker: int,
+                          follower: int | None) -> bool:
+        """One fetch from ``broker`` (``follower``: the replica the leader
+        sent us to, None when ``broker`` is the leader); True when the
+        leader sent us to another replica instead of answering."""
         R = m.FetchRequest
         position = builder.next_offset
-        leader = await cluster.leader_for(self.tp)
         pm = cluster.metadata.partition(self.tp)
-        conn = await cluster.connection(leader)
+        conn = await cluster.connection(broker)
         version = conn.version_for(FETCH_KEY)
         if version < 4:
-            raise KafkaError(f"broker {leader} offers Fetch v{version} only; the kavka source needs v4+ "
+            raise KafkaError(f"broker {broker} offers Fetch v{version} only; the kavka source needs v4+ "
                              "(isolation levels)", code=ErrorCode.UNSUPPORTED_VERSION)
         req = R(max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.partition_max_bytes,
-                isolation_level=1 if self.options.read_committed else 0,
+                isolation_level=1 if self.options.read_committed else 0, rack_id=self.rack,
                 topics=[R.Topics(topic=self.tp.topic, partitions=[R.Topics.Partitions(
                     partition=self.tp.partition, fetch_offset=position,
                     partition_max_bytes=self.partition_max_bytes,
@@ -129,26 +162,40 @@ class RangeReader:
             raise error_for(resp.error_code, "Fetch failed")
         p = resp.responses[0].partitions[0]
         code = ErrorCode.of(p.error_code)
+        if follower is not None and code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            raise KafkaError(f"replica {follower} does not hold offset {position}", code=code)
+        preferred = p.preferred_read_replica if version >= 11 else -1
+        if code == ErrorCode.NONE and follower is None and preferred >= 0 and preferred != broker \
+                and cluster.metadata.brokers.get(preferred) is not None:
+            log.debug("%s: the leader %d sends rack %r to replica %d", self.tp, broker, self.rack, preferred)
+            self.read_replica = preferred
+            return True
         if code in _REFRESH_CODES:
             raise _Retry(f"fetch from {self.tp}: {code.name}", code=code)
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             await self._out_of_range(cluster, builder)
-            return
+            return False
         if code != ErrorCode.NONE:
             raise error_for(code, f"fetch from {self.tp} at offset {position}")
         available = p.last_stable_offset if self.options.read_committed and p.last_stable_offset >= 0 \
             else p.high_watermark
         data = p.records or b""
         if data:
+            self.fetched_from[broker] = self.fetched_from.get(broker, 0) + len(data)
             aborted = [(a.first_offset, a.producer_id) for a in (p.aborted_transactions or ())]
             builder.add_fetch(bytes(data), self.range.end, aborted, self.options.read_committed)
         if builder.next_offset > position:
             self._waiting_since = None
-            return
+            return False
         if data:
             raise KafkaError(f"the batch of {self.tp} at offset {position} is larger than "
                              f"kafka.max.partition.fetch.bytes={self.partition_max_bytes}; raise it",
                              code=ErrorCode.MESSAGE_TOO_LARGE)
+        if follower is not None and available < self.range.end:
+            # A follower whose high watermark lags the planned end: the
+            # leader serves what it has (and may send us back later).
+            raise KafkaError(f"replica {follower} serves {self.tp} up to {available} only",
+                             code=ErrorCode.OFFSET_NOT_AVAILABLE)
         if available < self.range.end:
             # Planned offsets this replica does not (yet) serve: a new leader
             # whose HW still lags, or a partition truncated after the plan.
@@ -161,6 +208,7 @@ class RangeReader:
                              code=ErrorCode.OFFSET_NOT_AVAILABLE)
             self._lost(builder, self.range.end,
                        f"offsets {max(position, available)} to {self.range.end} are no longer available")
+        return False
 
     async def _out_of_range(self, cluster: Cluster, builder: ColumnBuilder) -> None:
         position = builder.next_offset

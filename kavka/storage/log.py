@@ -488,6 +488,12 @@ class Log:
             local = self._local
             local.check_online()
             if target_offset >= local.log_end_offset:
+                # No record to cut, but an epoch this replica started at its
+                # log end as a leader that wrote nothing goes: the next
+                # leader never heard of it, and a follower that kept it
+                # would name it in every Fetch and be told it diverges
+                # forever (Kafka's UnifiedLog.truncateTo does the same).
+                self.leader_epoch_cache.truncate_from_end(local.log_end_offset)
                 return False
             if target_offset <= local.segments.first.base_offset:
                 self.truncate_fully_and_start_at(target_offset)

@@ -6,6 +6,10 @@ Network faults (directed cuts, ``kavka.testing.network``):
 - ``partition-leader``: a partition's leader cut from the other brokers
   but not from ZooKeeper or clients (Jepsen 2013: the ISR shrinks to the
   leader, which goes on acknowledging).
+- ``leader-then-zk``: the whole Jepsen 2013 sequence: a partition's
+  leader cut from the other brokers, and ``ZK_DELAY_S`` later (once the
+  ISR has shrunk to it) from ZooKeeper too, so that the controller elects
+  another replica while the old leader still has what it acknowledged alone.
 - ``isolate-zk``: a broker cut from every ZooKeeper member only.
 - ``isolate-controller``: the controller cut from the other brokers and
   from ZooKeeper.
@@ -33,15 +37,18 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kavka.testing.hosts import HostCluster
 from kavka.testing.network import CLIENTS
 
-NETWORK_KINDS = ("partition-leader", "isolate-zk", "isolate-controller", "zk-split", "one-way", "isolate-host")
+NETWORK_KINDS = ("partition-leader", "leader-then-zk", "isolate-zk", "isolate-controller", "zk-split", "one-way", "isolate-host")
 PROCESS_KINDS = ("kill", "pause", "bounce", "zk-kill", "disk-full")
 ALL_KINDS = NETWORK_KINDS + PROCESS_KINDS
+# replica.lag.time.max.ms of a HostCluster (4 s) and a margin: the ISR has shrunk by then
+ZK_DELAY_S = 6.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +132,32 @@ class Nemesis:
             p, leader = self._leader(rng)
             others = [h for h in broker_hosts if h != self._host(leader)]
             return f"{self.topic}[{p}] leader {leader} from brokers", self._cut([self._host(leader)], others)
+        if kind == "leader-then-zk":
+            p, leader = self._leader(rng)
+            host = self._host(leader)
+            heal_brokers = self._cut([host], [h for h in broker_hosts if h != host])
+            lock = threading.Lock()
+            zk_heals: list[Heal] = []
+            healed = threading.Event()
+
+            def cut_zk() -> None:
+                with lock:
+                    if not healed.is_set():
+                        zk_heals.append(self._cut([host], c.zk_hosts))
+
+            timer = threading.Timer(ZK_DELAY_S, cut_zk)
+            timer.daemon = True
+            timer.start()
+
+            def heal() -> None:
+                timer.cancel()
+                with lock:
+                    healed.set()
+                    for h in zk_heals:
+                        h()
+                heal_brokers()
+            return (f"{self.topic}[{p}] leader {leader} from brokers, from ZooKeeper after {ZK_DELAY_S:.0f} s",
+                    heal)
         if kind == "isolate-zk":
             b = rng.choice(brokers)
             return f"broker {b} from ZooKeeper", self._cut([self._host(b)], c.zk_hosts)

@@ -329,12 +329,14 @@ class TransactionalWorkload(_Threads):
 
 
 def drain(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False,
-          timeout: float = 120.0) -> list[Record]:
+          timeout: float = 120.0, idle_s: float = 10.0) -> list[Record]:
     """Every record of every partition from offset 0 to the high watermark
-    each partition has when the drain starts (read_committed: to the last
-    stable offset, which a consumer only shows by what it returns, so the
-    drain ends when the positions reach the high watermarks or nothing came
-    for 5 s)."""
+    each partition has when the drain starts. A partition is done when the
+    consumer's position reaches its high watermark (a transactional
+    partition ends with a control record no read returns; read_committed
+    stops at the last stable offset, which only the position shows); with
+    nothing new for ``idle_s`` the drain ends with what it read (the
+    checker then says what is missing)."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, **CLIENT_BASE, "group.id": f"{topic}-drain",
@@ -342,20 +344,24 @@ def drain(bootstrap: str, topic: str, partitions: int, *, read_committed: bool =
                   "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
     try:
         highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions) if highs[p] > 0])
+        assigned = [TopicPartition(topic, p, 0) for p in range(partitions) if highs[p] > 0]
+        c.assign(assigned)
         out: list[Record] = []
-        next_offset = {p: 0 for p in range(partitions)}
+        reached = {p: 0 for p in range(partitions)}
         deadline = time.monotonic() + timeout
         last_progress = time.monotonic()
-        while any(next_offset[p] < highs[p] for p in highs):
+        while any(reached[p] < highs[p] for p in highs):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"drain of {topic}: at {next_offset} of {highs} after {timeout:.0f} s")
-            if read_committed and time.monotonic() - last_progress > 5:
+                raise TimeoutError(f"drain of {topic}: at {reached} of {highs} after {timeout:.0f} s")
+            if time.monotonic() - last_progress > idle_s:
                 break
             for m in _good(c.consume(1000, 0.5)):
                 last_progress = time.monotonic()
                 out.append(Record(m.partition(), m.offset(), m.value()))
-                next_offset[m.partition()] = m.offset() + 1
+                reached[m.partition()] = max(reached[m.partition()], m.offset() + 1)
+            for tp in c.position(assigned):
+                if tp.offset is not None and tp.offset > reached[tp.partition]:
+                    reached[tp.partition] = tp.offset
         return out
     finally:
         c.close()

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,15 +87,19 @@ class BrokerProcess:
 
 class LocalCluster:
     """See the module docstring. ``config`` holds broker keys applied to
-    every broker (``num.partitions`` ...); ``zookeeper`` is
+    every broker (``num.partitions`` ...); ``racks`` gives broker i its
+    ``broker.rack`` (``racks[i]``; None: no rack); ``zookeeper`` is
     ``host:port[/chroot]`` of an existing ZooKeeper, else one is started."""
 
     def __init__(self, brokers: int = 3, data_dir: str | Path | None = None, base_port: int = 0,
                  zookeeper: str | None = None, zookeeper_port: int | None = None,
                  config: Mapping[str, str] | None = None, chroot: str = "/kavka", secure: bool = False,
-                 metrics: bool = True) -> None:
+                 metrics: bool = True, racks: Sequence[str | None] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks names {len(racks)} rack(s) for {brokers} broker(s); give one per broker")
+        self.racks: tuple[str | None, ...] = tuple(racks) if racks is not None else (None,) * brokers
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kavka-cluster-"))
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -193,6 +197,9 @@ class LocalCluster:
             assert b.mtls_port is not None
             props.update(self.secure.broker_config(b.broker_id, b.port, b.mtls_port))
         props.update(self.config)
+        rack = self.racks[b.broker_id]
+        if rack is not None:
+            props["broker.rack"] = rack
         lines = ["# written by kavka.tools.cluster"] + [f"{k}={v}" for k, v in props.items()]
         # a secured broker's file holds its inter-broker password: owner only
         fd = os.open(b.properties, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if self.secure else 0o644)

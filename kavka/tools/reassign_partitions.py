@@ -5,7 +5,9 @@ Modes (exactly one):
 
 - ``--generate --topics-to-move-json-file F --broker-list 4,5,6``: print the
   topics' current assignment and a proposed plan placing them on those
-  brokers (the placement of new topics, ``kavka.controller.assignment``;
+  brokers (the placement of new topics, ``kavka.controller.assignment``:
+  rack-aware when the brokers have a ``broker.rack``, refused when only
+  some have one unless ``--disable-rack-aware``, which ignores the racks;
   each topic keeps its replication factor). Nothing is changed.
 - ``--execute --reassignment-json-file F``: print the current assignment of
   the plan's partitions (save it to roll back), then submit the plan with
@@ -89,6 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topics-to-move-json-file", metavar="FILE",
                    help='generate: {"topics":[{"topic":"t"}],"version":1}')
     p.add_argument("--broker-list", metavar="ID,ID,...", help="generate: the brokers to place replicas on")
+    p.add_argument("--disable-rack-aware", action="store_true",
+                   help="generate: ignore the brokers' racks (broker.rack) when placing replicas")
     p.add_argument("--reassignment-json-file", metavar="FILE",
                    help='execute/verify/cancel: {"version":1,"partitions":[{"topic":"t","partition":0,'
                         '"replicas":[4,5,6]}]}')
@@ -116,12 +120,12 @@ def _check(args: argparse.Namespace) -> None:
         raise usage(f"--timeout-ms must be positive, got {args.timeout_ms}")
     if args.generate:
         if args.reassignment_json_file or args.additional:
-            raise usage("--generate takes --topics-to-move-json-file and --broker-list only")
+            raise usage("--generate takes --topics-to-move-json-file, --broker-list and --disable-rack-aware only")
         if not args.broker_list:
             raise usage("--generate needs --broker-list")
     else:
-        if args.topics_to_move_json_file or args.broker_list:
-            raise usage("--topics-to-move-json-file and --broker-list belong to --generate")
+        if args.topics_to_move_json_file or args.broker_list or args.disable_rack_aware:
+            raise usage("--topics-to-move-json-file, --broker-list and --disable-rack-aware belong to --generate")
         if args.additional and not args.execute:
             raise usage("--additional belongs to --execute")
         if args.zookeeper and (args.cancel or args.additional):
@@ -144,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         if args.zookeeper:
             with ZkAdmin(args.zookeeper) as zk:
                 if args.generate:
-                    return _generate(zk.assignment(topics), zk.live_brokers(), topics, brokers)
+                    return _generate(zk.assignment(topics), zk.broker_racks(), topics, brokers,
+                                     args.disable_rack_aware)
                 if args.execute:
                     return _execute_zk(zk, moves)
                 return _verify(moves, zk.assignment({m.topic for m in moves}, missing_ok=True),
@@ -154,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.generate:
                 assignment = await current_assignment(cluster, topics)
-                return _generate(assignment, set(cluster.metadata.brokers), topics, brokers)
+                racks = {b.node_id: b.rack for b in cluster.metadata.brokers.values()}
+                return _generate(assignment, racks, topics, brokers, args.disable_rack_aware)
             if args.execute:
                 return await _execute(cluster, moves, args)
             if args.verify:
@@ -166,12 +172,15 @@ def run(args: argparse.Namespace) -> int:
     return run_main(main)
 
 
-def _generate(assignment: Assignment, live: set[int], topics: tuple[str, ...], brokers: tuple[int, ...]) -> int:
-    missing = sorted(set(brokers) - live)
+def _generate(assignment: Assignment, live: dict[int, str | None], topics: tuple[str, ...],
+              brokers: tuple[int, ...], disable_rack_aware: bool) -> int:
+    """``live``: each live broker's rack."""
+    missing = sorted(set(brokers) - set(live))
     if missing:
         raise CliError(f"brokers {missing} of --broker-list are not in the cluster (live brokers: {sorted(live)})")
+    racks = None if disable_rack_aware else {b: live[b] for b in brokers}
     try:
-        proposed = plan.generate(assignment, topics, brokers, random.Random())
+        proposed = plan.generate(assignment, topics, brokers, random.Random(), racks)
     except plan.PlanError as e:
         raise CliError(str(e)) from None
     print("Current partition replica assignment")

@@ -165,13 +165,23 @@ def current_moves(assignment: Mapping[tuple[str, int], tuple[int, ...]],
 
 
 def generate(assignment: Mapping[tuple[str, int], tuple[int, ...]], topics: Iterable[str],
-             brokers: Iterable[int], rng: random.Random | None = None) -> tuple[PartitionMove, ...]:
+             brokers: Iterable[int], rng: random.Random | None = None,
+             racks: Mapping[int, str | None] | None = None) -> tuple[PartitionMove, ...]:
     """A proposed plan placing every partition of ``topics`` on ``brokers``
     with the placement of new topics (seed 000 §如何将所有 Replica 均匀分布到
     整个集群, ``kavka.controller.assignment``), keeping each topic's
     replication factor (that of its partition 0, as Kafka does).
-    ``assignment`` maps (topic, partition) to the present replicas."""
+    ``assignment`` maps (topic, partition) to the present replicas;
+    ``racks`` each broker's rack (rack-aware placement when every one of
+    ``brokers`` has one; None: ignore racks, --disable-rack-aware)."""
     brokers = tuple(brokers)
+    if racks is not None:
+        unracked = sorted(b for b in brokers if racks.get(b) is None)
+        if unracked and len(unracked) < len(brokers):
+            # Kafka's ReassignPartitionsCommand.getBrokerMetadata
+            raise PlanError(f"Not all brokers have rack information (brokers {unracked} have no broker.rack). Add "
+                            "--disable-rack-aware in command line to make replica assignment without rack "
+                            "information.")
     out: list[PartitionMove] = []
     for topic in topics:
         partitions = sorted(p for t, p in assignment if t == topic)
@@ -179,7 +189,7 @@ def generate(assignment: Mapping[tuple[str, int], tuple[int, ...]], topics: Iter
             raise PlanError(f"topic {topic} has no partitions in the cluster metadata")
         rf = len(assignment[(topic, partitions[0])])
         try:
-            placed = assign_replicas(brokers, len(partitions), rf, rng=rng)
+            placed = assign_replicas(brokers, len(partitions), rf, racks=racks, rng=rng)
         except AssignmentError as e:
             raise PlanError(f"topic {topic}: {e}") from None
         out.extend(PartitionMove(topic, p, placed[i]) for i, p in enumerate(partitions))

@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zookeeper", help="use an existing ZooKeeper HOST:PORT[/chroot] instead of starting one")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a broker config applied to every broker (repeatable), e.g. --config num.partitions=6")
+    p.add_argument("--racks", metavar="RACK,RACK,...",
+                   help="broker i's broker.rack is the i-th name (one per broker), e.g. --racks r1,r2,r3")
     p.add_argument("--no-metrics", action="store_true",
                    help="no Prometheus endpoints (default: each broker serves /metrics on a free loopback port)")
     p.add_argument("--secure", action="store_true",
@@ -56,8 +58,14 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"kavka up: {e}", file=sys.stderr)
         return 2
+    racks = args.racks.split(",") if args.racks else None
+    if racks is not None and (len(racks) != args.brokers or not all(r.strip() for r in racks)):
+        print(f"kavka up: --racks names {len(racks)} rack(s) for {args.brokers} broker(s); give one non-empty "
+              "name per broker", file=sys.stderr)
+        return 2
     cluster = LocalCluster(args.brokers, args.data_dir, args.base_port, args.zookeeper,
-                           args.zookeeper_port, config, secure=args.secure, metrics=not args.no_metrics)
+                           args.zookeeper_port, config, secure=args.secure, metrics=not args.no_metrics,
+                           racks=[r.strip() for r in racks] if racks is not None else None)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

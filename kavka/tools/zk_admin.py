@@ -25,7 +25,7 @@ from kavka.zk.admin import (
     PreferredReplicaElectionZNode,
     ReassignPartitionsZNode,
 )
-from kavka.zk.brokers import TopicZNode
+from kavka.zk.brokers import BrokerIdZNode, TopicZNode
 
 BROKER_IDS_PATH = "/brokers/ids"
 TOPICS_PATH = "/brokers/topics"
@@ -73,6 +73,21 @@ class ZkAdmin:
 
     def live_brokers(self) -> set[int]:
         return {int(c) for c in self._children(BROKER_IDS_PATH) if c.isdigit()}
+
+    def broker_racks(self) -> dict[int, str | None]:
+        """Each registered broker's ``rack`` from ``/brokers/ids/<id>``
+        (None: no ``broker.rack``); a broker gone meanwhile is left out."""
+        from kazoo.exceptions import NoNodeError
+
+        out: dict[int, str | None] = {}
+        for broker_id in sorted(self.live_brokers()):
+            path = BrokerIdZNode.path(broker_id)
+            try:
+                data, _ = self._client.get(path)
+            except NoNodeError:
+                continue
+            out[broker_id] = BrokerIdZNode.decode(data, path).rack
+        return out
 
     def topics(self) -> list[str]:
         return sorted(self._children(TOPICS_PATH))

@@ -1,9 +1,16 @@
 """The chaos harness end to end, short (``make chaos`` is the long run):
 three brokers and a three-member ZooKeeper ensemble on their own hosts,
-the queue workload (idempotent acks=all producer, a consumer group), a
-partition's leader cut from its followers, then a ZooKeeper member killed
-and restarted; after the heal, the checker finds nothing. Skips, saying
-why, where network namespaces cannot be made."""
+the queue workload (idempotent acks=all producer, a consumer group), the
+Jepsen 2013 partition (a leader cut from its followers, then from
+ZooKeeper too: ``leader-then-zk``), then a ZooKeeper member killed and
+restarted.
+
+With the safe configuration (min.insync.replicas=2, unclean election off,
+truncation by leader epoch) the checker finds nothing. With the unsafe one
+(min.insync.replicas=1, unclean election on, truncation to the HW) the same
+schedule loses acknowledged writes, and the checker must report them with
+the fault that caused them: it is not blind. Skips, saying why, where
+network namespaces cannot be made."""
 
 from __future__ import annotations
 
@@ -17,14 +24,29 @@ pytestmark = [pytest.mark.chaos, pytest.mark.cluster, pytest.mark.timeout(600),
               pytest.mark.skipif(REASON is not None, reason=f"chaos harness: {REASON}")]
 
 
-def test_partition_and_zookeeper_member_kill_lose_nothing():
+SCHEDULE = [(2, 14, "leader-then-zk", 1), (22, 10, "zk-kill", 2)]
+
+
+def _run(unsafe: bool):
     lines: list[str] = []
-    result = run(seconds=40, seed=16, brokers=3, zookeepers=3, workloads=["queue"],
-                 schedule=[(2, 12, "partition-leader", 1), (20, 10, "zk-kill", 2)], say=lines.append)
-    shown = table(result, unsafe=False) + "\n" + "\n".join(lines) + "\n" + "\n".join(
+    result = run(seconds=40, seed=16, brokers=3, zookeepers=3, workloads=["queue"], unsafe=unsafe,
+                 schedule=SCHEDULE, say=lines.append)
+    shown = table(result, unsafe=unsafe) + "\n" + "\n".join(lines) + "\n" + "\n".join(
         str(f) for f in result.report.findings[:20])
-    assert result.injections == {"partition-leader": 1, "zk-kill": 1}, shown
+    return result, shown
+
+
+def test_partition_and_zookeeper_member_kill_lose_nothing():
+    result, shown = _run(unsafe=False)
+    assert result.injections == {"leader-then-zk": 1, "zk-kill": 1}, shown
     assert result.report.acknowledged["queue"] > 500, shown
     assert result.report.ok, shown
     assert not result.report.findings, shown
     assert result.verification.startswith("exit 0"), shown
+
+
+def test_the_unsafe_configuration_loses_acknowledged_writes_and_the_checker_says_so():
+    result, shown = _run(unsafe=True)
+    lost = [f for f in result.report.violations if f.kind in ("lost", "moved")]
+    assert lost, shown
+    assert any(e.kind == "leader-then-zk" for f in lost for e in f.nemesis), shown

@@ -36,6 +36,7 @@ from kavka.client.admin_types import NewTopic as KavkaNewTopic
 from kavka.common.errors import ErrorCode
 from kavka.protocol.messages import FetchRequest, MetadataRequest
 from kavka.tools.client_cli import open_cluster
+from tests.metrics.scrape import scrape
 
 from .cluster_helpers import RawConnection, wait_until
 
@@ -138,6 +139,10 @@ def test_producer_byte_rate_by_client_id(cluster):
     assert slow.rate < 2 * QUOTA
     assert fast.rate > 5 * QUOTA
     assert slow.throttle_max > 0 and fast.throttle_max == 0
+    # the broker's metrics say who was throttled, by which quota (Kafka's throttle-time per client)
+    metrics = scrape(cluster.metrics_urls[0])
+    assert metrics.total("kafka_server_quota_throttle_time", resource="Produce", clientId="slow-producer") > 0
+    assert not [s for s in metrics.series("kafka_server_quota_throttle_time") if s["clientId"] == "fast-producer"]
 
     # removed live: the same client id runs free again
     set_quota(cluster, ["--client", "slow-producer"], ["--delete-config", "producer_byte_rate"], "clients")

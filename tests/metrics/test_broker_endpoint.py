@@ -95,6 +95,9 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         # replication and the controller of a one-broker cluster
         assert s.value("kafka_controller_kafkacontroller_activecontrollercount") == 1
         assert s.value("kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+        assert s.value("kafka_controller_kafkacontroller_preferredreplicaimbalancecount") == 0
+        assert s.value("kafka_controller_kafkacontroller_globaltopiccount") == 2  # metered, __consumer_offsets
+        assert s.value("kafka_server_replicamanager_offlinereplicacount") == 0
         assert s.value("kafka_server_replicamanager_underreplicatedpartitions") == 0
         assert s.value("kafka_server_replicamanager_undermininsrpartitioncount") == 0
         assert s.value("kafka_server_replicamanager_leadercount") == s.value("kafka_server_replicamanager_partitioncount")
@@ -120,6 +123,7 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
                        partition="0") == RECORDS - CONSUMED
         assert s.value("kafka_consumergroup_current_offset", consumergroup="readers", topic="metered",
                        partition="0") == CONSUMED
+        assert s.value("kafka_consumergroup_lag_sum", consumergroup="readers", topic="metered") == RECORDS - CONSUMED
 
         # the loop, ZooKeeper, connections, purgatories, flushes
         assert 0.0 <= s.value("kafka_network_socketserver_networkprocessoravgidlepercent") <= 1.0
@@ -133,6 +137,24 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         assert s.value("kafka_server_delayedoperationpurgatory_numdelayedoperations", delayedOperation="Fetch") >= 0
         assert "kafka_log_logflushstats_logflushrateandtimems" in s.families
         assert "process_resident_memory_bytes" in s.sample_names
+
+        # acks=0: no response goes out, the request is counted and timed all the same
+        await asyncio.to_thread(_produce_acks0, _bootstrap(broker), "metered")
+        after = await _scrape_until(url, lambda a: a.value("kafka_server_brokertopicmetrics_messagesin_total",
+                                                          topic="metered") == RECORDS + 10)
+        assert after.value("kafka_server_brokertopicmetrics_messagesin_total", topic="metered") == RECORDS + 10
+        more = after.total("kafka_network_requestmetrics_requests_total", request="Produce")
+        assert more > produced
+        assert after.value("kafka_network_requestmetrics_totaltimems_count", request="Produce") == more
+
+
+def _produce_acks0(bootstrap: str, topic: str) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 0, "linger.ms": 0})
+    for i in range(10):
+        producer.produce(topic, value=b"z" * 100, key=str(i).encode())
+    assert producer.flush(30) == 0
 
 
 async def test_without_metrics_port_there_is_no_endpoint_and_nothing_is_timed(zk_chroot, tmp_path) -> None:

@@ -38,7 +38,7 @@ class HungZkStore(InMemoryZkStore):
 
 
 def _admin(store) -> AdminManager:
-    return AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1, 2], num_partitions=2,
+    return AdminManager(KavkaZkClient(store), lambda: {}, lambda: {1: None, 2: None}, num_partitions=2,
                         default_replication_factor=2, auto_create_timeout_s=TIMEOUT_S)
 
 
@@ -55,7 +55,7 @@ async def test_auto_create_writes_the_topic_and_answers_leader_not_available():
 async def test_a_topic_that_cannot_be_created_is_unknown():
     store = InMemoryZkStore(InMemoryZooKeeper())
     await store.start()
-    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
+    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: {1: None}, num_partitions=1,
                          default_replication_factor=3, auto_create_timeout_s=TIMEOUT_S)
     assert await admin.auto_create(["t"]) == {"t": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 

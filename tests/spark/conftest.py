@@ -75,7 +75,8 @@ class _Clusters:
         self.tmp = tmp_path_factory
         self.made: list[LocalCluster] = []
 
-    def make(self, brokers: int = 1, config: dict | None = None, secure: bool = False) -> LocalCluster:
+    def make(self, brokers: int = 1, config: dict | None = None, secure: bool = False,
+             racks: list[str | None] | None = None) -> LocalCluster:
         chroot = f"{self.zookeeper}/kavka-spark-{uuid.uuid4().hex[:12]}"
         # Small internal topics: creating 50 partitions of __transaction_state
         # or __consumer_offsets on first use costs a test seconds.
@@ -83,7 +84,7 @@ class _Clusters:
                 "auto.create.topics.enable": "false", "transaction.state.log.num.partitions": "2",
                 "offsets.topic.num.partitions": "2"}
         cluster = LocalCluster(brokers, self.tmp.mktemp("kavka-spark"), zookeeper=chroot,
-                               config={**base, **(config or {})}, secure=secure)
+                               config={**base, **(config or {})}, secure=secure, racks=racks)
         self.made.append(cluster)
         cluster.start()
         return cluster
@@ -95,7 +96,7 @@ class _Clusters:
 
 @pytest.fixture(scope="module")
 def make_module_cluster(zookeeper: str, tmp_path_factory) -> Iterator:
-    """A factory of LocalClusters (``make(brokers, config, secure)``) on fresh
+    """A factory of LocalClusters (``make(brokers, config, secure, racks)``) on fresh
     ZooKeeper chroots, stopped at the end of the module."""
     clusters = _Clusters(zookeeper, tmp_path_factory)
     yield clusters.make

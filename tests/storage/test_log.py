@@ -197,6 +197,18 @@ def test_truncate_to_within_and_across_segments(log_dir, clock):
     reopened.close()
 
 
+def test_truncate_to_the_log_end_drops_an_epoch_that_starts_there(log_dir, clock):
+    """A leader that wrote nothing in its epoch: the entry at the log end
+    goes, the records stay (Kafka's UnifiedLog.truncateTo)."""
+    log = Log(log_dir, small_config(), clock=clock)
+    log.append_as_leader(make_batch(3), 1)
+    log.leader_epoch_cache.assign(4, 3)
+    assert not log.truncate_to(3) and not log.truncate_to(10)
+    assert log.log_end_offset == 3
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries()] == [(1, 0)]
+    log.close()
+
+
 def test_truncate_fully_and_start_at(log_dir, clock):
     log = Log(log_dir, small_config(), clock=clock)
     for _ in range(5):

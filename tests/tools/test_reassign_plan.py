@@ -116,3 +116,23 @@ def test_move_status() -> None:
     assert move_status(m, (4, 5, 6), in_progress=False) is MoveStatus.COMPLETED
     assert move_status(m, (5, 4, 6), in_progress=False) is MoveStatus.FAILED  # order names the preferred leader
     assert move_status(m, None, in_progress=False) is MoveStatus.FAILED
+
+
+def test_generate_places_replicas_over_the_racks() -> None:
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    assignment = {("t", p): (1, 2, 3) for p in range(10)}
+    proposed = generate(assignment, ["t"], sorted(racks), random.Random(3), racks)
+    assert len(proposed) == 10
+    for m in proposed:
+        assert sorted(racks[b] for b in m.replicas) == ["a", "b", "c"]
+
+
+def test_generate_refuses_a_mix_of_racked_and_unracked_brokers_unless_racks_are_ignored() -> None:
+    racks = {1: "a", 2: None, 3: "b"}
+    assignment = {("t", 0): (1, 2)}
+    with pytest.raises(PlanError, match=r"Not all brokers have rack information \(brokers \[2\].*--disable-rack-aware"):
+        generate(assignment, ["t"], [1, 2, 3], random.Random(1), racks)
+    # --disable-rack-aware: racks=None
+    assert len(generate(assignment, ["t"], [1, 2, 3], random.Random(1), None)) == 1
+    # only the brokers of --broker-list count
+    assert len(generate(assignment, ["t"], [1, 3], random.Random(1), racks)) == 1

@@ -67,8 +67,10 @@ class ReplicaFetcherManager:
         now: Callable[[], float] = time.monotonic,
         broker_epoch: Callable[[], int | None] = lambda: None,
         security: ClientSecurity = PLAINTEXT_SECURITY,
+        high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> None:
         self._assignments = FetcherAssignments(num_fetchers)
+        self._high_watermark_moved = high_watermark_moved
         self._security = security
         self.broker_id = broker_id
         self._config = config
@@ -93,16 +95,19 @@ class ReplicaFetcherManager:
         throttled: Callable[[TopicPartition], bool] | None = None,
         broker_epoch: Callable[[], int | None] = lambda: None,
         security: ClientSecurity = PLAINTEXT_SECURITY,
+        high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> ReplicaFetcherManager:
         """From the broker's (dynamic) ``KafkaConfig``: ``broker_config()``
         returns the current one; Kafka's keys are read each fetch round.
         ``broker_epoch()``: this broker's registration czxid, which its
         Fetch requests carry (KIP-903) so that leaders believe its replica
-        id; ``security``: how to connect to the leaders' inter-broker listener."""
+        id; ``security``: how to connect to the leaders' inter-broker listener;
+        ``high_watermark_moved(tp)``: a follower's high watermark moved
+        (consumers may wait for it, KIP-392)."""
         return cls(
             broker_id, lambda: ReplicaFetcherConfig.from_broker(broker_config()), log_manager, get_partition,
             num_fetchers=int(broker_config()["num.replica.fetchers"]), throttled=throttled,
-            broker_epoch=broker_epoch, security=security,
+            broker_epoch=broker_epoch, security=security, high_watermark_moved=high_watermark_moved,
         )
 
     def _topic_id(self, tp: TopicPartition) -> uuid.UUID | None:
@@ -193,7 +198,7 @@ class ReplicaFetcherManager:
         runner = ReplicaFetcher(
             f"ReplicaFetcher-{self.broker_id}-from-{key.broker_id}-{key.fetcher_id}",
             self.broker_id, source, self._endpoint_factory(source), self._log_manager, self._get_partition,
-            self._config, self.quota, self._throttled, self._now,
+            self._config, self.quota, self._throttled, self._now, self._high_watermark_moved,
         )
         runner.adopt(moved)
         self._runners[key] = runner

@@ -90,8 +90,12 @@ class ReplicaFetcher:
         quota: ReplicationQuota,
         throttled: Callable[[TopicPartition], bool],
         now: Callable[[], float] = time.monotonic,
+        high_watermark_moved: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> None:
         self.name = name
+        # KIP-392: consumers reading this follower wait in its fetch
+        # purgatory for its high watermark (Kafka's completeDelayedFetchRequests)
+        self._high_watermark_moved = high_watermark_moved
         self.broker_id = broker_id
         self.source = source
         self.endpoint = endpoint
@@ -204,9 +208,10 @@ class ReplicaFetcher:
 
     def _truncate(self, tp: TopicPartition, partition: Partition, offset: int, why: str) -> None:
         leo = partition.log.log_end_offset
-        if offset >= leo:
-            return
-        logger.info("%s: truncating %s from %d to %d (%s)", self.name, tp, leo, offset, why)
+        if offset < leo:
+            logger.info("%s: truncating %s from %d to %d (%s)", self.name, tp, leo, offset, why)
+        # Called at or past the log end too: no record goes, but an epoch
+        # we started there as a leader that wrote nothing does (Log.truncate_to).
         self._log_manager.truncate_to(tp, offset)
 
     def _apply_epoch_end(
@@ -326,7 +331,10 @@ class ReplicaFetcher:
                          self.name, tp, state.fetch_offset, e)
             self._delay(tp, state, cfg)
             return
+        high_watermark = log.high_watermark
         partition.update_follower_high_watermark(data.high_watermark)
+        if log.high_watermark != high_watermark:
+            self._high_watermark_moved(tp)
         if data.log_start_offset > log.log_start_offset:
             # The leader's retention or DeleteRecords moved its log start.
             log.maybe_increment_log_start_offset(min(data.log_start_offset, log.high_watermark))

@@ -4,9 +4,11 @@ replica id >= 0), waiting in the DelayedFetch purgatory until ``min_bytes``
 are available or ``max_wait_ms`` passes (seed 000 §Follower 从 Leader Fetch
 数据 steps 1-5).
 
-Versions 4-16: v4 is the first that carries record batch v2 and the
+Versions 4-17: v4 is the first that carries record batch v2 and the
 isolation level. v13+ names topics by id (KIP-516); an unknown id gets
-UNKNOWN_TOPIC_ID. Incremental fetch sessions (KIP-227) are not offered:
+UNKNOWN_TOPIC_ID. v17's replica directory id (KIP-853) is KRaft's: only
+fetches of its metadata quorum read it, as in Kafka, so a partition's
+fetch is answered as at v16. Incremental fetch sessions (KIP-227) are not offered:
 every response has session id 0, which tells a client to keep sending full
 requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
 Kafka answers for an evicted session. The records are the log's bytes,
@@ -34,6 +36,19 @@ follower's log end offset, high watermark or ISR. v13+ topic ids resolve
 through the metadata cache, or the ids of the partitions hosted here
 (LeaderAndIsr v5+), which a follower of a brand-new topic may use before
 this broker's UpdateMetadata names it.
+
+Fetch from follower (KIP-392): a consumer's v11+ request carries its
+``rack_id`` (``client.rack``). On the leader, ``replica.selector.class``
+may answer a partition with ``preferred_read_replica`` and no records; the
+consumer then fetches from that follower, which serves it below its own
+high watermark (and last stable offset), waiting in its purgatory for its
+high watermark to move. A follower that the controller's last
+UpdateMetadata does not list in the ISR answers NOT_LEADER_OR_FOLLOWER,
+and one that no longer hosts the partition does as well, so the consumer
+goes back to the leader. ListOffsets and OffsetsForLeaderEpoch stay with
+the leader, as in Kafka (a consumer sends them to the leader). With no
+fetch sessions offered, a consumer moving between the leader and a
+follower holds no session state on either that could go stale.
 """
 
 from __future__ import annotations
@@ -45,7 +60,14 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.replica_manager import ReplicaManager
-from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData
+from kavka.replication.replica_selector import ClientMetadata
+from kavka.replication.requests import (
+    CONSUMER_REPLICA_ID,
+    FetchIsolation,
+    FetchParams,
+    FetchPartition,
+    FetchPartitionData,
+)
 from kavka.security.acl import AclOperation, ResourceType
 from kavka.security.quota.manager import ClientQuotaManager
 from kavka.server.authorization import AuthHelper
@@ -56,7 +78,7 @@ from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 1
 MIN_VERSION = 4
-MAX_VERSION = 16
+MAX_VERSION = 17
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger("kavka.server.fetch")
@@ -116,10 +138,17 @@ class FetchHandler:
             if window_bytes is not None:
                 max_bytes = min(max_bytes, int(window_bytes))
                 min_bytes = min(min_bytes, max_bytes)
+        # KIP-392: a consumer's Fetch v11+ may read a follower and be sent to
+        # a preferred read replica (Kafka's DefaultClientMetadata).
+        client = ClientMetadata(request.rack_id or "", ctx.client_id or "", ctx.client_host, ctx.listener) \
+            if version >= 11 and replica_id == CONSUMER_REPLICA_ID else None
         params = FetchParams(
             replica_id=replica_id, max_wait_ms=request.max_wait_ms, min_bytes=min_bytes,
-            max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level))
+            max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level),
+            client_metadata=client)
         refused = await self._refused(ctx, replica_id, replica_epoch, partitions)
+        if client is not None:
+            refused.update(self._out_of_sync_follower(partitions, refused))
         wanted = {tp: p for tp, p in partitions.items() if tp not in refused}
         data: dict[TopicPartition, FetchPartitionData] = dict(refused)
         if wanted:
@@ -143,6 +172,8 @@ class FetchHandler:
                     R.Responses.Partitions.AbortedTransactions(producer_id=t.producer_id, first_offset=t.first_offset)
                     for t in d.aborted_transactions
                 ] if version >= 4 else None, records=d.records)
+            if version >= 11:
+                part.preferred_read_replica = d.preferred_read_replica
             if version >= 12 and d.diverging_epoch is not None:
                 part.diverging_epoch = R.Responses.Partitions.DivergingEpoch(
                     epoch=d.diverging_epoch.epoch, end_offset=d.diverging_epoch.end_offset)
@@ -170,6 +201,25 @@ class FetchHandler:
                                                                    rack=b.rack))
         return response
 
+
+    def _out_of_sync_follower(self, partitions: dict[TopicPartition, FetchPartition],
+                              refused: dict[TopicPartition, FetchPartitionData]) -> dict[TopicPartition, FetchPartitionData]:
+        """A consumer reading a follower (KIP-392) that the controller's
+        last UpdateMetadata does not list in the ISR: NOT_LEADER_OR_FOLLOWER,
+        so the client goes back to the leader (which picks again among the
+        in-sync replicas) instead of reading a replica that fell behind."""
+        out: dict[TopicPartition, FetchPartitionData] = {}
+        for tp in partitions:
+            partition = self.replica_manager.get_partition(tp)
+            if tp in refused or partition is None or partition.is_leader:
+                continue
+            meta = self.cache.partition(tp.topic, tp.partition)
+            if meta is not None and self.cache.broker_id not in meta.isr:
+                out[tp] = FetchPartitionData(
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    error_message=f"broker {self.cache.broker_id} is a follower of {tp} out of its ISR "
+                                  f"{list(meta.isr)}; read from the leader {meta.leader}")
+        return out
 
     async def _refused(self, ctx: RequestContext, replica_id: int, replica_epoch: int,
                        partitions: dict[TopicPartition, FetchPartition]) -> dict[TopicPartition, FetchPartitionData]:

@@ -174,3 +174,29 @@ async def test_diverging_epoch_in_a_fetch_response_truncates(tmp_path, clock):
     assert c[A].batches(TP) == c[B].batches(TP)
     assert values(c, A) == [b"old", b"old", b"new", b"new"]
     await c.close()
+
+
+async def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_leader(tmp_path, clock):
+    """A becomes leader of epoch 1 (its epoch cache gets 1 -> its log end)
+    and loses leadership before writing anything; B leads epoch 2 and writes.
+    B never heard of epoch 1, so it answers A's epoch 1 with its epoch 0 and
+    where that ends, which is A's log end: no record to cut, but A's cache
+    entry for epoch 1 must go (Kafka's UnifiedLog.truncateTo does the same
+    for this case), or every Fetch A sends names epoch 1 again, is told its
+    epoch diverges, truncates nothing, and A never catches up (a chaos run
+    found the follower stuck out of the ISR for good)."""
+
+    c = Cluster(tmp_path, clock, (A, B))
+    c.leader_and_isr([state(B, 0, (B, A))])
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
+    await replicate(c, A, leo=1, hw=1)
+    c.znodes.versions[TP] = 1
+    c.leader_and_isr([state(A, 1, (A,), (B, A), zk_version=1)], to=[A])
+    assert c[A].log(TP).leader_epoch_cache.latest_epoch() == 1
+    c.znodes.versions[TP] = 2
+    c.leader_and_isr([state(B, 2, (B,), (B, A), zk_version=2)])
+    await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m2")})
+    await replicate(c, A, leo=2, hw=2)
+    assert values(c, A) == [b"m1", b"m2"]
+    assert c[A].batches(TP) == c[B].batches(TP)
+    await c.close()

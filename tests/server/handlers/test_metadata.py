@@ -49,11 +49,11 @@ def _request(version: int, topic: str) -> MetadataRequest:
     return request
 
 
-@pytest.mark.parametrize("version", [1, 4, 9, 12])
+@pytest.mark.parametrize("version", [1, 4, 9, 12, 13])
 async def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(version):
     store = HungZkStore(InMemoryZooKeeper())
     await store.start()
-    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: [1], num_partitions=1,
+    admin = AdminManager(KavkaZkClient(store), lambda: {}, lambda: {1: None}, num_partitions=1,
                          default_replication_factor=1, auto_create_timeout_s=0.2)
     cache = MetadataCache(1)
     cache.controller_id = 1  # as after the first UpdateMetadata
