@@ -37,7 +37,7 @@ IDLE_PERIOD_S = 1.0
 class EventLoopMonitor:
     """See the module docstring. ``idle_share`` is the last period's."""
 
-    def __init__(self, registry: CollectorRegistry, interval_s: float = 0.02) -> None:
+    def __init__(self, registry: CollectorRegistry, interval_s: float = 0.05) -> None:
         self.interval_s = interval_s
         self.lag = Histogram("kavka_event_loop_lag_seconds",
                              "How long a callback made ready waits for the event loop to run it",

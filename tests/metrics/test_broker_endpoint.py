@@ -95,6 +95,9 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         # replication and the controller of a one-broker cluster
         assert s.value("kafka_controller_kafkacontroller_activecontrollercount") == 1
         assert s.value("kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+        assert s.value("kafka_controller_kafkacontroller_preferredreplicaimbalancecount") == 0
+        assert s.value("kafka_controller_kafkacontroller_globaltopiccount") == 2  # metered, __consumer_offsets
+        assert s.value("kafka_server_replicamanager_offlinereplicacount") == 0
         assert s.value("kafka_server_replicamanager_underreplicatedpartitions") == 0
         assert s.value("kafka_server_replicamanager_undermininsrpartitioncount") == 0
         assert s.value("kafka_server_replicamanager_leadercount") == s.value("kafka_server_replicamanager_partitioncount")
