@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from kavka.tools.cluster import LocalCluster
+from tests.cluster.cluster_helpers import create_topic, produce
 
 from .browser import Browser, ConsoleProcess, wait_for
 
@@ -403,6 +404,9 @@ def test_metrics_page_charts_each_broker_and_names_the_url_that_fails(env):
 
 def test_a_broker_going_down_shows_on_the_open_page_which_keeps_working(env):
     cluster, _console, browser = env
+    # A topic with one replica per partition, one of them on the broker that goes down.
+    create_topic(cluster, "solo", assignment=[[2], [0]])
+    produce(cluster, "solo", {0: [b"on-2"], 1: [b"on-0"]})
     page = go(env, "/")
     expect(page.locator("#broker-2 .state")).to_have_text("up")
     cluster.stop_broker(2)
@@ -413,3 +417,9 @@ def test_a_broker_going_down_shows_on_the_open_page_which_keeps_working(env):
     expect(page.locator(f"#topic-{TOPIC}")).to_be_visible()
     page = go(env, f"/topics/{TOPIC}/messages?key=needle")
     expect(page.locator("#records tr.record")).to_have_count(1, timeout=WAIT)
+    page = go(env, "/")
+    expect(page.locator("#offline-count")).to_have_text("1", timeout=WAIT)
+    page = go(env, "/topics/solo/messages")
+    expect(page.locator("#browse-summary")).to_contain_text("partitions 0 have no leader now: left out")
+    expect(page.locator("#records tr.record .value")).to_have_text("on-0")
+    browser.shot("messages-partition-offline")
