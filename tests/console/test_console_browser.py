@@ -153,6 +153,8 @@ def test_produce_from_the_page_and_find_the_record_by_key(env):
     page = go(env, f"/topics/{TOPIC}/messages?header=trace%3Dabc&decode=hex")
     expect(page.locator("#records tr.record")).to_have_count(1)
     expect(page.locator("#records tr.record .key")).to_contain_text("6e 65 65 64 6c 65")  # "needle"
+    page = go(env, f"/topics/{TOPIC}/messages?partition=0,2&start=timestamp&at=1970-01-01T00:00:00")
+    expect(page.locator("#browse-summary")).to_contain_text("started at 0:0, 2:0")
     page = go(env, f"/topics/{TOPIC}/messages?value=plain&limit=1&partition=all")
     expect(page.locator("#browse-summary")).to_contain_text("record(s)")
     # Bad input: words, no records changed.
@@ -270,6 +272,14 @@ def test_a_groups_lag_falls_as_its_consumer_reads_and_offsets_reset(env):
     page.wait_for_load_state()
     expect(page.locator("#notice")).to_contain_text(f"Reset group {GROUP}")
     expect(page.locator("#total-lag")).to_have_text(str(total))
+    # Dry runs of the other targets: latest and a timestamp past every record are the log ends.
+    ends = [page.locator(f"#lag-{TOPIC}-{p} td").nth(3).inner_text() for p in range(3)]
+    for target, at in (("latest", ""), ("timestamp", "2999-01-01T00:00:00"), ("offset", "999999")):
+        submit(page, "#reset", {"topic": TOPIC, "to": target, "at": at})
+        expect(page.locator("#reset-plan .new-offset")).to_have_text(ends)
+    submit(page, "#reset", {"topic": TOPIC, "to": "timestamp", "at": "0"})
+    expect(page.locator("#reset-plan .new-offset")).to_have_text(["0", "0", "0"])
+    expect(page.locator("#total-lag")).to_have_text(str(total))  # still only dry runs
     page = go(env, "/groups")
     expect(page.locator(f"#group-{GROUP}")).to_contain_text("Empty")
     page = go(env, "/groups/no-such-group")
