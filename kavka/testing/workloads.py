@@ -92,7 +92,9 @@ class _Producing(_Threads):
     def _delivered(self, err: Any, msg: Any) -> None:
         now = self.clock.now()
         if err is None:
-            self.history.acks.append(Ack(now, self.process, self.topic, msg.partition(), msg.offset(), msg.value()))
+            offset = msg.offset()
+            self.history.acks.append(Ack(now, self.process, self.topic, msg.partition(),
+                                         -1 if offset is None or offset < 0 else offset, msg.value()))
         else:
             self.history.failures.append(Send(now, self.process, self.topic, msg.partition(), msg.value()))
 
