@@ -293,10 +293,18 @@ class Report:
                    and (expected is None or f.expected == expected))
 
 
-def _around(events: Sequence[NemesisEvent], t: float | None, window: float) -> tuple[NemesisEvent, ...]:
+def _around(events: Sequence[NemesisEvent], t: float | None, window: float,
+            most: int = 3) -> tuple[NemesisEvent, ...]:
+    """The faults active at ``t`` and the ones that ended or began within
+    ``window`` of it, nearest first, at most ``most``."""
     if t is None:
         return ()
-    return tuple(e for e in events if e.start - window <= t <= e.end + window)
+
+    def distance(e: NemesisEvent) -> float:
+        return 0.0 if e.start <= t <= e.end else min(abs(t - e.start), abs(t - e.end))
+
+    near = [e for e in events if e.start - window <= t <= e.end + window]
+    return tuple(sorted(near, key=distance)[:most])
 
 
 def check(history: History, *, window: float = 15.0) -> Report:

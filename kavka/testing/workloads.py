@@ -90,6 +90,14 @@ class _Producing(_Threads):
         self.sent = 0
 
     def _delivered(self, err: Any, msg: Any) -> None:
+        # An exception escaping a librdkafka callback resurfaces later in
+        # some unrelated call of the producer thread and ends it; keep it here.
+        try:
+            self._record_delivery(err, msg)
+        except Exception as e:  # noqa: BLE001
+            self.errors.append(f"{self.process}: delivery report {msg!r}: {e!r}")
+
+    def _record_delivery(self, err: Any, msg: Any) -> None:
         now = self.clock.now()
         if err is None:
             offset = msg.offset()
