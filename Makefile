@@ -18,6 +18,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make test   - set up .venv and system packages, check layers, run the suite"
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
+	@echo "              (prints the console's and the metrics URLs; DEMO_ARGS=--keep keeps them up until Ctrl-C)"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 	@echo "make chaos  - brokers and a ZooKeeper ensemble in network namespaces under a seeded random fault schedule, checked Jepsen-style (root; CHAOS_MINUTES, CHAOS_SEED)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"

@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--days", type=_positive, help="only the first N days of 2013 (default: the whole year)")
     c.add_argument("--max-offsets-per-trigger", type=_positive, default=50_000,
                    help="flights per micro-batch (default 50000)")
-    c.add_argument("--keep", action="store_true", help="keep the cluster's and Spark's files")
+    c.add_argument("--keep", action="store_true",
+                   help="after the summary, keep the cluster and the console up until Ctrl-C; keep their files")
     return p
 
 

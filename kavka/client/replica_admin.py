@@ -77,8 +77,12 @@ class ReplicaAdmin:
         self.timeout_ms = timeout_ms
 
     async def _to_controller(self, body: Request[R], what: str, deadline_ms: int | None = None) -> R:
+        # The controller may hold the answer up to the request's own timeout_ms (it waits for the
+        # brokers); the connection waits that long on top of its usual request timeout.
+        wait_ms = self.cluster.request_timeout_ms + int(getattr(body, "timeout_ms", 0) or 0)
+
         async def attempt() -> R:
-            resp = await self.cluster.send(await self.cluster.controller_id(), body)
+            resp = await self.cluster.send(await self.cluster.controller_id(), body, timeout_ms=wait_ms)
             code = getattr(resp, "error_code", 0)
             if code:
                 message = getattr(resp, "error_message", None)

@@ -40,9 +40,11 @@ class ConsoleSettings:
 
 
 def build_app(settings: ConsoleSettings) -> Starlette:
-    cluster = Cluster(settings.bootstrap, client_id=settings.client_id,
-                      request_timeout_ms=settings.request_timeout_ms,
-                      connect_timeout_ms=min(5_000, settings.request_timeout_ms),
+    # One request may take half of an operation's time: a broker that stands still costs one
+    # timeout, its connection is closed, and the retry goes to another broker within the deadline.
+    per_request = max(500, settings.request_timeout_ms // 2)
+    cluster = Cluster(settings.bootstrap, client_id=settings.client_id, request_timeout_ms=per_request,
+                      connect_timeout_ms=min(5_000, per_request),
                       default_deadline_ms=settings.request_timeout_ms, security=settings.security)
     service = ConsoleService(cluster, timeout_ms=settings.request_timeout_ms)
     web = Web(service, settings.bootstrap)

@@ -25,6 +25,7 @@ MAX_LIMIT = 500
 DEFAULT_LIMIT = 20
 SCAN_LIMIT = 10_000  # records examined per partition and page while a filter skips them
 SHOWN_BYTES = 64 * 1024  # a key or value longer than this is cut on the page
+NOT_JSON = "not valid JSON; shown as text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ def decode(data: bytes | None, how: str) -> tuple[str, str | None]:
         try:
             return json.dumps(json.loads(data), indent=2, ensure_ascii=False, sort_keys=False), None
         except (ValueError, RecursionError):
-            note = "not valid JSON; shown as text"
+            note = NOT_JSON
     try:
         return shown.decode("utf-8"), note
     except UnicodeDecodeError:

@@ -378,9 +378,15 @@ class ConsoleService:
             raise UnknownTopicOrPartitionError(f"topic {topic} has {count} partitions")
         tps = [TopicPartition(topic, p) for p in q.partitions]
         starts, ends = await self._offsets(tps)
-        missing = [str(tp) for tp in tps if tp not in starts or tp not in ends]
+        missing = [tp for tp in tps if tp not in starts or tp not in ends]
+        skipped = None
         if missing:
-            raise KafkaError(f"no leader answered for {', '.join(missing)}", code=ErrorCode.LEADER_NOT_AVAILABLE)
+            if len(missing) == len(tps):
+                raise KafkaError(f"no leader answered for {', '.join(map(str, missing))}",
+                                 code=ErrorCode.LEADER_NOT_AVAILABLE)
+            # A partition without a leader now (its brokers are down) is left out; the others are read.
+            skipped = f"partitions {', '.join(str(tp.partition) for tp in missing)} have no leader now: left out"
+            tps = [tp for tp in tps if tp not in missing]
         at_ts: dict[TopicPartition, int] = {}
         if q.positions is None and q.start == "timestamp" and q.start_value is not None:
             found = await self.admin.list_offsets({tp: q.start_value for tp in tps})
@@ -427,6 +433,8 @@ class ConsoleService:
             if done:
                 pending = [tp for tp in pending if tp not in done]
                 consumer.assign(pending)
+        if skipped is not None:
+            partial = skipped if partial is None else f"{skipped}; {partial}"
         records = sorted((r for rs in kept.values() for r in rs), key=lambda r: (r.timestamp, r.partition, r.offset))
         return BrowsePage(tuple(records), started, {tp.partition: positions[tp] for tp in tps},
                           {tp.partition: starts[tp] for tp in tps}, {tp.partition: ends[tp] for tp in tps},

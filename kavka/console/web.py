@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlparse
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.exceptions import HTTPException
@@ -82,7 +82,14 @@ class Web:
 
 
 async def form_of(request: Request) -> dict[str, str]:
-    """The posted form as text fields, refused when too large."""
+    """The posted form as text fields, refused when too large or sent
+    from another site's page (the console has no login of its own, so a
+    page elsewhere must not make a visitor's browser delete a topic: the
+    browser's Origin, or failing that Referer, must be the console)."""
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is not None and urlparse(source).netloc != request.headers.get("host", ""):
+        raise FormError(f"a form posted from {urlparse(source).netloc or source[:80]!r} is refused; "
+                        "use the console's own pages")
     size = request.headers.get("content-length")
     if size is not None and (not size.isdigit() or int(size) > MAX_FORM_BYTES):
         raise FormError(f"the form is larger than {MAX_FORM_BYTES} bytes")

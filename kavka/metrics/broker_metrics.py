@@ -87,6 +87,9 @@ class ReplicaManagerMetrics:
             elif isr == min_isr:
                 at_min += 1
         yield gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker", len(partitions))
+        yield gauge("kafka_server_replicamanager_offlinereplicacount",
+                    "Partitions hosted here whose log is offline (its log directory failed)",
+                    sum(1 for p in partitions if p.log.offline))
         yield gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", len(leaders))
         yield gauge("kafka_server_replicamanager_underreplicatedpartitions",
                     "Partitions led here whose ISR is smaller than their replica set", under)
@@ -164,18 +167,26 @@ class ControllerMetrics:
     def collect(self) -> Iterator[Metric]:
         controller = self._controller
         active = controller.active
-        offline = topics = partitions = 0
+        offline = topics = partitions = imbalance = 0
         if active is not None:
             # partitions of topics being deleted are not counted offline (Kafka's OfflinePartitionsCount)
             deleting = active.context.topics_to_delete
             states = active.partitions.states
             offline = sum(1 for tp in states.in_state(PartitionState.OFFLINE) if tp.topic not in deleting)
-            topics = len(active.context.assignments)
+            context = active.context
+            topics = len(context.assignments)
             partitions = len(states)
+            # led by another replica than the first of its replica set (the preferred one)
+            for tp in context.all_partitions():
+                replicas, leadership = context.partition_replicas(tp), context.leader_and_isr(tp)
+                if replicas and leadership is not None and leadership.leader != replicas[0]:
+                    imbalance += 1
         yield gauge("kafka_controller_kafkacontroller_activecontrollercount",
                     "1 on the active controller, 0 elsewhere: the cluster's sum must be 1", 1 if active else 0)
         yield gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
                     "Partitions without a live leader (on the active controller)", offline)
+        yield gauge("kafka_controller_kafkacontroller_preferredreplicaimbalancecount",
+                    "Partitions not led by their preferred replica (on the active controller)", imbalance)
         yield gauge("kafka_controller_kafkacontroller_globaltopiccount", "Topics (on the active controller)", topics)
         yield gauge("kafka_controller_kafkacontroller_globalpartitioncount",
                     "Partitions (on the active controller)", partitions)

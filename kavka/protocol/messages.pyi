@@ -167,7 +167,7 @@ class ProduceRequest(Request[ProduceResponse]):
 
 
 class FetchResponse(Response):
-    """Fetch response (API key 1), versions 0-16, flexible from v12."""
+    """Fetch response (API key 1), versions 0-17, flexible from v12."""
     throttle_time_ms: int  # v1+
     error_code: int  # v7+
     session_id: int  # v7+
@@ -286,7 +286,7 @@ class FetchResponse(Response):
 
 
 class FetchRequest(Request[FetchResponse]):
-    """Fetch request (API key 1), versions 0-16, flexible from v12."""
+    """Fetch request (API key 1), versions 0-17, flexible from v12."""
     cluster_id: str | None  # v12+; nullable v12+; tag 0 in v12+
     replica_id: int  # v0-14
     replica_state: FetchRequest.ReplicaState  # v15+; tag 1 in v15+
@@ -348,6 +348,7 @@ class FetchRequest(Request[FetchResponse]):
             last_fetched_epoch: int  # v12+
             log_start_offset: int  # v5+
             partition_max_bytes: int  # v0+
+            replica_directory_id: uuid.UUID  # v17+; tag 0 in v17+
             def __init__(
                 self,
                 *,
@@ -357,6 +358,7 @@ class FetchRequest(Request[FetchResponse]):
                 last_fetched_epoch: int = ...,
                 log_start_offset: int = ...,
                 partition_max_bytes: int = ...,
+                replica_directory_id: uuid.UUID = ...,
             ) -> None: ...
 
     class ForgottenTopicsData(Message):
@@ -458,13 +460,14 @@ class ListOffsetsRequest(Request[ListOffsetsResponse]):
 
 
 class MetadataResponse(Response):
-    """Metadata response (API key 3), versions 0-12, flexible from v9."""
+    """Metadata response (API key 3), versions 0-13, flexible from v9."""
     throttle_time_ms: int  # v3+
     brokers: list[MetadataResponse.Brokers]  # v0+
     cluster_id: str | None  # v2+; nullable v2+
     controller_id: int  # v1+
     topics: list[MetadataResponse.Topics]  # v0+
     cluster_authorized_operations: int  # v8-10
+    error_code: int  # v13+
     def __init__(
         self,
         *,
@@ -474,6 +477,7 @@ class MetadataResponse(Response):
         controller_id: int = ...,
         topics: list[MetadataResponse.Topics] = ...,
         cluster_authorized_operations: int = ...,
+        error_code: int = ...,
     ) -> None: ...
 
     class Brokers(Message):
@@ -533,7 +537,7 @@ class MetadataResponse(Response):
 
 
 class MetadataRequest(Request[MetadataResponse]):
-    """Metadata request (API key 3), versions 0-12, flexible from v9."""
+    """Metadata request (API key 3), versions 0-13, flexible from v9."""
     topics: list[MetadataRequest.Topics] | None  # v0+; nullable v1+
     allow_auto_topic_creation: bool  # v4+
     include_cluster_authorized_operations: bool  # v8-10

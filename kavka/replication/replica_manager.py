@@ -18,10 +18,13 @@ produces of its partition.
 Fetch (``fetch_messages``): the request's ``max_bytes`` and ``min_bytes``
 are capped by ``fetch.max.bytes``; read every partition
 (``read_from_local_log``: each within its ``partition_max_bytes`` and what
-the request has left, the log read no further); for a follower, record its fetch offset as its LEO, propose adding it to
+the request has left, the log read no further; for a consumer's Fetch
+v11+ on a partition led here, ``replica.selector.class`` may answer a
+``preferred_read_replica`` instead, KIP-392, and a follower serves such a
+consumer below its own HW); for a follower, record its fetch offset as its LEO, propose adding it to
 the ISR when it caught up, and move the HW; answer at once when the request
 does not wait, named no partition, found ``min_bytes``, hit an error or a
-diverging epoch; otherwise wait in the fetch purgatory (``DelayedFetch``).
+diverging epoch or named a preferred read replica; otherwise wait in the fetch purgatory (``DelayedFetch``).
 A follower's fetch goes through the leader replication quota
 (``quota.LeaderReplicationQuota``, seed 002 §8): throttled partitions of an out-of-sync
 follower get no records while it is exceeded, and the throttled bytes sent
@@ -33,7 +36,9 @@ follower side; ``FetcherAssignments`` by default, the broker passes a
 ``fetcher.manager.ReplicaFetcherManager``), the ``Clock`` (``kavka.common``), and
 ``known_partition`` (the broker's metadata cache: does the cluster have
 this partition? decides UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
-for a partition not hosted here).
+for a partition not hosted here), the ``ReplicaSelector`` of
+``replica.selector.class`` and ``replica_rack`` (the metadata cache again:
+is a broker alive on a listener, and its rack).
 
 Who calls: the broker's request handlers and controller-request handlers,
 all on the broker's one asyncio event loop; nothing here blocks on the

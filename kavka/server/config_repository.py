@@ -35,7 +35,7 @@ from kavka.common.broker_config_keys import (
     MECHANISM_KEYS,
     TOPIC_SYNONYMS,
 )
-from kavka.common.config import ConfigError, ConfigType
+from kavka.common.config import NO_DEFAULT, ConfigError, ConfigType
 from kavka.common.errors import ErrorCode
 from kavka.common.listeners import parse_listener_key
 from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig, check_topic_key
@@ -224,9 +224,13 @@ class ConfigRepository:
 
 
 def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str | None]],
-                      list_keys: frozenset[str]) -> dict[str, str]:
+                      list_defaults: Mapping[str, str]) -> dict[str, str]:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (the last
-    two only on list-typed keys) applied to the current overrides."""
+    two only on the list-typed keys of ``list_defaults``) applied to the
+    current overrides. A list key without an override starts from its
+    default, as Kafka's ConfigAdminManager.prepareIncrementalConfigs does:
+    APPEND compact to a broker's log.cleanup.policy gives "delete,compact",
+    and SUBTRACT compact then gives "delete" back."""
     out = dict(current)
     for name, op, value in ops:
         if op == OP_SET:
@@ -236,10 +240,11 @@ def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str 
         elif op == OP_DELETE:
             out.pop(name, None)
         elif op in (OP_APPEND, OP_SUBTRACT):
-            if name not in list_keys:
+            if name not in list_defaults:
                 raise ConfigRequestError(ErrorCode.INVALID_CONFIG,
                                          f"config {name!r} is not a list; APPEND and SUBTRACT need a list-typed key")
-            items = [v for v in (out.get(name) or "").split(",") if v]
+            old = out[name] if name in out else list_defaults[name]
+            items = [v for v in old.split(",") if v]
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
             if op == OP_APPEND:
                 items += [v for v in given if v not in items]
@@ -251,4 +256,26 @@ def apply_incremental(current: Mapping[str, str], ops: list[tuple[str, int, str 
     return out
 
 
-LIST_KEYS = frozenset(n for n, k in {**TOPIC_CONFIG_DEF.keys, **BROKER_CONFIG.keys}.items() if k.type is ConfigType.LIST)
+def _list_defaults(keys: Mapping[str, Any]) -> dict[str, str]:
+    """Each list-typed key with its default as a config string ("" for none)."""
+    out = {}
+    for name, key in keys.items():
+        if key.type is ConfigType.LIST:
+            default = key.default
+            if default is NO_DEFAULT or default is None:
+                out[name] = ""
+            elif isinstance(default, (list, tuple)):
+                out[name] = ",".join(str(v) for v in default)
+            else:
+                out[name] = str(default)
+    return out
+
+
+# The list-typed keys APPEND and SUBTRACT accept, per resource type, with
+# the default each starts from when the resource has no override.
+TOPIC_LIST_DEFAULTS = _list_defaults(TOPIC_CONFIG_DEF.keys)
+BROKER_LIST_DEFAULTS = _list_defaults(BROKER_CONFIG.keys)
+
+
+def list_defaults_for(resource_type: int) -> dict[str, str]:
+    return TOPIC_LIST_DEFAULTS if resource_type == RESOURCE_TOPIC else BROKER_LIST_DEFAULTS

@@ -3,7 +3,7 @@
 
 A connection is an ``asyncio.BufferedProtocol``: the transport asks it
 where to put the next bytes (``buffer()``) and tells it how many came
-(``received(n)``). The receiver answers with:
+(``received(n, admit)``). The receiver answers with:
 
 - the shared ``staging`` buffer of its server while it waits for a size
   prefix; complete frames found there are copied out at once, so nothing
@@ -14,14 +14,14 @@ where to put the next bytes (``buffer()``) and tells it how many came
   exactly that size that the socket fills directly (a 1 MB produce request
   is copied once, from the kernel; a frame of ``MAPPED_BODY`` or more gets
   its own anonymous mapping), in slices of at most ``MAX_BODY_READ``
-  so that one connection's large frame does not keep the event loop from
-  the others for long.
+  (the connection also gives the loop a turn after a large read, so one
+  connection's large frame does not keep the others waiting).
 
-When ``admit`` refuses (no memory in the pool, no request slot, or this
-connection's queue full), the receiver sets ``blocked`` and keeps what it
+When ``admit`` refuses (no memory in the pool, no request slot, or the
+connection busy with an earlier request), the receiver sets ``blocked`` and keeps what it
 had already read (at most one read of ``STAGING_SIZE``) without reading
 more: the connection pauses the transport, and the rest of the frame waits
-in the kernel. ``resume()`` — called when the connection may admit again —
+in the kernel. ``resume(admit)`` — called when the connection may admit again —
 asks again and returns the frames then complete. No byte of a declared
 frame is buffered beyond that one read before ``admit`` grants its size.
 

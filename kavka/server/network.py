@@ -39,7 +39,10 @@ Per connection:
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
   high-water mark or ``max_queued_requests`` responses wait to be written,
-  and such a connection is busy: it reads no new frame body;
+  and such a connection is busy: it reads no new frame body. Before
+  taking up a Fetch (whose answer may be ``fetch.max.bytes``) behind
+  answers not yet written, the writer gets a turn, so a client pipelining
+  Fetches it does not read holds one large answer, not one per request;
 - a new connection first passes the broker's ``ConnectionQuotas``
   (``kavka.server.connection_quotas``: ``max.connections``, per listener
   and per address, and the creation rates of KIP-612; on a TLS listener
@@ -106,6 +109,7 @@ API_VERSIONS_KEY = 18
 # of it until appended); every other request's frame goes once decoded
 # (Kafka's ApiKeys.requiresDelayedAllocation).
 PRODUCE_KEY = 0
+FETCH_KEY_BYTES = b"\x00\x01"  # a frame's first two bytes: its API key
 # A read this large gives the loop a turn before the next (see buffer_updated).
 YIELD_AFTER_READ = 256 * 1024
 
@@ -231,6 +235,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closing = False
         self._paused = False  # reading paused while admission waits
         self._yielding = False  # reading paused until the loop's next turn (after a large read)
+        self._yielded = False  # _process gave the writer a turn before the next Fetch
         # KIP-219: a throttled connection reads and handles nothing until then (loop time).
         self._throttled_until = 0.0
         self._unthrottle: asyncio.TimerHandle | None = None
@@ -452,6 +457,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     # The client is not reading: build no more responses for it.
                     await self._can_write.wait()
                     continue
+                if self._outbox.qsize() and self._inbox[0][:2] == FETCH_KEY_BYTES and not self._yielded:
+                    # A Fetch answer may be fetch.max.bytes: let the writer
+                    # send the answers already built first, so that a client
+                    # pipelining Fetches without reading holds one, not all.
+                    self._yielded = True
+                    await asyncio.sleep(0)
+                    continue
+                self._yielded = False
                 # Taken up: its slot goes back now, its bytes once decoded.
                 self._handling_bytes, slot = self._admitted.popleft()
                 if slot:

@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  e.g. kcat -b {cluster.bootstrap} -F {s.client_properties_path} -L", flush=True)
         print(f"       kavka topics --bootstrap-server {cluster.bootstrap} --command-config "
               f"{s.admin_properties_path} --list", flush=True)
+    config_option = f" --command-config {cluster.secure.admin_properties_path}" if cluster.secure is not None else ""
+    metrics_options = "".join(f" --metrics-url {u}" for u in cluster.metrics_urls)
+    print(f"console: kavka console --bootstrap-server {cluster.bootstrap}{config_option}{metrics_options}",
+          flush=True)
     reported: set[int] = set()
     try:
         while not stop.wait(0.5):

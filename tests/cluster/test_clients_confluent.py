@@ -60,7 +60,7 @@ TOPIC = "clients-confluent"
 # table, plus AlterConfigs v2 and IncrementalAlterConfigs v1, which are
 # both the highest versions Kafka defines (and Kavka serves), so nothing
 # lower would be a client's preference.
-EXPECTED_VERSIONS = {0: 10, 1: 16, 2: 7, 3: 12, 10: 2, 18: 3, 19: 4, 20: 4, 32: 1, 33: 2, 44: 1}
+EXPECTED_VERSIONS = {0: 10, 1: 16, 2: 7, 3: 13, 10: 2, 18: 3, 19: 4, 20: 4, 32: 1, 33: 2, 44: 1}
 
 
 @pytest.fixture(scope="module")

@@ -147,6 +147,8 @@ def test_metrics_follow_the_cluster_through_produce_consume_and_broker_kills(mak
     assert s[controller_id].value("kafka_controller_controllerstats_leaderelectionrateandtimems_count") \
         > elections_before
     assert s[controller_id].value("kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    # the victim led some partitions (leaders spread over 3 brokers): they are led by another replica now
+    assert s[controller_id].value("kafka_controller_kafkacontroller_preferredreplicaimbalancecount") >= 1
     cluster.start_broker(victim)
     cluster.wait_ready({victim}, 60)
     wait_until(lambda: total(scrape_all(cluster), "kafka_server_replicamanager_underreplicatedpartitions") == 0,

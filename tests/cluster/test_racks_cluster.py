@@ -12,7 +12,12 @@ cluster (broker processes, a real ZooKeeper) with a real client
   (kafka_server_brokertopicmetrics_bytesout_total per broker), whichever
   broker leads;
 - broker 2 killed (kill -9) while the consumer reads: it goes back to the
-  leaders and reads the rest, nothing lost, nothing twice."""
+  leaders and reads the rest, nothing lost, nothing twice;
+- broker 2 stalled (SIGSTOP) until it is out of every ISR, then resumed:
+  the consumer still reads everything exactly once;
+- a mix of brokers with and without a rack: creation and --generate
+  refused as Kafka refuses them, unless given an assignment or
+  --disable-rack-aware."""
 
 from __future__ import annotations
 
@@ -139,5 +144,68 @@ def test_a_consumer_reads_from_the_replica_in_its_rack_and_falls_back_to_the_lea
         served = {b: bytes_out(cluster, b) - after[b] for b in (0, 1)}
         print(f"bytes served per surviving broker after broker 2 died: {served}")
         assert served[0] + served[1] >= PARTITIONS * 100 * 88
+    finally:
+        reader.close()
+
+
+def test_a_mix_of_racked_and_unracked_brokers_is_refused_as_kafka_refuses_it(make_cluster, tmp_path):
+    from confluent_kafka.admin import NewTopic
+
+    cluster = make_cluster(brokers=3, config=CONFIG, racks=["r0", None, "r2"])
+    with ZkView(cluster) as zk:
+        data, _ = zk.client.get("/brokers/ids/1")
+        assert "rack" not in json.loads(data)  # Kafka writes the field only when set
+    client = admin(cluster)
+    future = client.create_topics([NewTopic("mixed", 3, 2)], operation_timeout=20, request_timeout=20)["mixed"]
+    with pytest.raises(Exception, match="Not all brokers have rack information") as refused:
+        future.result(30)
+    print(f"CreateTopics on a mixed cluster: {refused.value}")
+    create_topic(cluster, "mixed", assignment=[[0, 1], [1, 2], [2, 0]])  # an explicit assignment is taken
+
+    moving = tmp_path / "topics.json"
+    moving.write_text('{"topics":[{"topic":"mixed"}],"version":1}')
+    for connect in (["--bootstrap-server", cluster.bootstrap], ["--zookeeper", cluster.zk_connect]):
+        generate = [sys.executable, "-m", "kavka", "reassign-partitions", *connect, "--generate",
+                    "--topics-to-move-json-file", str(moving), "--broker-list", "0,1,2"]
+        r = subprocess.run(generate, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "--disable-rack-aware" in r.stderr and "[1]" in r.stderr, r.stderr
+        r = subprocess.run([*generate, "--disable-rack-aware"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert len(json.loads(r.stdout.strip().splitlines()[-1])["partitions"]) == 3
+
+
+def test_a_consumer_whose_follower_stalls_out_of_the_isr_loses_and_repeats_nothing(make_cluster):
+    """Broker 2 serves the r2 consumer, then stands still (SIGSTOP) until
+    the leaders drop it from their ISRs and its ZooKeeper session expires;
+    records produced meanwhile, it resumes: the consumer ends with every
+    record exactly once, whichever replica served what."""
+    cluster = make_cluster(brokers=3, config=CONFIG, racks=RACKS)
+    create_topic(cluster, TOPIC, partitions=PARTITIONS, replication_factor=3)
+    wait_until(lambda: in_sync(cluster), 60, "every replica of the topic in sync")
+    produce(cluster, TOPIC, values("one", 100))
+    reader = Reader(cluster)
+    try:
+        reader.read(PARTITIONS * 100, 60)
+        before = {b: bytes_out(cluster, b) for b in range(3)}
+        cluster.pause_broker(2)
+        try:
+            def out_of_every_isr() -> bool:
+                with ZkView(cluster) as zk:
+                    return all(2 not in zk.partition_state(TOPIC, p).isr for p in range(PARTITIONS))
+            wait_until(out_of_every_isr, 60, "broker 2 out of every ISR")
+            produce(cluster, TOPIC, values("two", 100))
+        finally:
+            cluster.resume_broker(2)
+        reader.read(PARTITIONS * 200, 90)
+        produce(cluster, TOPIC, values("three", 50))
+        reader.read(PARTITIONS * 250, 90)
+        reader.consumer.poll(1)
+        dup = {k: n for k, n in reader.seen.items() if n > 1}
+        assert not dup, list(dup.items())[:5]
+        expected = {(p, v) for phase, n in (("one", 100), ("two", 100), ("three", 50))
+                    for p, vs in values(phase, n).items() for v in vs}
+        assert set(reader.seen) == expected
+        print("bytes served per broker after broker 2 stalled:",
+              {b: bytes_out(cluster, b) - before[b] for b in range(3)})
     finally:
         reader.close()

@@ -60,6 +60,12 @@ def test_hostile_input_is_refused_before_the_cluster_is_asked(client):
     assert resp.status_code == 400 and "is not SCRAM-SHA-256 or SCRAM-SHA-512" in _words(resp)
     assert 'value="p"' not in resp.text  # a password is never echoed back
     assert client.get("/no/such/page").status_code == 404
+    # Another site's page cannot make a visitor's browser change the cluster.
+    resp = client.post("/topics/orders/delete", data={"confirm": "orders"}, headers={"origin": "http://evil.example"})
+    assert resp.status_code == 400 and "evil.example" in _words(resp) and "is refused" in resp.text
+    resp = client.post("/topics/orders/delete", data={"confirm": "orders"},
+                       headers={"referer": "http://evil.example/page"})
+    assert resp.status_code == 400 and "is refused" in _words(resp)
 
 
 def test_the_metrics_page_names_the_url_that_does_not_answer(client):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import urllib.error
 import urllib.request
 
@@ -78,6 +79,7 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
                                                         "authorizer.class.name": ""}) as broker:
         url = _url(broker)
         await asyncio.to_thread(_create_produce_consume, _bootstrap(broker), "metered", "readers")
+        gc.collect()  # a full collection: the loop stands still for it, and the monitor times it
         s = await _scrape_until(url, lambda s: s.total("kafka_consumergroup_lag", consumergroup="readers") > 0)
 
         # topics: records in, bytes in as the leader's log stored them, bytes out to the consumer
@@ -95,6 +97,9 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         # replication and the controller of a one-broker cluster
         assert s.value("kafka_controller_kafkacontroller_activecontrollercount") == 1
         assert s.value("kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+        assert s.value("kafka_controller_kafkacontroller_preferredreplicaimbalancecount") == 0
+        assert s.value("kafka_controller_kafkacontroller_globaltopiccount") == 2  # metered, __consumer_offsets
+        assert s.value("kafka_server_replicamanager_offlinereplicacount") == 0
         assert s.value("kafka_server_replicamanager_underreplicatedpartitions") == 0
         assert s.value("kafka_server_replicamanager_undermininsrpartitioncount") == 0
         assert s.value("kafka_server_replicamanager_leadercount") == s.value("kafka_server_replicamanager_partitioncount")
@@ -125,6 +130,8 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         # the loop, ZooKeeper, connections, purgatories, flushes
         assert 0.0 <= s.value("kafka_network_socketserver_networkprocessoravgidlepercent") <= 1.0
         assert s.value("kavka_event_loop_lag_seconds_count") > 0
+        assert s.value("kavka_gc_pause_seconds_count", generation="2") >= 1
+        assert s.value("kavka_gc_pause_seconds_sum", generation="2") > 0
         assert s.value("kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms_count") > 0
         assert s.value("kafka_server_sessionexpirelistener_sessionstate", state="CONNECTED") == 1
         assert s.value("kafka_server_sessionexpirelistener_zookeeperexpires_total") == 0

@@ -53,7 +53,7 @@ NOT_IN_KAFKA_PYTHON = {4, 5, 6, 7, 68, 69, 71, 72}
 
 # Where Kavka's table stops before Kafka's newest version (the versions
 # Kavka implements; kavka/protocol/schema/apis/core.py): key -> newest.
-KAVKA_STOPS_EARLIER = {0: 11, 1: 16, 3: 12}
+KAVKA_STOPS_EARLIER = {0: 11, 1: 17}
 
 # Nullable strings whose Kafka definition says ``"default": "null"`` and
 # whose table leaves the default implicit — which for a nullable field is

@@ -33,8 +33,8 @@ def test_version_range_covers_v0_to_latest(key):
 def test_core_apis_ranges_and_first_flexible_versions():
     reg = registry()
     assert (reg[0].name, reg[0].max_version, reg[0].flexible_from) == ("Produce", 11, 9)
-    assert (reg[1].name, reg[1].max_version, reg[1].flexible_from) == ("Fetch", 16, 12)
-    assert (reg[3].name, reg[3].max_version, reg[3].flexible_from) == ("Metadata", 12, 9)
+    assert (reg[1].name, reg[1].max_version, reg[1].flexible_from) == ("Fetch", 17, 12)
+    assert (reg[3].name, reg[3].max_version, reg[3].flexible_from) == ("Metadata", 13, 9)
     assert (reg[18].name, reg[18].max_version, reg[18].flexible_from) == ("ApiVersions", 4, 3)
 
 

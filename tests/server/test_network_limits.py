@@ -309,3 +309,55 @@ async def test_a_large_read_gives_the_loop_a_turn_before_the_next():
     await asyncio.sleep(0)
     assert transport.calls == ["pause", "resume"]
     conn.connection_lost(None)
+
+
+async def test_a_connection_waiting_for_memory_is_swept_when_idle_and_gives_its_place_back():
+    """connections.max.idle.ms applies to a connection muted for memory (no
+    request in flight, nothing read): it is closed and stops waiting."""
+    d = Dispatcher()
+    held = HeldProduce()
+    d.register(PRODUCE, held, 3, 11)
+    pool = MemoryPool(1000)
+    server, addr = await start(d, RequestLimits(memory=pool), connections_max_idle_ms=300)
+    a, c, b = [await Client.connect(addr) for _ in range(3)]
+    a.writer.write(produce_frame(1, 450))
+    c.writer.write(produce_frame(3, 450))
+    await until(lambda: sorted(held.seen) == [1, 3], "a's and c's requests held")
+    b.writer.write(produce_frame(2, 100))  # does not fit: b waits, muted
+    await until(lambda: pool.waiting == 1, "b to wait for memory")
+    assert await b.closed()  # swept once idle
+    assert pool.waiting == 0 and sorted(held.seen) == [1, 3]
+    held.release.set()
+    for client in (a, b, c):
+        client.close()
+    await server.stop()
+
+
+async def test_pipelined_fetches_not_read_build_one_large_answer_not_all():
+    """A client pipelines Fetch requests whose answers are large and reads
+    none: the writer gets its turn before each Fetch, the first answer
+    fills the socket, and the others are not built until it is read."""
+    from kavka.protocol.messages import FetchRequest, FetchResponse
+
+    d = Dispatcher()
+    built: list[int] = []
+    big = b"x" * (4 << 20)
+
+    async def fetch(ctx, req):
+        built.append(ctx.header.correlation_id)
+        return FetchResponse(responses=[FetchResponse.Responses(topic="t", partitions=[
+            FetchResponse.Responses.Partitions(partition_index=0, records=big)])])
+
+    d.register(1, fetch, 4, 4)
+    server, addr = await start(d, RequestLimits())
+    c = await Client.connect(addr)
+    for i in range(8):
+        c.send_request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 30, topics=[]), 4, i)
+    await c.writer.drain()
+    await asyncio.sleep(0.5)
+    assert len(built) <= 2, f"{len(built)} answers of 4 MiB built for a client that reads none"
+    for i in range(8):
+        (correlation_id,) = struct.unpack_from(">i", await c.read_frame())
+        assert correlation_id == i
+    c.close()
+    await server.stop()

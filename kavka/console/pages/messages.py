@@ -43,6 +43,8 @@ def routes(web: Web) -> list[Route]:
         if result is not None:
             for r in result.records:
                 key, key_note = browse.decode(r.key, q.decode)
+                if key_note == browse.NOT_JSON:
+                    key_note = None  # keys are seldom JSON: plain text says enough
                 value, value_note = browse.decode(r.value, q.decode)
                 shown.append({"r": r, "key": key, "key_note": key_note, "value": value, "value_note": value_note,
                               "headers": [(h, browse.decode(v, "text")[0]) for h, v in r.headers]})

@@ -4,9 +4,11 @@ replica id >= 0), waiting in the DelayedFetch purgatory until ``min_bytes``
 are available or ``max_wait_ms`` passes (seed 000 §Follower 从 Leader Fetch
 数据 steps 1-5).
 
-Versions 4-16: v4 is the first that carries record batch v2 and the
+Versions 4-17: v4 is the first that carries record batch v2 and the
 isolation level. v13+ names topics by id (KIP-516); an unknown id gets
-UNKNOWN_TOPIC_ID. Incremental fetch sessions (KIP-227) are not offered:
+UNKNOWN_TOPIC_ID. v17's replica directory id (KIP-853) is KRaft's: only
+fetches of its metadata quorum read it, as in Kafka, so a partition's
+fetch is answered as at v16. Incremental fetch sessions (KIP-227) are not offered:
 every response has session id 0, which tells a client to keep sending full
 requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
 Kafka answers for an evicted session. The records are the log's bytes,
@@ -44,7 +46,9 @@ high watermark to move. A follower that the controller's last
 UpdateMetadata does not list in the ISR answers NOT_LEADER_OR_FOLLOWER,
 and one that no longer hosts the partition does as well, so the consumer
 goes back to the leader. ListOffsets and OffsetsForLeaderEpoch stay with
-the leader, as in Kafka (a consumer sends them to the leader).
+the leader, as in Kafka (a consumer sends them to the leader). With no
+fetch sessions offered, a consumer moving between the leader and a
+follower holds no session state on either that could go stale.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ from kavka.server.throttling import quota_client_id, quota_user
 
 API_KEY = 1
 MIN_VERSION = 4
-MAX_VERSION = 16
+MAX_VERSION = 17
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger("kavka.server.fetch")

@@ -1,6 +1,7 @@
 """IncrementalAlterConfigs (key 44, KIP-339): SET, DELETE, APPEND and
-SUBTRACT individual keys of a topic's or broker's overrides, validating the
-complete result before writing; ``validate_only`` writes nothing. A
+SUBTRACT individual keys of a topic's or broker's overrides (a list key
+without an override is appended to or subtracted from its default, as in
+Kafka), validating the complete result before writing; ``validate_only`` writes nothing. A
 topic's configs need ALTER_CONFIGS on the topic, a broker's on the cluster
 (Kafka's rule): else TOPIC_/CLUSTER_AUTHORIZATION_FAILED, nothing written.
 """
@@ -12,9 +13,9 @@ from kavka.protocol.messages import IncrementalAlterConfigsRequest, IncrementalA
 from kavka.security.acl import AclOperation
 from kavka.server.authorization import AuthHelper
 from kavka.server.config_repository import (
-    LIST_KEYS,
     ConfigRepository,
     apply_incremental,
+    list_defaults_for,
 )
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import Dispatcher, RequestContext
@@ -41,9 +42,10 @@ class IncrementalAlterConfigsHandler:
                                        resource_type=res.resource_type, resource_name=res.resource_name))
                 continue
             ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+            defaults = list_defaults_for(res.resource_type)
             code, message = await self.repo.alter(
                 res.resource_type, res.resource_name, self.cache.contains_topic(res.resource_name),
-                lambda current: apply_incremental(current, ops, LIST_KEYS), request.validate_only)  # noqa: B023 - called within this await
+                lambda current: apply_incremental(current, ops, defaults), request.validate_only)  # noqa: B023 - called within this await
             out.append(R.Responses(error_code=int(code), error_message=message,
                                    resource_type=res.resource_type, resource_name=res.resource_name))
         return R(throttle_time_ms=0, responses=out)

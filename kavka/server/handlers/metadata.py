@@ -24,7 +24,9 @@ names are). Auto-creation needs CREATE on the cluster or on the topic, else
 TOPIC_AUTHORIZATION_FAILED. ``*_authorized_operations`` are INT32_MIN
 unless asked for (kafka-python crashes on -1); asked for, KIP-430's bit
 fields: the operations the session may do on each listed topic, and on the
-cluster (v8-10; 0 without DESCRIBE on it).
+cluster (v8-10; 0 without DESCRIBE on it). v13 (KIP-1102) adds a top-level
+error code, which a broker sets only to make a client rebootstrap
+(REBOOTSTRAP_REQUIRED); Kavka never needs that, and answers NONE.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from kavka.server.network import Dispatcher, RequestContext
 
 API_KEY = 3
 MIN_VERSION = 0
-MAX_VERSION = 12
+MAX_VERSION = 13
 INT32_MIN = AUTHORIZED_OPERATIONS_OMITTED
 FIRST_UPDATE_WAIT_S = 5.0
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})

@@ -49,7 +49,7 @@ def _request(version: int, topic: str) -> MetadataRequest:
     return request
 
 
-@pytest.mark.parametrize("version", [1, 4, 9, 12])
+@pytest.mark.parametrize("version", [1, 4, 9, 12, 13])
 async def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(version):
     store = HungZkStore(InMemoryZooKeeper())
     await store.start()

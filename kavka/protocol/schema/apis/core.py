@@ -3,9 +3,13 @@ Metadata (3) and ApiVersions (18).
 
 Written from the Kafka protocol guide and the KIPs named in the comments
 (facts only), in Kavka's DSL (``kavka.protocol.schema.dsl``). Version
-ranges stop where Kavka's implementation stops: Produce v11, Fetch v16
-(v17 adds KIP-853 directory ids), Metadata v12 (v13 only adds a top-level
-error code), ApiVersions v4.
+ranges stop where Kavka's implementation stops: Produce v11 (v12 means the
+producer uses transaction version 2, KIP-890 part 2: the broker adds the
+partition to the transaction itself), Fetch v17 (v17 adds KIP-853's
+replica directory id, which only KRaft's quorum fetches read; v18's high
+watermark is KIP-1166's, for KRaft too), Metadata v13 (a top-level error
+code, KIP-1102, that a broker sets to tell a client to rebootstrap),
+ApiVersions v4.
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ PRODUCE = api(
 )
 
 FETCH = api(
-    1, "Fetch", "0-16", "12+",
+    1, "Fetch", "0-17", "12+",
     request=[
         F("cluster_id", "string", "12+", nullable="12+", default=None, tag=0, tagged="12+",
           ignorable=True),
@@ -99,6 +103,8 @@ FETCH = api(
                 F("last_fetched_epoch", "int32", "12+", default=-1),  # KIP-595
                 F("log_start_offset", "int64", "5+", default=-1, ignorable=True),
                 F("partition_max_bytes", "int32", "0+"),
+                # KIP-853: the follower's log directory, read by KRaft's quorum fetches only
+                F("replica_directory_id", "uuid", "17+", tag=0, tagged="17+", ignorable=True),
             ], "0+"),
         ], "0+"),
         F("forgotten_topics_data", [
@@ -143,7 +149,7 @@ FETCH = api(
 )
 
 METADATA = api(
-    3, "Metadata", "0-12", "9+",
+    3, "Metadata", "0-13", "9+",
     request=[
         # null (v1+) asks for every topic; an empty array (v1+) for none
         F("topics", [
@@ -182,6 +188,7 @@ METADATA = api(
             F("topic_authorized_operations", "int32", "8+", default=INT32_MIN),
         ], "0+"),
         F("cluster_authorized_operations", "int32", "8-10", default=INT32_MIN),
+        F("error_code", "int16", "13+", ignorable=True),  # KIP-1102
     ],
 )
 
