@@ -24,12 +24,14 @@ pytestmark = [pytest.mark.chaos, pytest.mark.cluster, pytest.mark.timeout(600),
               pytest.mark.skipif(REASON is not None, reason=f"chaos harness: {REASON}")]
 
 
-SCHEDULE = [(2, 14, "leader-then-zk", 1), (22, 10, "zk-kill", 2)]
+# The leader-then-zk cut lasts long enough for the leader's ZooKeeper session
+# (6 s) to expire and the controller to elect another replica under load.
+SCHEDULE = [(2, 24, "leader-then-zk", 1), (32, 10, "zk-kill", 2)]
 
 
 def _run(unsafe: bool):
     lines: list[str] = []
-    result = run(seconds=40, seed=16, brokers=3, zookeepers=3, workloads=["queue"], unsafe=unsafe,
+    result = run(seconds=50, seed=16, brokers=3, zookeepers=3, workloads=["queue"], unsafe=unsafe,
                  schedule=SCHEDULE, say=lines.append)
     shown = table(result, unsafe=unsafe) + "\n" + "\n".join(lines) + "\n" + "\n".join(
         str(f) for f in result.report.findings[:20])
