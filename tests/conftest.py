@@ -15,6 +15,11 @@ starts and stops its sessions and tasks on the loop the test runs on.
 ``zk_server`` gives the ``ZooKeeperServer`` itself (pause/resume);
 ``zookeeper`` yields ``"127.0.0.1:PORT"``; ``zk_chroot`` yields
 ``"127.0.0.1:PORT/kavka-test-<hex>"`` and deletes the chroot afterwards.
+
+Hypothesis runs without its per-example deadline: a deadline is a timed
+assertion, and on a loaded machine (xdist workers outnumbering cores) the
+first example of a test, which pays for imports and warm-up, fails it.
+Speed is measured in bench/, not asserted in tests.
 """
 
 from __future__ import annotations
@@ -26,8 +31,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer
+
+settings.register_profile("kavka", deadline=None)
+settings.load_profile("kavka")
 
 ASYNC_TIMEOUT = 60.0  # a bound on a hung coroutine test, not a speed requirement
 

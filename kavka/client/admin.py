@@ -11,7 +11,8 @@ as the typed exceptions of ``kavka.common.errors`` built from the broker's
 code and message: ``create_topics`` & co. raise ``AdminError`` listing every
 failed entity (``errors``: name -> KafkaError), after retrying only the
 entities that failed retriably. ``describe_topics`` and ``list_topics``
-read Metadata. The ACL calls (DescribeAcls, CreateAcls, DeleteAcls) go to
+read Metadata; ``describe_topic_partitions`` pages through
+DescribeTopicPartitions (KIP-966). The ACL calls (DescribeAcls, CreateAcls, DeleteAcls) go to
 any broker, as Kafka's admin client sends them; every broker keeps every
 ACL. So do the client quota and SCRAM credential calls (DescribeClientQuotas,
 AlterClientQuotas, Describe/AlterUserScramCredentials: KIP-546, KIP-554),
@@ -23,6 +24,7 @@ One event loop; used by ``kavka topics`` and tests.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,7 +43,7 @@ from kavka.client.admin_types import (
     TransactionListing,
 )
 from kavka.client.cluster import Cluster
-from kavka.client.metadata import ClusterMetadata, TopicMetadata
+from kavka.client.metadata import ClusterMetadata, PartitionMetadata, TopicMetadata
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
@@ -165,6 +167,53 @@ class KafkaAdmin:
         if failed:
             raise AdminError("describe topics", failed)
         return dict(selected)
+
+    async def describe_topic_partitions(self, names: Iterable[str] | None = None, *,
+                                        partition_limit: int = 2000
+                                        ) -> tuple[dict[str, TopicMetadata], dict[str, uuid.UUID]]:
+        """Topics (all when ``names`` is None) and their topic ids through
+        DescribeTopicPartitions (KIP-966), at most ``partition_limit``
+        partitions per response, following the broker's cursor page by
+        page; a topic the broker reports an error for comes back with that
+        error and no partitions. Raises UnsupportedVersion where the broker
+        lacks the API."""
+        if partition_limit < 1:
+            raise ValueError(f"a partition limit per response is at least 1, got {partition_limit}")
+        wanted = list(dict.fromkeys(names)) if names is not None else []
+        errors: dict[str, ErrorCode] = {}
+        internal: dict[str, bool] = {}
+        ids: dict[str, uuid.UUID] = {}
+        partitions: dict[str, dict[int, PartitionMetadata]] = {}
+        cursor: tuple[str, int] | None = None
+        while True:
+            async def page(cursor: tuple[str, int] | None = cursor) -> Any:
+                conn = await self.cluster.any_connection()
+                return await conn.request(*rq.describe_topic_partitions(wanted, partition_limit, cursor, conn))
+            resp = await self.cluster.call(page, deadline_ms=self.timeout_ms)
+            for t in resp.topics:
+                if t.name is None:
+                    continue
+                errors[t.name] = ErrorCode.of(t.error_code)
+                internal[t.name] = t.is_internal
+                if t.topic_id != m.ZERO_UUID:
+                    ids[t.name] = t.topic_id
+                got = partitions.setdefault(t.name, {})
+                for p in t.partitions:
+                    got[p.partition_index] = PartitionMetadata(
+                        t.name, p.partition_index, p.leader_id, p.leader_epoch, tuple(p.replica_nodes),
+                        tuple(p.isr_nodes), tuple(p.offline_replicas), ErrorCode.of(p.error_code))
+            following = resp.next_cursor
+            if following is None:
+                break
+            step = (following.topic_name, following.partition_index)
+            if cursor is not None and step <= cursor:
+                raise KafkaError(f"DescribeTopicPartitions: the broker's next cursor {step} does not move past "
+                                 f"{cursor}", code=ErrorCode.UNKNOWN_SERVER_ERROR)
+            cursor = step
+        topics = {name: TopicMetadata(name, errors[name], internal[name],
+                                      tuple(got[i] for i in sorted(got)))
+                  for name, got in partitions.items()}
+        return topics, ids
 
     async def describe_cluster(self) -> ClusterDescription:
         """Cluster id, controller and brokers: DescribeCluster where the

@@ -91,6 +91,14 @@ def describe_cluster(conn: BrokerConnection):
     return m.DescribeClusterRequest(), conn.version_for(60)
 
 
+def describe_topic_partitions(names: list[str], limit: int, cursor: tuple[str, int] | None,
+                              conn: BrokerConnection):
+    R = m.DescribeTopicPartitionsRequest
+    req = R(topics=[R.Topics(name=n) for n in names], response_partition_limit=limit,
+            cursor=None if cursor is None else R.Cursor(topic_name=cursor[0], partition_index=cursor[1]))
+    return req, conn.version_for(75)
+
+
 def describe_configs(rtype: int, name: str, keys: Iterable[str] | None, conn: BrokerConnection,
                      include_synonyms: bool = False):
     R = m.DescribeConfigsRequest

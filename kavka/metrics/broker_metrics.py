@@ -122,7 +122,14 @@ class BrokerTopicMetricsCollector:
         stats = self._stats
         names = (("bytesin", "Bytes appended by producers", "bytes_in"),
                  ("messagesin", "Records appended by producers", "messages_in"),
-                 ("bytesout", "Record bytes sent to consumers", "bytes_out"))
+                 ("bytesout", "Record bytes sent to consumers", "bytes_out"),
+                 ("totalproducerequests", "Partitions producers asked this leader to append to", "produce_requests"),
+                 ("failedproducerequests", "Partition appends that failed for other than routine reasons",
+                  "failed_produce_requests"),
+                 ("totalfetchrequests", "Partitions consumers and followers asked this leader to read",
+                  "fetch_requests"),
+                 ("failedfetchrequests", "Partition reads that failed for other than routine reasons",
+                  "failed_fetch_requests"))
         for name, doc, attribute in names:
             family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc, labels=["topic"])
             for topic, counters in sorted(stats.topics.items()):

@@ -99,6 +99,21 @@ state_change_logger = logging.getLogger("kavka.state.change")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
+# The errors a client meets in normal operation, which Kafka's
+# failedProduceRequestRate and failedFetchRequestRate leave out (ReplicaManager's
+# appendToLocalLog and readFromLocalLog); any other error counts as failed.
+EXPECTED_PRODUCE_ERRORS = frozenset({
+    ErrorCode.NONE, ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.INVALID_TIMESTAMP,
+})
+EXPECTED_FETCH_ERRORS = frozenset({
+    ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.UNKNOWN_TOPIC_ID,
+})
+
+
 def _failure(exc: BaseException, tp: TopicPartition) -> ProducePartitionResult:
     if not isinstance(exc, (KafkaError, StorageError)):
         logger.exception("unexpected error appending to %s", tp, exc_info=exc)
@@ -312,8 +327,11 @@ class ReplicaManager:
             return {tp: bad for tp in entries}
         results: dict[TopicPartition, ProducePartitionResult] = {}
         appended: dict[TopicPartition, tuple[LogAppendInfo, int]] = {}
+        stats = self.topic_stats
         for tp, records in entries.items():
-            results[tp] = self._append_to_local_log(tp, records, required_acks, internal_topics_allowed, appended)
+            result = self._append_to_local_log(tp, records, required_acks, internal_topics_allowed, appended)
+            results[tp] = result
+            stats.record_produce(tp.topic, result.error not in EXPECTED_PRODUCE_ERRORS)
         if required_acks != -1 or not appended:
             return results
         statuses = {
@@ -425,11 +443,13 @@ class ReplicaManager:
     def _record_leader_quota(
         self, params: FetchParams, answer: dict[TopicPartition, FetchPartitionData]
     ) -> dict[TopicPartition, FetchPartitionData]:
+        stats = self.topic_stats
+        for tp, data in answer.items():
+            stats.record_fetch(tp.topic, data.error not in EXPECTED_FETCH_ERRORS)
         if params.is_from_follower:
             if self.leader_quota is not None:
                 self.leader_quota.record(answer, self.get_partition)
         else:
-            stats = self.topic_stats
             for tp, data in answer.items():
                 if data.records:
                     stats.record_out(tp.topic, len(data.records))

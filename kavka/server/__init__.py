@@ -13,7 +13,8 @@ lifecycle, over the replication, controller, group and transaction layers.
   (``queued.max.request.bytes``) and of requests read ahead
   (``queued.max.requests``);
 - ``connection_quotas``: ``ConnectionQuotas``, the connection limits
-  (``max.connections``, per listener and per address, creation rates);
+  (``max.connections``, per listener and per address, creation rates,
+  KIP-612's per-address ``connection_creation_rate``);
 - ``channel_builder``: each listener's security (Kafka's ChannelBuilders):
   its TLS context, its SASL setup, who a connection is (``Session``), and
   the inter-broker principal;
@@ -33,8 +34,9 @@ lifecycle, over the replication, controller, group and transaction layers.
 - ``dynamic_config``: ``BrokerConfigs`` (the effective broker config and
   the topics' log configs) and ``DynamicConfigManager``, which applies
   ``/config/changes`` on every broker (seed 002 §8);
-- ``quota_config_handler``: what a broker does with ``/config/users`` and
-  ``/config/clients``: the client quotas and the SCRAM credential cache;
+- ``quota_config_handler``: what a broker does with ``/config/users``,
+  ``/config/clients`` and ``/config/ips``: the client quotas, the SCRAM
+  credential cache and the per-address connection rates;
 - ``client_quota_admin``, ``scram_admin``: client quotas and SCRAM
   credentials read and written in ZooKeeper (DescribeClientQuotas,
   AlterClientQuotas, Describe/AlterUserScramCredentials);

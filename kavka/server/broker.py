@@ -164,7 +164,7 @@ from kavka.server.io_threads import IoThreadPool
 from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
-from kavka.server.quota_config_handler import QuotaConfigHandler
+from kavka.server.quota_config_handler import IpConfigHandler, QuotaConfigHandler
 from kavka.server.scheduler import KafkaScheduler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
@@ -376,8 +376,9 @@ class KafkaServer:
 
         configs.add_listener(connection_limits_changed)
         quota_configs = QuotaConfigHandler(self.quotas, self.scram_credentials)
+        ip_configs = IpConfigHandler(connection_quotas)  # KIP-612 connection rates per address
         self.dynamic_config = dynamic_config = DynamicConfigManager(
-            zk, {**configs.handlers(), **quota_configs.handlers()})
+            zk, {**configs.handlers(), **quota_configs.handlers(), **ip_configs.handlers()})
         await dynamic_config.start()
 
         net = NetworkConfig(max_request_size=cfg["socket.request.max.bytes"],

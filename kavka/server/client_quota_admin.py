@@ -2,7 +2,7 @@
 does for DescribeClientQuotas and AlterClientQuotas, KIP-546).
 
 Describe: a filter has at most one component per entity type (``user``,
-``client-id``), each matching an exact name, the default entity, or any
+``client-id``, or ``ip`` alone: KIP-612), each matching an exact name, the default entity, or any
 name; ``strict`` leaves out entities that have a component the filter does
 not mention. The entities are read from ``/config/users`` (with their
 ``clients`` children) and ``/config/clients`` — exactly the named one where
@@ -10,7 +10,8 @@ the filter names one, all of them otherwise — and only their quota keys
 are answered (a user's SCRAM credentials are not quotas). An entity with
 no quota left is not listed.
 
-Alter: each entity is validated (``ClientQuotaEntity.from_components``),
+An ``ip`` entity (``/config/ips``) holds ``connection_creation_rate``
+only, an int. Alter: each entity is validated (``ClientQuotaEntity.from_components``),
 then each op: a quota key (``entity.QUOTA_CONFIGS``; anything else is
 INVALID_REQUEST "Invalid configuration key"), once per entity, a finite
 non-negative value, whole for the byte rates (Kafka's LONG check with its
@@ -33,13 +34,16 @@ from kavka.common.errors import ErrorCode
 from kavka.security.quota.entity import (
     CLIENT_ID,
     DEFAULT,
+    INT_MAX,
     IP,
+    IP_CONNECTION_RATE,
     QUOTA_CONFIGS,
     USER,
     ClientQuotaEntity,
     EntityName,
     QuotaType,
     format_quota_value,
+    parse_ip_connection_rate,
 )
 from kavka.security.sasl.credentials import ScramMechanism
 from kavka.zk.client import KavkaZkClient
@@ -70,10 +74,7 @@ class FilterComponent:
     def from_wire(cls, entity_type: str, match_type: int, match: str | None) -> FilterComponent:
         if not entity_type:
             raise ClientQuotaError(ErrorCode.INVALID_REQUEST, "Unexpected empty filter component entity type")
-        if entity_type == IP:
-            raise ClientQuotaError(ErrorCode.INVALID_REQUEST,
-                                   "ip quota entities (KIP-612's connection_creation_rate) are not supported")
-        if entity_type not in (USER, CLIENT_ID):
+        if entity_type not in (USER, CLIENT_ID, IP):
             raise ClientQuotaError(ErrorCode.UNSUPPORTED_VERSION, f"Custom entity type '{entity_type[:100]}' not supported")
         if match_type == MATCH_EXACT:
             if match is None:
@@ -106,8 +107,13 @@ class ClientQuotaAdmin:
                        ) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
         user_c: FilterComponent | None = None
         client_c: FilterComponent | None = None
+        ip_c: FilterComponent | None = None
         for c in components:
-            if c.entity_type == USER:
+            if c.entity_type == IP:
+                if ip_c is not None:
+                    raise ClientQuotaError(ErrorCode.INVALID_REQUEST, "Duplicate ip filter component entity type")
+                ip_c = c
+            elif c.entity_type == USER:
                 if user_c is not None:
                     raise ClientQuotaError(ErrorCode.INVALID_REQUEST, "Duplicate user filter component entity type")
                 user_c = c
@@ -116,6 +122,15 @@ class ClientQuotaAdmin:
                     raise ClientQuotaError(ErrorCode.INVALID_REQUEST,
                                            "Duplicate client filter component entity type")
                 client_c = c
+        if ip_c is not None and (user_c is not None or client_c is not None):
+            raise ClientQuotaError(ErrorCode.INVALID_REQUEST,
+                                   "Invalid entity filter component combination, IP filter component should not be "
+                                   "used with user or clientId filter component.")
+        # As Kafka's ZkAdminManager: user and client-id quotas unless the
+        # filter names an ip, ip quotas unless it names a user or client id.
+        ips = await self._describe_ips(ip_c, strict) if user_c is None and client_c is None else []
+        if ip_c is not None:
+            return ips
         exact_user = user_c is not None and user_c.name is not None
         exact_client = client_c is not None and client_c.name is not None
         exclude_user = strict and user_c is None
@@ -170,13 +185,42 @@ class ClientQuotaAdmin:
             quotas = _quota_values(configs[entity])
             if quotas and matches(user_c, entity.user) and matches(client_c, entity.client_id):
                 out.append((entity, quotas))
+        return out + ips
+
+    async def _describe_ips(self, ip_c: FilterComponent | None, strict: bool
+                            ) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+        """The ip entities a filter matches: its exact ip or the default,
+        or every ip (a filter naming ip with any name, or an empty filter
+        that is not strict)."""
+        if ip_c is not None and ip_c.name is not None:
+            try:
+                entity = ClientQuotaEntity(ip=ip_c.name)
+            except ValueError:
+                return []  # not an address: no entity has it
+            found = {entity.to_zk()[1]: await self.zk.get_entity_config(*entity.to_zk())}
+        elif ip_c is not None or not strict:
+            found = await self.zk.get_all_entity_configs("ips")
+        else:
+            return []
+        out = []
+        for name, config in found.items():
+            try:
+                entity = ClientQuotaEntity.from_zk("ips", name)
+            except ValueError:
+                continue  # not an address: no entity to answer for (the broker logs it)
+            text = config.get(IP_CONNECTION_RATE)
+            if text is not None:
+                try:
+                    out.append((entity, {IP_CONNECTION_RATE: float(parse_ip_connection_rate(text))}))
+                except ValueError:
+                    continue
         return out
 
     # -- alter --------------------------------------------------------------------------------
 
     async def alter(self, entity: ClientQuotaEntity, ops: Sequence[QuotaOp], validate_only: bool) -> None:
         """Raises ClientQuotaError for the entity; writes nothing then."""
-        changes = validate_ops(ops)
+        changes = validate_ip_ops(ops) if entity.is_ip else validate_ops(ops)
         if validate_only:
             return
 
@@ -206,6 +250,29 @@ def validate_ops(ops: Sequence[QuotaOp]) -> dict[str, str | None]:
             changes[op.key] = None
             continue
         changes[op.key] = format_quota_value(quota_type, checked_value(quota_type, op.value))
+    return changes
+
+
+def validate_ip_ops(ops: Sequence[QuotaOp]) -> dict[str, str | None]:
+    """An ip entity's one key, ``connection_creation_rate``: an int from 0
+    (no new connection at all) to 2^31-1 (Kafka's QuotaConfigs.ipConfigs)."""
+    changes: dict[str, str | None] = {}
+    for op in ops:
+        if op.key != IP_CONNECTION_RATE:
+            raise ClientQuotaError(ErrorCode.INVALID_REQUEST, f"Invalid configuration key {op.key[:100]} "
+                                                              f"(an ip entity takes {IP_CONNECTION_RATE} only)")
+        if op.key in changes:
+            raise ClientQuotaError(ErrorCode.INVALID_REQUEST, f"Configuration {op.key} is altered twice for one entity")
+        if op.remove:
+            changes[op.key] = None
+            continue
+        value = op.value
+        if not math.isfinite(value) or value != int(value):
+            raise ClientQuotaError(ErrorCode.INVALID_REQUEST, f"Configuration {op.key} must be a Int value")
+        if not 0 <= value <= INT_MAX:
+            raise ClientQuotaError(ErrorCode.INVALID_REQUEST,
+                                   f"Configuration {op.key} must be between 0 and {INT_MAX}, got {int(value)}")
+        changes[op.key] = str(int(value))
     return changes
 
 

@@ -22,7 +22,18 @@ limits, as Kafka's broker configs name them:
   (``quota.window.num`` x ``quota.window.size.seconds``, as Kafka's
   connection rate sensors are), as a token bucket (KIP-599's,
   ``kavka.security.quota.rate``): a burst of up to one window's worth of
-  connections, then ``rate`` a second.
+  connections, then ``rate`` a second;
+- ``connection_creation_rate`` of an ip entity (KIP-612, set through
+  AlterClientQuotas or ``kavka configs --entity-type ips``, kept in
+  ``/config/ips/<ip>`` and ``/config/ips/<default>``, applied by
+  ``update_ip_connection_rate``): new connections a second from one
+  address, the address's own quota else the default one, measured as the
+  creation rates are, on every listener, the inter-broker one included (as
+  Kafka's ConnectionQuotas.recordIpConnectionMaybeThrottle). Kafka
+  keeps such a connection for the throttle time before closing it; Kavka
+  closes it at once, as for the other rates. At most ``MAX_IP_RATES``
+  addresses are measured at once (the least recently seen is forgotten:
+  a flood from many addresses cannot grow the table without bound).
 
 A connection over a limit is closed at once, unserved, and counted in
 ``refused`` by the config key that refused it (the metrics read these
@@ -60,6 +71,8 @@ log = logging.getLogger("kavka.network")
 
 INT_MAX = 2**31 - 1
 LOG_INTERVAL_S = 10.0
+MAX_IP_RATES = 50_000
+IP_CONNECTION_RATE = "connection_creation_rate"
 
 MAX_CONNECTIONS = "max.connections"
 MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
@@ -175,6 +188,11 @@ class ConnectionQuotas:
         self._listener_rates: dict[str, _Rate] = {}
         self._unlogged: collections.Counter[str] = collections.Counter()
         self._logged_ms: dict[str, int] = {}
+        # KIP-612 ip quotas: the default (None: none), each address's own,
+        # and the buckets of the addresses measured, least recently used first
+        self._default_ip_rate: int | None = None
+        self._ip_rates: dict[str, int] = {}
+        self._ip_buckets: collections.OrderedDict[str, _Rate] = collections.OrderedDict()
         self.update(config or ConnectionQuotaConfig())
 
     @property
@@ -199,6 +217,42 @@ class ConnectionQuotas:
                 rates[listener] = (kept if kept is not None and kept.rate == r and same_window
                                    else _Rate(r, config.rate_window, now))
         self._listener_rates = rates
+        if not same_window:
+            self._ip_buckets.clear()
+
+    def update_ip_connection_rate(self, ip: str | None, rate: int | None) -> None:
+        """KIP-612: the ``connection_creation_rate`` of address ``ip`` (None:
+        the default of every address without its own); ``rate`` None
+        removes it. The affected addresses start measuring afresh."""
+        if ip is None:
+            self._default_ip_rate = rate
+            for address in [a for a in self._ip_buckets if a not in self._ip_rates]:
+                del self._ip_buckets[address]
+        else:
+            ip = _canonical(ip)
+            if rate is None:
+                self._ip_rates.pop(ip, None)
+            else:
+                self._ip_rates[ip] = rate
+            self._ip_buckets.pop(ip, None)
+
+    def ip_connection_rate(self, ip: str) -> int | None:
+        """The connection rate quota of ``ip``, None without one."""
+        ip = _canonical(ip)
+        return self._ip_rates.get(ip, self._default_ip_rate)
+
+    def _ip_bucket(self, ip: str, now: int) -> _Rate | None:
+        rate = self._ip_rates.get(ip, self._default_ip_rate)
+        if rate is None:
+            return None
+        bucket = self._ip_buckets.get(ip)
+        if bucket is None or bucket.rate != rate:
+            bucket = self._ip_buckets[ip] = _Rate(rate, self.config.rate_window, now)
+            if len(self._ip_buckets) > MAX_IP_RATES:
+                self._ip_buckets.popitem(last=False)
+        else:
+            self._ip_buckets.move_to_end(ip)
+        return bucket
 
     def accept(self, listener: str, ip: str) -> bool:
         """Count a new connection in, or refuse it (False: close it now)."""
@@ -214,16 +268,19 @@ class ConnectionQuotas:
             return self._refuse(key, listener, ip)
         listener_rate = self._listener_rates.get(listener)
         broker_rate = None if protected else self._broker_rate
-        if listener_rate is not None or broker_rate is not None:
+        ip_limited = self._default_ip_rate is not None or ip in self._ip_rates
+        if listener_rate is not None or broker_rate is not None or ip_limited:
             now = self._clock.milliseconds()
+            ip_rate = self._ip_bucket(ip, now) if ip_limited else None
             if listener_rate is not None and not listener_rate.available(now):
                 return self._refuse(listener_key(listener, MAX_CONNECTION_CREATION_RATE), listener, ip)
             if broker_rate is not None and not broker_rate.available(now):
                 return self._refuse(MAX_CONNECTION_CREATION_RATE, listener, ip)
-            if listener_rate is not None:
-                listener_rate.take(now)
-            if broker_rate is not None:
-                broker_rate.take(now)
+            if ip_rate is not None and not ip_rate.available(now):
+                return self._refuse(IP_CONNECTION_RATE, listener, ip)
+            for rate in (listener_rate, broker_rate, ip_rate):
+                if rate is not None:
+                    rate.take(now)
         self.connections += 1
         self.per_listener[listener] += 1
         self.per_ip[ip] += 1

@@ -1,13 +1,17 @@
 """``kavka configs``: describe and alter the dynamic configs of topics,
-brokers, users and client ids with kafka-configs.sh's options and output
+brokers, users, client ids and ips with kafka-configs.sh's options and output
 (its ``--bootstrap-server`` mode), through the admin API, so it works
 against any Kafka-compatible cluster.
 
-Entities: ``--entity-type topics|brokers|users|clients`` with
+Entities: ``--entity-type topics|brokers|users|clients|ips`` with
 ``--entity-name NAME`` or ``--entity-default``, paired in the order given
 (``users`` and ``clients`` may be combined: a user's client id); the
-shortcuts ``--topic``, ``--broker``, ``--user``, ``--client``,
-``--broker-defaults``, ``--user-defaults``, ``--client-defaults``.
+shortcuts ``--topic``, ``--broker``, ``--user``, ``--client``, ``--ip``,
+``--broker-defaults``, ``--user-defaults``, ``--client-defaults``,
+``--ip-defaults``. An ip (an IP address, or the default) holds KIP-612's
+``connection_creation_rate``, through AlterClientQuotas and
+DescribeClientQuotas as the user and client-id quotas:
+``Quota configs for ip '10.0.0.7' are connection_creation_rate=10.0``.
 
 ``--describe``: topics and brokers through DescribeConfigs with synonyms —
 ``Dynamic configs for topic t are:`` then ``  key=value sensitive=false
@@ -53,6 +57,8 @@ from kavka.common.errors import KafkaError
 from kavka.security.quota.entity import (
     CLIENT_ID,
     DEFAULT,
+    IP,
+    IP_CONNECTION_RATE,
     QUOTA_CONFIGS,
     USER,
     ClientQuotaEntity,
@@ -69,20 +75,22 @@ from kavka.tools.client_cli import (
     usage,
 )
 
-DESCRIPTION = ("Describe and alter the dynamic configs of topics, brokers, users and client ids, "
+DESCRIPTION = ("Describe and alter the dynamic configs of topics, brokers, users, client ids and ips, "
                "quotas and SCRAM credentials included (the options and output of kafka-configs.sh).")
 
-TOPICS, BROKERS, USERS, CLIENTS = "topics", "brokers", "users", "clients"
-ENTITY_TYPES = (TOPICS, BROKERS, USERS, CLIENTS)
+TOPICS, BROKERS, USERS, CLIENTS, IPS = "topics", "brokers", "users", "clients", "ips"
+ENTITY_TYPES = (TOPICS, BROKERS, USERS, CLIENTS, IPS)
+QUOTA_TYPES = {USERS: USER, CLIENTS: CLIENT_ID, IPS: IP}
 # Kafka's other entity types, refused by name rather than misread.
-UNSUPPORTED_TYPES = {"broker-loggers": "broker loggers", "ips": "ip quotas (KIP-612)"}
+UNSUPPORTED_TYPES = {"broker-loggers": "broker loggers"}
 SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                 3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                 6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
 MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 # kafka-configs.sh's shortcut flags, in the order it reads them.
-_NAME_SHORTCUTS = (("topic", TOPICS), ("client", CLIENTS), ("user", USERS), ("broker", BROKERS))
-_DEFAULT_SHORTCUTS = (("client_defaults", CLIENTS), ("user_defaults", USERS), ("broker_defaults", BROKERS))
+_NAME_SHORTCUTS = (("topic", TOPICS), ("client", CLIENTS), ("user", USERS), ("broker", BROKERS), ("ip", IPS))
+_DEFAULT_SHORTCUTS = (("client_defaults", CLIENTS), ("user_defaults", USERS), ("broker_defaults", BROKERS),
+                      ("ip_defaults", IPS))
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.DOTALL)
 
 
@@ -102,10 +110,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broker", metavar="ID", help="shortcut for --entity-type brokers --entity-name ID")
     p.add_argument("--user", metavar="USER", help="shortcut for --entity-type users --entity-name USER")
     p.add_argument("--client", metavar="CLIENT_ID", help="shortcut for --entity-type clients --entity-name CLIENT_ID")
+    p.add_argument("--ip", metavar="IP", help="shortcut for --entity-type ips --entity-name IP")
     p.add_argument("--broker-defaults", action="store_true", help="shortcut for --entity-type brokers --entity-default")
     p.add_argument("--user-defaults", action="store_true", help="shortcut for --entity-type users --entity-default")
     p.add_argument("--client-defaults", action="store_true",
                    help="shortcut for --entity-type clients --entity-default")
+    p.add_argument("--ip-defaults", action="store_true", help="shortcut for --entity-type ips --entity-default")
     p.add_argument("--add-config", metavar="K=V,...",
                    help="configs to set: 'k1=v1,k2=[v1,v2,v2],k3=v3'; for a user's SCRAM credentials "
                         "'SCRAM-SHA-512=[password=secret],SCRAM-SHA-256=[iterations=8192,password=secret]'")
@@ -153,7 +163,7 @@ def entities_of(args: argparse.Namespace) -> Entities:
 def check(args: argparse.Namespace, entities: Entities) -> None:
     types, names = entities.types, entities.names
     if not types:
-        raise usage("an entity type is needed: --entity-type (topics, brokers, users, clients) or a shortcut "
+        raise usage("an entity type is needed: --entity-type (topics, brokers, users, clients, ips) or a shortcut "
                     "such as --topic or --user")
     for t in types:
         if t in UNSUPPORTED_TYPES:
@@ -172,6 +182,11 @@ def check(args: argparse.Namespace, entities: Entities) -> None:
         raise usage("--entity-default is not supported for topics")
     if types[0] == BROKERS and names and names[0] and not names[0].isdigit():
         raise usage(f"The entity name for brokers must be a valid integer broker id, but it is: {names[0]}")
+    if types[0] == IPS and names and names[0]:
+        try:
+            ClientQuotaEntity(ip=names[0])
+        except ValueError:
+            raise usage(f"The entity name for ips must be a valid IP address, but it is: {names[0]}") from None
     has_changes = args.add_config is not None or args.add_config_file is not None or args.delete_config
     if args.alter and not has_changes:
         raise usage("At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
@@ -315,7 +330,7 @@ async def describe_resources(admin: KafkaAdmin, entity_type: str, names: list[st
 
 
 def _component(entity_type: str, name: str | None) -> tuple[str, int, str | None]:
-    quota_type = USER if entity_type == USERS else CLIENT_ID
+    quota_type = QUOTA_TYPES[entity_type]
     if name is None:
         return quota_type, MATCH_ANY, None
     if name == "":
@@ -328,13 +343,14 @@ def _entity_text(entity: ClientQuotaEntity) -> str:
         if name is None:
             return []
         return [f"the default {label}" if name is DEFAULT else f"{label} '{name}'"]
-    return ", ".join(part("user-principal", entity.user) + part("client-id", entity.client_id))
+    return ", ".join(part("user-principal", entity.user) + part("client-id", entity.client_id)
+                     + part("ip", entity.ip))
 
 
-def _sort_key(entity: ClientQuotaEntity) -> tuple[str, str]:
+def _sort_key(entity: ClientQuotaEntity) -> tuple[str, str, str]:
     def key(name: EntityName | None) -> str:
         return "" if name is None else "\0" if name is DEFAULT else f"\1{name}"
-    return key(entity.user), key(entity.client_id)
+    return key(entity.user), key(entity.client_id), key(entity.ip)
 
 
 async def describe_quota_entities(admin: KafkaAdmin, entities: Entities) -> None:
@@ -345,7 +361,7 @@ async def describe_quota_entities(admin: KafkaAdmin, entities: Entities) -> None
         shown = ", ".join(f"{k}={java_double(v)}" for k, v in sorted(values.items()))
         print(f"Quota configs for {_entity_text(entity)} are {shown}")
     # As kafka-configs.sh: credentials only for users alone, never for the default user.
-    if CLIENTS in entities.types or "" in entities.names:
+    if entities.types[0] != USERS or CLIENTS in entities.types or "" in entities.names:
         return
     described = await admin.describe_user_scram_credentials(entities.names or None)
     for user, result in described.items():
@@ -385,7 +401,7 @@ def _quota_entity(entities: Entities) -> ClientQuotaEntity:
         if entity_type not in names:
             return None
         return DEFAULT if names[entity_type] == "" else names[entity_type]
-    return ClientQuotaEntity(name_of(USERS), name_of(CLIENTS))
+    return ClientQuotaEntity(name_of(USERS), name_of(CLIENTS), name_of(IPS))
 
 
 async def alter_quota_entity(admin: KafkaAdmin, entities: Entities, add: dict[str, str], delete: list[str]) -> None:
@@ -393,8 +409,16 @@ async def alter_quota_entity(admin: KafkaAdmin, entities: Entities, add: dict[st
     scram_delete = [k for k in delete if ScramMechanism.of(k) is not None]
     unknown_add = [k for k in add if k not in QUOTA_CONFIGS and k not in scram_add]
     unknown_delete = [k for k in delete if k not in QUOTA_CONFIGS and k not in scram_delete]
-    quota_changes = any(k in QUOTA_CONFIGS for k in [*add, *delete])
-    if entities.types[0] == CLIENTS or len(entities.types) == 2:
+    if entities.types[0] == IPS:
+        unexpected = [k for k in [*add, *delete] if k != IP_CONNECTION_RATE]
+        if unexpected:
+            raise usage(f"Only connection quota configs can be added for 'ips' using --bootstrap-server. "
+                        f"Unexpected config names: {', '.join(unexpected)}")
+    quota_changes = any(k in QUOTA_CONFIGS or (entities.types[0] == IPS and k == IP_CONNECTION_RATE)
+                        for k in [*add, *delete])
+    if entities.types[0] == IPS:
+        pass
+    elif entities.types[0] == CLIENTS or len(entities.types) == 2:
         if unknown_add or scram_add:
             raise usage(f"Only quota configs can be added for 'clients' using --bootstrap-server. "
                         f"Unexpected config names: {', '.join([*unknown_add, *scram_add])}")

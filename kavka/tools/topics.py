@@ -3,8 +3,10 @@ kafka-topics.sh's options and output.
 
 Every action goes through Kavka's own admin client over the Kafka protocol
 (CreateTopics, DeleteTopics and CreatePartitions to the controller;
-Metadata, DescribeConfigs and IncrementalAlterConfigs to any broker), so it
-works against any Kafka-compatible cluster. Outside ``--create``,
+Metadata, DescribeConfigs and IncrementalAlterConfigs to any broker; for
+``--describe`` the partitions through DescribeTopicPartitions, KIP-966,
+page by page, where the broker offers it), so it works against any
+Kafka-compatible cluster. Outside ``--create``,
 ``--topic`` is a regular expression matched against whole names, as in
 kafka-topics.sh. ``--alter --config`` changes only the keys named
 (IncrementalAlterConfigs SET; ``--delete-config`` removes an override).
@@ -81,16 +83,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="alter/delete/describe: do nothing, successfully, when no topic matches")
     p.add_argument("--if-not-exists", action="store_true", help="create: succeed if the topic already exists")
     p.add_argument("--exclude-internal", action="store_true", help="list/describe: leave out internal topics")
+    p.add_argument("--partition-size-limit-per-response", type=int, metavar="N",
+                   help="describe: at most N partitions per DescribeTopicPartitions response (KIP-966; "
+                        "the broker's max.request.partition.size.limit caps it)")
     p.add_argument("--timeout-ms", type=int, default=30_000,
                    help="how long an operation may retry before it fails (default 30000)")
 
+
+DESCRIBE_TOPIC_PARTITIONS_KEY = 75
+DEFAULT_PARTITION_LIMIT = 2000  # DescribeTopicPartitions' response_partition_limit default
 
 # Which action-specific options each action accepts (kafka-topics.sh's rules).
 _ALLOWED = {
     "create": {"partitions", "replication_factor", "replica_assignment", "config", "if_not_exists"},
     "alter": {"partitions", "replica_assignment", "config", "delete_config", "if_exists"},
     "describe": {"under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
-                 "at_min_isr_partitions", "if_exists", "exclude_internal"},
+                 "at_min_isr_partitions", "if_exists", "exclude_internal", "partition_size_limit_per_response"},
     "delete": {"if_exists"},
     "list": {"exclude_internal"},
 }
@@ -116,6 +124,9 @@ def _check(args: argparse.Namespace) -> None:
         raise usage("--alter --replica-assignment needs --partitions (it assigns the new partitions)")
     if action == "alter" and args.partitions is None and not args.config and not args.delete_config:
         raise usage("--alter needs --partitions, --config or --delete-config")
+    if args.partition_size_limit_per_response is not None and args.partition_size_limit_per_response < 1:
+        raise usage(f"--partition-size-limit-per-response must be at least 1, got "
+                    f"{args.partition_size_limit_per_response}")
     if args.timeout_ms <= 0:
         raise usage(f"--timeout-ms must be positive, got {args.timeout_ms}")
 
@@ -197,6 +208,13 @@ class _Topics:
     async def describe(self) -> None:
         md, ids, names = await self._matching(required=True)
         a = self.args
+        conn = await self.cluster.any_connection()
+        if names and DESCRIBE_TOPIC_PARTITIONS_KEY in conn.api_versions:
+            # As Kafka's admin since 3.8: the partitions page by page
+            # (KIP-966), so a topic of any size is described.
+            topics, ids = await self.admin.describe_topic_partitions(
+                names, partition_limit=a.partition_size_limit_per_response or DEFAULT_PARTITION_LIMIT)
+            md = ClusterMetadata(md.cluster_id, md.controller_id, md.brokers, {**md.topics, **topics})
         filters = fmt.DescribeFilter(a.under_replicated_partitions, a.unavailable_partitions,
                                      a.under_min_isr_partitions, a.at_min_isr_partitions)
         for line in await describe_lines(self.admin, md, ids, names, filters):

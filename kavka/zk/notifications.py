@@ -15,6 +15,7 @@ appends a 10-digit counter. Pure; any thread.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from kavka.common.sanitizer import DEFAULT_ENTITY, is_sanitized
@@ -27,7 +28,7 @@ CONFIG_CHANGES_PATH = "/config/changes"
 # Config entity types Kavka keeps under /config/<type>/<name>: topic
 # overrides, dynamic broker configs, and the user and client-id entities of
 # client quotas and SCRAM credentials (KIP-55, KIP-554).
-CONFIG_ENTITY_TYPES = ("topics", "brokers", "users", "clients")
+CONFIG_ENTITY_TYPES = ("topics", "brokers", "users", "clients", "ips")
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +172,10 @@ USER_CLIENTS_SEPARATOR = "/clients/"
 
 def check_entity(entity_type: str, entity_name: str) -> None:
     """A config entity: ``topics/<topic>``, ``brokers/<id>``,
-    ``brokers/<default>``, ``users/<user>``, ``users/<user>/clients/<client-id>``
-    or ``clients/<client-id>``, where users and client ids are sanitized
-    names (``kavka.common.sanitizer``) or ``<default>``."""
+    ``brokers/<default>``, ``users/<user>``, ``users/<user>/clients/<client-id>``,
+    ``clients/<client-id>`` or ``ips/<ip>`` (KIP-612), where users and client
+    ids are sanitized names (``kavka.common.sanitizer``) or ``<default>``,
+    and an ip an IP address or ``<default>``."""
     if entity_type not in CONFIG_ENTITY_TYPES:
         raise ValueError(f"config entity type {entity_type!r} is not allowed; allowed values: {', '.join(CONFIG_ENTITY_TYPES)}")
     if entity_type == "topics":
@@ -183,6 +185,13 @@ def check_entity(entity_type: str, entity_name: str) -> None:
             raise ValueError(f"broker config entity {entity_name!r} must be a broker id or {BROKER_DEFAULT_ENTITY}")
     elif entity_type == "clients":
         _check_quota_name("client-id", entity_name)
+    elif entity_type == "ips":
+        if entity_name != DEFAULT_ENTITY:
+            try:
+                ipaddress.ip_address(entity_name)
+            except ValueError:
+                raise ValueError(f"ip config entity {entity_name[:100]!r} is neither {DEFAULT_ENTITY} nor an IP "
+                                 "address") from None
     else:
         user, sep, client = entity_name.partition(USER_CLIENTS_SEPARATOR)
         _check_quota_name("user", user)

@@ -210,11 +210,13 @@ class RawConnection:
     as they are, ``request`` one encoded Kafka request and read its answer,
     ``closed_by_peer`` to see whether the broker hung up."""
 
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
+    def __init__(self, address: str, timeout: float = 10.0, source: str | None = None) -> None:
         import socket
 
         host, _, port = address.rpartition(":")
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        # ``source``: the local address to connect from (any of 127.0.0.0/8 on loopback)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout,
+                                             source_address=None if source is None else (source, 0))
         self._correlation = 0
 
     def close(self) -> None:

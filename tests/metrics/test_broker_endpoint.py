@@ -88,6 +88,9 @@ async def test_a_broker_serves_kafkas_names_with_what_clients_did(zk_chroot, tmp
         assert stored > RECORDS * 100
         assert s.value("kafka_server_brokertopicmetrics_bytesin_total", topic="metered") == stored
         assert s.value("kafka_server_brokertopicmetrics_bytesout_total", topic="metered") > 0
+        assert s.value("kafka_server_brokertopicmetrics_totalfetchrequests_total", topic="metered") >= 1
+        assert s.value("kafka_server_brokertopicmetrics_totalproducerequests_total", topic="metered") >= 1
+        assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total", topic="metered") == 0
         # the all-topics series (no topic label) includes __consumer_offsets' commits too
         assert s.value("kafka_server_brokertopicmetrics_messagesin_total") >= RECORDS
         assert s.value("kafka_log_log_logendoffset", topic="metered", partition="0") == RECORDS
@@ -182,3 +185,34 @@ async def test_a_taken_metrics_port_stops_the_broker_naming_it(zk_chroot, tmp_pa
         with pytest.raises(OSError, match="metrics.port"):
             await broker.server.start()
         await broker.server.shutdown()
+
+
+def _produce_keyless_to_compacted(bootstrap: str) -> list[str]:
+    """A keyless record to a compacted topic (refused: INVALID_RECORD) and a
+    keyed one; the delivery errors."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("compacted", 1, 1, config={"cleanup.policy": "compact"})])["compacted"].result(30)
+    errors: list[str] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "retries": 0, "enable.idempotence": False,
+                         "on_delivery": lambda err, msg: errors.append(err.name()) if err else None})
+    producer.produce("compacted", value=b"no key")
+    producer.flush(30)
+    producer.produce("compacted", value=b"keyed", key=b"k")
+    assert producer.flush(30) == 0
+    return errors
+
+
+async def test_failed_produce_requests_are_counted_per_topic(zk_chroot, tmp_path) -> None:
+    async with InProcessBroker(zk_chroot, tmp_path, **{"metrics.port": "0", "metrics.host": "127.0.0.1",
+                                                        "authorizer.class.name": ""}) as broker:
+        errors = await asyncio.to_thread(_produce_keyless_to_compacted, _bootstrap(broker))
+        assert errors == ["INVALID_RECORD"]
+        s = await asyncio.to_thread(scrape, _url(broker))
+        assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total", topic="compacted") == 1
+        assert s.value("kafka_server_brokertopicmetrics_totalproducerequests_total", topic="compacted") == 2
+        assert s.value("kafka_server_brokertopicmetrics_messagesin_total", topic="compacted") == 1
+        assert s.value("kafka_server_brokertopicmetrics_failedproducerequests_total") == 1  # all topics
+        assert s.value("kafka_server_brokertopicmetrics_failedfetchrequests_total") == 0

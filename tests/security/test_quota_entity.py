@@ -69,7 +69,9 @@ def test_entity_forms():
     ([("user", "")], "Empty user not supported"),
     ([("client-id", "..")], "cannot be kept in ZooKeeper"),
     ([("group", "x")], "Unhandled client quota entity type: group"),
-    ([("ip", "1.2.3.4")], "ip quota entities"),
+    ([("ip", "1.2.3.4"), ("user", "a")], "IP entity should not be used with user/client ID entity"),
+    ([("ip", "broker.example.com")], "is not a valid IP address"),
+    ([("ip", "1.2.3.4"), ("ip", None)], "Duplicate ip"),
 ])
 def test_bad_entities(components, message):
     with pytest.raises(ValueError, match=message):
@@ -85,3 +87,14 @@ def test_values():
                                ("request_percentage", "nan", "non-negative"), ("x", "1", "not a client quota key")]:
         with pytest.raises(ValueError, match=message):
             parse_quota_value(key, text)
+
+
+def test_ip_entities():
+    """KIP-612: an address or the default, alone, kept in /config/ips."""
+    e = ClientQuotaEntity.from_components([("ip", "::ffff:10.0.0.7")])
+    assert e.ip == "10.0.0.7" and e.is_ip and str(e) == "ip '10.0.0.7'"
+    assert e.components() == [("ip", "10.0.0.7")] and e.to_zk() == ("ips", "10.0.0.7")
+    assert ClientQuotaEntity.from_zk("ips", "10.0.0.7") == e
+    d = ClientQuotaEntity.from_components([("ip", None)])
+    assert d.to_zk() == ("ips", "<default>") and ClientQuotaEntity.from_zk("ips", "<default>") == d
+    assert ClientQuotaEntity(ip="2001:db8::1").to_zk() == ("ips", "2001:db8::1")

@@ -192,3 +192,54 @@ def test_listener_limits_come_from_listener_name_keys_and_may_change_live():
         cfg.with_dynamic({}, {"socket.listen.backlog.size": "10"})
     with pytest.raises(ConfigError, match="no listener OTHER"):
         cfg.with_dynamic({}, {"listener.name.other.max.connections": "1"})
+
+
+def test_an_ip_connection_rate_quota_applies_to_its_address_and_the_default_to_the_others():
+    """KIP-612: connection_creation_rate of /config/ips/<ip>, else of
+    /config/ips/<default>, on every listener (the inter-broker one too, as
+    in Kafka)."""
+    clock = ManualClock()
+    q = quotas(clock)
+    q.update_ip_connection_rate("10.0.0.1", 2)
+    assert accept_many(q, 5) == 2
+    assert q.refused == {"connection_creation_rate": 3}
+    assert accept_many(q, 5, ip="10.0.0.2") == 5  # no default yet: no quota
+    assert accept_many(q, 3, listener="OTHER", ip="10.0.0.1") == 0  # every listener of the address, together
+    q2 = quotas(clock, inter_broker_listener="REPLICATION")
+    q2.update_ip_connection_rate(None, 1)
+    assert accept_many(q2, 3, listener="REPLICATION", ip="10.0.0.9") == 1
+    assert accept_many(q2, 3, ip="10.0.0.9") == 0  # the same address's rate on another listener
+    assert accept_many(q2, 3, ip="::ffff:10.0.0.8") + accept_many(q2, 3, ip="10.0.0.8") == 1  # one address
+    clock.advance(1000)
+    assert accept_many(q2, 3, ip="10.0.0.9") == 1  # one a second
+    q2.update_ip_connection_rate("10.0.0.9", 3)  # its own quota beats the default, measured afresh
+    assert accept_many(q2, 5, ip="10.0.0.9") == 3
+    q2.update_ip_connection_rate("10.0.0.9", None)  # removed: the default again
+    clock.advance(1000)
+    assert accept_many(q2, 5, ip="10.0.0.9") == 1
+    q2.update_ip_connection_rate(None, None)
+    assert accept_many(q2, 50, ip="10.0.0.9") == 50
+    q2.update_ip_connection_rate("10.0.0.7", 0)  # 0: no new connection at all
+    assert accept_many(q2, 2, ip="10.0.0.7") == 0
+    assert q2.ip_connection_rate("10.0.0.7") == 0 and q2.ip_connection_rate("10.0.0.6") is None
+
+
+def test_refused_by_an_ip_rate_takes_no_other_token_and_open_connections_stay():
+    clock = ManualClock()
+    q = quotas(clock, max_connection_creation_rate=3)
+    q.update_ip_connection_rate("10.0.0.1", 1)
+    assert accept_many(q, 3) == 1  # two refused by the ip rate took no broker token
+    assert accept_many(q, 3, ip="10.0.0.2") == 2
+    assert q.refused == {"connection_creation_rate": 2, "max.connection.creation.rate": 1}
+    assert q.per_ip["10.0.0.1"] == 1  # the accepted one stays open
+
+
+def test_the_measured_addresses_are_bounded(monkeypatch):
+    from kavka.server import connection_quotas
+
+    monkeypatch.setattr(connection_quotas, "MAX_IP_RATES", 100)
+    q = quotas()
+    q.update_ip_connection_rate(None, 1)
+    for i in range(1000):
+        assert q.accept("PLAINTEXT", f"10.1.{i // 250}.{i % 250}")
+    assert len(q._ip_buckets) <= 100

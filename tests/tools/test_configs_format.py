@@ -48,7 +48,9 @@ def test_entity_pairing_follows_kafka_configs():
 
 @pytest.mark.parametrize("argv, words", [
     (["--describe"], "an entity type is needed"),
-    (["--describe", "--entity-type", "ips"], "not supported by Kavka"),
+    (["--describe", "--entity-type", "broker-loggers"], "not supported by Kavka"),
+    (["--describe", "--ip", "my-laptop"], "The entity name for ips must be a valid IP address"),
+    (["--describe", "--ip", "10.0.0.1", "--user", "u"], "Only 'users' and 'clients'"),
     (["--describe", "--entity-type", "groups"], "not one of"),
     (["--describe", "--topic", "t", "--user", "u"], "Only 'users' and 'clients'"),
     (["--describe", "--entity-type", "users", "--entity-type", "users"], "Duplicate entity type"),

@@ -80,6 +80,9 @@ def test_topic_lifecycle(make_cluster, kavka):
     r = kavka(*t, "--describe", "--topic", "orders|pinned")
     assert {line.split("\t")[0] for line in r.stdout.splitlines() if not line.startswith("\t")} == \
         {"Topic: orders", "Topic: pinned"}
+    # DescribeTopicPartitions (KIP-966) a partition per response: the same description, paged.
+    paged = kavka(*t, "--describe", "--topic", "orders|pinned", "--partition-size-limit-per-response", "1")
+    assert (paged.returncode, paged.stdout) == (0, r.stdout), paged.stderr
     r = kavka(*t, "--describe", "--topic", "orders", "--under-replicated-partitions")
     assert (r.returncode, r.stdout) == (0, "")
     # pinned (ISR of 2) with min.insync.replicas=3 is under it; orders (ISR of 1, default 1) is at it.
@@ -158,6 +161,8 @@ def test_topic_errors_from_the_cluster(make_cluster, kavka):
     (["--create", "--topic", "x", "--config", "retention.ms"], "not KEY=VALUE"),
     (["--list", "--partitions", "3"], "--partitions cannot be used with --list"),
     (["--alter", "--topic", "x"], "--alter needs"),
+    (["--describe", "--partition-size-limit-per-response", "0"], "at least 1"),
+    (["--list", "--partition-size-limit-per-response", "5"], "cannot be used with --list"),
 ])
 def test_bad_options_exit_2_before_connecting(kavka, args, words):
     # Port 1 is never a broker: these must fail before any connection.

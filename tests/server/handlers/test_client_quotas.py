@@ -103,7 +103,11 @@ async def test_alter_writes_kafkas_znodes_and_notifies(version):
     ([("user", "")], [("request_percentage", 1.0, False)], "Empty user not supported"),
     ([("user", "a"), ("user", "b")], [("request_percentage", 1.0, False)], "Duplicate user"),
     ([("user", ".")], [("request_percentage", 1.0, False)], "cannot be kept in ZooKeeper"),
-    ([("ip", "1.2.3.4")], [("connection_creation_rate", 1.0, False)], "ip quota entities"),
+    ([("ip", "1.2.3.4"), ("user", "a")], [("connection_creation_rate", 1.0, False)], "IP entity should not be used"),
+    ([("ip", "example.com")], [("connection_creation_rate", 1.0, False)], "example.com is not a valid IP address"),
+    ([("ip", "1.2.3.4")], [("connection_creation_rate", 1.5, False)], "connection_creation_rate must be a Int value"),
+    ([("ip", "1.2.3.4")], [("connection_creation_rate", 2.0**31, False)], "must be between 0 and 2147483647"),
+    ([("ip", "1.2.3.4")], [("producer_byte_rate", 1.0, False)], "an ip entity takes connection_creation_rate only"),
     ([("group", "g")], [("request_percentage", 1.0, False)], "Unhandled client quota entity type: group"),
 ])
 async def test_bad_entities_and_ops_write_nothing(entity, ops, message):
@@ -113,6 +117,35 @@ async def test_bad_entities_and_ops_write_nothing(entity, ops, message):
     assert code == ErrorCode.INVALID_REQUEST and message in text
     assert ok == (0, None)  # the other entity is answered on its own
     assert await zk.get_entity_names("users") == []
+
+
+async def test_ip_connection_rates_are_written_to_config_ips_and_described():
+    """KIP-612: an address's or the default's connection_creation_rate, in
+    /config/ips with a change notification; described alone, by ip filter,
+    or among everything by a filter that is not strict."""
+    zk, alter_h, describe_h = await setup()
+    assert await alter(alter_h, [
+        entry([("ip", "127.0.0.1")], [("connection_creation_rate", 5.0, False)]),
+        entry([("ip", None)], [("connection_creation_rate", 100.0, False)]),
+        entry([("user", "alice")], [("producer_byte_rate", 10.0, False)]),
+    ]) == [(0, None)] * 3
+    assert await zk.get_entity_config("ips", "127.0.0.1") == {"connection_creation_rate": "5"}
+    assert await zk.get_entity_config("ips", "<default>") == {"connection_creation_rate": "100"}
+    changes = sorted(await zk.store.get_children("/config/changes"))
+    paths = [json.loads((await zk.store.get(f"/config/changes/{c}"))[0])["entity_path"] for c in changes]
+    assert "ips/127.0.0.1" in paths and "ips/<default>" in paths
+    ip_rate = {"connection_creation_rate": 5.0}
+    assert await describe(describe_h, [("ip", EXACT, "127.0.0.1")]) == [((("ip", "127.0.0.1"),), ip_rate)]
+    assert await describe(describe_h, [("ip", DEFAULT, None)]) == [
+        ((("ip", None),), {"connection_creation_rate": 100.0})]
+    assert len(await describe(describe_h, [("ip", ANY, None)])) == 2
+    assert len(await describe(describe_h, [])) == 3  # users and ips together
+    assert len(await describe(describe_h, [], strict=True)) == 0
+    assert await describe(describe_h, [("user", ANY, None)]) == [((("user", "alice"),), {"producer_byte_rate": 10.0})]
+    code, message = await describe(describe_h, [("ip", ANY, None), ("user", ANY, None)])
+    assert code == ErrorCode.INVALID_REQUEST and "IP filter component should not be used" in message
+    assert await alter(alter_h, [entry([("ip", "127.0.0.1")], [("connection_creation_rate", 0, True)])]) == [(0, None)]
+    assert await describe(describe_h, [("ip", EXACT, "127.0.0.1")]) == []
 
 
 async def test_validate_only_writes_nothing():
