@@ -280,6 +280,13 @@ _d("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout a consum
 _d("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout a consumer may ask.", Range(0, None))
 _d("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members before the first rebalance of a new group.", Range(0, None))
 _d("group.max.size", INT, INT_MAX, "Most members of one consumer group.", Range(1, None))
+# consumer-protocol groups (KIP-848): Kafka 4's names and defaults
+_d("group.consumer.assignors", LIST, "uniform,range", "Server-side assignors of consumer-protocol groups (KIP-848); the first is the default, a member may prefer another of the list. Kafka's class names (org.apache.kafka.coordinator.group.assignor.UniformAssignor, ...RangeAssignor) are accepted too.",
+   OneOf(("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+          "org.apache.kafka.coordinator.group.assignor.RangeAssignor"), case_sensitive=True))
+_d("group.consumer.session.timeout.ms", INT, 45000, "A consumer-protocol member that sends no ConsumerGroupHeartbeat for this long is fenced out of its group.", Range(1, None))
+_d("group.consumer.heartbeat.interval.ms", INT, 5000, "How often consumer-protocol members are told to send ConsumerGroupHeartbeat.", Range(1, None))
+_d("group.consumer.max.size", INT, INT_MAX, "Most members of one consumer-protocol group.", Range(1, None))
 
 # -- Kerberos (GSSAPI) login tuning (Kafka's SaslConfigs, BrokerSecurityConfigs) --------
 # Kafka reads these only for a listener that enables GSSAPI, and accepts them

@@ -24,6 +24,7 @@ UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST.
 from __future__ import annotations
 
 import enum
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -67,8 +68,13 @@ class HeartbeatRequest:
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
     subscribed_topic_names: tuple[str, ...] | None = None
+    # v1: a regular expression evaluated on the broker (KIP-848); "" clears it
+    subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     owned: Mapping[uuid.UUID, frozenset[int]] | None = None
+    # who sent it, for ConsumerGroupDescribe
+    client_id: str = ""
+    client_host: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +94,11 @@ class ConsumerGroupMember:
     rack_id: str | None = None
     rebalance_timeout_ms: int = -1
     subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     previous_member_epoch: int = 0
+    client_id: str = ""
+    client_host: str = ""
     assignment: MemberAssignmentState = field(default_factory=lambda: MemberAssignmentState(
         MemberState.STABLE, JOIN_EPOCH, {}, {}))
 
@@ -102,7 +111,8 @@ def _full_request(req: HeartbeatRequest) -> bool:
     # what a consumer sends on joining or after an error: every field set
     # (Kafka answers it with the assignment even when unchanged)
     return (req.member_epoch == JOIN_EPOCH or (req.rebalance_timeout_ms != -1
-            and req.subscribed_topic_names is not None and req.owned is not None))
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.owned is not None))
 
 
 class ConsumerGroup:
@@ -156,6 +166,12 @@ class ConsumerGroup:
         invalid = self._invalid(req)
         if invalid:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, invalid)
+        if req.subscribed_topic_regex:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as e:
+                return HeartbeatOutcome(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                        f"subscribed topic regex {req.subscribed_topic_regex!r} is not valid: {e}")
         if req.member_epoch == LEAVE_EPOCH or req.member_epoch == STATIC_LEAVE_EPOCH:
             return self._leave(req, topics)
         if req.server_assignor is not None and req.server_assignor not in self.assignors:
@@ -210,11 +226,21 @@ class ConsumerGroup:
         if req.member_epoch == JOIN_EPOCH:
             if req.rebalance_timeout_ms == -1:
                 return "rebalance timeout must be set when joining"
-            if req.subscribed_topic_names is None:
-                return "subscribed topic names must be set when joining"
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                return "subscribed topic names or regex must be set when joining"
             if req.owned:
                 return "owned partitions must be empty when joining"
         return None
+
+    @staticmethod
+    def _topics_of(m: ConsumerGroupMember, topics: Mapping[str, TopicMetadata]) -> set[str]:
+        """The existing topics a member subscribes to: its names, and the
+        topics its regex fully matches (internal topics never: Kafka's rule)."""
+        found = {n for n in m.subscribed_topic_names if n in topics}
+        if m.subscribed_topic_regex is not None:
+            pattern = re.compile(m.subscribed_topic_regex)
+            found |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n)}
+        return found
 
     def _join(self, req: HeartbeatRequest) -> tuple[ConsumerGroupMember, bool] | HeartbeatOutcome:
         """The joining member and whether it is new to the group."""
@@ -232,11 +258,11 @@ class ConsumerGroup:
                 del self.members[static.member_id]
                 prior = static.assignment
                 epoch = static.previous_member_epoch
-                member = ConsumerGroupMember(member_id, req.instance_id, static.rack_id,
-                                             static.rebalance_timeout_ms, static.subscribed_topic_names,
-                                             static.server_assignor, epoch,
-                                             MemberAssignmentState(prior.state, epoch, prior.assigned,
-                                                                   prior.pending_revocation))
+                member = ConsumerGroupMember(
+                    member_id, req.instance_id, static.rack_id, static.rebalance_timeout_ms,
+                    static.subscribed_topic_names, static.subscribed_topic_regex, static.server_assignor,
+                    previous_member_epoch=epoch,
+                    assignment=MemberAssignmentState(prior.state, epoch, prior.assigned, prior.pending_revocation))
                 self.members[member_id] = member
                 self._move_holdings(static.member_id, member_id)
                 if static.member_id in self.target:
@@ -269,6 +295,7 @@ class ConsumerGroup:
 
     def _update_subscription(self, member: ConsumerGroupMember, req: HeartbeatRequest) -> bool:
         changed = False
+        member.client_id, member.client_host = req.client_id, req.client_host
         if req.instance_id is not None:
             member.instance_id = req.instance_id
         if req.rack_id is not None:
@@ -279,6 +306,10 @@ class ConsumerGroup:
             names = tuple(sorted(set(req.subscribed_topic_names)))
             changed |= names != member.subscribed_topic_names
             member.subscribed_topic_names = names
+        if req.subscribed_topic_regex is not None:
+            regex = req.subscribed_topic_regex or None
+            changed |= regex != member.subscribed_topic_regex
+            member.subscribed_topic_regex = regex
         if req.server_assignor is not None:
             changed |= req.server_assignor != member.server_assignor
             member.server_assignor = req.server_assignor
@@ -319,7 +350,7 @@ class ConsumerGroup:
     def _refresh_metadata(self, topics: Mapping[str, TopicMetadata]) -> bool:
         """Whether the subscribed topics' metadata changed (then the group
         epoch must bump: the assignor would see other partitions)."""
-        subscribed = {n for m in self.members.values() for n in m.subscribed_topic_names}
+        subscribed = {n for m in self.members.values() for n in self._topics_of(m, topics)}
         metadata = {n: topics[n] for n in sorted(subscribed) if n in topics}
         if metadata == self.subscription_metadata:
             return False
@@ -332,8 +363,8 @@ class ConsumerGroup:
         assignor: PartitionAssignor = ASSIGNORS[self.assignor_name()]
         partitions = {t.topic_id: t.partitions for t in self.subscription_metadata.values()}
         subs = {m.member_id: MemberSubscription(
-                    frozenset(self.subscription_metadata[n].topic_id for n in m.subscribed_topic_names
-                              if n in self.subscription_metadata),
+                    frozenset(self.subscription_metadata[n].topic_id
+                              for n in self._topics_of(m, self.subscription_metadata)),
                     self.target.get(m.member_id, {}))
                 for m in self.members.values()}
         self.target = assignor.assign(subs, partitions)

@@ -13,7 +13,12 @@ state:
 - ``GroupOffsets`` (``offsets``): OffsetCommit, OffsetFetch, OffsetDelete,
   offsets of deleted partitions, offset expiry;
 - ``GroupTxnOffsets`` (``txn_offsets``): TxnOffsetCommit and the offsets
-  pending until their transaction's marker.
+  pending until their transaction's marker;
+- ``ConsumerGroupMembership`` (``consumer_membership``): the
+  consumer-protocol groups (KIP-848), ConsumerGroupHeartbeat and
+  ConsumerGroupDescribe; a group id is either kind, never both, and a
+  consumer group's offsets are committed through ``GroupOffsets`` once the
+  member epoch is checked.
 
 This class builds them, moves partitions in and out (``on_elected`` /
 ``on_resigned``) and is what the API handlers call. Everything runs on the
@@ -24,16 +29,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 
 from kavka.common.errors import ErrorCode
 from kavka.group.config import GroupConfig
+from kavka.group.consumer_group import ConsumerGroup, HeartbeatOutcome, HeartbeatRequest, TopicMetadata
+from kavka.group.consumer_membership import ConsumerGroupConfig, ConsumerGroupMembership
 from kavka.group.membership import GroupMembership, JoinRequest, JoinResult, SyncResult
 from kavka.group.metadata_manager import GROUP_METADATA_TOPIC, GroupLog, GroupMetadataManager
 from kavka.group.offsets import Commits, GroupOffsets
 from kavka.group.state import GroupMetadata, OffsetAndMetadata, PendingTxnOffsets
 from kavka.group.txn_offsets import GroupTxnOffsets
 
-__all__ = ["GROUP_METADATA_TOPIC", "GroupConfig", "GroupCoordinator", "GroupLog"]
+__all__ = ["GROUP_METADATA_TOPIC", "ConsumerGroupConfig", "GroupConfig", "GroupCoordinator", "GroupLog"]
 
 log = logging.getLogger("kavka.group")
 
@@ -42,12 +50,19 @@ class GroupCoordinator:
     """See the module docstring. Call ``on_elected`` / ``on_resigned`` from
     the LeaderAndIsr path; the handlers call the request methods."""
 
-    def __init__(self, broker_id: int, config: GroupConfig, group_log: GroupLog) -> None:
+    def __init__(self, broker_id: int, config: GroupConfig, group_log: GroupLog,
+                 consumer_config: ConsumerGroupConfig | None = None,
+                 topics: Callable[[], Mapping[str, TopicMetadata]] = dict) -> None:
+        """``topics``: the cluster's topic metadata by name, which the
+        server-side assignors of consumer groups read."""
         self.broker_id = broker_id
         self.config = config
         self.manager = GroupMetadataManager(config.num_partitions, group_log, config.offsets_topic_compression)
         self.membership = GroupMembership(self.manager, config)
-        self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry)
+        self.consumer = ConsumerGroupMembership(self.manager, consumer_config or ConsumerGroupConfig(), topics,
+                                                self._has_classic_members)
+        self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry,
+                                    self.consumer.is_consumer_group)
         self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)
         self._expiry_task: asyncio.Task[None] | None = None
         # the loop holds only weak references to tasks: a load must not vanish mid-way
@@ -102,11 +117,19 @@ class GroupCoordinator:
 
     def on_resigned(self, partition: int) -> None:
         self.manager.unload(partition)
+        self.consumer.unload(partition)
         self.txn_offsets.unload(partition)
         log.info("unloaded the groups of %s-%d", GROUP_METADATA_TOPIC, partition)
 
     # -- membership ----------------------------------------------------------------------------
+    def _has_classic_members(self, group_id: str) -> bool:
+        g = self.manager.groups.get(group_id)
+        return g is not None and bool(g.members)
+
     async def join_group(self, r: JoinRequest) -> JoinResult:
+        if self.consumer.is_consumer_group(r.group_id):
+            # Kafka: a classic member cannot join a consumer-protocol group
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, r.member_id)
         return await self.membership.join_group(r)
 
     async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -123,7 +146,14 @@ class GroupCoordinator:
     # -- offsets -------------------------------------------------------------------------------
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                              commits: Commits) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        return await self.offsets.commit_offsets(group_id, generation, member_id, instance_id, commits)
+        consumer = self.consumer.validate_commit(group_id, member_id, generation)
+        if consumer is None:
+            return await self.offsets.commit_offsets(group_id, generation, member_id, instance_id, commits)
+        if consumer is not ErrorCode.NONE:
+            return consumer, {tp: consumer for tp in commits}
+        # the member epoch is checked: the group has no classic members, so
+        # the offsets are written as a commit outside group management
+        return await self.offsets.commit_offsets(group_id, -1, "", None, commits)
 
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None
                       ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetAndMetadata | None]]:
@@ -155,6 +185,13 @@ class GroupCoordinator:
     def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
         self.txn_offsets.complete_txn_offsets(partition, producer_id, commit)
 
+    # -- consumer-protocol groups (KIP-848) ------------------------------------------------------
+    def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
+        return self.consumer.heartbeat(group_id, req)
+
+    def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        return self.consumer.describe(group_id)
+
     # -- admin views ---------------------------------------------------------------------------
     def list_groups(self, states: set[str] | None = None) -> tuple[ErrorCode, list[GroupMetadata]]:
         return self.manager.list_groups(states)
@@ -163,4 +200,12 @@ class GroupCoordinator:
         return self.manager.describe_group(group_id)
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
-        return await self.manager.delete_groups(group_ids)
+        # a consumer-protocol group with members is not empty (Kafka's NON_EMPTY_GROUP)
+        busy = {gid: ErrorCode.NON_EMPTY_GROUP for gid in group_ids
+                if self.consumer.is_consumer_group(gid) and self.manager.group_error(gid) is ErrorCode.NONE}
+        rest = [gid for gid in group_ids if gid not in busy]
+        return {**busy, **(await self.manager.delete_groups(rest) if rest else {})}
+
+    def list_consumer_groups(self) -> list[ConsumerGroup]:
+        """The consumer-protocol groups (KIP-848) of the partitions owned here."""
+        return self.consumer.owned_groups()

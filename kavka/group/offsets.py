@@ -38,10 +38,14 @@ class GroupOffsets:
     timer (``schedule_expiry``, the membership's)."""
 
     def __init__(self, manager: GroupMetadataManager, config: GroupConfig,
-                 schedule_expiry: Callable[[GroupMetadata, MemberMetadata], None]) -> None:
+                 schedule_expiry: Callable[[GroupMetadata, MemberMetadata], None],
+                 consumer_group_active: Callable[[str], bool] = lambda _group_id: False) -> None:
+        """``consumer_group_active``: whether a group id is a consumer-protocol
+        group with members (KIP-848), whose offsets must not expire."""
         self.manager = manager
         self.config = config
         self.schedule_expiry = schedule_expiry
+        self.consumer_group_active = consumer_group_active
         # the loop holds only weak references to tasks: a removal must not vanish mid-way
         self._removals: set[asyncio.Task[int]] = set()
 
@@ -175,7 +179,7 @@ class GroupOffsets:
         """Delete expired offsets of Empty groups; returns how many."""
         removed = 0
         for g in list(self.manager.owned_groups()):
-            if g.state is not GroupState.EMPTY:
+            if g.state is not GroupState.EMPTY or self.consumer_group_active(g.group_id):
                 continue
             since = g.state_timestamp
             old = [tp for tp, o in g.offsets.items()

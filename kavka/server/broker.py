@@ -61,7 +61,8 @@ from kavka.common.topic_partition import TopicPartition
 from kavka.controller.broker_transport import KavkaBrokerTransport
 from kavka.controller.controller import KafkaController
 from kavka.controller.settings import ControllerConfig
-from kavka.group.coordinator import GROUP_METADATA_TOPIC, GroupConfig, GroupCoordinator
+from kavka.group.consumer_group import TopicMetadata
+from kavka.group.coordinator import GROUP_METADATA_TOPIC, ConsumerGroupConfig, GroupConfig, GroupCoordinator
 from kavka.metrics.broker_metrics import (
     BrokerTopicMetricsCollector,
     ConsumerGroupMetrics,
@@ -105,6 +106,8 @@ from kavka.server.handlers import (
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -161,7 +164,7 @@ from kavka.server.internal_topic import (
     InternalTopicSettings,
 )
 from kavka.server.io_threads import IoThreadPool
-from kavka.server.metadata_cache import MetadataCache, MetadataUpdate
+from kavka.server.metadata_cache import ZERO_UUID, MetadataCache, MetadataUpdate
 from kavka.server.network import Dispatcher, Handler, NetworkConfig, RequestLimits, SocketServer
 from kavka.server.producer_id_manager import ProducerIdManager
 from kavka.server.quota_config_handler import IpConfigHandler, QuotaConfigHandler
@@ -455,8 +458,15 @@ class KafkaServer:
                              cfg["transaction.state.log.load.buffer.size"]),
             markers,
             producer_ids.generate_producer_id)
+        def consumer_topics() -> dict[str, TopicMetadata]:
+            # what the server-side assignors of consumer groups (KIP-848) see:
+            # topics with an id (assignments name topics by id, KIP-516)
+            return {t: TopicMetadata(tid, len(cache.topic_partitions(t))) for t in cache.topics()
+                    if (tid := cache.topic_id(t)) != ZERO_UUID}
+
         groups = GroupCoordinator(broker_id, GroupConfig.from_broker(cfg), InternalTopicLog(
-            rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]))
+            rm, GROUP_METADATA_TOPIC, cfg["offsets.commit.timeout.ms"], cfg["offsets.load.buffer.size"]),
+            ConsumerGroupConfig.from_broker(cfg), consumer_topics)
         self.group_coordinator, self.txn_coordinator = groups, txns
         offsets_topic = InternalTopic(InternalTopicSettings.consumer_offsets(cfg), groups.partition_of, cache, admin)
         txn_topic = InternalTopic(InternalTopicSettings.transaction_state(cfg), txns.partition_of, cache, admin)
@@ -523,6 +533,9 @@ class KafkaServer:
             join_group.API_KEY: join_group.JoinGroupHandler(groups, auth),
             sync_group.API_KEY: sync_group.SyncGroupHandler(groups, auth),
             heartbeat.API_KEY: heartbeat.HeartbeatHandler(groups, auth),
+            consumer_group_heartbeat.API_KEY: consumer_group_heartbeat.ConsumerGroupHeartbeatHandler(groups, auth),
+            consumer_group_describe.API_KEY:
+                consumer_group_describe.ConsumerGroupDescribeHandler(groups, cache, auth),
             leave_group.API_KEY: leave_group.LeaveGroupHandler(groups, auth),
             offset_commit.API_KEY: offset_commit.OffsetCommitHandler(groups, cache, auth),
             offset_fetch.API_KEY: offset_fetch.OffsetFetchHandler(groups, auth),

@@ -21,6 +21,8 @@ from kavka.server.handlers import (
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -122,6 +124,8 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_producers,  # 61
     describe_transactions,  # 65
     list_transactions,  # 66
+    consumer_group_heartbeat,  # 68
+    consumer_group_describe,  # 69
     describe_topic_partitions,  # 75
 )
 

@@ -23,6 +23,8 @@ from kavka.protocol.messages import (
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     ControlledShutdownRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
@@ -132,6 +134,11 @@ class Case:
     # Run as a super user before each variant (the resource must exist for
     # the per-resource answer to show).
     prepare: Callable[[InProcessBroker], Awaitable[None]] | None = None
+
+
+def _consumer_group_heartbeat() -> Message:
+    return ConsumerGroupHeartbeatRequest(group_id=G, member_id="m1", member_epoch=0, rebalance_timeout_ms=30000,
+                                         subscribed_topic_names=[T], topic_partitions=[])
 
 
 def _leader_and_isr() -> Message:
@@ -350,6 +357,14 @@ CASES = [
          ErrorCode.GROUP_AUTHORIZATION_FAILED, base=[(TXN, TX, Op.WRITE), (TOPIC, T, Op.READ)]),
     Case("TxnOffsetCommit (topic)", 3, _txn_offset_commit, [(TOPIC, T, Op.READ)],
          ErrorCode.TOPIC_AUTHORIZATION_FAILED, base=[(TXN, TX, Op.WRITE), (GROUP, G, Op.READ)]),
+    # consumer-protocol groups (KIP-848): READ on the group, DESCRIBE on the subscribed topics
+    Case("ConsumerGroupHeartbeat (group)", 1, lambda: _consumer_group_heartbeat(), [(GROUP, G, Op.READ)],
+         ErrorCode.GROUP_AUTHORIZATION_FAILED, base=[(TOPIC, T, Op.DESCRIBE)]),
+    Case("ConsumerGroupHeartbeat (topic)", 1, lambda: _consumer_group_heartbeat(), [(TOPIC, T, Op.DESCRIBE)],
+         ErrorCode.TOPIC_AUTHORIZATION_FAILED, base=[(GROUP, G, Op.READ)]),
+    Case("ConsumerGroupDescribe", 1, lambda: ConsumerGroupDescribeRequest(group_ids=[G],
+                                                                          include_authorized_operations=False),
+         [(GROUP, G, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED),
     # the operators' tools (KIP-664, KIP-966)
     Case("DescribeProducers", 0, lambda: DescribeProducersRequest(topics=[DescribeProducersRequest.Topics(
         name=T, partition_indexes=[0])]), [(TOPIC, T, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED),

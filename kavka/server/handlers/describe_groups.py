@@ -3,7 +3,9 @@
 Versions 0-5: v3 authorized operations (KIP-430: INT32_MIN unless asked
 for; asked for, the operations the session may do on the group); v4
 group.instance.id. Member metadata and assignments are filled only when
-the group is Stable, as in Kafka; an unknown group is described as Dead.
+the group is Stable, as in Kafka; an unknown group is described as Dead;
+a consumer-protocol group (KIP-848) is GROUP_ID_NOT_FOUND, "not a classic
+group", as Kafka answers (ConsumerGroupDescribe describes it).
 Each group needs DESCRIBE (Kafka's rule), else it is answered
 GROUP_AUTHORIZATION_FAILED with nothing about it.
 """
@@ -37,6 +39,13 @@ class DescribeGroupsHandler:
             if group_id not in described:
                 out.append(R.Groups(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id,
                                     group_state="", protocol_type="", protocol_data="", members=[]))
+                continue
+            if self.coordinator.consumer.is_consumer_group(group_id):
+                # Kafka: DescribeGroups describes classic groups; a consumer
+                # group is described by ConsumerGroupDescribe
+                out.append(R.Groups(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                                    error_message=f"group {group_id!r} is not a classic group", group_id=group_id,
+                                    group_state=GroupState.DEAD.value, protocol_type="", protocol_data=""))
                 continue
             code, g = self.coordinator.describe_group(group_id)
             if code is not ErrorCode.NONE:

@@ -1,0 +1,185 @@
+"""``ConsumerGroupMembership``: the consumer-protocol groups of the
+partitions this coordinator owns (KIP-848), served by
+ConsumerGroupHeartbeat and described by ConsumerGroupDescribe.
+
+It owns the ``ConsumerGroup`` state machines by group id and their timers:
+
+- a member's session (``group.consumer.session.timeout.ms``) restarts with
+  each heartbeat; when it lapses the member is fenced: removed, its
+  partitions released, the group epoch bumped;
+- a member that keeps partitions it was asked to revoke for longer than its
+  rebalance timeout is fenced too (KIP-848 "Rebalance Timeout"), so one
+  stuck consumer cannot hold the rest of the group back.
+
+Coexistence with the classic protocol (Kafka's rules): a heartbeat for a
+group id that is a classic group with members is refused with
+GROUP_ID_NOT_FOUND; the classic JoinGroup of a group id that is a consumer
+group with members gets INCONSISTENT_GROUP_PROTOCOL (``is_consumer_group``
+tells the coordinator). Offsets of a consumer group are kept with the
+classic offsets (``GroupOffsets``); ``validate_commit`` checks a member's
+epoch the way Kafka validates OffsetCommit v9's ``generation_id_or_member_epoch``.
+
+The groups live in memory on the coordinator: after a coordinator moves,
+members get UNKNOWN_MEMBER_ID and rejoin with epoch 0 (as a consumer does
+on that error); committed offsets are in ``__consumer_offsets`` and survive.
+
+Called on the broker's event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kavka.common.errors import ErrorCode
+from kavka.group.consumer_group import (
+    ConsumerGroup,
+    HeartbeatOutcome,
+    HeartbeatRequest,
+    TopicMetadata,
+)
+from kavka.group.metadata_manager import GroupMetadataManager
+from kavka.group.reconciliation import MemberState
+
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupMembership"]
+
+log = logging.getLogger("kavka.group")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """The broker's ``group.consumer.*`` configs (Kafka's names and defaults)."""
+    assignors: tuple[str, ...] = ("uniform", "range")
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2**31 - 1
+
+    @classmethod
+    def from_broker(cls, cfg: Any) -> ConsumerGroupConfig:
+        # Kafka 3.7 named the assignors by class, Kafka 4 by short name
+        names = tuple(_ASSIGNOR_CLASSES.get(a, a) for a in cfg["group.consumer.assignors"])
+        return cls(tuple(dict.fromkeys(names)), cfg["group.consumer.session.timeout.ms"],
+                   cfg["group.consumer.heartbeat.interval.ms"], cfg["group.consumer.max.size"])
+
+
+_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+class ConsumerGroupMembership:
+    """See the module docstring. ``topics`` gives the cluster's topic
+    metadata by name (the broker's metadata cache); ``classic_members``
+    tells whether a group id is a classic group with members."""
+
+    def __init__(self, manager: GroupMetadataManager, config: ConsumerGroupConfig,
+                 topics: Callable[[], Mapping[str, TopicMetadata]],
+                 classic_members: Callable[[str], bool]) -> None:
+        self.manager = manager
+        self.config = config
+        self.topics = topics
+        self.classic_members = classic_members
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._revocations: dict[tuple[str, str], asyncio.TimerHandle] = {}
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        """A consumer-protocol group with members (Kafka refuses a classic
+        JoinGroup to it with INCONSISTENT_GROUP_PROTOCOL)."""
+        g = self.groups.get(group_id)
+        return g is not None and bool(g.members)
+
+    def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
+        if not group_id:
+            return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, "group id can't be empty")
+        code = self.manager.group_error(group_id)
+        if code is not ErrorCode.NONE:
+            return HeartbeatOutcome(code)
+        if self.classic_members(group_id):
+            return HeartbeatOutcome(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} is not a consumer group")
+        g = self.groups.get(group_id)
+        if g is None:
+            g = ConsumerGroup(group_id, list(self.config.assignors), self.config.max_size)
+        outcome = g.heartbeat(req, self.topics())
+        if g.members:
+            self.groups[group_id] = g
+        else:
+            self.groups.pop(group_id, None)
+        if outcome.error is ErrorCode.NONE and outcome.member_id is not None:
+            if outcome.member_id in g.members:
+                self._touch(g, outcome.member_id)
+            else:
+                self._cancel(group_id, outcome.member_id)
+        return outcome
+
+    def validate_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode | None:
+        """None when the group id is not a consumer group (the classic rules
+        apply); else the error of an OffsetCommit from that member and epoch
+        (a commit with no member id and a negative epoch is an admin's)."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return None
+        if not member_id and member_epoch < 0:
+            return ErrorCode.NONE if not g.members else ErrorCode.UNKNOWN_MEMBER_ID
+        m = g.members.get(member_id)
+        if m is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch > m.member_epoch:
+            return ErrorCode.FENCED_MEMBER_EPOCH
+        if member_epoch < m.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def describe(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        code = self.manager.group_error(group_id)
+        if code is not ErrorCode.NONE:
+            return code, None
+        g = self.groups.get(group_id)
+        if g is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        return ErrorCode.NONE, g
+
+    def owned_groups(self) -> list[ConsumerGroup]:
+        return [g for gid, g in self.groups.items() if self.manager.group_error(gid) is ErrorCode.NONE]
+
+    def unload(self, partition: int) -> None:
+        """The coordinator lost a partition: its groups and timers go."""
+        for gid in [gid for gid in self.groups if self.manager.partition_of(gid) == partition]:
+            for mid in list(self.groups[gid].members):
+                self._cancel(gid, mid)
+            del self.groups[gid]
+
+    # -- timers ----------------------------------------------------------------------------------
+    def _touch(self, g: ConsumerGroup, member_id: str) -> None:
+        key = (g.group_id, member_id)
+        loop = asyncio.get_running_loop()
+        old = self._sessions.pop(key, None)
+        if old is not None:
+            old.cancel()
+        self._sessions[key] = loop.call_later(self.config.session_timeout_ms / 1000, self._fence, g, member_id,
+                                              "session timeout")
+        m = g.members[member_id]
+        revoking = m.assignment.state is MemberState.UNREVOKED_PARTITIONS
+        timer = self._revocations.get(key)
+        if revoking and timer is None and m.rebalance_timeout_ms > 0:
+            self._revocations[key] = loop.call_later(m.rebalance_timeout_ms / 1000, self._fence, g, member_id,
+                                                     "rebalance timeout")
+        elif not revoking and timer is not None:
+            timer.cancel()
+            del self._revocations[key]
+
+    def _cancel(self, group_id: str, member_id: str) -> None:
+        for timers in (self._sessions, self._revocations):
+            t = timers.pop((group_id, member_id), None)
+            if t is not None:
+                t.cancel()
+
+    def _fence(self, g: ConsumerGroup, member_id: str, why: str) -> None:
+        self._cancel(g.group_id, member_id)
+        if self.groups.get(g.group_id) is not g or not g.remove_member(member_id, self.topics()):
+            return
+        log.info("group %s: member %s fenced (%s)", g.group_id, member_id, why)
+        if not g.members:
+            self.groups.pop(g.group_id, None)
