@@ -91,6 +91,18 @@ class ConsumerGroupMembership:
         g = self.groups.get(group_id)
         return g is not None and bool(g.members)
 
+    def knows(self, group_id: str) -> bool:
+        """A consumer-protocol group, with members or empty (an empty one is
+        kept, as Kafka keeps it, listed with type ``consumer``)."""
+        return group_id in self.groups
+
+    def forget(self, group_id: str) -> None:
+        """Drop an empty consumer group: deleted (DeleteGroups), or taken
+        over by a classic member (Kafka converts an empty group)."""
+        g = self.groups.get(group_id)
+        if g is not None and not g.members:
+            del self.groups[group_id]
+
     def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
         if not group_id:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, "group id can't be empty")
@@ -103,10 +115,8 @@ class ConsumerGroupMembership:
         if g is None:
             g = ConsumerGroup(group_id, list(self.config.assignors), self.config.max_size)
         outcome = g.heartbeat(req, self.topics())
-        if g.members:
+        if g.members or group_id in self.groups:
             self.groups[group_id] = g
-        else:
-            self.groups.pop(group_id, None)
         if outcome.error is ErrorCode.NONE and outcome.member_id is not None:
             if outcome.member_id in g.members:
                 self._touch(g, outcome.member_id)
@@ -181,5 +191,3 @@ class ConsumerGroupMembership:
         if self.groups.get(g.group_id) is not g or not g.remove_member(member_id, self.topics()):
             return
         log.info("group %s: member %s fenced (%s)", g.group_id, member_id, why)
-        if not g.members:
-            self.groups.pop(g.group_id, None)

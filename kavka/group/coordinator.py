@@ -130,6 +130,7 @@ class GroupCoordinator:
         if self.consumer.is_consumer_group(r.group_id):
             # Kafka: a classic member cannot join a consumer-protocol group
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, r.member_id)
+        self.consumer.forget(r.group_id)
         return await self.membership.join_group(r)
 
     async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -204,7 +205,12 @@ class GroupCoordinator:
         busy = {gid: ErrorCode.NON_EMPTY_GROUP for gid in group_ids
                 if self.consumer.is_consumer_group(gid) and self.manager.group_error(gid) is ErrorCode.NONE}
         rest = [gid for gid in group_ids if gid not in busy]
-        return {**busy, **(await self.manager.delete_groups(rest) if rest else {})}
+        deleted = await self.manager.delete_groups(rest) if rest else {}
+        for gid in rest:
+            if self.consumer.knows(gid) and deleted.get(gid) in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND):
+                self.consumer.forget(gid)
+                deleted[gid] = ErrorCode.NONE
+        return {**busy, **deleted}
 
     def list_consumer_groups(self) -> list[ConsumerGroup]:
         """The consumer-protocol groups (KIP-848) of the partitions owned here."""

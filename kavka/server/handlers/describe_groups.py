@@ -40,7 +40,7 @@ class DescribeGroupsHandler:
                 out.append(R.Groups(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), group_id=group_id,
                                     group_state="", protocol_type="", protocol_data="", members=[]))
                 continue
-            if self.coordinator.consumer.is_consumer_group(group_id):
+            if self.coordinator.consumer.knows(group_id):
                 # Kafka: DescribeGroups describes classic groups; a consumer
                 # group is described by ConsumerGroupDescribe
                 out.append(R.Groups(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),

@@ -38,7 +38,7 @@ class ListGroupsHandler:
         consumer = self.coordinator.list_consumer_groups()
         # (group id, protocol type, state, type)
         groups = [(g.group_id, g.protocol_type or "", g.state.value, CLASSIC) for g in classic
-                  if not self.coordinator.consumer.is_consumer_group(g.group_id)]
+                  if not self.coordinator.consumer.knows(g.group_id)]
         groups += [(g.group_id, CONSUMER, g.state.value, CONSUMER) for g in consumer
                    if states is None or not states or g.state.value in states]
         if types:

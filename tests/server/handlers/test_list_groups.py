@@ -1,6 +1,6 @@
 """The ListGroups handler against a real ``GroupCoordinator``: v5 (KIP-848)
-names every group's type, ``classic`` here, and filters by type as Kafka's
-coordinator does (case-insensitive; a filter without classic lists none).
+names every group's type, ``classic`` or ``consumer``, and filters by type
+as Kafka's coordinator does (case-insensitive).
 librdkafka's ListConsumerGroups with a type filter sends v5 and expects the
 type set."""
 
@@ -11,6 +11,7 @@ import asyncio
 import pytest
 
 from kavka.common.errors import ErrorCode
+from kavka.group.consumer_group import HeartbeatRequest
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.group.membership import JoinRequest
 from kavka.protocol.headers import RequestHeader, decode_response, encode_response
@@ -37,6 +38,11 @@ async def _coordinator_with_group() -> GroupCoordinator:
         await asyncio.sleep(0.01)
     join = JoinRequest("g", "", None, "c", "/127.0.0.1", 10000, 10000, "consumer", [("range", b"")])
     assert (await coordinator.join_group(join)).error is ErrorCode.NONE
+    # a consumer-protocol group (KIP-848) whose only member left: kept, Empty
+    for epoch in (0, -1):
+        out = coordinator.consumer_group_heartbeat("k", HeartbeatRequest(
+            "m", epoch, rebalance_timeout_ms=30000, subscribed_topic_names=(), owned={}))
+        assert out.error is ErrorCode.NONE
     return coordinator
 
 
@@ -52,14 +58,14 @@ async def _list(version: int, types: list[str]) -> list[tuple[str, str]]:
 
 async def test_v5_names_the_classic_type():
     assert MAX_VERSION >= 5
-    assert await _list(5, []) == [("g", "classic")]
+    assert await _list(5, []) == [("g", "classic"), ("k", "consumer")]
 
 
-@pytest.mark.parametrize(("types", "listed"), [(["classic"], ["g"]), (["Classic", "consumer"], ["g"]),
-                                               (["consumer"], []), (["share"], [])])
+@pytest.mark.parametrize(("types", "listed"), [(["classic"], ["g"]), (["Classic", "consumer"], ["g", "k"]),
+                                               (["consumer"], ["k"]), (["share"], [])])
 async def test_v5_filters_by_type(types, listed):
     assert [g for g, _ in await _list(5, types)] == listed
 
 
 async def test_v4_has_no_type():
-    assert await _list(4, []) == [("g", "")]
+    assert await _list(4, []) == [("g", ""), ("k", "")]
