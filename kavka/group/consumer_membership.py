@@ -142,6 +142,22 @@ class ConsumerGroupMembership:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def validate_txn_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode | None:
+        """As ``validate_commit`` for TxnOffsetCommit (KIP-447): an anonymous
+        commit passes, and a wrong epoch is ILLEGAL_GENERATION, the error a
+        transactional producer understands (Kafka's rule)."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return None
+        if not member_id and member_epoch < 0:
+            return ErrorCode.NONE
+        m = g.members.get(member_id)
+        if m is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch >= 0 and member_epoch != m.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     def describe(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         code = self.manager.group_error(group_id)
         if code is not ErrorCode.NONE:

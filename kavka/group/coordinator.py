@@ -177,6 +177,12 @@ class GroupCoordinator:
     async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
                                  member_id: str, instance_id: str | None,
                                  commits: Commits) -> dict[tuple[str, int], ErrorCode]:
+        consumer = self.consumer.validate_txn_commit(group_id, member_id, generation)
+        if consumer is not None and consumer is not ErrorCode.NONE:
+            return {tp: consumer for tp in commits}
+        if consumer is ErrorCode.NONE:
+            # the member epoch is checked; no classic member to check it against
+            generation, member_id, instance_id = -1, "", None
         return await self.txn_offsets.commit_txn_offsets(group_id, producer_id, producer_epoch, generation,
                                                          member_id, instance_id, commits)
 

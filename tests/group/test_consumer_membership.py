@@ -48,6 +48,16 @@ async def test_offset_commit_is_checked_against_the_member_epoch():
     assert c.fetch_offsets("g", [("t", 0)])[1][("t", 0)].offset == 5
 
 
+async def test_txn_offset_commit_is_checked_against_the_member_epoch():
+    c = await owned()
+    c.consumer_group_heartbeat("g", joining())
+    commits = {("t", 0): (5, -1, None)}
+    assert await c.commit_txn_offsets("g", 1, 0, 1, "nobody", None, commits) == {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert await c.commit_txn_offsets("g", 1, 0, 3, "m1", None, commits) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+    assert await c.commit_txn_offsets("g", 1, 0, 1, "m1", None, commits) == {("t", 0): ErrorCode.NONE}
+    assert c.has_pending_txn_offset("g", ("t", 0))
+
+
 async def test_session_timeout_fences_the_member():
     c = await owned(session_ms=50)
     c.consumer_group_heartbeat("g", joining())
