@@ -22,8 +22,10 @@ Exit codes: 0 success (for ``compare``: equal), 1 failure or a difference,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 
 
 def _positive(text: str) -> int:
@@ -101,9 +103,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        from pipelines.flights_demo import FlightsDemo
+        import tempfile
 
-        return FlightsDemo(args.brokers, args.days, args.max_offsets_per_trigger, args.keep).run()
+        from pipelines.flights_demo import FlightsDemo
+        from pipelines.library_output import LibraryOutput
+
+        fd, name = tempfile.mkstemp(prefix="kavka-flights-", suffix="-libraries.log")
+        os.close(fd)
+        with LibraryOutput(Path(name)) as libraries:
+            return FlightsDemo(args.brokers, args.days, args.max_offsets_per_trigger, args.keep,
+                               library_log=libraries.path).run()
     if args.command == "load":
         from pipelines.flights_load import LoadFailed, load
 

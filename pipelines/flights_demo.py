@@ -69,10 +69,11 @@ class FlightsDemo:
     leave running) instead of starting one; tests pass theirs."""
 
     def __init__(self, brokers: int = 3, days: int | None = None, max_offsets_per_trigger: int = 50_000,
-                 keep: bool = False, spark=None) -> None:
+                 keep: bool = False, spark=None, library_log: Path | None = None) -> None:
         self.brokers, self.days, self.max_offsets, self.keep = brokers, days, max_offsets_per_trigger, keep
         self.t0 = time.monotonic()
         self.report = DemoReport()
+        self.library_log = library_log  # where librdkafka's and Spark's own output went (pipelines.library_output)
         self.cluster = None
         self.spark = spark
         self.own_spark = spark is None
@@ -96,6 +97,8 @@ class FlightsDemo:
             return 130
         except Exception as e:  # any failure: say what, show the brokers' logs, exit 1
             print(f"\nDEMO FAILED: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            if self.library_log is not None:
+                print(f"client library and Spark logs: {self.library_log}", file=sys.stderr, flush=True)
             self.print_logs()
             self.teardown(clean=False)
             return 1
@@ -304,6 +307,8 @@ class FlightsDemo:
         print(f"failover: {r.kill}; {r.batches_after_kill} of {r.batches} micro-batches ended after the kill")
         print(f"equal: streaming vs batch {'yes' if r.equal_stream else 'NO'}; "
               f"topic carrier-delays vs batch {'yes' if r.equal_topic else 'NO'}")
+        if self.library_log is not None:
+            print(f"client library and Spark logs: {self.library_log}")
 
     def print_logs(self) -> None:
         if self.cluster is None:

@@ -39,10 +39,13 @@ Per connection:
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
   high-water mark or ``max_queued_requests`` responses wait to be written,
-  and such a connection is busy: it reads no new frame body. Before
-  taking up a Fetch (whose answer may be ``fetch.max.bytes``) behind
-  answers not yet written, the writer gets a turn, so a client pipelining
-  Fetches it does not read holds one large answer, not one per request;
+  and such a connection is busy: it reads no new frame body. A Fetch
+  (whose answer may be ``fetch.max.bytes``) is taken up only once the
+  writer has taken every answer before it, so a connection holds at most
+  one large answer waiting to be written — however many Fetches it
+  pipelines, behind a slow answer (an acks=-1 Produce) or without reading
+  — besides what its transport buffers up to the high-water mark: the
+  memory of answers is bounded in bytes, not only in count;
 - a new connection first passes the broker's ``ConnectionQuotas``
   (``kavka.server.connection_quotas``: ``max.connections``, per listener
   and per address, and the creation rates of KIP-612; on a TLS listener
@@ -235,7 +238,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closing = False
         self._paused = False  # reading paused while admission waits
         self._yielding = False  # reading paused until the loop's next turn (after a large read)
-        self._yielded = False  # _process gave the writer a turn before the next Fetch
+        # set by the writer each time it takes an answer: a Fetch waits for
+        # the answers before it to be taken (see _process)
+        self._outbox_taken = asyncio.Event()
         # KIP-219: a throttled connection reads and handles nothing until then (loop time).
         self._throttled_until = 0.0
         self._unthrottle: asyncio.TimerHandle | None = None
@@ -457,14 +462,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     # The client is not reading: build no more responses for it.
                     await self._can_write.wait()
                     continue
-                if self._outbox.qsize() and self._inbox[0][:2] == FETCH_KEY_BYTES and not self._yielded:
-                    # A Fetch answer may be fetch.max.bytes: let the writer
-                    # send the answers already built first, so that a client
-                    # pipelining Fetches without reading holds one, not all.
-                    self._yielded = True
-                    await asyncio.sleep(0)
+                if self._outbox.qsize() and self._inbox[0][:2] == FETCH_KEY_BYTES:
+                    # A Fetch answer may be fetch.max.bytes: it is built only
+                    # once the writer has taken every answer before it, so a
+                    # connection holds one such answer waiting, however many
+                    # Fetches it pipelines behind a slow one (an acks=-1
+                    # Produce) or without reading (Kafka reads no request of
+                    # a channel until its previous answer is sent).
+                    self._outbox_taken.clear()
+                    await self._outbox_taken.wait()
                     continue
-                self._yielded = False
                 # Taken up: its slot goes back now, its bytes once decoded.
                 self._handling_bytes, slot = self._admitted.popleft()
                 if slot:
@@ -572,6 +579,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             while True:
                 header, result, timing = await self._outbox.get()
+                self._outbox_taken.set()
                 picked = time.monotonic_ns() if timing is not None else 0
                 if isinstance(result, _AuthReply):
                     if not await self._write_auth_reply(header, result):

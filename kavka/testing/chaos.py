@@ -270,7 +270,8 @@ def table(result: RunResult, *, unsafe: bool) -> str:
         if spec.transactional:
             acked = sum(len([w for w in x.writes if w[0] == t]) for x in h.txns if x.outcome == "committed")
         read = len(h.final_committed.get(t, h.final.get(t, [])))
-        lost = r.count("lost", t) + r.count("lost-committed-txn", t) + r.count("moved", t)
+        lost = len({f.values[0] if f.values else (f.partition, f.offset) for f in r.findings
+                    if f.topic == t and f.kind in ("lost", "moved", "lost-committed-txn")})
         avail = f"{result.availability[t]:.0%}" if t in result.availability else "-"
         lines.append(f"{t:8s} {promise:22s} {acked:8d} {read:8d} {lost:6d} {r.count('duplicate', t):5d} "
                      f"{result.divergent.get(t, 0):6d} {avail:>6s}")
@@ -324,10 +325,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))
     print()
     print(table(result, unsafe=args.unsafe))
-    for f in result.report.findings[:args.findings]:
+    shown = list(result.report.violations[:args.findings])
+    allowed = [f for f in result.report.findings if f.expected]
+    shown += allowed[:max(3, args.findings - len(shown))]
+    for f in shown:
         print(f"  {f}")
-    if len(result.report.findings) > args.findings:
-        print(f"  ... {len(result.report.findings) - args.findings} more")
+    if len(result.report.findings) > len(shown):
+        print(f"  ... {len(result.report.findings) - len(shown)} more")
     return 0 if result.report.ok else 1
 
 

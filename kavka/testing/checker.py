@@ -108,6 +108,8 @@ def check_history(acked: Sequence[Record], reads: Mapping[str, Sequence[Record]]
                   if (r.partition, r.offset) in at and at[(r.partition, r.offset)] != r.value)
     highest: dict[int, int] = {}
     for r in acked:
+        if r.offset < 0:
+            continue  # acknowledged without an offset (see Ack)
         highest[r.partition] = max(highest.get(r.partition, -1), r.offset)
     gaps = tuple((p, o) for p, top in sorted(highest.items()) for o in range(top + 1) if (p, o) not in at)
     duplicates = sum(n - 1 for n in Counter(r.value for r in final).values() if n > 1)
@@ -178,6 +180,10 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Ack:
+    """An acknowledged write. ``offset`` is -1 when the acknowledgement
+    carried none: an idempotent producer's retry answered
+    DUPLICATE_SEQUENCE_NUMBER is delivered without an offset (librdkafka)."""
+
     time: float
     process: str
     topic: str
@@ -287,10 +293,18 @@ class Report:
                    and (expected is None or f.expected == expected))
 
 
-def _around(events: Sequence[NemesisEvent], t: float | None, window: float) -> tuple[NemesisEvent, ...]:
+def _around(events: Sequence[NemesisEvent], t: float | None, window: float,
+            most: int = 3) -> tuple[NemesisEvent, ...]:
+    """The faults active at ``t`` and the ones that ended or began within
+    ``window`` of it, nearest first, at most ``most``."""
     if t is None:
         return ()
-    return tuple(e for e in events if e.start - window <= t <= e.end + window)
+
+    def distance(e: NemesisEvent) -> float:
+        return 0.0 if e.start <= t <= e.end else min(abs(t - e.start), abs(t - e.end))
+
+    near = [e for e in events if e.start - window <= t <= e.end + window]
+    return tuple(sorted(near, key=distance)[:most])
 
 
 def check(history: History, *, window: float = 15.0) -> Report:
@@ -368,7 +382,7 @@ def _check_plain(spec, history: History, final, polls, ack_time, add) -> None:
         sent_index = {(s.process, s.value): i for i, s in enumerate(history.sends) if s.topic == topic}
         by_producer: dict[tuple[str, int], list[tuple[int, int, bytes, float]]] = defaultdict(list)
         for a in history.acks:
-            if a.topic == topic and (a.process, a.value) in sent_index:
+            if a.topic == topic and a.offset >= 0 and (a.process, a.value) in sent_index:
                 by_producer[(a.process, a.partition)].append((sent_index[(a.process, a.value)], a.offset, a.value,
                                                               a.time))
         for (process, partition), seq in by_producer.items():

@@ -229,7 +229,7 @@ class HostCluster:
         b = self.brokers[broker_id]
         if b.tmpfs is None:
             raise ValueError(f"broker {broker_id} has no size-limited log directory")
-        with open(b.tmpfs / "ballast", "ab") as f:
+        with open(b.tmpfs / "ballast", "ab", buffering=0) as f:
             chunk = b"\0" * (1 << 20)
             with contextlib.suppress(OSError):
                 while True:

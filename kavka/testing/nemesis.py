@@ -7,9 +7,10 @@ Network faults (directed cuts, ``kavka.testing.network``):
   but not from ZooKeeper or clients (Jepsen 2013: the ISR shrinks to the
   leader, which goes on acknowledging).
 - ``leader-then-zk``: the whole Jepsen 2013 sequence: a partition's
-  leader cut from the other brokers, and ``ZK_DELAY_S`` later (once the
-  ISR has shrunk to it) from ZooKeeper too, so that the controller elects
-  another replica while the old leader still has what it acknowledged alone.
+  leader cut from the other brokers, and once the ISR has shrunk to it
+  (at most ``ZK_MAX_WAIT_S``) from ZooKeeper too, so that the controller
+  elects another replica while the old leader still has what it
+  acknowledged alone.
 - ``isolate-zk``: a broker cut from every ZooKeeper member only.
 - ``isolate-controller``: the controller cut from the other brokers and
   from ZooKeeper.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import random
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,8 +49,9 @@ from kavka.testing.network import CLIENTS
 NETWORK_KINDS = ("partition-leader", "leader-then-zk", "isolate-zk", "isolate-controller", "zk-split", "one-way", "isolate-host")
 PROCESS_KINDS = ("kill", "pause", "bounce", "zk-kill", "disk-full")
 ALL_KINDS = NETWORK_KINDS + PROCESS_KINDS
-# replica.lag.time.max.ms of a HostCluster (4 s) and a margin: the ISR has shrunk by then
-ZK_DELAY_S = 6.0
+# leader-then-zk: the longest wait for the ISR to shrink to the cut-off leader
+# (replica.lag.time.max.ms of a HostCluster is 4 s) before the ZooKeeper cut
+ZK_MAX_WAIT_S = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +75,16 @@ def plan(seed: int, seconds: float, kinds: Sequence[str] = ALL_KINDS, *, max_act
     out: list[Planned] = []
     t = rng.uniform(*gap)
     while True:
-        active_ends = sorted(p.start + p.duration for p in out if p.start + p.duration > t)
-        if len(active_ends) >= max_active:
-            t = active_ends[len(active_ends) - max_active] + 0.5
+        while True:
+            t = round(t, 2)
+            active = [p for p in out if p.start <= t < p.start + p.duration]
+            if len(active) < max_active:
+                break
+            t = min(p.start + p.duration for p in active) + 0.5
         d = round(rng.uniform(*duration), 2)
         if t + d > seconds:
             return out
-        out.append(Planned(round(t, 2), d, rng.choice(list(kinds)), rng.randrange(1 << 31)))
+        out.append(Planned(t, d, rng.choice(list(kinds)), rng.randrange(1 << 31)))
         t += rng.uniform(*gap)
 
 
@@ -141,23 +147,31 @@ class Nemesis:
             healed = threading.Event()
 
             def cut_zk() -> None:
+                # Once the leader has shrunk the ISR to itself (it still
+                # reaches ZooKeeper), or after ZK_MAX_WAIT_S: only then does
+                # it acknowledge alone, which is what the election must miss.
+                deadline = time.monotonic() + ZK_MAX_WAIT_S
+                while not healed.wait(0.3) and time.monotonic() < deadline:
+                    try:
+                        if self.cluster.partition_states(self.topic)[p]["isr"] == [leader]:
+                            break
+                    except Exception:  # noqa: BLE001 - ZooKeeper busy: ask again
+                        continue
                 with lock:
                     if not healed.is_set():
                         zk_heals.append(self._cut([host], c.zk_hosts))
 
-            timer = threading.Timer(ZK_DELAY_S, cut_zk)
-            timer.daemon = True
-            timer.start()
+            waiter = threading.Thread(target=cut_zk, name="leader-then-zk", daemon=True)
+            waiter.start()
 
             def heal() -> None:
-                timer.cancel()
                 with lock:
                     healed.set()
                     for h in zk_heals:
                         h()
                 heal_brokers()
-            return (f"{self.topic}[{p}] leader {leader} from brokers, from ZooKeeper after {ZK_DELAY_S:.0f} s",
-                    heal)
+                waiter.join(5)
+            return f"{self.topic}[{p}] leader {leader} from brokers, then from ZooKeeper", heal
         if kind == "isolate-zk":
             b = rng.choice(brokers)
             return f"broker {b} from ZooKeeper", self._cut([self._host(b)], c.zk_hosts)

@@ -13,9 +13,11 @@ the pid a caller gets from Popen is the command's own.
 
 Faults are directed cuts: ``cut(a, b)`` drops every packet host ``a`` sends
 to ``b`` (a blackhole route for ``b``'s /32 inside ``a``'s namespace; the
-root namespace is the host named ``CLIENTS``). A cut TCP connection sees no
-reset, only silence, as behind a failed switch (Jepsen drops packets the
-same way). Cuts are counted, so overlapping faults compose: a route is
+root namespace is the host named ``CLIENTS``). An established TCP
+connection sees no reset, only silence, as behind a failed switch (Jepsen
+drops packets the same way); a new connection from ``a`` fails at once
+(the route refuses it, EINVAL), one from ``b`` waits for an answer that
+never comes. Cuts are counted, so overlapping faults compose: a route is
 added on the first cut of a pair and removed when the last one heals.
 iptables, nft and tc are not available on every machine kind this runs on
 (shared/reference/faults.md); routes and links are.

@@ -335,8 +335,9 @@ async def test_a_connection_waiting_for_memory_is_swept_when_idle_and_gives_its_
 
 async def test_pipelined_fetches_not_read_build_one_large_answer_not_all():
     """A client pipelines Fetch requests whose answers are large and reads
-    none: the writer gets its turn before each Fetch, the first answer
-    fills the socket, and the others are not built until it is read."""
+    none: a Fetch waits for the writer to take the answers before it, the
+    first answer fills the socket, and the others are not built until it
+    is read."""
     from kavka.protocol.messages import FetchRequest, FetchResponse
 
     d = Dispatcher()
@@ -359,5 +360,48 @@ async def test_pipelined_fetches_not_read_build_one_large_answer_not_all():
     for i in range(8):
         (correlation_id,) = struct.unpack_from(">i", await c.read_frame())
         assert correlation_id == i
+    c.close()
+    await server.stop()
+
+
+async def test_fetches_behind_a_slow_answer_build_one_large_answer_not_all():
+    """Fetches pipelined behind an answer that waits (an acks=-1 Produce
+    in its purgatory): while it waits, at most one Fetch answer is built
+    and held, not one per Fetch (answers bounded in bytes, not in count);
+    all are answered, in order, once it is done."""
+    from kavka.protocol.messages import FetchRequest, FetchResponse, ProduceResponse
+
+    d = Dispatcher()
+    built: list[int] = []
+    big = b"x" * (4 << 20)
+    replicated: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    async def produce(ctx, req):
+        async def answer():
+            await replicated
+            return ProduceResponse(responses=[])
+        return answer()  # parked, as a delayed produce is
+
+    async def fetch(ctx, req):
+        built.append(ctx.header.correlation_id)
+        return FetchResponse(responses=[FetchResponse.Responses(topic="t", partitions=[
+            FetchResponse.Responses.Partitions(partition_index=0, records=big)])])
+
+    d.register(PRODUCE, produce, 8, 8)
+    d.register(1, fetch, 4, 4)
+    server, addr = await start(d, RequestLimits())
+    c = await Client.connect(addr)
+    c.writer.write(produce_frame(0, 10))
+    for i in range(1, 9):
+        c.send_request(FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 30, topics=[]), 4, i)
+    await c.writer.drain()
+    await until(lambda: len(built) >= 1, "the first Fetch handled")
+    await asyncio.sleep(0.5)
+    assert built == [1], f"{len(built)} answers of 4 MiB built behind an answer that waits"
+    replicated.set_result(None)
+    for i in range(9):
+        (correlation_id,) = struct.unpack_from(">i", await c.read_frame())
+        assert correlation_id == i
+    assert built == list(range(1, 9))
     c.close()
     await server.stop()

@@ -143,3 +143,13 @@ def test_divergence_ignores_a_lagging_replica_and_finds_a_different_batch():
     h = queue_history()
     h.replicas[("q", 0)] = {1: a, 2: b}
     assert "divergent" in kinds(check(h))
+
+
+def test_an_acknowledgement_without_an_offset_is_checked_by_value():
+    h = queue_history()
+    a = h.acks[2]
+    h.acks[2] = Ack(a.time, a.process, a.topic, a.partition, -1, a.value)  # DUPLICATE_SEQUENCE_NUMBER
+    assert check(h).ok
+    h.final["q"] = [r for r in h.final["q"] if r.value != a.value]
+    h.polls = [p for p in h.polls if p.value != a.value]
+    assert [f.values for f in check(h).violations if f.kind == "lost"][:1] == [(a.value,)]
