@@ -19,5 +19,12 @@ record appended there.
 - ``state``: the group state machine, group and member records, the
   partition of a group id;
 - ``records``: the key and value formats of ``__consumer_offsets`` records;
-- ``config``: ``GroupConfig``.
+- ``config``: ``GroupConfig``;
+- ``consumer_group``: ``ConsumerGroup`` — the state machine of a
+  consumer-protocol group (KIP-848): group, target assignment and member
+  epochs, joins, leaves, static members, fencing (pure; not yet served:
+  ConsumerGroupHeartbeat is not advertised);
+- ``reconciliation``: a member's steps towards its target assignment
+  (revocation first, no partition owned twice);
+- ``consumer_assignors``: the server-side assignors ``uniform`` and ``range``.
 """
