@@ -33,7 +33,13 @@ full collection walks the whole heap); ``--gc-threshold 50000,20,100`` shows
 what a broker process tuned that way would get. ``--profile`` prints the
 event loop's hotspots per failover.
 
-Run: ``.venv/bin/python bench/failover.py [--partitions 10000] [--gc-threshold G0,G1,G2] [--profile]``.
+``--processes`` measures failover as a client sees it instead: three real
+broker processes, confluent-kafka, kill -9 of a broker and of the
+controller, detection (ZooKeeper session expiry) and recovery apart
+(``bench/_failover_processes.py``).
+
+Run: ``.venv/bin/python bench/failover.py [--partitions 10000] [--gc-threshold G0,G1,G2] [--profile]``
+or ``.venv/bin/python bench/failover.py --processes [--partitions 6000] [--session-timeout-ms 6000]``.
 """
 
 from __future__ import annotations
@@ -253,12 +259,26 @@ async def run(connect: str, partitions: int, sample: int, profile: bool = False)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="default 10,000 (--processes: 10,000 or as many as the descriptor limit fits)")
     ap.add_argument("--sequential-sample", type=int, default=500, help="partitions written one by one for the seed-001 reference")
     ap.add_argument("--profile", action="store_true", help="cProfile the two failovers (event loop thread) and print hotspots")
     ap.add_argument("--gc-threshold", default=None, metavar="G0,G1,G2",
                     help="gc.set_threshold for the run, to see what a broker process tuned that way would get (default: Python's)")
+    ap.add_argument("--processes", action="store_true",
+                    help="failover as a client sees it: real broker processes and confluent-kafka (bench/_failover_processes.py)")
+    ap.add_argument("--session-timeout-ms", type=int, default=6000,
+                    help="--processes: the brokers' zookeeper.session.timeout.ms (detection of a kill -9 takes about this)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="--processes: deadline of each phase, seconds")
+    ap.add_argument("--dir", default=None, help="--processes: parent of the temporary data directory")
     args = ap.parse_args()
+    if args.processes:
+        from _failover_processes import run as run_processes  # this script's directory is on sys.path
+
+        run_processes(args)
+        return
+    if args.partitions is None:
+        args.partitions = 10_000
     if args.gc_threshold:
         gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
     with ZooKeeperServer(fsync=False, heap_mb=1024) as zk:

@@ -494,7 +494,12 @@ class ReplicaManager:
     def _update_follower_fetch_states(
         self, replica_id: int, partitions: Mapping[TopicPartition, FetchPartition], results: Mapping[TopicPartition, LogReadResult]
     ) -> None:
-        """Seed 002 §6.6 (1)-(2): a follower's fetch offset is its LEO."""
+        """Seed 002 §6.6 (1)-(2): a follower's fetch offset is its LEO.
+        Delayed requests are re-checked only where the high watermark moved
+        (Kafka's Partition.updateFollowerFetchState): nothing else a fetch
+        records can complete one, and a re-check walks every partition of
+        each fetch parked on the partition, so re-checking all of them on
+        every follower fetch costs partitions x partitions per fetch."""
         now = self.clock.milliseconds()
         for tp, result in results.items():
             if result.error is not ErrorCode.NONE or result.diverging_epoch is not None:
@@ -508,8 +513,8 @@ class ReplicaManager:
             proposal = partition.maybe_expand_isr(BrokerId(replica_id))
             if proposal is not None:
                 _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
-            partition.maybe_increment_hw()
-            self.complete_delayed_requests(tp)
+            if partition.maybe_increment_hw():
+                self.complete_delayed_requests(tp)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         """The topic a partition hosted here has ``topic_id`` (KIP-516), or None."""

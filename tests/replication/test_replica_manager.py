@@ -142,6 +142,39 @@ async def test_acks_all_waits_for_the_follower_then_succeeds(log_manager, clock)
     assert rm.get_partition(TP).log.high_watermark == 3
 
 
+async def test_a_follower_fetch_rechecks_delayed_requests_only_where_the_hw_moved(log_manager, clock):
+    # Kafka's Partition.updateFollowerFetchState: a re-check walks every
+    # partition of each parked fetch, so one per partition of every follower
+    # fetch would cost partitions x partitions per fetch.
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3)), state(1, 0, (1, 2, 3), tp=TP1)], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(2)})
+    parked = asyncio.ensure_future(rm.fetch_messages(follower(3, 30_000), {TP: FetchPartition(2, 1 << 20),
+                                                                          TP1: FetchPartition(0, 1 << 20)}))
+    consumer_waits = asyncio.ensure_future(rm.fetch_messages(consumer(30_000), {TP: FetchPartition(0, 1 << 20)}))
+    await asyncio.sleep(0)
+    checked: list[TopicPartition] = []
+    check = rm.fetch_purgatory.check_and_complete
+
+    def counting(tp: TopicPartition) -> int:
+        checked.append(tp)
+        return check(tp)
+
+    rm.fetch_purgatory.check_and_complete = counting  # type: ignore[method-assign]
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(0, 1 << 20), TP1: FetchPartition(0, 1 << 20)})
+    assert checked == []  # follower 2 fetched from 0: no HW moved, nothing re-checked
+    assert rm.get_partition(TP).log.high_watermark == 0
+    # Follower 3 (parked at 2) and now follower 2 hold offsets 0-1: TP's HW moves, TP1's does not.
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20), TP1: FetchPartition(0, 1 << 20)})
+    assert checked == [TP] and rm.get_partition(TP).log.high_watermark == 2
+    data = await asyncio.wait_for(consumer_waits, 5)  # woken by the HW move, not by its timeout
+    assert [h.last_offset for _, h in iter_batches(data[TP].records)] == [1]
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(2, 1 << 20), TP1: FetchPartition(0, 1 << 20)})
+    assert checked == [TP]  # the same offsets again: nothing moved, nothing re-checked
+    assert not parked.done()  # follower 3's parked fetch: nothing new past offset 2
+    parked.cancel()
+
+
 async def test_acks_all_times_out(log_manager, clock):
     rm = make_rm(log_manager, clock)
     rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
