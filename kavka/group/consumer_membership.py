@@ -158,6 +158,12 @@ class ConsumerGroupMembership:
             return ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.NONE
 
+    def subscribed_topics(self, group_id: str) -> set[str] | None:
+        """The existing topics a consumer group's members subscribe to (by
+        name or regex); None when the group id is not a consumer group."""
+        g = self.groups.get(group_id)
+        return None if g is None else set(g.subscription_metadata)
+
     def describe(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         code = self.manager.group_error(group_id)
         if code is not ErrorCode.NONE:

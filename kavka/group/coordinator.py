@@ -162,7 +162,17 @@ class GroupCoordinator:
 
     async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]
                              ) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
-        return await self.offsets.delete_offsets(group_id, partitions)
+        subscribed = self.consumer.subscribed_topics(group_id)
+        if not subscribed:
+            return await self.offsets.delete_offsets(group_id, partitions)
+        # KIP-496 for a consumer group: the offsets of a topic its members
+        # subscribe to stay
+        blocked = [tp for tp in partitions if tp[0] in subscribed]
+        code, results = await self.offsets.delete_offsets(group_id, [tp for tp in partitions
+                                                                     if tp[0] not in subscribed])
+        if code is not ErrorCode.NONE:
+            return code, {}
+        return code, {**results, **dict.fromkeys(blocked, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)}
 
     def partitions_deleted(self, deleted: list[tuple[str, int]]) -> None:
         self.offsets.partitions_deleted(deleted)

@@ -58,6 +58,16 @@ async def test_txn_offset_commit_is_checked_against_the_member_epoch():
     assert c.has_pending_txn_offset("g", ("t", 0))
 
 
+async def test_offset_delete_keeps_subscribed_topics():
+    c = await owned()
+    c.consumer_group_heartbeat("g", joining())
+    await c.commit_offsets("g", 1, "m1", None, {("t", 0): (5, -1, None), ("u", 0): (3, -1, None)})
+    code, results = await c.delete_offsets("g", [("t", 0), ("u", 0)])
+    assert code is ErrorCode.NONE
+    assert results == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): ErrorCode.NONE}
+    assert c.fetch_offsets("g", [("u", 0)])[1][("u", 0)] is None
+
+
 async def test_session_timeout_fences_the_member():
     c = await owned(session_ms=50)
     c.consumer_group_heartbeat("g", joining())
