@@ -20,10 +20,13 @@ record appended there.
   partition of a group id;
 - ``records``: the key and value formats of ``__consumer_offsets`` records;
 - ``config``: ``GroupConfig``;
+- ``consumer_membership``: ``ConsumerGroupMembership`` — the
+  consumer-protocol groups (KIP-848) by id, ConsumerGroupHeartbeat and
+  ConsumerGroupDescribe, session and rebalance timeouts, the member-epoch
+  checks of offset commits; ``ConsumerGroupConfig`` (``group.consumer.*``);
 - ``consumer_group``: ``ConsumerGroup`` — the state machine of a
-  consumer-protocol group (KIP-848): group, target assignment and member
-  epochs, joins, leaves, static members, fencing (pure; not yet served:
-  ConsumerGroupHeartbeat is not advertised);
+  consumer-protocol group: group, target assignment and member epochs,
+  joins, leaves, static members, fencing (pure);
 - ``reconciliation``: a member's steps towards its target assignment
   (revocation first, no partition owned twice);
 - ``consumer_assignors``: the server-side assignors ``uniform`` and ``range``.
