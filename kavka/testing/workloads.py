@@ -122,7 +122,13 @@ class _Producing(_Threads):
                 producer.poll(0.1)
             except KafkaException as e:
                 if not e.args[0].fatal():
-                    raise
+                    # e.g. _UNKNOWN_TOPIC: a broker just restarted answered
+                    # metadata before the controller told it anything; the
+                    # record was not taken, try again shortly
+                    if len(self.errors) < 20:
+                        self.errors.append(f"{self.process} at {self.clock.now():.1f}s: {e!r}; retrying")
+                    time.sleep(0.5)
+                    continue
                 # A fatal idempotence error (the broker lost what it had
                 # acknowledged, so the sequence numbers no longer match):
                 # outstanding records fail (indeterminate), and a new producer
@@ -261,11 +267,15 @@ class TransactionalWorkload(_Threads):
     def _process(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": "txn-group",
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "isolation.level": "read_committed", "session.timeout.ms": 10000,
-                             "heartbeat.interval.ms": 1000})
-        consumer.subscribe([self.source])
+        def new_consumer() -> Any:
+            c = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": "txn-group",
+                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                          "isolation.level": "read_committed", "session.timeout.ms": 10000,
+                          "heartbeat.interval.ms": 1000})
+            c.subscribe([self.source])
+            return c
+
+        consumer = new_consumer()
         producer = self._new_producer()
         txn_id = 0
 
@@ -318,7 +328,14 @@ class TransactionalWorkload(_Threads):
                     self.committed += 1
                 else:
                     self.aborted += 1
-                    rewind()
+                    try:
+                        rewind()
+                    except KafkaException as e:
+                        # the group's offsets unreadable now: a new consumer
+                        # starts from them once the coordinator answers
+                        self.errors.append(f"txn-processor at {self.clock.now():.1f}s: rewind: {e!r}")
+                        consumer.close()
+                        consumer = new_consumer()
                 self.history.txns.append(Txn("txn-processor", txn_id, tuple(writes), begin, end_requested, outcome))
         finally:
             consumer.close()
