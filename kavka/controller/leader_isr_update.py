@@ -97,6 +97,16 @@ async def update_leader_and_isr(
     """See module doc."""
     result = UpdateResult()
     remaining = sorted(set(tps))
+    # 3.1 reads ZooKeeper, not this controller's cache (as Kafka's controller
+    # reads the partition states before each election or ISR removal): a
+    # leader changes the ISR itself and the controller hears of it only by a
+    # later notification. A stale ISR that makes ``decide`` answer "nothing to
+    # change" or "no live replica in the isr" never reaches the version check
+    # below, so a dead broker the leader had just put back in the ISR would
+    # stay there, or a live one be missed in an election.
+    for tp in await reload_leadership(zk, context, remaining):
+        result.failed[tp] = "its state znode does not exist"
+        remaining.remove(tp)
     for _ in range(max_rounds):
         if not remaining:
             break

@@ -49,8 +49,9 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_durably(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically and durably."""
+def write_durably(path: Path, text: str, sync: bool = True) -> None:
+    """Replace ``path`` with ``text`` atomically and (``sync``) durably;
+    without ``sync`` the caller fsyncs the file and its directory later."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -59,11 +60,13 @@ def write_durably(path: Path, text: str) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
     except OSError as e:
         raise KafkaStorageError("cannot write checkpoint", path, e) from e
 
@@ -85,10 +88,10 @@ class CheckpointFile(Generic[T]):
         self._decode = decode
         self._what = what
 
-    def write(self, entries: Iterable[T]) -> None:
+    def write(self, entries: Iterable[T], sync: bool = True) -> None:
         items = list(entries)
         lines = [str(CURRENT_VERSION), str(len(items))] + [self._encode(e) for e in items]
-        write_durably(self.path, "\n".join(lines) + "\n")
+        write_durably(self.path, "\n".join(lines) + "\n", sync)
 
     def read(self) -> list[T]:
         """Entries in file order; [] when the file does not exist."""
@@ -188,8 +191,8 @@ class LeaderEpochCheckpointFile:
     def path(self) -> Path:
         return self._file.path
 
-    def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        self._file.write(entries)
+    def write(self, entries: Iterable[tuple[int, int]], sync: bool = True) -> None:
+        self._file.write(entries, sync)
 
     def read(self) -> list[tuple[int, int]]:
         return self._file.read()

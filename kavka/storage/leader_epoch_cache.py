@@ -3,7 +3,14 @@
 An ordered list of ``EpochEntry(epoch, start_offset)``: the first offset each
 leader epoch wrote. Both columns strictly increase. The file (in the
 partition directory) has seed 002's checkpoint format with ``epoch
-start_offset`` lines and is rewritten durably on every change.
+start_offset`` lines and is rewritten on every change: durably at once on
+truncation; on a new epoch (``assign``), once ``sync_assignments_with`` is
+set, without fsync, handing the file to the log's next flush, which makes it
+durable before the recovery point passes the epoch's records (Kafka's
+KAFKA-15046: a new leader's LeaderAndIsr, and a follower's first batch of
+each epoch, paid an fsync per partition on the event loop; a crash before
+that flush loses at most entries that recovery re-learns from the batches
+above the recovery point, and the start of an epoch that wrote nothing).
 
 This is the KIP-101 fix for the seed's truncate-to-HW design (which can
 lose a committed record or leave replicas diverged): a follower asks the
@@ -19,6 +26,7 @@ reads from the event loop.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +48,7 @@ class LeaderEpochFileCache:
     def __init__(self, directory: Path, *, persist: bool = True) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(Path(directory) / LEADER_EPOCH_CHECKPOINT)
         self._persist = persist
+        self._defer_sync: Callable[[Path], None] | None = None
         self._lock = threading.RLock()
         self._entries: list[EpochEntry] = []
         if persist:
@@ -66,9 +75,19 @@ class LeaderEpochFileCache:
                 return
         self._entries.append(entry)
 
-    def _flush(self) -> None:
+    def sync_assignments_with(self, defer_sync: Callable[[Path], None]) -> None:
+        """From now on ``assign`` writes without fsync and hands the file to
+        ``defer_sync`` (the log's next flush; see the module docstring)."""
+        self._defer_sync = defer_sync
+
+    def _flush(self, deferred: bool = False) -> None:
         if self._persist:
-            self._checkpoint.write((e.epoch, e.start_offset) for e in self._entries)
+            entries = ((e.epoch, e.start_offset) for e in self._entries)
+            if deferred and self._defer_sync is not None:
+                self._checkpoint.write(entries, sync=False)
+                self._defer_sync(self._checkpoint.path)
+            else:
+                self._checkpoint.write(entries)
 
     # ---- queries ------------------------------------------------------------------
     def entries(self) -> list[EpochEntry]:
@@ -135,7 +154,7 @@ class LeaderEpochFileCache:
                     return False
             self._entries = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
             self._entries.append(EpochEntry(epoch, start_offset))
-            self._flush()
+            self._flush(deferred=True)
             return True
 
     def truncate_from_end(self, end_offset: int) -> bool:

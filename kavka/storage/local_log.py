@@ -201,8 +201,9 @@ class LocalLog:
 
     # ---- flush (seed 002 §5.3: the recovery point) -----------------------------------------------
     def sync_with_next_flush(self, paths: Iterable[Path]) -> None:
-        """Files written without fsync (producer snapshots) that the next
-        flush makes durable, off the event loop."""
+        """Files written without fsync (producer snapshots, the leader-epoch
+        checkpoint after a new epoch) that the next flush makes durable with
+        their directory, off the event loop."""
         self._unsynced_files.extend(paths)
 
     def flush(self, up_to_offset: int | None = None) -> bool:
@@ -214,7 +215,7 @@ class LocalLog:
         with self._lock:
             self.check_online()
             target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
-            if target <= self._recovery_point and not self._dir_needs_fsync:
+            if target <= self._recovery_point and not self._dir_needs_fsync and not self._unsynced_files:
                 return False
             todo = self.segments.overlapping(self._recovery_point, target)
             files, self._unsynced_files = self._unsynced_files, []

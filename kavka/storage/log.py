@@ -153,6 +153,7 @@ class Log:
             next_offset=loaded.next_offset,
             recovery_point=loaded.recovery_point,
         )
+        self.leader_epoch_cache.sync_assignments_with(lambda path: self._local.sync_with_next_flush((path,)))
         self._log_start_offset = loaded.log_start_offset
         end = loaded.next_offset
         # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.

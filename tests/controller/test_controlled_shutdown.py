@@ -73,3 +73,32 @@ async def test_remaining_partitions_stale_epoch_unknown_broker_and_not_controlle
     assert unknown.error is ErrorCode.BROKER_NOT_AVAILABLE
     with pytest.raises(NotControllerError):
         await other.ask(lambda f: ControlledShutdown(f, broker_id=1, broker_epoch=-1))
+
+
+async def test_a_broker_the_leader_put_back_in_the_isr_leaves_it_when_it_dies(memory_cluster) -> None:
+    """After a controlled shutdown the broker follows the partitions it led
+    and may catch up and be added back to their ISR by the new leader before
+    it exits (the leader writes the ISR; the controller hears of it only by a
+    later notification). Its death must still take it out of the ISR: the
+    controller decides from the state in ZooKeeper, not from its cache."""
+    from kavka.zk.brokers import PartitionStateZNode
+
+    c = memory_cluster
+    ctl = await c.boot((1, 2, 3), controller=3, auto_leader_rebalance_enable=False)
+    await c.create_topic("t", {0: (1, 2, 3)})
+    await c.until(lambda: c.state("t", 0), "partition state")
+    await c.settle()
+    epoch = (await c.admin.store.exists("/brokers/ids/1")).czxid
+    result = await ctl.ask(lambda f: ControlledShutdown(f, broker_id=1, broker_epoch=epoch))
+    assert result.error is ErrorCode.NONE
+    moved = await c.state("t", 0)
+    assert moved.leader == 2 and 1 not in moved.isr
+    # The new leader expands the ISR with broker 1; no notification yet.
+    (state, version), = (await c.admin.get_partition_states([("t", 0)])).values()
+    grown = PartitionStateZNode("t", 0, state.leader, state.leader_epoch, (*state.isr, 1), state.controller_epoch)
+    assert await c.admin.maybe_update_leader_and_isr(grown, version) is not None
+    await c.kill_broker(1)
+    await c.until(lambda: c.state("t", 0), "state")
+    await c.settle()
+    after = await c.state("t", 0)
+    assert after.leader == 2 and 1 not in after.isr, after

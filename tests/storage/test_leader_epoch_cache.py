@@ -73,3 +73,28 @@ def test_invariants_hold_under_any_assignments(tmp_path_factory, ops, cut):
         assert es[-1] == EpochEntry(epoch, start) or (es[-1].epoch == epoch and es[-1].start_offset <= start)
     c.truncate_from_end(cut)
     assert all(e.start_offset < cut for e in c.entries())
+
+
+def test_a_new_epoch_defers_its_fsync_to_the_logs_next_flush_and_truncation_does_not(tmp_path, monkeypatch):
+    # KAFKA-15046: a new leader (or a follower's first batch of an epoch)
+    # must not fsync on the event loop; the log's next flush does.
+    import os
+
+    from kavka.storage.log import Log
+    from kavka.storage.log_config import LogConfig
+
+    log = Log(tmp_path / "t-0", LogConfig())
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    cache = log.leader_epoch_cache
+    assert cache.assign(3, 0)
+    assert fsyncs == []
+    assert LeaderEpochFileCache(log.dir).entries() == [EpochEntry(3, 0)]  # written, only not yet fsynced
+    assert log.flush()  # nothing appended: the pending checkpoint alone makes the flush act
+    assert len(fsyncs) >= 2  # the file and its directory
+    assert not log.flush()  # and only once
+    fsyncs.clear()
+    assert cache.truncate_from_end(0)
+    assert len(fsyncs) == 2  # truncation stays durable at once
+    log.close()
