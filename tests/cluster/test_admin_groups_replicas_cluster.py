@@ -100,10 +100,20 @@ async def test_groups_replicas_and_markers(make_cluster):
             assert p.flush(30) == 0
             p.commit_transaction(30)
         await asyncio.to_thread(transactional)
-        for include in (False, True):
+
+        async def read_from_3(include: bool) -> list:
             consumer = Consumer(c, include_control_records=include)
             consumer.assign([TopicPartition(T, 1)])
             consumer.seek(TopicPartition(T, 1), 3)
-            got = [r async for r in consumer.records(stop_at_end=True)]
+            return [r async for r in consumer.records(stop_at_end=True)]
+
+        # The coordinator writes the COMMIT marker after it has answered
+        # EndTxn (PrepareCommit, then the markers, as Kafka): wait for it.
+        deadline = asyncio.get_running_loop().time() + 30
+        while not any(r.is_control for r in await read_from_3(True)):
+            assert asyncio.get_running_loop().time() < deadline, "the COMMIT marker was never written"
+            await asyncio.sleep(0.1)
+        for include in (False, True):
+            got = await read_from_3(include)
             assert [r.value for r in got if not r.is_control] == [b"in-txn"]
             assert [r.control_type for r in got if r.is_control] == (["COMMIT"] if include else [])
