@@ -74,7 +74,7 @@ lint: venv
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests pipelines >/dev/null
 	$(BIN)/python -m kavka.tools.compat --build-only || test $$? -eq 2
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark -m "not chaos_unsafe" $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
 
 bench: venv deps
@@ -87,7 +87,9 @@ DEMO_ARGS ?=
 demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
 
-# The chaos run (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
+# The chaos tests (tests/chaos: the smoke make test runs too, and the unsafe
+# configuration's losses found by the checker), then the chaos run
+# (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
 # each in its own network namespace on a bridge (needs root and iproute2's
 # `ip`; skips with the reason otherwise), the queue, transactional and
 # acks=1 workloads under a seeded random schedule of partitions, ZooKeeper
@@ -99,6 +101,7 @@ CHAOS_MINUTES ?= 20
 CHAOS_SEED ?=
 CHAOS_ARGS ?=
 chaos: venv deps
+	$(BIN)/python -m pytest -q -p no:xdist tests/chaos
 	$(BIN)/python -m kavka.testing.chaos --minutes $(CHAOS_MINUTES) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_ARGS)
 
 # librdkafka's integration suite (kavka/tools/compat.py): builds its test

@@ -47,6 +47,10 @@ def test_partition_and_zookeeper_member_kill_lose_nothing(tmp_path):
     assert result.verification.startswith("exit 0"), shown
 
 
+# Run by make chaos, not make test: whether a cut-off leader acknowledges
+# alone before the election is a matter of timing, so a run can pass the
+# schedule without a loss to find; make chaos repeats it under its long run.
+@pytest.mark.chaos_unsafe
 def test_the_unsafe_configuration_loses_acknowledged_writes_and_the_checker_says_so(tmp_path):
     # Twice, against two partitions' leaders: whether the one cut-off leader
     # acknowledged alone before the election depends on timing under load.
