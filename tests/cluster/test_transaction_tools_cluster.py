@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from kavka.protocol.messages import FindCoordinatorRequest, InitProducerIdRequest, ProduceRequest
+from kavka.protocol.messages import FindCoordinatorRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest
 from kavka.protocol.records import SimpleRecord, build_batch
 
 from .cluster_helpers import create_topic, leaders, wait_until
@@ -167,6 +167,19 @@ def test_describe_topic_partitions_pages_with_kafka_python(cluster):
     from kafka.admin import KafkaAdminClient
 
     create_topic(cluster, "tools-wide", partitions=5, replication_factor=1)
+
+    # CreateTopics is answered once the controller has written the topic;
+    # each broker's metadata cache learns its leaders from the UpdateMetadata
+    # that follows, and kafka-python may ask either broker.
+    def known_everywhere() -> bool:
+        for b in cluster.brokers:
+            answer = request(cluster, b, MetadataRequest(topics=[MetadataRequest.Topics(name="tools-wide")]), 4)
+            t = answer.topics[0]
+            if t.error_code != 0 or len(t.partitions) != 5 or any(p.leader_id < 0 for p in t.partitions):
+                return False
+        return True
+
+    wait_until(known_everywhere, 30, "tools-wide in every broker's metadata")
     admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20_000)
     try:
         seen, cursor, pages = [], None, 0
