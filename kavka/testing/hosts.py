@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from kavka.testing.ensemble import ZooKeeperEnsemble
 from kavka.testing.network import Network
+from kavka.tools.cluster import serves_metadata
 
 BROKER_PORT = 9092
 CHROOT = "/kavka"
@@ -311,25 +311,7 @@ class HostCluster:
 
     def serves_metadata(self, broker_id: int, expected: set[int]) -> bool:
         """The broker's own Metadata answer names a controller and ``expected``."""
-        from kavka.protocol.framing import frame
-        from kavka.protocol.headers import RequestHeader, decode_response, encode_request
-        from kavka.protocol.messages import MetadataRequest, MetadataResponse
-
-        request = encode_request(RequestHeader(3, 1, 1, "kavka-chaos"), MetadataRequest(topics=[]))
-        try:
-            with socket.create_connection((self.brokers[broker_id].address, BROKER_PORT), timeout=2.0) as s:
-                s.sendall(frame(request))
-                data = b""
-                while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        return False
-                    data += chunk
-        except OSError:
-            return False
-        _, response = decode_response(3, 1, data[4:])
-        assert isinstance(response, MetadataResponse)
-        return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+        return serves_metadata((self.brokers[broker_id].address, BROKER_PORT), expected, "kavka-chaos")
 
     def wait_ready(self, ids: set[int], timeout: float = 90.0) -> None:
         """Every broker of ``ids`` registered, and serving metadata naming all of them."""

@@ -356,28 +356,7 @@ class LocalCluster:
         """The broker's Metadata answer names a controller and ``expected``."""
         if self.secure is not None:
             return self._serves_metadata_secured(broker_id, expected)
-        import socket
-
-        from kavka.protocol.framing import frame
-        from kavka.protocol.headers import RequestHeader, decode_response, encode_request
-        from kavka.protocol.messages import MetadataRequest, MetadataResponse
-
-        request = encode_request(RequestHeader(3, 1, 1, "kavka-cluster"), MetadataRequest(topics=[]))
-        host, port = "127.0.0.1", self.brokers[broker_id].port
-        try:
-            with socket.create_connection((host, port), timeout=2.0) as s:
-                s.sendall(frame(request))
-                data = b""
-                while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        return False
-                    data += chunk
-        except OSError:
-            return False
-        _, response = decode_response(3, 1, data[4:])
-        assert isinstance(response, MetadataResponse)  # the body of a Metadata (key 3) response
-        return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
+        return serves_metadata(("127.0.0.1", self.brokers[broker_id].port), expected, "kavka-cluster")
 
     def _serves_metadata_secured(self, broker_id: int, expected: set[int]) -> bool:
         """As ``serves_metadata``, over SASL_SSL as the admin user."""
@@ -425,3 +404,29 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(f"timed out after {timeout:.0f} s waiting for {what}")
             time.sleep(0.1)
+
+
+def serves_metadata(address: tuple[str, int], expected: set[int], client_id: str) -> bool:
+    """A plaintext broker at ``address`` answers Metadata naming a controller
+    and every broker of ``expected`` (one blocking round trip, 2 s bound)."""
+    import socket
+
+    from kavka.protocol.framing import frame
+    from kavka.protocol.headers import RequestHeader, decode_response, encode_request
+    from kavka.protocol.messages import MetadataRequest, MetadataResponse
+
+    request = encode_request(RequestHeader(3, 1, 1, client_id), MetadataRequest(topics=[]))
+    try:
+        with socket.create_connection(address, timeout=2.0) as s:
+            s.sendall(frame(request))
+            data = b""
+            while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    return False
+                data += chunk
+    except OSError:
+        return False
+    _, response = decode_response(3, 1, data[4:])
+    assert isinstance(response, MetadataResponse)  # the body of a Metadata (key 3) response
+    return response.controller_id >= 0 and expected <= {b.node_id for b in response.brokers}
