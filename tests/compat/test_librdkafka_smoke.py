@@ -36,10 +36,13 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 # reports, per-record errors and IncrementalAlterConfigs (0011), consume,
 # seek and offsets, group commits including one to a partition that does not
 # exist (0030), CreatePartitions (0044), idempotence (0090), transactions
-# read back under read_committed (0129), headers. Classic groups only (the
-# consumer protocol, KIP-848, is not served yet).
-SMOKE = ("0001_multiobj", "0011_produce_batch", "0012_produce_consume", "0015_offsets_seek", "0030_offset_commit",
-         "0044_partition_cnt", "0073_headers", "0090_idempotence", "0129_fetch_aborted_msgs")
+# read back under read_committed (0129), headers; under the classic group
+# protocol, and the group commits (0030) once more under the consumer
+# protocol (KIP-848: ConsumerGroupHeartbeat, member epochs as generations).
+SMOKE = tuple((name, "classic") for name in (
+    "0001_multiobj", "0011_produce_batch", "0012_produce_consume", "0015_offsets_seek", "0030_offset_commit",
+    "0044_partition_cnt", "0073_headers", "0090_idempotence", "0129_fetch_aborted_msgs")) + (
+    ("0030_offset_commit", "consumer"),)
 TIMEOUT_S = 240.0
 
 
@@ -65,13 +68,13 @@ def context(runner: Runner) -> Iterator[RunContext]:
 
 def test_smoke_tests_are_allowlisted():
     allowed = {(e.test, e.protocol) for e in read_allowlist(DEFAULT_ALLOWLIST)}
-    assert [t for t in SMOKE if (t, "classic") not in allowed] == []
+    assert [(t, p) for t, p in SMOKE if (t, p) not in allowed] == []
 
 
-@pytest.mark.parametrize("name", SMOKE)
-def test_librdkafka_suite(context: RunContext, name: str):
+@pytest.mark.parametrize(("name", "protocol"), SMOKE)
+def test_librdkafka_suite(context: RunContext, name: str, protocol: str):
     tests = [t for t in suite_tests(context.runner.tests_dir) if t.name == name]
     assert tests and is_broker_test(tests[0]), f"{name} is not a broker test of this librdkafka"
-    [result] = run_number(context, tests[0].number, tests, "classic")
-    log = context.out_dir / "logs" / f"{tests[0].number}-classic.log"
+    [result] = run_number(context, tests[0].number, tests, protocol)
+    log = context.out_dir / "logs" / f"{tests[0].number}-{protocol}.log"
     assert result.result == PASS, f"{name}: {result.result} {result.reason} (runner output: {log})"
