@@ -252,3 +252,27 @@ def test_simulated_consumers_never_share_a_partition_and_converge(ops, assignor)
     subscribed = {n for m in g.members.values() for n in m.subscribed_topic_names}
     expected = {(TOPICS[n].topic_id, p) for n in subscribed for p in range(TOPICS[n].partitions)}
     assert set().union(*(flat(o) for _, o in clients.values())) == expected if clients else True
+
+
+def test_a_regex_subscription_matches_whole_names_and_never_internal_topics():
+    g = group()
+    topics = {**TOPICS, "foo-2": TopicMetadata(uuid.UUID(int=3), 2),
+              "__consumer_offsets": TopicMetadata(uuid.UUID(int=4), 50)}
+    out = g.heartbeat(HeartbeatRequest("", 0, rebalance_timeout_ms=30000, subscribed_topic_names=(),
+                                       subscribed_topic_regex="foo.*|__.*", owned={}), topics)
+    assert out.error is ErrorCode.NONE
+    assert set(out.assignment) == {FOO.topic_id, uuid.UUID(int=3)}
+    bad = g.heartbeat(HeartbeatRequest("", 0, rebalance_timeout_ms=30000, subscribed_topic_names=(),
+                                       subscribed_topic_regex="foo(", owned={}), topics)
+    assert bad.error is ErrorCode.INVALID_REGULAR_EXPRESSION and "foo(" in bad.message
+
+
+def test_a_catastrophic_backtracking_regex_is_matched_in_linear_time():
+    # With a backtracking engine this pattern against a long topic name runs
+    # for longer than the test's timeout; RE2 answers at once.
+    g = group()
+    long_name = "a" * 200 + "!"
+    topics = {long_name: TopicMetadata(uuid.UUID(int=5), 1)}
+    out = g.heartbeat(HeartbeatRequest("", 0, rebalance_timeout_ms=30000, subscribed_topic_names=(),
+                                       subscribed_topic_regex="(a+)+$", owned={}), topics)
+    assert out.error is ErrorCode.NONE and out.assignment == {}
