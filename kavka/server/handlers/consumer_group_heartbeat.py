@@ -8,8 +8,8 @@ Versions 0-1: v0 may join with an empty member id (the coordinator makes
 one); v1 consumers name themselves (KIP-1082: an empty member id is
 INVALID_REQUEST) and may subscribe with a regular expression evaluated on
 the broker (full match, internal topics excluded; one that does not
-compile is INVALID_REGULAR_EXPRESSION). Python's ``re`` reads it, which
-agrees with Kafka's RE2/J on the common syntax.
+compile is INVALID_REGULAR_EXPRESSION). RE2 reads it, as Kafka's RE2/J
+does: matching is linear in the topic name, whatever the pattern.
 
 Authorization (Kafka's): READ on the group, else
 GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
