@@ -6,4 +6,6 @@ of what they saw.
 - ``kavka.testing.network``: namespaces, the bridge, directed cuts.
 - ``kavka.testing.ensemble``: a three-member ZooKeeper ensemble.
 - ``kavka.testing.hosts``: ``HostCluster``, brokers on their own hosts.
+- ``kavka.testing.spark_cluster``: ``SparkStandalone``, a Spark master and
+  workers on hosts of the same network (workers beside brokers).
 """
