@@ -229,6 +229,17 @@ class ConsumerGroup:
         self._maybe_assign()
         return True
 
+    def restore_member(self, member: ConsumerGroupMember) -> None:
+        """Put back a member read from ``__consumer_offsets`` when a
+        coordinator loads the group (``kavka.group.consumer_group_replay``):
+        the partitions it was assigned or is revoking are held by it again,
+        so none is given to another member before it lets go."""
+        self.members[member.member_id] = member
+        for part in (member.assignment.assigned, member.assignment.pending_revocation):
+            for t, ps in part.items():
+                for p in ps:
+                    self._holders[(t, p)] = member.member_id
+
     # -- steps ------------------------------------------------------------------------------------
     def _invalid(self, req: HeartbeatRequest) -> str | None:
         if req.member_epoch < STATIC_LEAVE_EPOCH:
