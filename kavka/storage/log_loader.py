@@ -195,9 +195,12 @@ class LogLoader:
             # not batches (Kafka trusts the file here; we check the tail).
             log.warning("%s ends with bytes that are not a batch; recovering it", active.log.path)
             self.truncated_bytes += active.recover(self.epoch_cache)
+        next_offset = active.read_next_offset()
+        # Its indexes were read to find the tail: released too, the first
+        # index entry or lookup opens them again, writable.
+        active.release_indexes()
         active.become_active()
         active.roll_jitter_ms = self.roll_jitter_ms
-        next_offset = active.read_next_offset()
         log_start = max(self.log_start_offset, ordered[0].base_offset)
         return LoadedLog(ordered, next_offset, log_start, min(recovery_point, next_offset), self.truncated_bytes)
 

@@ -377,7 +377,11 @@ class LogSegment:
         """On roll: index the last batch and record the final largest
         timestamp (so the indexes say where the segment ends: recovery uses
         that as evidence of lost data), then trim the files and release the
-        indexes (the next lookup maps them again, read-only)."""
+        indexes (the next lookup maps them again, read-only). Nothing to do
+        when it ran and nothing was written since (a segment loaded after a
+        clean shutdown: its files were finished when it rolled)."""
+        if self._inactive:
+            return
         for lazy in (self.lazy_offset_index, self.lazy_time_index):
             lazy.writable = False
         last = self.last_batch()
