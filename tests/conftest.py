@@ -27,13 +27,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
 
+from kavka.tools import ports
 from kavka.tools.zookeeper import ZooKeeperNotInstalled, ZooKeeperServer
+
+# Each xdist worker picks server ports from its own slice of the range
+# below the kernel's ephemeral ports (kavka/tools/ports.py): no two workers
+# hand out one port, and no client connection takes one. Read at the first
+# free_port call; processes a test starts inherit it.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and ports.ENV_VAR not in os.environ:
+    os.environ[ports.ENV_VAR] = ports.slice_of(
+        int(_WORKER[2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 settings.register_profile("kavka", deadline=None)
 settings.load_profile("kavka")

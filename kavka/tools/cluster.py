@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kavka.security.client_security import ClientSecurity
+from kavka.tools.ports import free_port
 from kavka.tools.secure_cluster import ADMIN_USER, CLIENT_USER, SecureSetup
-from kavka.tools.zookeeper import ZooKeeperServer, free_port
+from kavka.tools.zookeeper import ZooKeeperServer
 
 
 class ClusterError(RuntimeError):
