@@ -66,6 +66,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from _profiler import Profiler  # bench/_profiler.py (this script's directory is on sys.path)
+from kavka.tools.ports import free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 START = time.monotonic()
@@ -81,11 +82,6 @@ def cpu_seconds(pid: int) -> float:
         fields = f.read().rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # fields 14 and 15 of proc(5)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- the brokers -----------------------------------------------------------------------------

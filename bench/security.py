@@ -50,7 +50,7 @@ from kavka.security.client_properties import client_security_from_properties  # 
 from kavka.security.client_security import ClientSecurity  # noqa: E402
 from kavka.security.sasl.credentials import ScramFormatter, ScramMechanism  # noqa: E402
 from kavka.tools.cluster import LocalCluster  # noqa: E402
-from kavka.tools.zookeeper import free_port  # noqa: E402
+from kavka.tools.ports import free_port  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 START = time.monotonic()

@@ -448,12 +448,15 @@ class KafkaAdmin:
     # -- transactions (KIP-664) --------------------------------------------------------
 
     async def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
-                                duration_ms: int | None = None) -> list[TransactionListing]:
+                                duration_ms: int | None = None,
+                                transactional_id_pattern: str | None = None) -> list[TransactionListing]:
         """The transactional ids every coordinator of the cluster owns
         (ListTransactions to every broker, merged), those in one of
         ``states`` (Kafka's names: "Ongoing"...), of one of ``producer_ids``,
-        running for longer than ``duration_ms`` (KIP-994: needs v1); an
-        empty filter matches everything."""
+        running for longer than ``duration_ms`` (KIP-994: needs v1), matched
+        whole by the regular expression ``transactional_id_pattern``
+        (KIP-1152: needs v2; RE2 syntax, checked by the broker); an empty
+        filter matches everything."""
         wanted_states = list(dict.fromkeys(states))
         unknown = [s for s in wanted_states if s not in TRANSACTION_STATES]
         if unknown:
@@ -466,7 +469,7 @@ class KafkaAdmin:
         for node_id in sorted(md.brokers):
             async def send(node_id: int = node_id) -> list[TransactionListing]:
                 conn = await self.cluster.connection(node_id)
-                req, version = rq.list_transactions(wanted_states, pids, duration_ms, conn)
+                req, version = rq.list_transactions(wanted_states, pids, duration_ms, transactional_id_pattern, conn)
                 resp = await conn.request(req, version=version)
                 if resp.error_code != ErrorCode.NONE:
                     raise error_for(resp.error_code, f"ListTransactions on broker {node_id}")

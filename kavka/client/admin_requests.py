@@ -305,13 +305,18 @@ def alter_user_scram_credentials(upsertions: Iterable[tuple[str, ScramMechanism,
 # -- transactions (KIP-664) ----------------------------------------------------------
 
 def list_transactions(states: list[str], producer_ids: list[int], duration_ms: int | None,
-                      conn: BrokerConnection):
+                      id_pattern: str | None, conn: BrokerConnection):
     version = conn.version_for(66)
     req = m.ListTransactionsRequest(state_filters=states, producer_id_filters=producer_ids)
     if duration_ms is not None:
         if version < 1:
             raise UnsupportedVersion("a ListTransactions duration filter needs v1+ (KIP-994); the broker offers v0")
         req.duration_filter = duration_ms
+    if id_pattern:
+        if version < 2:
+            raise UnsupportedVersion(f"a ListTransactions transactional id pattern needs v2+ (KIP-1152); "
+                                     f"the broker offers v{version}")
+        req.transactional_id_pattern = id_pattern
     return req, version
 
 

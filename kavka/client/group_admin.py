@@ -1,6 +1,7 @@
 """Consumer group administration over the Kafka protocol, as Kafka's admin
 client does it for classic groups: ListGroups (every broker lists the groups
-it coordinates), FindCoordinator then DescribeGroups, OffsetFetch,
+it coordinates), FindCoordinator then DescribeGroups (ConsumerGroupDescribe
+for a consumer-protocol group, KIP-848), OffsetFetch,
 OffsetCommit with generation -1 and no member id (Kafka's
 alterConsumerGroupOffsets, which the coordinator accepts only while the
 group has no members), and DeleteGroups (refused with NON_EMPTY_GROUP while
@@ -26,6 +27,7 @@ from kavka.protocol import messages as m
 FIND_COORDINATOR = 10
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
+CONSUMER_GROUP_DESCRIBE = 69
 # OffsetCommit and OffsetFetch v10 name topics by id (KIP-848's topic ids); the names are what we hold.
 _MAX_NAMED_VERSION = 9
 _COORDINATOR_CODES = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -65,6 +67,41 @@ class GroupDescription:
     @property
     def active(self) -> bool:
         return self.state not in INACTIVE_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberDescription:
+    """A member of a consumer-protocol group (KIP-848) as ConsumerGroupDescribe shows it."""
+    member_id: str
+    instance_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
+    assignment: tuple[TopicPartition, ...]
+    target_assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    """A consumer-protocol group (KIP-848): its epochs (the group's, and
+    that of its target assignment), the assignor and each member."""
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ConsumerMemberDescription, ...]
+    coordinator: int
+
+    @property
+    def active(self) -> bool:
+        return self.state not in INACTIVE_STATES
+
+
+def _described_partitions(assignment) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions))
 
 
 class GroupAdmin:
@@ -167,6 +204,26 @@ class GroupAdmin:
             members.append(MemberDescription(mem.member_id, getattr(mem, "group_instance_id", None),
                                              mem.client_id, mem.client_host, assignment, subscription, error))
         return GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, tuple(members), node)
+
+    async def describe_consumer_group(self, group_id: str) -> ConsumerGroupDescription:
+        """ConsumerGroupDescribe (KIP-848) of a consumer-protocol group;
+        GROUP_ID_NOT_FOUND (raised typed) for a classic or unknown group."""
+        def build(conn):
+            return (m.ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
+                    conn.version_for(CONSUMER_GROUP_DESCRIBE))
+        node, resp, _v = await self._at_coordinator(group_id, build,
+                                                    lambda resp, v: [g.error_code for g in resp.groups])
+        g = next((g for g in resp.groups if g.group_id == group_id), None)
+        if g is None:
+            raise KafkaError(f"ConsumerGroupDescribe did not mention group {group_id}",
+                             code=ErrorCode.UNKNOWN_SERVER_ERROR)
+        self._raise(g.error_code, group_id, "ConsumerGroupDescribe", g.error_message)
+        members = tuple(ConsumerMemberDescription(
+            mem.member_id, mem.instance_id, mem.member_epoch, mem.client_id, mem.client_host,
+            tuple(mem.subscribed_topic_names), mem.subscribed_topic_regex, _described_partitions(mem.assignment),
+            _described_partitions(mem.target_assignment)) for mem in g.members)
+        return ConsumerGroupDescription(g.group_id, g.group_state, g.group_epoch, g.assignment_epoch,
+                                        g.assignor_name, members, node)
 
     async def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch, all topics)."""

@@ -19,11 +19,17 @@ record appended there.
 - ``state``: the group state machine, group and member records, the
   partition of a group id;
 - ``records``: the key and value formats of ``__consumer_offsets`` records;
+- ``consumer_records``: those of consumer-protocol groups (KIP-848, Kafka
+  4's record types 3-8), in the same partitions;
+- ``consumer_group_replay``: a consumer-protocol group to its records
+  (``snapshot``, ``changes``) and back (``ConsumerGroupReplay``, run by the
+  load);
 - ``config``: ``GroupConfig``;
 - ``consumer_membership``: ``ConsumerGroupMembership`` — the
   consumer-protocol groups (KIP-848) by id, ConsumerGroupHeartbeat and
   ConsumerGroupDescribe, session and rebalance timeouts, the member-epoch
-  checks of offset commits; ``ConsumerGroupConfig`` (``group.consumer.*``);
+  checks of offset commits, the writes of each change before it is
+  answered; ``ConsumerGroupConfig`` (``group.consumer.*``);
 - ``consumer_group``: ``ConsumerGroup`` — the state machine of a
   consumer-protocol group: group, target assignment and member epochs,
   joins, leaves, static members, fencing (pure);

@@ -28,11 +28,9 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import re2
 
 from kavka.common.errors import ErrorCode
+from kavka.common.linear_regex import RegexError, compile_linear
 from kavka.group.consumer_assignors import ASSIGNORS, Assignment, MemberSubscription, PartitionAssignor
 from kavka.group.reconciliation import MemberAssignmentState, MemberState, next_assignment
 
@@ -58,18 +56,6 @@ class ConsumerGroupState(enum.Enum):
 class TopicMetadata:
     topic_id: uuid.UUID
     partitions: int
-
-
-_REGEX_OPTIONS = re2.Options()
-_REGEX_OPTIONS.log_errors = False  # a bad pattern is answered INVALID_REGULAR_EXPRESSION, not logged by RE2
-
-
-def _topic_regex(pattern: str) -> Any:
-    """A member's subscription regex, compiled by RE2 as Kafka compiles it
-    with RE2/J (KIP-848): matching takes time linear in the topic name, so a
-    pattern sent by any client (``(a+)+$``) cannot stall the coordinator's
-    event loop as a backtracking engine would. Raises ``re2.error``."""
-    return re2.compile(pattern, options=_REGEX_OPTIONS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +168,8 @@ class ConsumerGroup:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, invalid)
         if req.subscribed_topic_regex:
             try:
-                _topic_regex(req.subscribed_topic_regex)
-            except re2.error as e:
+                compile_linear(req.subscribed_topic_regex)
+            except RegexError as e:
                 return HeartbeatOutcome(ErrorCode.INVALID_REGULAR_EXPRESSION,
                                         f"subscribed topic regex {req.subscribed_topic_regex!r} is not valid: {e}")
         if req.member_epoch == LEAVE_EPOCH or req.member_epoch == STATIC_LEAVE_EPOCH:
@@ -229,6 +215,17 @@ class ConsumerGroup:
         self._maybe_assign()
         return True
 
+    def restore_member(self, member: ConsumerGroupMember) -> None:
+        """Put back a member read from ``__consumer_offsets`` when a
+        coordinator loads the group (``kavka.group.consumer_group_replay``):
+        the partitions it was assigned or is revoking are held by it again,
+        so none is given to another member before it lets go."""
+        self.members[member.member_id] = member
+        for part in (member.assignment.assigned, member.assignment.pending_revocation):
+            for t, ps in part.items():
+                for p in ps:
+                    self._holders[(t, p)] = member.member_id
+
     # -- steps ------------------------------------------------------------------------------------
     def _invalid(self, req: HeartbeatRequest) -> str | None:
         if req.member_epoch < STATIC_LEAVE_EPOCH:
@@ -252,7 +249,7 @@ class ConsumerGroup:
         topics its regex fully matches (internal topics never: Kafka's rule)."""
         found = {n for n in m.subscribed_topic_names if n in topics}
         if m.subscribed_topic_regex is not None:
-            pattern = _topic_regex(m.subscribed_topic_regex)
+            pattern = compile_linear(m.subscribed_topic_regex)
             found |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n)}
         return found
 

@@ -19,9 +19,16 @@ tells the coordinator). Offsets of a consumer group are kept with the
 classic offsets (``GroupOffsets``); ``validate_commit`` checks a member's
 epoch the way Kafka validates OffsetCommit v9's ``generation_id_or_member_epoch``.
 
-The groups live in memory on the coordinator: after a coordinator moves,
-members get UNKNOWN_MEMBER_ID and rejoin with epoch 0 (as a consumer does
-on that error); committed offsets are in ``__consumer_offsets`` and survive.
+Every change to a group is written to ``__consumer_offsets`` before the
+heartbeat is answered (Kafka's record types, ``kavka.group.consumer_records``;
+what changed is the difference of two ``snapshot``s of the group,
+``kavka.group.consumer_group_replay``): a member's epoch is never handed
+out before it is durable. A write that fails is answered with its error
+and the group's next write rewrites all its records, so the log catches up
+with memory. When a broker becomes coordinator of a partition, ``loaded``
+rebuilds its groups from those records and restarts every member's
+session: members keep heartbeating with their epochs, and no partition is
+given away while the member that held it may still own it.
 
 Called on the broker's event loop only.
 """
@@ -30,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +48,11 @@ from kavka.group.consumer_group import (
     HeartbeatRequest,
     TopicMetadata,
 )
+from kavka.group.consumer_group_replay import ConsumerGroupReplay, Written, changes, snapshot, tombstones
+from kavka.group.consumer_records import ConsumerKey, ConsumerValue, encode_consumer_key, encode_consumer_value
 from kavka.group.metadata_manager import GroupMetadataManager
 from kavka.group.reconciliation import MemberState
+from kavka.protocol.records import SimpleRecord
 
 __all__ = ["ConsumerGroupConfig", "ConsumerGroupMembership"]
 
@@ -84,6 +94,9 @@ class ConsumerGroupMembership:
         self.groups: dict[str, ConsumerGroup] = {}
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._revocations: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        # what the log holds for each group (None: not known after a failed write)
+        self._written: dict[str, Written] = {}
+        self._writes: set[asyncio.Task[ErrorCode]] = set()  # of fencing timers; the loop holds tasks weakly
 
     def is_consumer_group(self, group_id: str) -> bool:
         """A consumer-protocol group with members (Kafka refuses a classic
@@ -96,14 +109,18 @@ class ConsumerGroupMembership:
         kept, as Kafka keeps it, listed with type ``consumer``)."""
         return group_id in self.groups
 
-    def forget(self, group_id: str) -> None:
-        """Drop an empty consumer group: deleted (DeleteGroups), or taken
-        over by a classic member (Kafka converts an empty group)."""
+    async def forget(self, group_id: str) -> ErrorCode:
+        """Drop an empty consumer group and tombstone its records: deleted
+        (DeleteGroups), or taken over by a classic member (Kafka converts an
+        empty group)."""
         g = self.groups.get(group_id)
-        if g is not None and not g.members:
-            del self.groups[group_id]
+        if g is None or g.members:
+            return ErrorCode.NONE
+        del self.groups[group_id]
+        written = self._written.pop(group_id, {})
+        return await self._write(group_id, tombstones(written.keys() | snapshot(g).keys()))
 
-    def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
+    async def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
         if not group_id:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, "group id can't be empty")
         code = self.manager.group_error(group_id)
@@ -122,7 +139,46 @@ class ConsumerGroupMembership:
                 self._touch(g, outcome.member_id)
             else:
                 self._cancel(group_id, outcome.member_id)
+        if self.groups.get(group_id) is g:
+            code = await self.persist(g)
+            if code is not ErrorCode.NONE:
+                return HeartbeatOutcome(code, f"writing group {group_id!r} to __consumer_offsets failed")
         return outcome
+
+    async def persist(self, g: ConsumerGroup) -> ErrorCode:
+        """Append what changed in ``g`` since its last write. The records
+        are chosen before the first await, so writes reach the log in the
+        order the changes were made."""
+        before = self._written.get(g.group_id, {})
+        after = snapshot(g)
+        records = changes(before, after)
+        self._written[g.group_id] = after
+        code = await self._write(g.group_id, records)
+        if code is not ErrorCode.NONE and self.groups.get(g.group_id) is g:
+            # the log may lack these records: every key is rewritten next time
+            now = self._written.get(g.group_id, {})
+            self._written[g.group_id] = dict.fromkeys(before.keys() | after.keys() | now.keys())
+        return code
+
+    async def _write(self, group_id: str, records: Sequence[tuple[ConsumerKey, ConsumerValue | None]]) -> ErrorCode:
+        now = self.manager.now_ms()
+        return await self.manager.write(group_id, [
+            SimpleRecord(encode_consumer_key(k), None if v is None else encode_consumer_value(v), now)
+            for k, v in records])
+
+    def loaded(self, replay: ConsumerGroupReplay) -> list[ConsumerGroup]:
+        """The groups a partition's load read back (a new coordinator):
+        served from now on, every member's session restarting now, as
+        Kafka schedules them when it loads a group."""
+        groups = replay.groups(lambda gid: ConsumerGroup(gid, list(self.config.assignors), self.config.max_size))
+        for g in groups:
+            self.groups[g.group_id] = g
+            self._written[g.group_id] = snapshot(g)
+            for mid in g.members:
+                self._touch(g, mid)
+        if groups:
+            log.info("loaded %d consumer groups", len(groups))
+        return groups
 
     def validate_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode | None:
         """None when the group id is not a consumer group (the classic rules
@@ -182,6 +238,7 @@ class ConsumerGroupMembership:
             for mid in list(self.groups[gid].members):
                 self._cancel(gid, mid)
             del self.groups[gid]
+            self._written.pop(gid, None)
 
     # -- timers ----------------------------------------------------------------------------------
     def _touch(self, g: ConsumerGroup, member_id: str) -> None:
@@ -213,3 +270,6 @@ class ConsumerGroupMembership:
         if self.groups.get(g.group_id) is not g or not g.remove_member(member_id, self.topics()):
             return
         log.info("group %s: member %s fenced (%s)", g.group_id, member_id, why)
+        write = asyncio.get_running_loop().create_task(self.persist(g), name=f"fence-{g.group_id}")
+        self._writes.add(write)
+        write.add_done_callback(self._writes.discard)

@@ -18,7 +18,8 @@ state:
   consumer-protocol groups (KIP-848), ConsumerGroupHeartbeat and
   ConsumerGroupDescribe; a group id is either kind, never both, and a
   consumer group's offsets are committed through ``GroupOffsets`` once the
-  member epoch is checked.
+  member epoch is checked; its records (KIP-848's types, next to the
+  classic ones in the same partitions) are read back by the same load.
 
 This class builds them, moves partitions in and out (``on_elected`` /
 ``on_resigned``) and is what the API handlers call. Everything runs on the
@@ -109,11 +110,12 @@ class GroupCoordinator:
         loaded = await self.manager.load(partition, epoch)
         if loaded is None:
             return
-        groups, pending = loaded
+        groups, pending, consumer_groups = loaded
         for g in groups:  # restored members' sessions start now
             for m in g.members.values():
                 self.membership.schedule_expiry(g, m)
         self.txn_offsets.loaded(pending)
+        self.consumer.loaded(consumer_groups)
 
     def on_resigned(self, partition: int) -> None:
         self.manager.unload(partition)
@@ -130,7 +132,9 @@ class GroupCoordinator:
         if self.consumer.is_consumer_group(r.group_id):
             # Kafka: a classic member cannot join a consumer-protocol group
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, r.member_id)
-        self.consumer.forget(r.group_id)
+        code = await self.consumer.forget(r.group_id)
+        if code is not ErrorCode.NONE:
+            return JoinResult(code, r.member_id)
         return await self.membership.join_group(r)
 
     async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
@@ -203,8 +207,8 @@ class GroupCoordinator:
         self.txn_offsets.complete_txn_offsets(partition, producer_id, commit)
 
     # -- consumer-protocol groups (KIP-848) ------------------------------------------------------
-    def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
-        return self.consumer.heartbeat(group_id, req)
+    async def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
+        return await self.consumer.heartbeat(group_id, req)
 
     def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         return self.consumer.describe(group_id)
@@ -224,8 +228,7 @@ class GroupCoordinator:
         deleted = await self.manager.delete_groups(rest) if rest else {}
         for gid in rest:
             if self.consumer.knows(gid) and deleted.get(gid) in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND):
-                self.consumer.forget(gid)
-                deleted[gid] = ErrorCode.NONE
+                deleted[gid] = await self.consumer.forget(gid)
         return {**busy, **deleted}
 
     def list_consumer_groups(self) -> list[ConsumerGroup]:

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from kavka.common.errors import ErrorCode
+from kavka.group.consumer_group_replay import ConsumerGroupReplay
+from kavka.group.consumer_records import is_consumer_key
 from kavka.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -109,13 +111,15 @@ class GroupMetadataManager:
         self.loading[partition] = leader_epoch
         return True
 
-    async def load(self, partition: int, epoch: int) -> tuple[list[GroupMetadata], PendingTxnOffsets] | None:
+    async def load(self, partition: int, epoch: int
+                   ) -> tuple[list[GroupMetadata], PendingTxnOffsets, ConsumerGroupReplay] | None:
         """Read the partition's log back; the groups loaded (now in
-        ``groups``, the partition OWNED) and the transactional offsets still
-        pending, or None when the load failed or the partition was
-        resigned (or re-elected) meanwhile."""
+        ``groups``, the partition OWNED), the transactional offsets still
+        pending and the consumer-protocol groups' records (KIP-848, for
+        ``ConsumerGroupMembership``), or None when the load failed or the
+        partition was resigned (or re-elected) meanwhile."""
         try:
-            offsets, metas, pending = await asyncio.to_thread(self._scan, partition)
+            offsets, metas, pending, consumer = await asyncio.to_thread(self._scan, partition)
         except Exception:
             log.exception("loading %s-%d failed", GROUP_METADATA_TOPIC, partition)
             if self.loading.get(partition) == epoch:
@@ -136,7 +140,7 @@ class GroupMetadataManager:
         del self.loading[partition]
         self.owned.add(partition)
         log.info("loaded %d groups of %s-%d", len(loaded), GROUP_METADATA_TOPIC, partition)
-        return loaded, pending
+        return loaded, pending, consumer
 
     def unload(self, partition: int) -> None:
         """This broker no longer leads ``partition``: drop its groups; their
@@ -158,14 +162,19 @@ class GroupMetadataManager:
         g.state = GroupState.DEAD
         self.groups.pop(g.group_id, None)
 
-    def _scan(self, partition: int) -> tuple[dict, dict, PendingTxnOffsets]:
+    def _scan(self, partition: int) -> tuple[dict, dict, PendingTxnOffsets, ConsumerGroupReplay]:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         metas: dict[str, GroupMetadataValue | None] = {}
         replay = TxnOffsetReplay()  # transactional commits wait for their marker (KIP-98)
+        # consumer-protocol groups share the partition, told apart by their key's record type
+        consumer = ConsumerGroupReplay()
 
         def apply(key: bytes, value: bytes | None, offset: int) -> None:
             try:
-                self._apply(key, value, offsets, metas)
+                if is_consumer_key(key):
+                    consumer.apply(key, value)
+                else:
+                    self._apply(key, value, offsets, metas)
             except InvalidGroupRecord as e:
                 log.warning("skipping record at offset %d of %s-%d: %s", offset, GROUP_METADATA_TOPIC, partition, e)
 
@@ -199,7 +208,7 @@ class GroupMetadataManager:
                     log.warning("skipping a pending transactional offset of producer %d: %s", pid, e)
             for group_id, table in still.items():
                 pending.setdefault(group_id, {})[pid] = table
-        return offsets, {g: v for g, v in metas.items() if v is not None}, pending
+        return offsets, {g: v for g, v in metas.items() if v is not None}, pending, consumer
 
     @staticmethod
     def _apply(key_bytes: bytes, value: bytes | None, offsets: dict, metas: dict) -> None:

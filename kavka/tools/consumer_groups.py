@@ -2,7 +2,7 @@
 reset their committed offsets, like kafka-consumer-groups.sh.
 
     kavka consumer-groups --bootstrap-server H:P --list
-    kavka consumer-groups --bootstrap-server H:P --describe --group G
+    kavka consumer-groups --bootstrap-server H:P --describe --group G [--members | --state] [--verbose]
     kavka consumer-groups --bootstrap-server H:P --delete --group G [--group G2]
     kavka consumer-groups --bootstrap-server H:P --reset-offsets --group G
         (--topic T[:P,P] | --all-topics)
@@ -11,14 +11,21 @@ reset their committed offsets, like kafka-consumer-groups.sh.
 
 ``--describe`` prints one line per committed or assigned partition: the
 committed offset, the log end (high watermark), the lag between them and
-the member holding it. ``--reset-offsets`` only prints the plan unless
+the member holding it. ``--members`` prints one line per member and
+``--state`` one for the group, as kafka-consumer-groups.sh does for both
+kinds of group: a classic group through DescribeGroups, a
+consumer-protocol group (KIP-848) through ConsumerGroupDescribe, where
+``--verbose`` adds the epochs (the group's and its target assignment's;
+each member's current epoch and assignment beside its target). ``--reset-offsets`` only prints the plan unless
 ``--execute``; a group with active members is refused (its consumers would
 overwrite the new offsets). Offsets are clamped to each partition's
 [earliest, latest] range, as Kafka's tool does.
 
 Talks to the brokers through confluent-kafka's AdminClient and Consumer
 (DescribeGroups, ListGroups, DeleteGroups, OffsetFetch, OffsetCommit,
-ListOffsets). Runs on the command's main thread; exit codes as
+ListOffsets); ``--members`` and ``--state`` through Kavka's own client
+(``kavka.client.group_admin``), which reads the epochs confluent-kafka
+does not expose. Runs on the command's main thread; exit codes as
 ``kavka.tools.client_cli``.
 """
 
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from kavka.tools.client_cli import (
@@ -33,6 +41,8 @@ from kavka.tools.client_cli import (
     add_bootstrap_argument,
     add_command_config_argument,
     load_command_config,
+    open_cluster,
+    run_main,
     usage,
 )
 
@@ -58,6 +68,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     to.add_argument("--to-offset", type=int, metavar="N")
     to.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS[.sss][+HH:MM]")
     to.add_argument("--shift-by", type=int, metavar="N")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true", help="--describe: one line per member of --group")
+    view.add_argument("--state", action="store_true", help="--describe: the state of --group")
+    p.add_argument("--verbose", action="store_true",
+                   help="--describe --members/--state: assignments and, for a consumer-protocol group, epochs")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="write the new offsets")
     mode.add_argument("--dry-run", action="store_true", help="only print them (the default)")
@@ -102,6 +117,12 @@ def _run(args: argparse.Namespace) -> int:
     if len(args.group) > 1:
         raise usage("--describe and --reset-offsets take one --group")
     group = args.group[0]
+    if (args.members or args.state or args.verbose) and not args.describe:
+        raise usage("--members, --state and --verbose go with --describe")
+    if args.verbose and not (args.members or args.state):
+        raise usage("--verbose goes with --members or --state")
+    if args.members or args.state:
+        return run_main(lambda: _describe_view(args, group))
     if args.describe:
         return _describe(admin, client, group)
     return _reset(admin, client, args, group)
@@ -158,6 +179,77 @@ def _describe(admin, client: dict[str, str], group: str) -> int:
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
     return 0
+
+
+def _partitions(tps) -> str:
+    """Kafka's tool's form: topic:p,p;topic2:p ("-" for none)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ";".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(by_topic.items())) or "-"
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+async def _describe_view(args: argparse.Namespace, group: str) -> int:
+    from kavka.client.group_admin import GroupAdmin
+    from kavka.common.errors import GroupIdNotFoundError
+
+    cluster = await open_cluster(args.bootstrap_server, client_id="kavka-consumer-groups",
+                                 properties=load_command_config(args.command_config))
+    try:
+        admin = GroupAdmin(cluster, timeout_ms=TIMEOUT_S * 1000)
+        try:
+            modern = await admin.describe_consumer_group(group)
+        except GroupIdNotFoundError:  # not a consumer-protocol group: a classic one, or none
+            modern = None
+        classic = await admin.describe_group(group) if modern is None else None
+        node = modern.coordinator if modern is not None else classic.coordinator  # type: ignore[union-attr]
+        broker = cluster.metadata.brokers.get(node)
+    finally:
+        await cluster.close()
+    coordinator = f"{broker.host}:{broker.port} ({node})" if broker is not None else f"({node})"
+    if modern is not None:
+        _print_consumer_group(modern, coordinator, args)
+        return 0
+    assert classic is not None
+    if classic.state == "Dead":
+        raise CliError(f"consumer group '{group}' does not exist")
+    if args.state:
+        _table([("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
+                (group, coordinator, classic.protocol or "-", classic.state, str(len(classic.members)))])
+        return 0
+    head = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS") + (("ASSIGNMENT",) if args.verbose else ())
+    _table([head] + [(group, m.member_id, m.client_host, m.client_id, str(len(m.assignment)))
+                     + ((_partitions(m.assignment),) if args.verbose else ()) for m in classic.members])
+    return 0
+
+
+def _print_consumer_group(d, coordinator: str, args: argparse.Namespace) -> None:
+    """A consumer-protocol group (KIP-848), with its epochs under --verbose."""
+    if args.state:
+        head: tuple[str, ...] = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+        row: tuple[str, ...] = (d.group_id, coordinator, d.assignor or "-", d.state, str(len(d.members)))
+        if args.verbose:
+            head += ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")
+            row += (str(d.group_epoch), str(d.assignment_epoch))
+        _table([head, row])
+        return
+    head = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+    if args.verbose:
+        head += ("CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT")
+    rows = [head]
+    for m in sorted(d.members, key=lambda m: m.member_id):
+        row = (d.group_id, m.member_id, m.client_host, m.client_id, str(len(m.assignment)))
+        if args.verbose:
+            row += (str(m.member_epoch), _partitions(m.assignment), str(d.assignment_epoch),
+                    _partitions(m.target_assignment))
+        rows.append(row)
+    _table(rows)
 
 
 def _targets(args: argparse.Namespace, committed: dict, admin) -> list[tuple[str, int]]:

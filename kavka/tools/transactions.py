@@ -74,6 +74,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                   "coordinator of the cluster owns.")
     listing.add_argument("--duration-filter", type=int, metavar="MS",
                          help="only transactions running for longer than this (KIP-994)")
+    listing.add_argument("--transactional-id-pattern", metavar="REGEX",
+                         help="only transactional ids this regular expression matches whole (KIP-1152, RE2 syntax)")
     describe = commands.add_parser("describe", help="describe the state of an active transactional-id",
                                    description="Describe the state of a transactional id at its coordinator.")
     describe.add_argument("--transactional-id", required=True, help="transactional id")
@@ -127,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             admin = KafkaAdmin(cluster, timeout_ms=TIMEOUT_MS)
             command = args.command
             if command == "list":
-                await _list(admin, args.duration_filter)
+                await _list(admin, args.duration_filter, args.transactional_id_pattern)
             elif command == "describe":
                 await _describe(admin, args.transactional_id)
             elif command == "describe-producers":
@@ -165,9 +167,9 @@ def _check(args: argparse.Namespace) -> None:
                     raise usage(f"--producer-id needs --{option.replace('_', '-')}")
 
 
-async def _list(admin: KafkaAdmin, duration_ms: int | None) -> None:
+async def _list(admin: KafkaAdmin, duration_ms: int | None, id_pattern: str | None) -> None:
     try:
-        listings = await admin.list_transactions(duration_ms=duration_ms)
+        listings = await admin.list_transactions(duration_ms=duration_ms, transactional_id_pattern=id_pattern)
     except KafkaError as e:
         raise CliError(f"Failed to list transactions: {e}") from None
     _print(LIST_HEADERS, [(t.transactional_id, str(t.coordinator_id), str(t.producer_id), t.state)

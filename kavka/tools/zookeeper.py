@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kavka.tools.ports import free_port
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -70,14 +72,6 @@ def find_installation() -> Installation:
     if SLF4J_SIMPLE_JAR.is_file():  # a logger binding, so the log says why it failed
         jars.append(str(SLF4J_SIMPLE_JAR))
     return Installation(java, ":".join(jars))
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the OS reports free now. Another process may take it before
-    the server binds; ``ZooKeeperServer.start`` retries on a bind failure."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:

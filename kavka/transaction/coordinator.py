@@ -53,6 +53,7 @@ from typing import Any, Protocol
 
 from kavka.common.errors import ErrorCode
 from kavka.common.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, ProducerEpoch, ProducerId
+from kavka.common.linear_regex import RegexError, compile_linear
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records import SimpleRecord, build_batch, iter_batches, iter_records
 from kavka.transaction.records import InvalidTransactionRecord, decode_key, decode_value, encode_key, encode_value
@@ -275,17 +276,24 @@ class TransactionCoordinator:
         return ErrorCode.NONE, m
 
     def list_transactions(self, producer_ids: frozenset[int], state_names: frozenset[str], duration_ms: int,
-                          now_ms: int) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
+                          now_ms: int, id_pattern: str | None = None,
+                          ) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
         """ListTransactions over every id this broker owns (Kafka's
         TransactionStateManager.listTransactionStates): COORDINATOR_LOAD_IN_PROGRESS
         while any partition loads; else the ids matching every given filter
         (an empty filter matches all; ``duration_ms`` < 0 none): a producer id
         of ``producer_ids``, a state named in ``state_names`` (the names no
         state has are returned, and match nothing), running for longer than
-        ``duration_ms`` since the transaction started (KIP-994). Dead ids,
-        being expired, are never listed."""
+        ``duration_ms`` since the transaction started (KIP-994), a
+        transactional id matched whole by ``id_pattern`` (KIP-1152; None or
+        empty: no filter; one RE2 cannot compile: INVALID_REGULAR_EXPRESSION).
+        Dead ids, being expired, are never listed."""
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        try:
+            pattern = compile_linear(id_pattern) if id_pattern else None
+        except RegexError:
+            return ErrorCode.INVALID_REGULAR_EXPRESSION, [], []
         states = {n: TransactionState.from_kafka_name(n) for n in state_names}
         unknown = sorted(n for n, state in states.items() if state is None)
         wanted = {state for state in states.values() if state is not None}
@@ -299,6 +307,8 @@ class TransactionCoordinator:
             if state_names and m.state not in wanted:
                 continue
             if duration_ms >= 0 and now_ms - m.start_ms <= duration_ms:
+                continue
+            if pattern is not None and not pattern.fullmatch(tid):
                 continue
             found.append(m)
         return ErrorCode.NONE, unknown, found

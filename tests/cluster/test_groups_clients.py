@@ -186,6 +186,60 @@ def test_consumer_groups_command(cluster, capsys):
     assert _committed(cluster, group, topic) == {p: -1001 for p in range(PARTITIONS)}
 
 
+def test_consumer_groups_command_describes_both_kinds(cluster, capsys):
+    """--describe --members/--state, as kafka-consumer-groups.sh: a classic
+    group and a consumer-protocol group (KIP-848, with its epochs)."""
+    from kavka.cli import main
+
+    from .cluster_helpers import wait_until
+
+    topic = "groups-cli-kinds"
+    create_topic(cluster, topic, partitions=PARTITIONS)
+    consumers = {
+        "g-modern": Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g-modern", "client.id": "modern",
+                              "group.protocol": "consumer"}),
+        "g-classic": Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g-classic",
+                               "client.id": "classic", "partition.assignment.strategy": "range"}),
+    }
+    try:
+        for c in consumers.values():
+            c.subscribe([topic])
+
+        def assigned() -> bool:
+            for c in consumers.values():
+                c.poll(0.1)
+            return all(len(c.assignment()) == PARTITIONS for c in consumers.values())
+        wait_until(assigned, 60, "both consumers owning every partition", 0)
+        b = cluster.bootstrap
+        capsys.readouterr()
+
+        def rows(*args: str) -> list[list[str]]:
+            assert main(["consumer-groups", "--bootstrap-server", b, "--describe", *args]) == 0
+            return [line.split() for line in capsys.readouterr().out.splitlines()]
+
+        every = f"{topic}:" + ",".join(map(str, range(PARTITIONS)))
+        head, member = rows("--group", "g-modern", "--members", "--verbose")
+        assert head == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                        "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        assert (member[0], member[3], member[4], member[5], member[6], member[7], member[8]) == (
+            "g-modern", "modern", str(PARTITIONS), "1", every, "1", every)
+        head, state = rows("--group", "g-modern", "--state", "--verbose")
+        assert head[-2:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        assert (state[0], state[3], state[4], state[5], state[6], state[7]) == (
+            "g-modern", "uniform", "Stable", "1", "1", "1")
+        head, member = rows("--group", "g-classic", "--members", "--verbose")
+        assert head == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+        assert (member[0], member[3], member[4], member[5]) == ("g-classic", "classic", str(PARTITIONS), every)
+        head, state = rows("--group", "g-classic", "--state")
+        assert (state[0], state[3], state[4], state[5]) == ("g-classic", "range", "Stable", "1")
+        assert main(["consumer-groups", "--bootstrap-server", b, "--verbose", "--group", "g-modern",
+                     "--describe"]) == 2
+        assert "--verbose goes with --members or --state" in capsys.readouterr().err
+    finally:
+        for c in consumers.values():
+            c.close()
+
+
 def test_static_member_restart_keeps_its_place(cluster):
     from confluent_kafka.admin import AdminClient
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 from .cluster_helpers import admin, consume, create_topic, produce, set_topic_config, wait_until
 

@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kavka.tools.cluster import LocalCluster
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 from .cluster_helpers import wait_until
 

@@ -41,7 +41,7 @@ import pytest
 from security.certs import Pki  # tests/security/certs.py
 
 from kavka.tools.cluster import LocalCluster
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 from .cluster_helpers import wait_until
 

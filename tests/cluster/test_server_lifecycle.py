@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kavka.protocol.messages import ApiVersionsRequest
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 from .cluster_helpers import (
     ProducerThread,

@@ -158,6 +158,10 @@ def test_a_hanging_transaction_found_and_aborted(cluster):
     assert dict(zip(header, row, strict=True))["TransactionState"] == "CompleteCommit"
     out = kavka(cluster, "list")
     assert {r[0]: r[3] for r in rows(out.stdout)[1:]} == {"live-app": "CompleteCommit", "stuck-app": "Empty"}
+    out = kavka(cluster, "list", "--transactional-id-pattern", "stuck-.*")
+    assert {r[0]: r[3] for r in rows(out.stdout)[1:]} == {"stuck-app": "Empty"}
+    out = kavka(cluster, "list", "--transactional-id-pattern", "stuck-(")
+    assert out.returncode == 1 and "INVALID_REGULAR_EXPRESSION" in out.stderr
     out = kavka(cluster, "describe", "--transactional-id", "nobody")
     assert out.returncode == 1 and "TRANSACTIONAL_ID_NOT_FOUND" in out.stderr
     live.close()

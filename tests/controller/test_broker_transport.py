@@ -6,7 +6,6 @@ and the channel retrying through it until a broker appears."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
@@ -17,6 +16,7 @@ from kavka.protocol import messages as m
 from kavka.protocol.framing import FrameDecoder, frame
 from kavka.protocol.headers import decode_request, encode_response
 from kavka.protocol.schema import registry
+from kavka.tools.ports import free_port
 
 
 class MiniBroker:
@@ -67,11 +67,6 @@ def _all_versions() -> dict[int, tuple[int, int]]:
     return {k: (a.min_version, a.max_version) for k, a in registry().items() if k in (4, 5, 6)}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 async def test_highest_common_version_capped_at_what_the_controller_builds() -> None:
     broker = await MiniBroker(_all_versions()).start()  # offers LeaderAndIsr v0-7, UpdateMetadata v0-8, StopReplica v0-4
@@ -102,7 +97,7 @@ async def test_an_older_broker_gets_its_highest_version_and_a_too_old_one_is_ref
 
 
 async def test_channel_retries_until_the_broker_listens_then_delivers_in_order() -> None:
-    port = _free_port()
+    port = free_port()
     t = KavkaBrokerTransport(1, request_timeout_ms=2000)
     ch = ControllerChannelManager(t, retry_backoff_ms=10, max_backoff_ms=50)
     ch.add_broker(5, EndPoint("PLAINTEXT", "127.0.0.1", port, "PLAINTEXT"))

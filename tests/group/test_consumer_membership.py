@@ -35,7 +35,7 @@ def joining(member_id: str = "m1") -> HeartbeatRequest:
 
 async def test_offset_commit_is_checked_against_the_member_epoch():
     c = await owned()
-    out = c.consumer_group_heartbeat("g", joining())
+    out = await c.consumer_group_heartbeat("g", joining())
     assert (out.error, out.member_epoch) == (ErrorCode.NONE, 1)
     commits = {("t", 0): (5, -1, None)}
     assert (await c.commit_offsets("g", 1, "nobody", None, commits))[0] is ErrorCode.UNKNOWN_MEMBER_ID
@@ -50,7 +50,7 @@ async def test_offset_commit_is_checked_against_the_member_epoch():
 
 async def test_txn_offset_commit_is_checked_against_the_member_epoch():
     c = await owned()
-    c.consumer_group_heartbeat("g", joining())
+    await c.consumer_group_heartbeat("g", joining())
     commits = {("t", 0): (5, -1, None)}
     assert await c.commit_txn_offsets("g", 1, 0, 1, "nobody", None, commits) == {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert await c.commit_txn_offsets("g", 1, 0, 3, "m1", None, commits) == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
@@ -60,7 +60,7 @@ async def test_txn_offset_commit_is_checked_against_the_member_epoch():
 
 async def test_offset_delete_keeps_subscribed_topics():
     c = await owned()
-    c.consumer_group_heartbeat("g", joining())
+    await c.consumer_group_heartbeat("g", joining())
     await c.commit_offsets("g", 1, "m1", None, {("t", 0): (5, -1, None), ("u", 0): (3, -1, None)})
     code, results = await c.delete_offsets("g", [("t", 0), ("u", 0)])
     assert code is ErrorCode.NONE
@@ -70,14 +70,14 @@ async def test_offset_delete_keeps_subscribed_topics():
 
 async def test_session_timeout_fences_the_member():
     c = await owned(session_ms=50)
-    c.consumer_group_heartbeat("g", joining())
+    await c.consumer_group_heartbeat("g", joining())
     assert c.consumer.is_consumer_group("g")
     for _ in range(100):
         if not c.consumer.is_consumer_group("g"):
             break
         await asyncio.sleep(0.01)
     assert not c.consumer.is_consumer_group("g")
-    assert c.consumer_group_heartbeat("g", HeartbeatRequest("m1", 1, owned={})).error is \
+    assert (await c.consumer_group_heartbeat("g", HeartbeatRequest("m1", 1, owned={}))).error is \
         ErrorCode.UNKNOWN_MEMBER_ID
     # the empty group stays, as Kafka keeps it, until deleted
     assert c.consumer.knows("g") and c.describe_consumer_group("g")[1].state.value == "Empty"
@@ -87,22 +87,22 @@ async def test_session_timeout_fences_the_member():
 
 async def test_classic_and_consumer_groups_do_not_mix():
     c = await owned()
-    c.consumer_group_heartbeat("g", joining())
+    await c.consumer_group_heartbeat("g", joining())
     assert (await c.join_group(join())).error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert (await c.delete_groups(["g"])) == {"g": ErrorCode.NON_EMPTY_GROUP}
-    assert c.consumer_group_heartbeat("g", HeartbeatRequest("m1", -1)).error is ErrorCode.NONE
+    assert (await c.consumer_group_heartbeat("g", HeartbeatRequest("m1", -1))).error is ErrorCode.NONE
     assert not c.consumer.is_consumer_group("g")
     # now a classic group with members: consumer heartbeats are refused
     await first_generation(c)
-    assert c.consumer_group_heartbeat("g", joining("m2")).error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert (await c.consumer_group_heartbeat("g", joining("m2"))).error is ErrorCode.GROUP_ID_NOT_FOUND
 
 
 async def test_not_coordinator_and_describe():
     c = GroupCoordinator(1, CONFIG, MemoryGroupLog())
-    assert c.consumer_group_heartbeat("g", joining()).error is ErrorCode.NOT_COORDINATOR
+    assert (await c.consumer_group_heartbeat("g", joining())).error is ErrorCode.NOT_COORDINATOR
     c = await owned()
     assert c.describe_consumer_group("g")[0] is ErrorCode.GROUP_ID_NOT_FOUND
-    c.consumer_group_heartbeat("g", joining())
+    await c.consumer_group_heartbeat("g", joining())
     code, g = c.describe_consumer_group("g")
     assert code is ErrorCode.NONE and g is not None and list(g.members) == ["m1"]
     assert [x.group_id for x in c.list_consumer_groups()] == ["g"]

@@ -16,7 +16,6 @@ test's event loop.
 from __future__ import annotations
 
 import inspect
-import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,11 @@ from kavka.security.acl_authorizer import AclAuthorizer
 from kavka.security.principal import KafkaPrincipal, Session
 from kavka.server.broker import KafkaServer
 from kavka.server.network import RequestContext
+from kavka.tools.ports import free_port
 
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 ADMIN = KafkaPrincipal("User", "admin")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 Grant = tuple[ResourceType, str, AclOperation]

@@ -14,7 +14,7 @@ import pytest
 from kavka.common.broker_config import KafkaConfig
 from kavka.server.broker import KafkaServer
 from kavka.server.scheduler import THREAD_NAME_PREFIX
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 pytestmark = [pytest.mark.cluster, pytest.mark.async_timeout(120.0)]
 

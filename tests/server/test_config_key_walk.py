@@ -46,7 +46,7 @@ from kavka.common.broker_config_keys import BROKER_CONFIG, DYNAMIC_BROKER_KEYS, 
 from kavka.common.config import ConfigKey, ConfigType, OneOf, Range
 from kavka.server.broker import KafkaServer
 from kavka.storage.log_config import TOPIC_CONFIG_DEF, LogConfig
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 from kavka.zk.client import KavkaZkClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.async_timeout(240.0)]  # a bound on a hung run

@@ -16,7 +16,7 @@ import pytest
 
 from kavka.cli import _available
 from kavka.client.partitioner import partition_for_key
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 PRINT_ALL = ("--property", "print.key=true", "--property", "print.partition=true",
              "--property", "print.offset=true")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kavka.tools.zookeeper import free_port
+from kavka.tools.ports import free_port
 
 
 def _partition_lines(out: str) -> dict[int, dict[str, str]]:

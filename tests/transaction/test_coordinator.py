@@ -207,6 +207,16 @@ async def test_list_transactions_filters_as_kafka():
         frozenset(), frozenset({"Ongoing"}), 1000, start + 1001)[2]] == [TID]
     # an unknown state filter matches nothing
     assert c.list_transactions(frozenset(), frozenset({"Bogus"}), -1, c.now_ms())[2] == []
+    # KIP-1152: the id must match the pattern whole; empty or None: no filter
+    def matching(pattern: str | None) -> tuple[ErrorCode, list[str]]:
+        code, _, found = c.list_transactions(frozenset(), frozenset(), -1, c.now_ms(), pattern)
+        return code, [m.transactional_id for m in found]
+    assert matching(same[0]) == (ErrorCode.NONE, [same[0]])
+    assert matching("app") == (ErrorCode.NONE, [])  # a prefix is not a whole match
+    assert matching("app-.*") == matching("") == matching(None) == (ErrorCode.NONE, sorted([TID, same[0]]))
+    assert matching("(a+)+$") == (ErrorCode.NONE, [])  # RE2: linear time, no catastrophic backtracking
+    assert matching("app-[") == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
+    assert matching("(?=x)") == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])  # lookahead: not RE2 syntax
     c.on_elected(partition_for(TID, 4), 8)  # re-election: loading again
     assert c.list_transactions(frozenset(), frozenset(), -1, c.now_ms())[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     await c.shutdown()

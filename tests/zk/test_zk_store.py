@@ -259,7 +259,7 @@ async def test_memory_disconnect_and_reconnect(recorder) -> None:
 
 
 async def test_start_fails_clearly_without_a_server() -> None:
-    from kavka.tools.zookeeper import free_port
+    from kavka.tools.ports import free_port
 
     store = KazooZkStore(f"127.0.0.1:{free_port()}", session_timeout_ms=1000, connection_timeout_ms=1000)
     with pytest.raises(ZkNotConnectedError, match="could not connect to ZooKeeper"):

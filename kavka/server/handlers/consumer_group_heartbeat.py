@@ -64,7 +64,7 @@ class ConsumerGroupHeartbeatHandler:
             owned = {}
             for t in request.topic_partitions:
                 owned[t.topic_id] = owned.get(t.topic_id, frozenset()) | frozenset(t.partitions)
-        out = self.coordinator.consumer_group_heartbeat(request.group_id, HeartbeatRequest(
+        out = await self.coordinator.consumer_group_heartbeat(request.group_id, HeartbeatRequest(
             request.member_id, request.member_epoch, request.instance_id, request.rack_id,
             request.rebalance_timeout_ms, tuple(names) if names is not None else None, regex, request.server_assignor,
             owned, ctx.header.client_id or "", ctx.client_host))

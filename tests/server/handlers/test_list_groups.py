@@ -40,7 +40,7 @@ async def _coordinator_with_group() -> GroupCoordinator:
     assert (await coordinator.join_group(join)).error is ErrorCode.NONE
     # a consumer-protocol group (KIP-848) whose only member left: kept, Empty
     for epoch in (0, -1):
-        out = coordinator.consumer_group_heartbeat("k", HeartbeatRequest(
+        out = await coordinator.consumer_group_heartbeat("k", HeartbeatRequest(
             "m", epoch, rebalance_timeout_ms=30000, subscribed_topic_names=(), owned={}))
         assert out.error is ErrorCode.NONE
     return coordinator

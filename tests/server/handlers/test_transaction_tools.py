@@ -127,6 +127,11 @@ async def test_a_transaction_seen_by_the_three_apis_and_a_hanging_one_aborted(br
     # KIP-994: only transactions running longer than an hour (none) -- an
     # Empty id has no start time, so it counts as running since ever, as in Kafka
     assert await listed(duration_filter=3_600_000) == [(HANGING, "Empty")]
+    # KIP-1152 (v2): a transactional id pattern, matched whole; v1 has no such field
+    assert await listed(version=2, transactional_id_pattern="tx-h.*") == [(HANGING, "Empty")]
+    assert await listed(version=2, transactional_id_pattern="") == await listed(version=1)
+    answer = await broker.call(admin(), ListTransactionsRequest(transactional_id_pattern="(unclosed"), 2)
+    assert (answer.error_code, answer.transaction_states) == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
 
     (p1,) = (await _producers(broker, {T: [1]})).values()
     (h,) = p1.active_producers
