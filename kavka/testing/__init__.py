@@ -6,4 +6,14 @@ of what they saw.
 - ``kavka.testing.network``: namespaces, the bridge, directed cuts.
 - ``kavka.testing.ensemble``: a three-member ZooKeeper ensemble.
 - ``kavka.testing.hosts``: ``HostCluster``, brokers on their own hosts.
+- ``kavka.testing.nemesis``: the faults, their heals, the seeded schedule.
+- ``kavka.testing.workloads``: real clients recording every send's delivery
+  outcome, polls, commits, transactions, and the idempotent producers' own
+  log of their epochs and sequences.
+- ``kavka.testing.checker``: the history and its Jepsen-style checker.
+- ``kavka.testing.duplicates``: why a value is stored twice (the broker's
+  fault, or a resend by the client under a new producer epoch).
+- ``kavka.testing.chaos``: a whole run (``make chaos``) and its table.
+- ``kavka.testing.spark_cluster``: ``SparkStandalone``, a Spark master and
+  workers on hosts of the same network (workers beside brokers).
 """

@@ -7,10 +7,14 @@ every fault healed, the workloads stopped, every topic read back in full,
 the replicas' segment files fingerprinted, ``kavka replica-verification``
 run, and the whole history checked (``kavka.testing.checker``). Prints
 the seed first (``--seed`` replays a run's schedule), then a table:
-injections by kind; per topic the records acknowledged, read, lost,
-duplicated, divergent partitions and availability (the share of seconds in
-which a partition had a write acknowledged); then every finding with the
-faults around it. Exit status 1 when the checker found a violation of what
+injections by kind; per topic the records acknowledged, reported failed
+(the delivery report's error), read, lost, duplicated (``dup``: a
+violation; ``resent``: written again by the client under a new producer
+epoch after its own epoch bump, the first copy never acknowledged, see
+``kavka.testing.duplicates``), divergent partitions and availability (the
+share of seconds in which a partition had a write acknowledged); then
+every finding with the faults around it. ``--history`` keeps the whole
+history (pickle) to check again. Exit status 1 when the checker found a violation of what
 the configuration promises (acks=1 losses are expected and only counted),
 2 when the harness could not run (no network namespaces here).
 
@@ -23,6 +27,7 @@ to lose acknowledged writes and the checker must say so.
 from __future__ import annotations
 
 import argparse
+import pickle
 import random
 import signal
 import subprocess
@@ -77,7 +82,8 @@ def replica_prints(cluster: HostCluster, topic: str, partition: int, brokers: Se
         for segment in sorted(directory.glob("*.log")):
             for _, h in iter_batches(segment.read_bytes()):
                 prints.append(BatchPrint(h.base_offset, h.base_offset + h.last_offset_delta,
-                                         h.partition_leader_epoch, h.crc))
+                                         h.partition_leader_epoch, h.crc, h.producer_id, h.producer_epoch,
+                                         h.base_sequence))
         out[b] = prints
     return out
 
@@ -261,8 +267,8 @@ def table(result: RunResult, *, unsafe: bool) -> str:
     for kind, n in sorted(result.injections.items()):
         lines.append(f"  {kind:20s} {n:5d}")
     lines.append(f"  {'total':20s} {sum(result.injections.values()):5d}")
-    lines += ["", f"{'topic':8s} {'promise':22s} {'acked':>8s} {'read':>8s} {'lost':>6s} {'dup':>5s} "
-                  f"{'diverg':>6s} {'avail':>6s}"]
+    lines += ["", f"{'topic':8s} {'promise':22s} {'acked':>8s} {'failed':>7s} {'read':>8s} {'lost':>6s} {'dup':>5s} "
+                  f"{'resent':>6s} {'diverg':>6s} {'avail':>6s}"]
     for t, spec in h.topics.items():
         promise = ("transactional" if spec.transactional else
                    f"acks={spec.acks}{' idempotent' if spec.idempotent else ''}")
@@ -272,9 +278,10 @@ def table(result: RunResult, *, unsafe: bool) -> str:
         read = len(h.final_committed.get(t, h.final.get(t, [])))
         lost = len({f.values[0] if f.values else (f.partition, f.offset) for f in r.findings
                     if f.topic == t and f.kind in ("lost", "moved", "lost-committed-txn")})
+        failed = sum(1 for f in h.failures if f.topic == t)
         avail = f"{result.availability[t]:.0%}" if t in result.availability else "-"
-        lines.append(f"{t:8s} {promise:22s} {acked:8d} {read:8d} {lost:6d} {r.count('duplicate', t):5d} "
-                     f"{result.divergent.get(t, 0):6d} {avail:>6s}")
+        lines.append(f"{t:8s} {promise:22s} {acked:8d} {failed:7d} {read:8d} {lost:6d} {r.count('duplicate', t):5d} "
+                     f"{r.count('duplicate-resent', t):6d} {result.divergent.get(t, 0):6d} {avail:>6s}")
     kinds = Counter(f.kind for f in r.violations)
     lines += ["", f"violations: {dict(kinds) if kinds else 'none'}; allowed by the promise: "
                   f"{dict(Counter(f.kind for f in r.findings if f.expected)) or 'none'}",
@@ -298,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated nemeses (default all: {','.join(ALL_KINDS)})")
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated: queue,txn,acks1")
     parser.add_argument("--data-dir", default=None, help="keep the brokers' and ZooKeeper's files here")
+    parser.add_argument("--history", default=None,
+                        help="also write the run's full history here (pickle of checker.History), to check again")
     parser.add_argument("--findings", type=int, default=40, help="findings to print in full (default 40)")
     args = parser.parse_args(argv)
 
@@ -323,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
                      say=lambda m: print(m, flush=True))
     except ValueError as e:
         parser.error(str(e))
+    if args.history:
+        with open(args.history, "wb") as out:
+            pickle.dump(result.history, out)
     print()
     print(table(result, unsafe=args.unsafe))
     shown = list(result.report.violations[:args.findings])

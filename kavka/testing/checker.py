@@ -13,7 +13,10 @@ Two levels:
   generation, transactions, the final reads, the replicas' segment
   fingerprints and the nemesis events) checked per topic against what the
   topic's producers were promised (``TopicSpec``), as Jepsen's Kafka
-  workload does: lost, unseen, duplicates, inconsistent offsets,
+  workload does: lost, unseen, duplicates (an idempotent topic's named by
+  the writer of each copy and classified by ``duplicates.classify``:
+  the broker's fault, or a resend by the client under a new producer
+  epoch), inconsistent offsets,
   non-monotonic sends and polls, poll skips, aborted reads (G1a),
   precommitted reads, lost committed transactions and replica divergence.
   Each ``Finding`` names the records and offsets and the nemesis events
@@ -31,6 +34,8 @@ import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from kavka.testing.duplicates import ClientEvent, Copy, Outcome, classify
 
 # -- one topic: acknowledged vs read -------------------------------------------------------
 
@@ -122,12 +127,26 @@ def check_history(acked: Sequence[Record], reads: Mapping[str, Sequence[Record]]
 
 @dataclass(frozen=True, slots=True)
 class BatchPrint:
-    """What identifies a stored batch: offsets, leader epoch, CRC."""
+    """What identifies a stored batch: offsets, leader epoch, CRC; and who
+    wrote it: the idempotent producer's id, epoch and first sequence (-1
+    for a producer without idempotence), which tell a batch the broker
+    should have deduplicated from one its producer resent under a new
+    epoch."""
 
     base_offset: int
     last_offset: int
     leader_epoch: int
     crc: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+    def writer(self, offset: int) -> str:
+        """``producer <id> epoch <e> seq <s>`` of the record at ``offset``."""
+        if self.producer_id < 0:
+            return "no producer id"
+        return (f"producer {self.producer_id} epoch {self.producer_epoch} "
+                f"seq {self.base_sequence + offset - self.base_offset}")
 
 
 def divergence(replicas: Mapping[int, Sequence[BatchPrint]]) -> list[tuple[int, int, BatchPrint | None,
@@ -176,6 +195,22 @@ class Send:
     topic: str
     partition: int
     value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A send its producer reported as failed in the delivery report:
+    librdkafka's error name and code (``_MSG_TIMED_OUT`` -192 once
+    message.timeout.ms passed, a broker's error that is not retriable...).
+    Indeterminate: the record may be in the log all the same."""
+
+    time: float
+    process: str
+    topic: str
+    partition: int
+    value: bytes
+    error: str
+    code: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +273,8 @@ class History:
     topics: dict[str, TopicSpec]
     sends: list[Send] = field(default_factory=list)
     acks: list[Ack] = field(default_factory=list)
-    failures: list[Send] = field(default_factory=list)  # indeterminate: may or may not be in the log
+    failures: list[Failure] = field(default_factory=list)  # indeterminate: may or may not be in the log
+    client_events: list[ClientEvent] = field(default_factory=list)
     polls: list[Poll] = field(default_factory=list)
     txns: list[Txn] = field(default_factory=list)
     # topic -> every record from offset 0 to the high watermark (read_uncommitted)
@@ -250,7 +286,7 @@ class History:
     nemesis: list[NemesisEvent] = field(default_factory=list)
 
 
-KINDS = ("lost", "unseen", "duplicate", "inconsistent", "moved", "non-monotonic-send", "non-monotonic-poll",
+KINDS = ("lost", "unseen", "duplicate", "duplicate-resent", "inconsistent", "moved", "non-monotonic-send", "non-monotonic-poll",
          "poll-skip", "aborted-read", "precommitted-read", "lost-committed-txn", "divergent")
 
 
@@ -360,15 +396,16 @@ def _check_plain(spec, history: History, final, polls, ack_time, add) -> None:
         if name == "final":
             add("non-monotonic-poll", topic, r.partition, r.offset, [r.value], f"final read: after offset {before}",
                 None)
-    counts = Counter(r.value for r in final)
-    first_at: dict[bytes, Record] = {}
+    copies: dict[bytes, list[Record]] = defaultdict(list)
     for r in final:
-        first_at.setdefault(r.value, r)
-    for value, n in counts.items():
-        if n > 1:
-            r = first_at[value]
-            add("duplicate", topic, r.partition, r.offset, [value], f"stored {n} times",
-                ack_time.get((topic, value)), expected=not spec.idempotent)
+        copies[r.value].append(r)
+    twice = {v: rs for v, rs in copies.items() if len(rs) > 1}
+    if twice and spec.idempotent:
+        _report_idempotent_duplicates(topic, history, twice, add)
+    for value, rs in twice.items():
+        if not spec.idempotent:
+            add("duplicate", topic, rs[0].partition, rs[0].offset, [value], f"stored {len(rs)} times",
+                ack_time.get((topic, value)), expected=True)
     if spec.group:
         polled = {p.value for p in polls}
         stored = {r.value for r in final}
@@ -391,6 +428,52 @@ def _check_plain(spec, history: History, final, polls, ack_time, add) -> None:
                 if o2 <= o1:
                     add("non-monotonic-send", topic, partition, o2, [v1, v2],
                         f"{process} sent {v2!r} after {v1!r} (offset {o1}) but it landed at {o2}", t2)
+
+
+def _writers(prints: Mapping[int, Sequence[BatchPrint]]) -> list[BatchPrint]:
+    """One replica's batches, the longest (replicas agree below their
+    ends unless divergent, which is reported on its own)."""
+    best: list[BatchPrint] = []
+    for batches in prints.values():
+        if batches and (not best or batches[-1].last_offset > best[-1].last_offset):
+            best = list(batches)
+    return best
+
+
+def _report_idempotent_duplicates(topic: str, history: History, twice: Mapping[bytes, list[Record]], add) -> None:
+    """Each value an idempotent producer's topic stores more than once,
+    with the writer of each copy (the batch's producer id, epoch and
+    sequence), what the application was told, and the producer's own
+    account (``duplicates.classify``)."""
+    told: dict[bytes, list[Outcome]] = defaultdict(list)
+    for a in history.acks:
+        if a.topic == topic and a.value in twice:
+            told[a.value].append(Outcome(a.time, a.offset))
+    for f in history.failures:
+        if f.topic == topic and f.value in twice:
+            told[f.value].append(Outcome(f.time, error=f"{f.error} {f.code}"))
+    sender = {s.value: s.process for s in history.sends if s.topic == topic and s.value in twice}
+    events: dict[str, list[ClientEvent]] = defaultdict(list)
+    for e in history.client_events:
+        events[e.process].append(e)
+    batches: dict[int, tuple[list[int], list[BatchPrint]]] = {}
+    for value, rs in sorted(twice.items(), key=lambda kv: (kv[1][0].partition, kv[1][0].offset)):
+        partition = rs[0].partition
+        if partition not in batches:
+            found = _writers(history.replicas.get((topic, partition), {}))
+            batches[partition] = ([b.base_offset for b in found], found)
+        bases, found = batches[partition]
+        out = []
+        for r in rs:
+            i = bisect.bisect_right(bases, r.offset) - 1
+            b = found[i] if i >= 0 and found[i].last_offset >= r.offset else None
+            if b is None or b.producer_id < 0:
+                out.append(Copy(r.offset))
+            else:
+                out.append(Copy(r.offset, b.producer_id, b.producer_epoch, b.base_sequence + r.offset - b.base_offset))
+        verdict = classify(topic, partition, out, told.get(value, []), events.get(sender.get(value, ""), []))
+        add(verdict.kind, topic, partition, rs[0].offset, [value], verdict.detail, verdict.time,
+            expected=verdict.expected)
 
 
 def _report_inconsistent(topic: str, report: HistoryReport, add) -> None:

@@ -18,19 +18,28 @@ every operation into a ``History`` (``kavka.testing.checker``).
 Each workload runs its clients in daemon threads from ``start()`` until
 ``stop()``; every loop is bounded by its stop event and a record limit.
 Times are seconds since the run's ``Clock`` started (the nemesis uses the
-same clock). A failed write is indeterminate and recorded as such.
+same clock). Every send's delivery report is recorded: acknowledged with
+its offset (``Ack``), or failed with librdkafka's error name and code
+(``Failure``, indeterminate: it may be in the log all the same). The
+idempotent producers also keep librdkafka's own account of what it did
+with their sequences (``debug=eos,msg``, filtered to
+``IDEMPOTENCE_FACILITIES``: epoch bumps with their reason, drains,
+sequence resets, each produce error with the actions taken), so the
+checker can tell a record the producer resent under a new epoch from one
+the broker failed to deduplicate.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kavka.testing.checker import Ack, History, Poll, Record, Send, TopicSpec, Txn
+from kavka.testing.checker import Ack, ClientEvent, Failure, History, Poll, Record, Send, TopicSpec, Txn
 
 
 class Clock:
@@ -43,6 +52,47 @@ class Clock:
 
 CLIENT_BASE = {"topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 10000,
                "reconnect.backoff.max.ms": 1000}
+
+
+# librdkafka's log facilities (rdkafka_idempotence.c, rdkafka_request.c,
+# rdkafka_partition.c) that say what the idempotent producer did with its
+# sequences and why: DRAIN names the reason of an epoch bump ("skipped
+# sequence numbers", "message sequence gap", "N message(s) timed out",
+# "unknown producer id"); MSGSET lines are kept only for produce errors.
+IDEMPOTENCE_FACILITIES = frozenset({"DRAIN", "GETPID", "IDEMPSTATE", "NEWPID", "RESETSEQ", "ADVBASE", "ERRSEQ",
+                                    "UNKPID", "ERRPID", "DUPSEQ", "IMPLICITACK", "MSGSET"})
+CLIENT_EVENTS_MAX = 20_000  # a bound on what one producer's log may add to the history
+
+
+class _IdempotenceLog(logging.Handler):
+    """Receives a producer's librdkafka log (confluent-kafka calls
+    ``logger.log(level, "%s [%s] %s", facility, name, text)`` from
+    ``poll``) and keeps the idempotence lines as ``ClientEvent``."""
+
+    def __init__(self, history: History, clock: Clock, process: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.history, self.clock, self.process = history, clock, process
+        self.kept = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) != 3 or self.kept >= CLIENT_EVENTS_MAX:
+            return
+        facility, text = str(args[0]), str(args[2])
+        if facility not in IDEMPOTENCE_FACILITIES or (facility == "MSGSET" and "encountered error" not in text):
+            return
+        self.kept += 1
+        self.history.client_events.append(ClientEvent(self.clock.now(), self.process, facility, text))
+
+
+def _idempotence_logger(history: History, clock: Clock, process: str) -> logging.Logger:
+    logger = logging.getLogger(f"kavka.testing.librdkafka.{process}")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    for h in list(logger.handlers):
+        logger.removeHandler(h)
+    logger.addHandler(_IdempotenceLog(history, clock, process))
+    return logger
 
 
 def _good(messages: list[Any]) -> list[Any]:
@@ -87,6 +137,8 @@ class _Producing(_Threads):
         self.prefix, self.pace_s, self.limit = prefix, pace_s, limit
         self.process = f"producer-{topic}"
         self.config = {"bootstrap.servers": bootstrap, **CLIENT_BASE, **config}
+        if config.get("enable.idempotence"):
+            self.config.update({"debug": "eos,msg", "logger": _idempotence_logger(history, clock, self.process)})
         self.sent = 0
 
     def _delivered(self, err: Any, msg: Any) -> None:
@@ -104,7 +156,8 @@ class _Producing(_Threads):
             self.history.acks.append(Ack(now, self.process, self.topic, msg.partition(),
                                          -1 if offset is None or offset < 0 else offset, msg.value()))
         else:
-            self.history.failures.append(Send(now, self.process, self.topic, msg.partition(), msg.value()))
+            self.history.failures.append(Failure(now, self.process, self.topic, msg.partition(), msg.value(),
+                                                 err.name(), err.code()))
 
     def _produce(self) -> None:
         from confluent_kafka import KafkaException, Producer
