@@ -40,11 +40,15 @@ The log, by level of abstraction (as Kafka cuts it):
 * ``log_manager``: ``LogManager``, every log of the broker over its
   ``log.dirs`` (each a ``log_dir``, with its ``checkpoint`` files), its
   periodic jobs and the cleaner it owns; settings in ``log_manager_config``.
+* ``log_dir_failure_channel``: ``LogDirFailureChannel`` (KIP-112), where
+  every I/O error reports its log directory, once, for the replica manager
+  to take that directory offline.
 * ``broker_metadata``: ``meta.properties`` in each log directory, which
   broker and cluster it belongs to (Kafka's BrokerMetadataCheckpoint).
 
 Subpackages: ``index`` (``index_file`` under ``offset_index`` and
-``time_index``; ``transaction_index``, the ``.txnindex``), ``producer_state``
+``time_index``, each opened on first use through ``lazy_index``;
+``transaction_index``, the ``.txnindex``), ``producer_state``
 (idempotent and transactional producers, KIP-98: ``manager``, ``entry``,
 ``append_check``, ``snapshot``, ``end_txn_marker``) and ``cleaner`` (log
 compaction, seed 002 §5.4.2: ``thread``, ``manager``, ``cleaner``,

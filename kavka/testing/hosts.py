@@ -232,17 +232,6 @@ class HostCluster:
                 b.process.kill()
                 b.process.wait(10)
 
-    def offline_logs(self, broker_id: int) -> bool:
-        """Whether the running process took a log offline after an I/O error
-        (it then serves that partition no more until restarted)."""
-        b = self.brokers[broker_id]
-        try:
-            with open(b.log_path, "rb") as f:
-                f.seek(b.log_start)
-                return b"is now offline" in f.read()
-        except OSError:
-            return False
-
     # -- the disk ----------------------------------------------------------------------
     def fill_disk(self, broker_id: int) -> None:
         """Fill the broker's tmpfs log directory to the last byte."""
