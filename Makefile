@@ -13,14 +13,17 @@ comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 PYTEST_ARGS ?=
 
-.PHONY: help venv deps test lint demo bench compat chaos clean
+.PHONY: help venv deps test lint demo demo-cluster bench compat chaos spark-cluster clean
 
 help:
 	@echo "make test   - set up .venv and system packages, check layers, run the suite"
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "              (prints the console's and the metrics URLs; DEMO_ARGS=--keep keeps them up until Ctrl-C)"
+	@echo "make demo-cluster - the same on a Spark standalone cluster (master, two workers) on hosts in network namespaces"
+	@echo "              beside the brokers, a worker and a broker killed mid-stream (root)"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 	@echo "make chaos  - brokers and a ZooKeeper ensemble in network namespaces under a seeded random fault schedule, checked Jepsen-style (root; CHAOS_MINUTES, CHAOS_SEED)"
+	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with kills (root)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
 # setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
@@ -74,7 +77,7 @@ lint: venv
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests pipelines >/dev/null
 	$(BIN)/python -m kavka.tools.compat --build-only || test $$? -eq 2
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark -m "not chaos_unsafe" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark --ignore=tests/spark_cluster -m "not chaos_unsafe" $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
 
 bench: venv deps
@@ -87,8 +90,23 @@ DEMO_ARGS ?=
 demo: venv deps
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pipelines.flights demo $(DEMO_ARGS)
 
+# The flights pipeline (pipelines/flights_cluster.py) on a Spark standalone
+# cluster: brokers on hosts b0..b2 (network namespaces, broker.rack = host),
+# the Spark master on its own host, a worker on b0 and on b1 whose
+# executors read from their host's replica (KIP-392); the worker on b1 and
+# broker 1 are killed -9 mid-stream and restarted. Needs root. DEMO_ARGS:
+# e.g. --days 31.
+demo-cluster: venv deps
+	$(BIN)/python -m pipelines.flights demo --cluster $(DEMO_ARGS)
+
+# The same, two days, as a test (tests/spark_cluster: its own process, one
+# SparkSession per process); make chaos runs it too.
+spark-cluster: venv deps
+	$(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
+
 # The chaos tests (tests/chaos: the smoke make test runs too, and the unsafe
-# configuration's losses found by the checker), then the chaos run
+# configuration's losses found by the checker), the Spark cluster test
+# (tests/spark_cluster, make spark-cluster), then the chaos run
 # (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
 # each in its own network namespace on a bridge (needs root and iproute2's
 # `ip`; skips with the reason otherwise), the queue, transactional and
@@ -102,6 +120,7 @@ CHAOS_SEED ?=
 CHAOS_ARGS ?=
 chaos: venv deps
 	$(BIN)/python -m pytest -q -p no:xdist tests/chaos
+	$(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
 	$(BIN)/python -m kavka.testing.chaos --minutes $(CHAOS_MINUTES) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_ARGS)
 
 # librdkafka's integration suite (kavka/tools/compat.py): builds its test

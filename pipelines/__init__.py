@@ -15,6 +15,9 @@ Modules:
   and the comparison of the two results.
 * ``flights_demo`` — ``make demo``: the pipeline end to end on a local
   3-broker cluster, with a partition leader killed mid-stream.
+* ``flights_cluster`` — ``make demo-cluster``: the same on a Spark
+  standalone cluster on hosts in network namespaces, workers beside the
+  brokers, with a worker and a broker killed mid-stream.
 * ``spark_session`` — the SparkSession the jobs run in (2-core settings).
 * ``progress`` — a plain progress bar on stderr.
 """

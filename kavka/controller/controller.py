@@ -50,6 +50,7 @@ from kavka.controller.events import (
     IsrChangeNotification,
     LeaderAndIsrResponseReceived,
     ListPartitionReassignments,
+    LogDirEventNotification,
     PartitionModifications,
     PartitionReassignmentIsrChange,
     PreferredReplicaElection,
@@ -82,6 +83,7 @@ _HANDLERS: dict[type[ControllerEvent], Handler] = {
     PartitionModifications: lambda a, e: a.on_partition_modifications(e.topic),  # type: ignore[attr-defined]
     TopicDeletion: lambda a, e: a.on_topic_deletion(),
     IsrChangeNotification: lambda a, e: a.on_isr_change_notification(),
+    LogDirEventNotification: lambda a, e: a.on_log_dir_event_notification(),
     WatchesLost: lambda a, e: a.on_watches_lost(),
     StopReplicaResponseReceived: lambda a, e: a.deletion.on_stop_replica_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]
     LeaderAndIsrResponseReceived: lambda a, e: a.on_leader_and_isr_response(e.broker_id, e.request, e.response),  # type: ignore[attr-defined]

@@ -11,7 +11,8 @@ Sources:
   (children of ``/brokers/topics``), ``PartitionModifications`` (data of
   ``/brokers/topics/<t>``), ``TopicDeletion`` (children of
   ``/admin/delete_topics``), ``IsrChangeNotification`` (children of
-  ``/isr_change_notification``);
+  ``/isr_change_notification``), ``LogDirEventNotification`` (children of
+  ``/log_dir_event_notification``, KIP-112);
 - the ZooKeeper session: ``WatchesLost`` (reconnected on the same session:
   every watch was dropped, re-read everything);
 - the channel: ``StopReplicaResponseReceived``,
@@ -95,6 +96,12 @@ class TopicDeletion(ControllerEvent):
 @dataclass(frozen=True, slots=True)
 class IsrChangeNotification(ControllerEvent):
     """A leader changed an ISR and wrote ``/isr_change_notification/isr_change_<seq>``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirEventNotification(ControllerEvent):
+    """A broker lost a log directory and wrote
+    ``/log_dir_event_notification/log_dir_event_<seq>`` (KIP-112)."""
 
 
 @dataclass(frozen=True, slots=True)

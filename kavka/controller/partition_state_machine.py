@@ -142,7 +142,7 @@ class PartitionStateMachine:
         states: list[PartitionStateZNode] = []
         for tp in tps:
             replicas = self.context.partition_replicas(tp)
-            result = elect_for_new_partition(replicas, live)
+            result = elect_for_new_partition(replicas, self.context.online_for(tp, live))
             if result is None:
                 why = f"none of its replicas {list(replicas)} is on a live broker"
                 self.state_log.election_failed(tp, why)
@@ -171,7 +171,7 @@ class PartitionStateMachine:
         needing = set()
         for tp in tps:
             lai = self.context.leader_and_isr(tp)
-            if lai is not None and not any(r in live for r in lai.isr):
+            if lai is not None and not any(r in self.context.online_for(tp, live) for r in lai.isr):
                 needing.add(tp.topic)
         return {t for t in sorted(needing) if await self.unclean_allowed(t)}
 
@@ -194,7 +194,8 @@ class PartitionStateMachine:
         isr_before: dict[TopicPartition, tuple[BrokerId, ...]] = {}  # the ISR an unclean leader was not in
 
         def decide(tp: TopicPartition, lai: LeaderAndIsr) -> LeaderAndIsr | str:
-            result = election(tp, lai, live)
+            # KIP-112: a replica in a failed log directory of a live broker cannot lead
+            result = election(tp, lai, self.context.online_for(tp, live))
             if result is None:
                 return f"no live replica in the isr {list(lai.isr)} of replicas {list(self.context.partition_replicas(tp))}"
             chosen[tp] = result

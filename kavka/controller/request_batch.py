@@ -11,7 +11,8 @@ StopReplica v3+; the transport picks the version):
   version), replicas, adding/removing replicas, ``is_new``; plus the
   leaders' inter-broker endpoints (``live_leaders``).
 - UpdateMetadata: per topic the partitions' state with ``offline_replicas``
-  (replicas on dead brokers) — leader -2 while the topic is being deleted —
+  (replicas on dead brokers or in a failed log directory, KIP-112) — leader
+  -2 while the topic is being deleted —
   and every live broker with all its endpoints and rack.
 - StopReplica: per topic the partitions with their leader epoch (-2 when
   deleting, KIP-570) and the delete flag.
@@ -233,7 +234,7 @@ class ControllerBrokerRequestBatch:
                     isr=list(lai.isr),
                     zk_version=lai.zk_version,
                     replicas=list(assignment.replicas),
-                    offline_replicas=[r for r in assignment.replicas if r not in self.context.live_brokers],
+                    offline_replicas=[r for r in assignment.replicas if not self.context.is_replica_online(r, tp)],
                 )
             )
         return [U.TopicStates(topic_name=t, topic_id=self.context.topic_ids.get(t, ZERO_UUID), partition_states=ps) for t, ps in by_topic.items()]

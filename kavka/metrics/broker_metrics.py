@@ -89,7 +89,7 @@ class ReplicaManagerMetrics:
         yield gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker", len(partitions))
         yield gauge("kafka_server_replicamanager_offlinereplicacount",
                     "Partitions hosted here whose log is offline (its log directory failed)",
-                    sum(1 for p in partitions if p.log.offline))
+                    len(set(rm.offline_partitions()) | {p.topic_partition for p in partitions if p.log.offline}))
         yield gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads", len(leaders))
         yield gauge("kafka_server_replicamanager_underreplicatedpartitions",
                     "Partitions led here whose ISR is smaller than their replica set", under)
@@ -140,7 +140,7 @@ class BrokerTopicMetricsCollector:
 
 
 class LogMetrics:
-    """kafka.log Log (per partition) and LogFlushStats."""
+    """kafka.log Log (per partition), LogManager and LogFlushStats."""
 
     def __init__(self, log_manager: LogManager, flush_stats: LogFlushStats) -> None:
         self._logs = log_manager
@@ -160,6 +160,9 @@ class LogMetrics:
             start.add_metric(values, log.log_start_offset)
             segments.add_metric(values, len(segment_list))
         yield from (size, end, start, segments)
+        # kafka.log:type=LogManager,name=OfflineLogDirectoryCount (KIP-112)
+        yield gauge("kafka_log_logmanager_offlinelogdirectorycount", "Entries of log.dirs taken offline by an I/O error",
+                    len(self._logs.log_dirs) - len(self._logs.live_log_dirs))
         flush = summary("kafka_log_logflushstats_logflushrateandtimems", "Time of log flushes (fsync), ms")
         add_histogram(flush, {}, self._flush.histogram)
         yield flush

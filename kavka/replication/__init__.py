@@ -21,6 +21,9 @@ Modules, by Kafka concept:
   fences the leader) and ``IsrChangeListener``
   (``/isr_change_notification``), their ZooKeeper implementations, and the
   propagation schedule ``IsrChangePropagation``.
+* ``log_dir_events`` — the seam ``LogDirEventNotifier`` and its ZooKeeper
+  implementation: ``/log_dir_event_notification`` tells the controller
+  that a log directory of this broker failed (KIP-112).
 * ``isr_updates`` — ``IsrUpdates``: runs the writes and the
   "isr-expiration" / "isr-change-propagation" tasks on the event loop.
 * ``purgatory`` — ``DelayedOperation`` and ``DelayedOperationPurgatory``.

@@ -40,6 +40,15 @@ for a partition not hosted here), the ``ReplicaSelector`` of
 ``replica.selector.class`` and ``replica_rack`` (the metadata cache again:
 is a broker alive on a listener, and its rack).
 
+Log directory failure (KIP-112, Kafka's ReplicaManager.handleLogDirFailure):
+the "LogDirFailureHandler" task takes each newly failed directory from the
+log manager's ``LogDirFailureChannel`` and ``handle_log_dir_failure``
+stops the fetchers of its partitions and takes them offline (produce,
+fetch, ListOffsets and LeaderAndIsr for them answer KAFKA_STORAGE_ERROR
+until the broker restarts), has the log manager drop the directory (which
+halts the broker when it was the last one), and tells the controller
+through the ``LogDirEventNotifier`` seam (``log_dir_events``).
+
 Who calls: the broker's request handlers and controller-request handlers,
 all on the broker's one asyncio event loop; nothing here blocks on the
 network. Log appends and reads run on the loop (page cache); the log manager
@@ -50,11 +59,13 @@ coroutines ``append_records`` and ``fetch_messages``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kavka.common.broker_config_keys import TRUNCATION_MODES
@@ -68,6 +79,7 @@ from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionSt
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherManager, InitialFetchState
 from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
 from kavka.replication.isr_updates import IsrUpdates
+from kavka.replication.log_dir_events import LogDirEventNotifier
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
 from kavka.replication.quota import LeaderReplicationQuota
@@ -95,6 +107,11 @@ from kavka.storage.producer_state.entry import ActiveProducer
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
+
+# The controller must learn of a failed log directory (KIP-112): the event
+# znode is written again while ZooKeeper refuses it, for up to 5 minutes.
+_LOG_DIR_EVENT_ATTEMPTS = 300
+_LOG_DIR_EVENT_RETRY_S = 1.0
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -223,6 +240,7 @@ class ReplicaManager:
         leader_quota: LeaderReplicationQuota | None = None,
         replica_selector: ReplicaSelector | None = None,
         replica_rack: Callable[[int, str], tuple[bool, str | None]] | None = None,
+        log_dir_event_notifier: LogDirEventNotifier | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -230,6 +248,10 @@ class ReplicaManager:
         self.clock = clock or log_manager.clock or SystemClock()
         self.controller_epoch = 0  # seed 002 §6.3 (1)
         self._partitions: dict[TopicPartition, Partition] = {}
+        # KIP-112: partitions whose log directory failed (Kafka's HostedPartition.Offline)
+        self._offline: set[TopicPartition] = set()
+        self._failed_dirs: set[Path] = set()
+        self._log_dir_event_notifier = log_dir_event_notifier
         # Topic ids of the partitions hosted here (LeaderAndIsr v5+): a leader
         # resolves a follower's Fetch v13+ by them even before the
         # controller's UpdateMetadata names a new topic.
@@ -269,9 +291,16 @@ class ReplicaManager:
         """Partitions led here whose ISR is smaller than their replica set."""
         return [p.topic_partition for p in self._partitions.values() if p.is_under_replicated]
 
+    def offline_partitions(self) -> list[TopicPartition]:
+        """Partitions hosted here whose log directory failed (KIP-112)."""
+        return sorted(self._offline)
+
     def missing_partition_error(self, tp: TopicPartition) -> ErrorCode:
-        """Kafka's answer for a partition not hosted here: the cluster has
-        it (another broker hosts it) or it does not exist."""
+        """Kafka's answer for a partition not hosted here: its log
+        directory failed (KAFKA_STORAGE_ERROR, KIP-112), the cluster has it
+        (another broker hosts it) or it does not exist."""
+        if tp in self._offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         if self._known_partition is not None and self._known_partition(tp):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -279,6 +308,8 @@ class ReplicaManager:
     def partition_or_error(self, tp: TopicPartition) -> Partition:
         partition = self._partitions.get(tp)
         if partition is None:
+            if tp in self._offline:
+                raise error_for(ErrorCode.KAFKA_STORAGE_ERROR, f"the log directory of {tp} on broker {self.broker_id} is offline")
             raise error_for(self.missing_partition_error(tp), f"broker {self.broker_id} does not host {tp}")
         return partition
 
@@ -369,7 +400,8 @@ class ReplicaManager:
         partition = self.get_partition(tp)
         if partition is None:
             error = self.missing_partition_error(tp)
-            return ProducePartitionResult(error, error_message=f"broker {self.broker_id} does not lead {tp}")
+            why = "its log directory is offline" if error is ErrorCode.KAFKA_STORAGE_ERROR else "it is not the leader"
+            return ProducePartitionResult(error, error_message=f"broker {self.broker_id} cannot append to {tp}: {why}")
         try:
             # Only the coordinators may write internal topics and markers:
             # their appends skip the client-only rules (Kafka's AppendOrigin).
@@ -596,6 +628,14 @@ class ReplicaManager:
         # Step 2: keep entries with a newer leader epoch that name this broker.
         for state in states:
             tp = state.topic_partition
+            if tp in self._offline:
+                # KIP-112: the controller learns from this answer that the replica is offline.
+                state_change_logger.warning(
+                    "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: its log directory is offline",
+                    self.broker_id, tp, controller_id, controller_epoch,
+                )
+                errors[tp] = int(ErrorCode.KAFKA_STORAGE_ERROR)
+                continue
             current = self._partitions.get(tp)
             local_epoch = current.leader_epoch if current is not None else -1
             if state.leader_epoch > local_epoch:
@@ -721,6 +761,10 @@ class ReplicaManager:
         return StopReplicaResult(int(ErrorCode.NONE), errors)
 
     def _stop_replica(self, tp: TopicPartition, delete: bool) -> ErrorCode:
+        if tp in self._offline:
+            state_change_logger.warning("broker %d ignored StopReplica for %s: its log directory is offline",
+                                        self.broker_id, tp)
+            return ErrorCode.KAFKA_STORAGE_ERROR
         partition = self._partitions.pop(tp, None)
         if delete and partition is not None and partition.topic_id is not None:
             self._topic_names.pop(partition.topic_id, None)
@@ -734,6 +778,68 @@ class ReplicaManager:
                 return error_code_of(e)
         return ErrorCode.NONE
 
+    # ---- log directory failure (KIP-112) ---------------------------------------------------------
+    async def handle_log_dir_failure(self, log_dir: Path | str) -> list[TopicPartition]:
+        """Stop serving every replica in the failed ``log_dir`` (Kafka's
+        ReplicaManager.handleLogDirFailure): stop their fetchers, take them
+        offline (waiting requests answer now), have the log manager drop the
+        directory (it halts the broker if no directory is left), then tell
+        the controller. Returns the partitions taken offline."""
+        path = Path(log_dir)  # as the log manager names it: absolute
+        if path in self._failed_dirs:
+            return []
+        self._failed_dirs.add(path)
+        logger.warning("Stopping serving replicas in dir %s", path)
+        in_dir = sorted(tp for tp, p in self._partitions.items() if p.log.dir.parent == path)
+        self.fetcher_manager.remove_fetcher_for_partitions(in_dir)
+        for tp in in_dir:
+            del self._partitions[tp]
+            self._offline.add(tp)
+            self.complete_delayed_requests(tp)
+        logger.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s",
+                       self.broker_id, ",".join(str(tp) for tp in in_dir), path)
+        # Logs of the directory no LeaderAndIsr has named yet are offline too.
+        dropped = await asyncio.to_thread(self.log_manager.handle_log_dir_failure, path)
+        self._offline.update(dropped)
+        self.fetcher_manager.shutdown_idle_fetchers()
+        if self._log_dir_event_notifier is not None:
+            await self._notify_controller(path)
+        logger.warning("Stopped serving replicas in dir %s", path)
+        return sorted(set(in_dir) | set(dropped))
+
+    async def _notify_controller(self, path: Path) -> None:
+        notifier = self._log_dir_event_notifier
+        assert notifier is not None
+        for attempt in range(1, _LOG_DIR_EVENT_ATTEMPTS + 1):
+            try:
+                await notifier.log_dir_failed(self.broker_id)
+                return
+            except Exception as e:  # ZooKeeper unreachable for now: retried, the controller must learn it
+                logger.error("broker %d could not write the log dir event for %s (attempt %d of %d): %s",
+                             self.broker_id, path, attempt, _LOG_DIR_EVENT_ATTEMPTS, e)
+                await asyncio.sleep(_LOG_DIR_EVENT_RETRY_S)
+
+    async def _run_log_dir_failure_handler(self) -> None:
+        """Kafka's LogDirFailureHandler thread, as a task: wakes when the
+        channel queues a directory (from any thread)."""
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def on_offline() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the broker is stopping
+                loop.call_soon_threadsafe(wake.set)
+
+        channel = self.log_manager.failure_channel
+        channel.set_listener(on_offline)
+        while True:
+            await wake.wait()
+            wake.clear()
+            while (log_dir := channel.poll()) is not None:
+                try:
+                    await self.handle_log_dir_failure(log_dir)
+                except Exception:
+                    logger.exception("broker %d failed to handle the failure of log directory %s", self.broker_id, log_dir)
+
     # ---- background tasks and lifecycle ---------------------------------------------------------
     def maybe_shrink_isrs(self) -> int:
         """One ISR-expiry pass over the partitions this broker leads."""
@@ -745,13 +851,15 @@ class ReplicaManager:
         self.log_manager.checkpoint_high_watermarks()
 
     def start(self) -> None:
-        """Start "isr-expiration" and "isr-change-propagation" (on the loop)."""
+        """Start "isr-expiration", "isr-change-propagation" and
+        "LogDirFailureHandler" (on the loop)."""
         if self._tasks:
             return
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.isr_updates.run_isr_expiration(self.leader_partitions), name="isr-expiration"),
             loop.create_task(self.isr_updates.run_isr_change_propagation(), name="isr-change-propagation"),
+            loop.create_task(self._run_log_dir_failure_handler(), name="LogDirFailureHandler"),
         ]
 
     async def shutdown(self) -> None:

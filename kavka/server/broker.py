@@ -80,6 +80,7 @@ from kavka.metrics.request_metrics import RequestMetrics
 from kavka.metrics.throttle_times import ThrottleTimes
 from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
+from kavka.replication.log_dir_events import ZkLogDirEventNotifier
 from kavka.replication.quota import LeaderReplicationQuota, follower_throttled
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.replica_selector import replica_selector
@@ -331,6 +332,7 @@ class KafkaServer:
         self.replica_manager = rm = ReplicaManager(
             self.broker_id, log_manager, ReplicaManagerConfig.from_broker(self.config),
             isr_writer=ZkIsrWriter(zk), isr_change_listener=ZkIsrChangeNotifier(zk),
+            log_dir_event_notifier=ZkLogDirEventNotifier(zk),
             fetcher_manager=fetchers,
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None,

@@ -22,7 +22,10 @@ partitions with no record at or after the timestamp; ``failOnDataLoss``
 and ``client.rack``: the readers send it with their fetches (KIP-392), so
 a cluster with ``replica.selector.class`` serves each from an in-sync
 replica in that rack; others are ignored, as Kafka's consumer ignores
-settings it does not know.
+settings it does not know. Without ``kafka.client.rack``, a reader takes
+its executor's environment variable ``KAVKA_CLIENT_RACK`` as its rack
+(set on each worker host, as Spark's per-host ``SPARK_LOCAL_IP``): on a
+cluster every executor then reads from the replica in its own rack.
 
 Security, reading and writing: ``kafka.security.protocol``, ``kafka.sasl.*``
 and ``kafka.ssl.*`` (the Java client's names, as for Spark's Kafka source:
@@ -56,6 +59,8 @@ from kavka.security.client_properties import (
     librdkafka_security_config,
 )
 from kavka.spark.offsets import EARLIEST, LATEST, OffsetJsonError, parse_assign, parse_partition_offsets
+
+RACK_ENV = "KAVKA_CLIENT_RACK"  # an executor's rack, when the query sets no kafka.client.rack
 
 
 class KavkaOptionError(ValueError):
@@ -319,8 +324,20 @@ class SourceOptions:
 
     @property
     def client_rack(self) -> str:
-        """``kafka.client.rack`` ("" when unset: read from the leaders)."""
+        """``kafka.client.rack`` ("" when unset)."""
         return dict(self.client).get("client.rack", "").strip()
+
+    def reader_rack(self, environ: Mapping[str, str]) -> str:
+        """The rack a reader's fetches carry (KIP-392): ``kafka.client.rack``
+        when the query sets it, else the executor's own ``KAVKA_CLIENT_RACK``
+        (``environ``: the executor's environment, set on each worker host
+        with its rack), else "" (read from the leaders). One query then
+        reads, on every executor, from the replica in that executor's rack."""
+        if self.client_rack:
+            return self.client_rack
+        rack = environ.get(RACK_ENV, "").strip()
+        _check_rack(rack, f"environment variable {RACK_ENV} of this executor")
+        return rack
 
     @property
     def read_committed(self) -> bool:
@@ -334,6 +351,12 @@ class SourceOptions:
 
     def client_setting(self, key: str, default: str | None = None) -> str | None:
         return dict(self.client).get(key, default)
+
+
+def _check_rack(rack: str, source: str) -> None:
+    if len(rack.encode()) > 255 or any(not ch.isprintable() for ch in rack):
+        raise KavkaOptionError(f"{source} must be a rack name of at most 255 printable "
+                               f"characters (a broker's broker.rack), got {rack[:40]!r}")
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -363,10 +386,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if isolation not in ("read_committed", "read_uncommitted"):
         raise KavkaOptionError(f"option 'kafka.isolation.level' must be 'read_committed' or 'read_uncommitted', "
                                f"got {isolation!r}")
-    rack = dict(client).get("client.rack", "")
-    if len(rack.encode()) > 255 or any(not ch.isprintable() for ch in rack):
-        raise KavkaOptionError("option 'kafka.client.rack' must be a rack name of at most 255 printable "
-                               f"characters (a broker's broker.rack), got {rack[:40]!r}")
+    _check_rack(dict(client).get("client.rack", ""), "option 'kafka.client.rack'")
     for key in ("max.partition.fetch.bytes", "fetch.max.bytes", "request.timeout.ms", "fetch.max.wait.ms",
                 "retry.backoff.ms", "default.api.timeout.ms"):
         _positive({f"kafka.{key}": v for k, v in client if k == key}, f"kafka.{key}")

@@ -19,8 +19,8 @@ connections (a broker killed) refresh metadata and retry against the new
 leader until ``kafka.default.api.timeout.ms``; positions are kept, so
 nothing is skipped or read twice.
 
-Fetch from follower (KIP-392): with ``kafka.client.rack`` the fetches
-(v11+) carry the rack; a leader whose ``replica.selector.class`` answers
+Fetch from follower (KIP-392): with ``kafka.client.rack`` (or, without
+it, the executor's ``KAVKA_CLIENT_RACK``) the fetches (v11+) carry the rack; a leader whose ``replica.selector.class`` answers
 ``preferred_read_replica`` is left for that replica, which serves the
 range below its own high watermark. Any error there, a failed connection
 or a replica that stops making progress sends the reader back to the
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -89,7 +90,7 @@ class RangeReader:
         self.max_wait_ms = int(client.get("fetch.max.wait.ms", 500))
         self.deadline_ms = int(client.get("default.api.timeout.ms", 60_000))
         self._waiting_since: float | None = None  # loop time the range's end first looked unavailable
-        self.rack = options.client_rack
+        self.rack = options.reader_rack(os.environ)
         # KIP-392: the replica the leader sent this reader to (None: the leader)
         self.read_replica: int | None = None
         self.fetched_from: dict[int, int] = {}  # broker -> record bytes it served this reader

@@ -40,6 +40,9 @@ The log, by level of abstraction (as Kafka cuts it):
 * ``log_manager``: ``LogManager``, every log of the broker over its
   ``log.dirs`` (each a ``log_dir``, with its ``checkpoint`` files), its
   periodic jobs and the cleaner it owns; settings in ``log_manager_config``.
+* ``log_dir_failure_channel``: ``LogDirFailureChannel`` (KIP-112), where
+  every I/O error reports its log directory, once, for the replica manager
+  to take that directory offline.
 * ``broker_metadata``: ``meta.properties`` in each log directory, which
   broker and cluster it belongs to (Kafka's BrokerMetadataCheckpoint).
 

@@ -9,8 +9,9 @@ it is fsynced; recovery after a crash starts there, seed 002 §5.3); when
 it last flushed and what its next flush must also make durable (the
 directory after a new file, producer snapshots written at a roll); the
 segments renamed ``.deleted`` and waiting out ``file.delete.delay.ms``
-(seed 002 §5.4.1); and whether an I/O error took the log offline (Kafka
-takes a log dir offline on one; this log stops, ``LogOfflineError``).
+(seed 002 §5.4.1); and whether an I/O error took the log offline: this
+log stops (``LogOfflineError``) and reports its directory to the
+``LogDirFailureChannel``, which takes the whole directory offline (KIP-112).
 
 The log start offset, high watermark, producer state and leader-epoch
 cache are not here: ``Log`` keeps them on top and tells this class where
@@ -47,6 +48,7 @@ from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.index.transaction_index import AbortedTxn
 from kavka.storage.log_append import ValidatedBatches
 from kavka.storage.log_config import LogConfig
+from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.producer_state.snapshot import fsync_file
@@ -75,8 +77,10 @@ class LocalLog:
         *,
         next_offset: int,
         recovery_point: int,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = directory
+        self._failure_channel = failure_channel
         self.topic_partition = topic_partition
         self.config = config
         self.clock = clock
@@ -147,9 +151,15 @@ class LocalLog:
             raise LogOfflineError(f"log {self.topic_partition} is offline after: {self._offline}", self.dir)
 
     def failed(self, error: KafkaStorageError) -> KafkaStorageError:
-        """Take the log offline after an I/O error; returns the error to raise."""
+        """Take the log offline after an I/O error and report its log
+        directory (the parent of the partition's directory) as failed
+        (KIP-112: a failed disk takes every log on it offline); returns the
+        error to raise."""
         self._offline = error
         logger.error("log %s is now offline: %s", self.topic_partition, error)
+        if self._failure_channel is not None:
+            self._failure_channel.maybe_add_offline_log_dir(
+                self.dir.parent, f"Error while writing to the log of {self.topic_partition}", error.__cause__ or error)
         return error
 
     # ---- append and roll -------------------------------------------------------------------------

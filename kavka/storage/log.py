@@ -83,6 +83,7 @@ from kavka.storage.log_append import (
     validate_leader_batches,
 )
 from kavka.storage.log_config import LogConfig
+from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_dir_names import parse_topic_partition
 from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
@@ -111,6 +112,7 @@ class Log:
         had_clean_shutdown: bool = False,
         rng: random.Random | None = None,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.topic_partition: TopicPartition = parse_topic_partition(self.dir.name)
@@ -152,6 +154,7 @@ class Log:
             LogSegments(loaded.segments),
             next_offset=loaded.next_offset,
             recovery_point=loaded.recovery_point,
+            failure_channel=failure_channel,
         )
         self.leader_epoch_cache.sync_assignments_with(lambda path: self._local.sync_with_next_flush((path,)))
         self._log_start_offset = loaded.log_start_offset

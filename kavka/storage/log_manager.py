@@ -48,6 +48,17 @@ entry after. The replication layer calls these, never ``Log``'s own.
 Shutdown stops the cleaner threads, then flushes and closes every log,
 writes the checkpoints and the clean-shutdown marker, and releases the locks.
 
+Log directory failure (KIP-112, Kafka's LogManager.handleLogDirFailure):
+every ``Log`` reports an I/O error to the manager's
+``LogDirFailureChannel``, and so does a checkpoint write. The replica
+manager then calls ``handle_log_dir_failure``: the directory leaves the
+live ones (no new log is created there, no checkpoint or clean-shutdown
+marker is written there), its logs leave the table and are closed. When no
+live directory remains the broker cannot serve anything: the manager logs
+the directories and halts the process with exit code 1 (Kafka's
+Exit.halt(1)); ``halt`` is the process's ``os._exit`` unless a test gives
+another.
+
 Thread-safe: the manager's lock guards the table of logs; each ``Log`` has
 its own lock, so a slow fsync on one partition holds up no other. Lock
 order: the cleaner manager's lock may be held while taking the log
@@ -58,6 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 import threading
 from collections.abc import Callable, Mapping
@@ -75,6 +87,7 @@ from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
+from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_dir_names import delete_dir_name, is_delete_dir, log_dir_name, parse_topic_partition
 from kavka.storage.log_manager_config import LogManagerConfig
 from kavka.storage.retention import delete_old_segments
@@ -105,6 +118,8 @@ class LogManager:
         *,
         topic_configs: Mapping[str, LogConfig] | None = None,
         clock: Clock | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
+        halt: Callable[[int], object] = os._exit,
     ) -> None:
         if not config.log_dirs:
             raise ValueError("log.dirs names no directory")
@@ -123,6 +138,9 @@ class LogManager:
         self._pending_dir_deletes: list[tuple[int, Path]] = []
         self._shut_down = False
         self._dirs = [LogDir(p) for p in config.log_dirs]
+        self.failure_channel = failure_channel or LogDirFailureChannel(len(self._dirs))
+        self._halt = halt
+        self._offline_dirs: set[Path] = set()
         self.had_clean_shutdown: dict[Path, bool] = {}
         now = self.clock.milliseconds()
         self._last = {"recovery": now, "start": now, "hw": now, "retention": now, "producers": now}
@@ -177,6 +195,7 @@ class LogManager:
                         high_watermark=hws.get(tp, 0),
                         had_clean_shutdown=clean,
                         producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                        failure_channel=self.failure_channel,
                     )
                     jobs.append((d, tp, job))
             for d, loaded_tp, loading in jobs:  # (5)
@@ -254,18 +273,78 @@ class LogManager:
             log = self._logs.get(tp)
             if log is not None:
                 return log
-            counts = {id(d): 0 for d in self._dirs}
+            live = self._live_dirs()
+            if not live:
+                raise KafkaStorageError(f"cannot create a log for {tp}: every log directory is offline",
+                                        self._dirs[0].path)
+            counts = {id(d): 0 for d in live}
             for d in self._dir_of.values():
-                counts[id(d)] += 1
-            target = min(self._dirs, key=lambda d: counts[id(d)])
+                if id(d) in counts:
+                    counts[id(d)] += 1
+            target = min(live, key=lambda d: counts[id(d)])
             if config is not None:
                 self._topic_configs.setdefault(topic, config)
                 self._warn_ignored(topic, config)
             log = Log(target.path / log_dir_name(tp), config or self.config_for(topic), clock=self.clock,
-                      had_clean_shutdown=True, producer_id_expiration_ms=self.config.producer_id_expiration_ms)
+                      had_clean_shutdown=True, producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                      failure_channel=self.failure_channel)
             self._logs[tp] = log
             self._dir_of[tp] = target
             return log
+
+    # ---- log directory failure (KIP-112) -----------------------------------------------------
+    def _live_dirs(self) -> list[LogDir]:
+        return [d for d in self._dirs
+                if d.path not in self._offline_dirs and not self.failure_channel.has_offline_log_dir(d.path)]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [d.path for d in self._dirs]
+
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        with self._lock:
+            return [d.path for d in self._live_dirs()]
+
+    def is_log_dir_online(self, log_dir: Path | str) -> bool:
+        path = Path(log_dir).absolute()
+        with self._lock:
+            return any(d.path == path for d in self._live_dirs())
+
+    def handle_log_dir_failure(self, log_dir: Path | str) -> list[TopicPartition]:
+        """Take ``log_dir`` offline (Kafka's LogManager.handleLogDirFailure):
+        its logs leave the table, their cleaning stops and they are closed;
+        returns their partitions. When it was the last live directory, logs
+        that and halts the process (exit code 1). Blocks while a cleaning
+        pass on one of its logs stops: call it from a thread."""
+        path = Path(log_dir).absolute()
+        with self._lock:
+            d = next((d for d in self._dirs if d.path == path), None)
+            if d is None or d.path in self._offline_dirs:
+                return []
+            self._offline_dirs.add(d.path)
+            gone = {tp: log for tp, log in self._logs.items() if self._dir_of[tp] is d}
+            for tp in gone:
+                del self._logs[tp]
+                del self._dir_of[tp]
+            live = self._live_dirs()
+        if not live:
+            error = self.failure_channel.error_of(path)
+            logger.critical("Shutdown broker because all log dirs in %s have failed (the last, %s: %s)",
+                            ", ".join(str(x.path) for x in self._dirs), path, error)
+            _flush_log_handlers()
+            self._halt(1)
+            return sorted(gone)  # a test's halt returns
+        cleaner = self.cleaner
+        for tp, log in gone.items():
+            if cleaner is not None:
+                cleaner.forget_partition(tp)
+            log.close_quietly()
+        d.unlock()
+        logger.warning("Logs for partitions %s are offline and logs for future partitions are moved out of "
+                       "log directory %s (the live ones: %s)", ",".join(str(tp) for tp in sorted(gone)), path,
+                       ", ".join(str(x.path) for x in live))
+        return sorted(gone)
 
     def reconfigure_cleaner(self, config: LogCleanerConfig) -> bool:
         """Apply changed ``log.cleaner.*`` settings (a dynamic broker config
@@ -391,14 +470,18 @@ class LogManager:
         # a later snapshot must not be overwritten by an earlier one.
         with self._checkpoint_locks[which]:
             with self._lock:
-                by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in self._dirs}
+                live = self._live_dirs()
+                by_dir: dict[int, dict[TopicPartition, int]] = {id(d): {} for d in live}
                 for tp, log in self._logs.items():
-                    by_dir[id(self._dir_of[tp])][tp] = value(log)
-            for d in self._dirs:
+                    if id(self._dir_of[tp]) in by_dir:
+                        by_dir[id(self._dir_of[tp])][tp] = value(log)
+            for d in live:
                 try:
                     d.write_offsets(getattr(d, which), by_dir[id(d)])
                 except KafkaStorageError as e:
-                    logger.error("cannot write %s checkpoint in %s: %s", which, d.path, e)
+                    # KIP-112: a checkpoint that cannot be written fails its directory.
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        d.path, f"Disk error while writing the {which} checkpoint", e.__cause__ or e)
 
     def checkpoint_recovery_points(self) -> None:
         self._write_checkpoint("recovery_points", lambda log: log.recovery_point)
@@ -572,9 +655,14 @@ class LogManager:
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         self._per_dir(logs, close)
+        with self._lock:
+            live = self._live_dirs()
         for d in self._dirs:
-            if id(d) not in failed:
-                d.write_clean_shutdown()
+            if id(d) not in failed and d in live:
+                try:
+                    d.write_clean_shutdown()
+                except KafkaStorageError as e:
+                    logger.error("%s", e)
             d.unlock()
         with self._lock:
             self._logs.clear()
@@ -610,3 +698,11 @@ class LogManagerRunner:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+
+
+def _flush_log_handlers() -> None:
+    """Before a halt: what the handlers buffered reaches its file (a halt
+    skips interpreter shutdown, which would flush them)."""
+    for handler in logging.getLogger().handlers:
+        with suppress(Exception):
+            handler.flush()

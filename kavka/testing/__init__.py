@@ -14,4 +14,6 @@ of what they saw.
 - ``kavka.testing.duplicates``: why a value is stored twice (the broker's
   fault, or a resend by the client under a new producer epoch).
 - ``kavka.testing.chaos``: a whole run (``make chaos``) and its table.
+- ``kavka.testing.spark_cluster``: ``SparkStandalone``, a Spark master and
+  workers on hosts of the same network (workers beside brokers).
 """

@@ -9,7 +9,8 @@ their namespaces (``kavka.tools.zookeeper`` finds java and the jars), so a
 cut between two hosts is a cut between two quorum members. A server is
 serving when its ``srvr`` answer says ``Mode: leader`` or ``follower``: a
 member that lost its quorum answers ``This ZooKeeper instance is not
-currently serving requests``.
+currently serving requests``. A one-member ensemble serves in ZooKeeper's
+``Mode: standalone``.
 
 ``tickTime=500``, ``initLimit=10``, ``syncLimit=4``: a follower cut from the
 leader leaves within about 2 s, so a split of the ensemble shows within a
@@ -99,7 +100,9 @@ class ZooKeeperEnsemble:
         return p is not None and p.poll() is None
 
     def mode(self, host: str) -> str | None:
-        """``leader``, ``follower``, or None (down or not serving)."""
+        """``leader``, ``follower``, ``standalone`` (a one-member ensemble:
+        ZooKeeper runs it without a quorum protocol), or None (down or not
+        serving)."""
         try:
             answer = four_letter_word(self.network.address(host), CLIENT_PORT, "srvr", timeout=1.0)
         except OSError:
@@ -118,7 +121,7 @@ class ZooKeeperEnsemble:
     def wait_serving(self, hosts: list[str], timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            waiting = [h for h in hosts if self.mode(h) not in ("leader", "follower")]
+            waiting = [h for h in hosts if self.mode(h) not in ("leader", "follower", "standalone")]
             if not waiting:
                 return
             for h in waiting:

@@ -8,7 +8,11 @@ address it advertises) on its host's address, port 9092, and
 Clients run in the root namespace and reach each broker by its address
 (``bootstrap``). ``config`` adds broker keys; ``disk_full_broker`` gives
 that broker a size-limited tmpfs as its log directory (``fill_disk`` /
-``free_disk`` make it full and free it again).
+``free_disk`` make it full and free it again). ``racks`` gives broker i its
+``broker.rack`` (``racks[i]``; None: no rack); ``extra_hosts`` adds hosts
+that run no broker (a Spark master, say) to the same network; with
+``metrics`` every broker serves its Prometheus endpoint on its host's
+address, port 9404 (``Broker.metrics_url``).
 
 ``close()`` stops everything and tears the network down even after a
 failure halfway through ``start()``; the data directory is removed when it
@@ -26,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +39,7 @@ from kavka.testing.network import Network
 from kavka.tools.cluster import serves_metadata
 
 BROKER_PORT = 9092
+METRICS_PORT = 9404  # the Prometheus JMX exporter's customary port
 CHROOT = "/kavka"
 
 
@@ -61,6 +66,10 @@ class Broker:
         return self.directory / "broker.log"
 
     @property
+    def metrics_url(self) -> str:
+        return f"http://{self.address}:{METRICS_PORT}/metrics"
+
+    @property
     def log_dir(self) -> Path:
         return self.tmpfs if self.tmpfs is not None else self.directory / "logs"
 
@@ -77,9 +86,15 @@ class Broker:
 class HostCluster:
     def __init__(self, brokers: int = 3, zookeepers: int = 3, *, config: Mapping[str, str] | None = None,
                  data_dir: str | Path | None = None, disk_full_broker: int | None = None,
-                 tmpfs_mb: int = 256) -> None:
+                 tmpfs_mb: int = 256, racks: Sequence[str | None] | None = None,
+                 extra_hosts: Sequence[str] = (), metrics: bool = False) -> None:
         if brokers < 1 or zookeepers < 1:
             raise ValueError(f"need at least one broker and one ZooKeeper, got {brokers} and {zookeepers}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(f"racks names {len(racks)} rack(s) for {brokers} broker(s); give one per broker")
+        self.racks: tuple[str | None, ...] = tuple(racks) if racks is not None else (None,) * brokers
+        self.extra_hosts = list(extra_hosts)
+        self.metrics = metrics
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kavka-chaos-"))
         self.config = dict(config or {})
@@ -95,7 +110,7 @@ class HostCluster:
     def start(self, timeout: float = 90.0, progress=None) -> None:
         say = progress or (lambda msg: None)
         try:
-            self.network = Network.create(self.zk_hosts + self.broker_hosts)
+            self.network = Network.create(self.zk_hosts + self.broker_hosts + self.extra_hosts)
             say(f"network {self.network.bridge}: clients at {self.network.address('clients')}")
             self.ensemble = ZooKeeperEnsemble(self.network, self.zk_hosts, self.data_dir)
             self.ensemble.start(timeout)
@@ -171,6 +186,11 @@ class HostCluster:
             "replica.fetch.backoff.ms": "300",
             **self.config,
         }
+        if self.metrics:
+            props.update({"metrics.port": str(METRICS_PORT), "metrics.host": b.address})
+        rack = self.racks[b.broker_id]
+        if rack is not None:
+            props["broker.rack"] = rack
         text = "# written by kavka.testing.hosts\n" + "".join(f"{k}={v}\n" for k, v in props.items())
         (b.directory / "server.properties").write_text(text)
 
@@ -211,17 +231,6 @@ class HostCluster:
             except subprocess.TimeoutExpired:
                 b.process.kill()
                 b.process.wait(10)
-
-    def offline_logs(self, broker_id: int) -> bool:
-        """Whether the running process took a log offline after an I/O error
-        (it then serves that partition no more until restarted)."""
-        b = self.brokers[broker_id]
-        try:
-            with open(b.log_path, "rb") as f:
-                f.seek(b.log_start)
-                return b"is now offline" in f.read()
-        except OSError:
-            return False
 
     # -- the disk ----------------------------------------------------------------------
     def fill_disk(self, broker_id: int) -> None:

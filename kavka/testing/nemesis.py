@@ -24,8 +24,10 @@ Process and machine faults: ``kill`` (kill -9, restarted at the heal),
 ``pause`` (SIGSTOP / SIGCONT), ``bounce`` (SIGTERM, controlled shutdown,
 started again at once), ``zk-kill`` (kill -9 of a ZooKeeper member,
 restarted at the heal), ``disk-full`` (the broker with a size-limited
-tmpfs log directory has it filled; the heal frees it and restarts the
-broker if it stopped).
+tmpfs as its only log directory has it filled; its next write fails, the
+directory goes offline and, being the last, the broker halts as Kafka's
+does (KIP-112); the heal frees the disk and starts the broker again if it
+halted).
 
 ``plan(seed, seconds, kinds)`` is pure: the same seed gives the same
 timeline of (start, duration, kind, target seed); targets are picked when
@@ -223,13 +225,12 @@ class Nemesis:
             c.fill_disk(b)
 
             def heal() -> None:
-                # Freed, and restarted as an operator would: Kafka halts a
-                # broker whose last log directory failed; Kavka takes each
-                # log that hit the error offline and keeps running, so a
-                # restart is what brings those logs back.
+                # Freed, then started again as an operator would: a broker
+                # whose last log directory failed has halted (KIP-112); one
+                # that wrote nothing meanwhile is still running and serving.
                 c.free_disk(b)
-                c.stop_broker(b, timeout=20)
-                c.start_broker(b)
+                if not c.brokers[b].running():
+                    c.start_broker(b)
             return f"broker {b} log directory full", heal
         raise ValueError(f"unknown nemesis {kind!r}")
 
@@ -242,10 +243,8 @@ class Nemesis:
                 self.cluster.start_broker(b)
         if self.disk_full_broker is not None:
             self.cluster.free_disk(self.disk_full_broker)
-        for b in self.cluster.brokers:
-            if self.cluster.offline_logs(b):  # see the disk-full heal
-                self.cluster.stop_broker(b, timeout=20)
-                self.cluster.start_broker(b)
+            if not self.cluster.brokers[self.disk_full_broker].running():  # halted: see the disk-full heal
+                self.cluster.start_broker(self.disk_full_broker)
         assert self.cluster.ensemble is not None
         for z in self.cluster.zk_hosts:
             self.cluster.ensemble.start_member(z)

@@ -89,13 +89,16 @@ class BrokerProcess:
 class LocalCluster:
     """See the module docstring. ``config`` holds broker keys applied to
     every broker (``num.partitions`` ...); ``racks`` gives broker i its
-    ``broker.rack`` (``racks[i]``; None: no rack); ``zookeeper`` is
+    ``broker.rack`` (``racks[i]``; None: no rack); ``broker_config`` maps a
+    broker id to keys of its own, over ``config`` (``log.dirs`` naming
+    several directories ...); ``zookeeper`` is
     ``host:port[/chroot]`` of an existing ZooKeeper, else one is started."""
 
     def __init__(self, brokers: int = 3, data_dir: str | Path | None = None, base_port: int = 0,
                  zookeeper: str | None = None, zookeeper_port: int | None = None,
                  config: Mapping[str, str] | None = None, chroot: str = "/kavka", secure: bool = False,
-                 metrics: bool = True, racks: Sequence[str | None] | None = None) -> None:
+                 metrics: bool = True, racks: Sequence[str | None] | None = None,
+                 broker_config: Mapping[int, Mapping[str, str]] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         if racks is not None and len(racks) != brokers:
@@ -105,6 +108,10 @@ class LocalCluster:
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kavka-cluster-"))
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config = dict(config or {})
+        unknown = sorted(set(broker_config or {}) - set(range(brokers)))
+        if unknown:
+            raise ValueError(f"broker_config names broker(s) {unknown}; the brokers are 0..{brokers - 1}")
+        self.broker_config = {i: dict(c) for i, c in (broker_config or {}).items()}
         self.zk_server: ZooKeeperServer | None = None
         self._zk_given = zookeeper
         self._zk_port = zookeeper_port
@@ -198,6 +205,7 @@ class LocalCluster:
             assert b.mtls_port is not None
             props.update(self.secure.broker_config(b.broker_id, b.port, b.mtls_port))
         props.update(self.config)
+        props.update(self.broker_config.get(b.broker_id, {}))
         rack = self.racks[b.broker_id]
         if rack is not None:
             props["broker.rack"] = rack

@@ -5,6 +5,8 @@ partition state (those are in ``client.py``).
 - ``/admin/delete_topics/<t>``, ``/admin/reassign_partitions``,
   ``/admin/preferred_replica_election``: requests from tools to the controller.
 - ``/isr_change_notification/isr_change_<seq>``: leaders tell the controller.
+- ``/log_dir_event_notification/log_dir_event_<seq>``: a broker tells the
+  controller that a log directory failed (KIP-112).
 - ``/config/<type>/<name>`` + ``/config/changes/config_change_<seq>``: live
   config changes (seed 002 §8), including the user and client-id entities
   of client quotas and SCRAM credentials.
@@ -24,9 +26,11 @@ from kavka.zk.codec import sequence_number
 from kavka.zk.config_nodes import ConfigEntityZNode
 from kavka.zk.notifications import (
     ISR_CHANGE_NOTIFICATION_PATH,
+    LOG_DIR_EVENT_NOTIFICATION_PATH,
     USER_CLIENTS_SEPARATOR,
     ConfigChangeNotificationZNode,
     IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
 )
 from kavka.zk.store_types import NodeExistsError, NoNodeError, WatchCallback, ZkStore
 
@@ -80,6 +84,32 @@ class AdminZkOps:
             except NoNodeError:
                 continue
             out.append((path, IsrChangeNotificationZNode.decode(data, path)))
+        return out
+
+    async def create_log_dir_event_notification(self, broker_id: int) -> str:
+        """KIP-112: tell the controller that a log directory of ``broker_id``
+        failed (Kafka's propagateLogDirEvent); a persistent sequential znode
+        the controller deletes once handled."""
+        node = LogDirEventNotificationZNode(broker_id)
+        return await self.store.create(LogDirEventNotificationZNode.PREFIX, node.encode(), sequential=True, make_parents=True)
+
+    async def get_log_dir_event_notifications(
+        self, watch: WatchCallback | None = None
+    ) -> list[tuple[str, LogDirEventNotificationZNode]]:
+        """Pending log dir events in sequence order, as (path, value); ones
+        deleted meanwhile are skipped, a malformed one raises ``ZnodeDataError``
+        naming its path."""
+        names = await self.store.get_children(LOG_DIR_EVENT_NOTIFICATION_PATH, watch)
+        prefix = LogDirEventNotificationZNode.NAME_PREFIX
+        names = sorted((n for n in names if n.startswith(prefix)), key=lambda n: sequence_number(n, prefix))
+        out = []
+        for name in names:
+            path = f"{LOG_DIR_EVENT_NOTIFICATION_PATH}/{name}"
+            try:
+                data, _ = await self.store.get(path)
+            except NoNodeError:
+                continue
+            out.append((path, LogDirEventNotificationZNode.decode(data, path)))
         return out
 
     # -- entity configs (seed 002 §8) ---------------------------------------------------------------

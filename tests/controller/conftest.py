@@ -2,7 +2,8 @@
 ``/brokers/ids``), controllers (``KafkaController``) on some of them, and
 ``FakeTransport`` — a ``BrokerTransport`` double that records every request
 and answers like a healthy broker (or refuses connections for brokers in
-``down``, or answers StopReplica with chosen errors).
+``down``, or answers StopReplica with chosen errors, or LeaderAndIsr with
+KAFKA_STORAGE_ERROR for replicas in ``offline_log_dir_replicas``).
 
 ``memory_cluster`` runs on the in-memory ZooKeeper double; ``real_cluster``
 on the real ZooKeeper of tests/conftest.py, one chroot per test. Both give a
@@ -39,6 +40,8 @@ class FakeTransport:
         self.sent: list[tuple[int, Message]] = []
         self.down: set[int] = set()
         self.stop_replica_errors: dict[tuple[int, str, int], int] = {}
+        # (broker, topic, partition) in a failed log directory: LeaderAndIsr answers KAFKA_STORAGE_ERROR (KIP-112)
+        self.offline_log_dir_replicas: set[tuple[int, str, int]] = set()
         self.endpoints: dict[int, EndPoint] = {}
         self.failed_attempts = 0
 
@@ -52,7 +55,15 @@ class FakeTransport:
             raise ConnectionRefusedError(f"broker {broker_id} is down")
         self.sent.append((broker_id, request))
         if request.API_NAME == "LeaderAndIsr":
-            return LeaderAndIsrResponse(error_code=0)
+            errors = [
+                LeaderAndIsrResponse.PartitionErrors(
+                    topic_name=ts.topic_name, partition_index=ps.partition_index,
+                    error_code=56 if (broker_id, ts.topic_name, ps.partition_index) in self.offline_log_dir_replicas else 0,
+                )
+                for ts in request.topic_states
+                for ps in ts.partition_states
+            ]
+            return LeaderAndIsrResponse(error_code=0, partition_errors=errors)
         if request.API_NAME == "StopReplica":
             errors = [
                 StopReplicaResponse.PartitionErrors(

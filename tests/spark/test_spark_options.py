@@ -240,3 +240,23 @@ def test_min_offsets_per_trigger_and_max_trigger_delay():
         src(True, subscribe="a", maxTriggerDelay="soon")
     with pytest.raises(KavkaOptionError, match="'minOffsetsPerTrigger' is for streaming queries only"):
         src(subscribe="a", minOffsetsPerTrigger="5")
+
+
+# -- the reader's rack (KIP-392) ---------------------------------------------------------
+
+def test_reader_rack_is_the_option_else_the_executors_environment():
+    from kavka.spark.options import RACK_ENV
+    from kavka.testing import spark_cluster
+
+    assert spark_cluster.RACK_ENV == RACK_ENV  # the harness sets what the reader reads
+    assert src(subscribe="t").reader_rack({}) == ""
+    assert src(subscribe="t").reader_rack({RACK_ENV: " b1 "}) == "b1"
+    assert src(subscribe="t", **{"kafka.client.rack": "r2"}).reader_rack({RACK_ENV: "b1"}) == "r2"
+
+
+@pytest.mark.parametrize("value", ["r\n1", "x" * 256])
+def test_a_bad_executor_rack_names_the_environment_variable(value):
+    from kavka.spark.options import RACK_ENV
+
+    with pytest.raises(KavkaOptionError, match=f"environment variable {RACK_ENV}"):
+        src(subscribe="t").reader_rack({RACK_ENV: value})

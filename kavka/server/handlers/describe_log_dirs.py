@@ -1,7 +1,8 @@
 """DescribeLogDirs (key 35): per log directory of this broker, the
 partitions it holds with their size in bytes (v4+: the disk's total and
 usable bytes). ``topics`` null means every partition. A directory that
-cannot be read reports KAFKA_STORAGE_ERROR. ``offset_lag`` is 0: Kavka has
+cannot be read, or that failed (KIP-112: an I/O error took it offline),
+reports KAFKA_STORAGE_ERROR. ``offset_lag`` is 0: Kavka has
 no future (intra-broker move) replicas, whose lag the field measures.
 Needs DESCRIBE on the cluster (Kafka's rule), else CLUSTER_AUTHORIZATION_FAILED
 (v3+ carry the code) and no directories.
@@ -56,12 +57,13 @@ class DescribeLogDirsHandler:
             per_dir.setdefault(resolved[directory], {}).setdefault(tp.topic, []).append(
                 R.Results.Topics.Partitions(partition_index=tp.partition, partition_size=size,
                                             offset_lag=0, is_future_key=False))
+        offline = {resolved[d] for d in log_dirs if not self.log_manager.is_log_dir_online(d)}
         results = []
         for dir_name, topics in per_dir.items():
             entry = R.Results(error_code=int(ErrorCode.NONE), log_dir=dir_name, topics=[
                 R.Results.Topics(name=name, partitions=parts) for name, parts in topics.items()])
             disk = usage[dir_name]
-            if disk is None:
+            if disk is None or dir_name in offline:  # KIP-112: a failed directory
                 entry.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
                 entry.topics = []
             elif version >= 4:

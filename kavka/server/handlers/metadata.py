@@ -8,7 +8,8 @@ as Kafka does — also when ZooKeeper fails or hangs during the creation (the
 wait is bounded: a retriable per-topic error, never a closed connection). Per partition, as Kafka's ZooKeeper-mode cache:
 LEADER_NOT_AVAILABLE when the leader is not alive; at v0 only, replicas and
 ISR are filtered to live brokers and REPLICA_NOT_AVAILABLE flags the
-difference (later versions list every replica, v5+ with offline_replicas).
+difference (later versions list every replica, v5+ with offline_replicas:
+replicas on dead brokers or in a failed log directory, KIP-112).
 A broker that has not yet received its first UpdateMetadata (it has just
 registered and the controller's update is on its way) holds the answer for
 up to ``FIRST_UPDATE_WAIT_S``: answered at once it would name no controller
@@ -176,7 +177,9 @@ class MetadataHandler:
                 if error == ErrorCode.NONE and (len(live_replicas) < len(replicas) or len(live_isr) < len(isr)):
                     error = ErrorCode.REPLICA_NOT_AVAILABLE
                 replicas, isr = live_replicas, live_isr
-            offline = [r for r in p.replicas if cache.alive_broker(r) is None] if version >= 5 else []
+            # dead brokers, and replicas in a failed log directory (KIP-112, from UpdateMetadata)
+            offline = ([r for r in p.replicas if cache.alive_broker(r) is None or r in p.offline_replicas]
+                       if version >= 5 else [])
             partitions.append(R.Topics.Partitions(
                 error_code=int(error), partition_index=index,
                 leader_id=p.leader if error != ErrorCode.LEADER_NOT_AVAILABLE else -1,

@@ -63,3 +63,22 @@ async def test_auto_creation_with_a_hung_zookeeper_answers_leader_not_available(
     _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
     assert [(t.name, t.error_code) for t in decoded.topics] == [("fresh", int(ErrorCode.LEADER_NOT_AVAILABLE))]
     assert store.calls >= 1
+
+
+@pytest.mark.parametrize("version", [5, 12])
+async def test_offline_replicas_name_dead_brokers_and_replicas_in_failed_log_dirs(version):
+    """KIP-112: the controller's UpdateMetadata lists a live broker's replica
+    whose log directory failed in offline_replicas; Metadata v5+ answers it
+    beside the replicas of dead brokers."""
+    from kavka.server.metadata_cache import BrokerEndpoint, LiveBroker, PartitionMetadata
+
+    cache = MetadataCache(1)
+    cache.controller_id = 1
+    cache.brokers = {b: LiveBroker(b, (BrokerEndpoint("h", 9000 + b, "PLAINTEXT"),)) for b in (1, 2)}  # 3 is dead
+    cache.partitions["t"] = {0: PartitionMetadata("t", 0, 1, 4, (1,), (1, 2, 3), (2,), 0, 1)}
+    handler = MetadataHandler(cache, lambda: "cluster", None, AuthHelper(None))
+    request = MetadataRequest(topics=[MetadataRequest.Topics(name="t")])
+    response = await handler(_context(version), request)
+    _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
+    (p,) = decoded.topics[0].partitions
+    assert (p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas) == (1, [1, 2, 3], [1], [2, 3])
