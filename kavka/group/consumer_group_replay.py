@@ -10,7 +10,9 @@ Both directions of one mapping live here so they cannot drift apart:
   of it (7), each member's current assignment and epochs (8);
 - ``changes`` is what to append to move the log from one snapshot to the
   next: new or changed values, and a tombstone for every key that went (a
-  member that left or was fenced, a deleted group);
+  member that left or was fenced, a deleted group); ``WrittenGroup`` keeps
+  what the log holds for a group so a heartbeat compares only what it can
+  have changed;
 - ``ConsumerGroupReplay`` reads records back in log order (a later value
   replaces an earlier one, a tombstone removes it; the group's type-3
   tombstone removes the whole group) and ``groups`` builds the
@@ -43,7 +45,7 @@ from kavka.group.consumer_records import (
 )
 from kavka.group.reconciliation import MemberAssignmentState, MemberState
 
-__all__ = ["ConsumerGroupReplay", "Snapshot", "Written", "changes", "snapshot", "tombstones"]
+__all__ = ["ConsumerGroupReplay", "Snapshot", "Written", "WrittenGroup", "changes", "snapshot", "tombstones"]
 
 Snapshot = dict[ConsumerKey, ConsumerValue]
 # a key whose value in the log is not known (after a failed write): rewritten next time
@@ -52,7 +54,9 @@ Written = Mapping[ConsumerKey, ConsumerValue | None]
 _T = ConsumerRecordType
 
 
-def snapshot(g: ConsumerGroup) -> Snapshot:
+def snapshot(g: ConsumerGroup, members: Iterable[str] | None = None) -> Snapshot:
+    """The group's records; with ``members``, only the group's own records
+    and those of the named members."""
     gid = g.group_id
     out: Snapshot = {
         ConsumerKey(_T.GROUP_METADATA, gid): GroupEpochValue(g.group_epoch),
@@ -60,16 +64,78 @@ def snapshot(g: ConsumerGroup) -> Snapshot:
             SubscribedTopic(t.topic_id, name, t.partitions) for name, t in sorted(g.subscription_metadata.items()))),
         ConsumerKey(_T.TARGET_ASSIGNMENT_METADATA, gid): TargetAssignmentEpochValue(g.target_epoch),
     }
-    for mid, m in g.members.items():
+    chosen = g.members.items() if members is None else [(mid, g.members[mid]) for mid in members
+                                                        if mid in g.members]
+    for mid, m in chosen:
         out[ConsumerKey(_T.MEMBER_METADATA, gid, mid)] = MemberMetadataValue(
             m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
             m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)
         a = m.assignment
         out[ConsumerKey(_T.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = CurrentAssignmentValue(
             a.member_epoch, m.previous_member_epoch, a.state, a.assigned, a.pending_revocation)
-    for mid, partitions in g.target.items():
+    targets = g.target.items() if members is None else [(mid, g.target[mid]) for mid in members
+                                                         if mid in g.target]
+    for mid, partitions in targets:
         out[ConsumerKey(_T.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = TargetMemberValue(partitions)
     return out
+
+
+def _member_keys(group_id: str, member_id: str) -> list[ConsumerKey]:
+    return [ConsumerKey(t, group_id, member_id) for t in (_T.MEMBER_METADATA, _T.TARGET_ASSIGNMENT_MEMBER,
+                                                          _T.CURRENT_MEMBER_ASSIGNMENT)]
+
+
+class WrittenGroup:
+    """What the log holds for one group, so that each change writes only
+    what it changed. A heartbeat that moved neither epoch nor the set of
+    members changed only its own member's records (reconciliation and
+    subscription updates touch the heartbeating member; anything touching
+    the others bumps the group epoch), so only those and the group's own
+    records are compared; otherwise the whole group is. ``records`` maps
+    each key to its value in the log, None where a failed write left it
+    unknown (rewritten by the next, whole-group, comparison)."""
+
+    def __init__(self, records: Snapshot | None = None, members: Iterable[str] = ()) -> None:
+        self.records: dict[ConsumerKey, ConsumerValue | None] = dict(records or {})
+        self.members = frozenset(members)
+        self.whole_next = False
+
+    def changes_for(self, g: ConsumerGroup, member_id: str | None = None
+                    ) -> list[tuple[ConsumerKey, ConsumerValue | None]]:
+        """The records that bring the log to ``g`` after a heartbeat of
+        ``member_id`` (None: anything may have changed); taken as written
+        (``write_failed`` says otherwise)."""
+        gid = g.group_id
+        epoch = self.records.get(ConsumerKey(_T.GROUP_METADATA, gid))
+        target = self.records.get(ConsumerKey(_T.TARGET_ASSIGNMENT_METADATA, gid))
+        partial = (not self.whole_next and member_id is not None and member_id in g.members
+                   and isinstance(epoch, GroupEpochValue) and epoch.epoch == g.group_epoch
+                   and isinstance(target, TargetAssignmentEpochValue) and target.assignment_epoch == g.target_epoch
+                   and g.members.keys() == self.members)
+        if not partial:
+            after = snapshot(g)
+            out = changes(self.records, after)
+            self.records = dict(after)
+            self.members = frozenset(g.members)
+            self.whole_next = False
+            return out
+        assert member_id is not None  # partial needs one
+        after = snapshot(g, (member_id,))
+        keys = after.keys() | set(_member_keys(gid, member_id))
+        out = changes({k: self.records[k] for k in keys if k in self.records}, after)
+        for k, v in out:
+            if v is None:
+                self.records.pop(k, None)
+            else:
+                self.records[k] = v
+        return out
+
+    def write_failed(self, records: Iterable[tuple[ConsumerKey, ConsumerValue | None]]) -> None:
+        """The log may lack ``records``: their keys are unknown, and the next
+        comparison covers the whole group."""
+        for k, _ in records:
+            self.records[k] = None
+        self.whole_next = True
 
 
 def changes(before: Written, after: Snapshot) -> list[tuple[ConsumerKey, ConsumerValue | None]]:

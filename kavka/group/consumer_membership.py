@@ -48,7 +48,7 @@ from kavka.group.consumer_group import (
     HeartbeatRequest,
     TopicMetadata,
 )
-from kavka.group.consumer_group_replay import ConsumerGroupReplay, Written, changes, snapshot, tombstones
+from kavka.group.consumer_group_replay import ConsumerGroupReplay, WrittenGroup, snapshot, tombstones
 from kavka.group.consumer_records import ConsumerKey, ConsumerValue, encode_consumer_key, encode_consumer_value
 from kavka.group.metadata_manager import GroupMetadataManager
 from kavka.group.reconciliation import MemberState
@@ -95,7 +95,7 @@ class ConsumerGroupMembership:
         self._sessions: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._revocations: dict[tuple[str, str], asyncio.TimerHandle] = {}
         # what the log holds for each group (None: not known after a failed write)
-        self._written: dict[str, Written] = {}
+        self._written: dict[str, WrittenGroup] = {}
         self._writes: set[asyncio.Task[ErrorCode]] = set()  # of fencing timers; the loop holds tasks weakly
 
     def is_consumer_group(self, group_id: str) -> bool:
@@ -117,8 +117,8 @@ class ConsumerGroupMembership:
         if g is None or g.members:
             return ErrorCode.NONE
         del self.groups[group_id]
-        written = self._written.pop(group_id, {})
-        return await self._write(group_id, tombstones(written.keys() | snapshot(g).keys()))
+        written = self._written.pop(group_id, WrittenGroup())
+        return await self._write(group_id, tombstones(written.records.keys() | snapshot(g).keys()))
 
     async def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
         if not group_id:
@@ -140,24 +140,21 @@ class ConsumerGroupMembership:
             else:
                 self._cancel(group_id, outcome.member_id)
         if self.groups.get(group_id) is g:
-            code = await self.persist(g)
+            code = await self.persist(g, outcome.member_id or req.member_id)
             if code is not ErrorCode.NONE:
                 return HeartbeatOutcome(code, f"writing group {group_id!r} to __consumer_offsets failed")
         return outcome
 
-    async def persist(self, g: ConsumerGroup) -> ErrorCode:
-        """Append what changed in ``g`` since its last write. The records
-        are chosen before the first await, so writes reach the log in the
-        order the changes were made."""
-        before = self._written.get(g.group_id, {})
-        after = snapshot(g)
-        records = changes(before, after)
-        self._written[g.group_id] = after
+    async def persist(self, g: ConsumerGroup, member_id: str | None = None) -> ErrorCode:
+        """Append what changed in ``g`` since its last write (after a
+        heartbeat of ``member_id``; None when anything may have changed).
+        The records are chosen before the first await, so writes reach the
+        log in the order the changes were made."""
+        written = self._written.setdefault(g.group_id, WrittenGroup())
+        records = written.changes_for(g, member_id)
         code = await self._write(g.group_id, records)
-        if code is not ErrorCode.NONE and self.groups.get(g.group_id) is g:
-            # the log may lack these records: every key is rewritten next time
-            now = self._written.get(g.group_id, {})
-            self._written[g.group_id] = dict.fromkeys(before.keys() | after.keys() | now.keys())
+        if code is not ErrorCode.NONE and self._written.get(g.group_id) is written:
+            written.write_failed(records)  # rewritten by the group's next write
         return code
 
     async def _write(self, group_id: str, records: Sequence[tuple[ConsumerKey, ConsumerValue | None]]) -> ErrorCode:
@@ -173,7 +170,7 @@ class ConsumerGroupMembership:
         groups = replay.groups(lambda gid: ConsumerGroup(gid, list(self.config.assignors), self.config.max_size))
         for g in groups:
             self.groups[g.group_id] = g
-            self._written[g.group_id] = snapshot(g)
+            self._written[g.group_id] = WrittenGroup(snapshot(g), g.members)
             for mid in g.members:
                 self._touch(g, mid)
         if groups:

@@ -47,7 +47,7 @@ import struct
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from kavka.group.reconciliation import MemberState
 from kavka.group.records import InvalidGroupRecord
@@ -97,9 +97,9 @@ _MEMBER_STATE_BYTES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 
 _MEMBER_STATES = {v: k for k, v in _MEMBER_STATE_BYTES.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerKey:
-    """One key; ``member_id`` is set exactly for the per-member types (5, 7, 8)."""
+class ConsumerKey(NamedTuple):
+    """One key; ``member_id`` is set exactly for the per-member types (5, 7,
+    8). A tuple: hashed in C, as every heartbeat looks keys up."""
     type: ConsumerRecordType
     group_id: str
     member_id: str | None = None
@@ -212,7 +212,7 @@ def decode_consumer_key(buf: bytes) -> ConsumerKey:
 def _partitions(parts: Partitions) -> list[bytes]:
     out = [write_compact_array_len(len(parts))]
     for topic_id, ps in sorted(parts.items(), key=lambda kv: kv[0].bytes):
-        out += [topic_id.bytes, write_compact_array_len(len(ps)), *(struct.pack(">i", p) for p in sorted(ps)),
+        out += [topic_id.bytes, write_compact_array_len(len(ps)), struct.pack(f">{len(ps)}i", *sorted(ps)),
                 EMPTY_TAGGED_FIELDS]
     return out
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kavka.common.errors import ErrorCode
 from kavka.group.consumer_group import ConsumerGroup, HeartbeatRequest, TopicMetadata
-from kavka.group.consumer_group_replay import ConsumerGroupReplay, changes, snapshot, tombstones
+from kavka.group.consumer_group_replay import ConsumerGroupReplay, WrittenGroup, changes, snapshot, tombstones
 from kavka.group.consumer_records import (
     ConsumerKey,
     ConsumerRecordType,
@@ -63,20 +63,26 @@ def same(a: ConsumerGroup, b: ConsumerGroup) -> None:
 
 
 # one step of a simulated client: join, heartbeat applying the last answer, leave, static leave
+# one step of a simulated client: join, heartbeat applying the last answer,
+# leave, static leave; and whether the write of what it changed fails
 steps = st.lists(st.tuples(st.sampled_from(["join", "beat", "beat", "beat", "leave", "static-leave"]),
-                           st.integers(0, 3), st.sampled_from([("foo",), ("foo", "bar"), ("bar",)])),
+                           st.integers(0, 3), st.sampled_from([("foo",), ("foo", "bar"), ("bar",)]),
+                           st.sampled_from([False] * 5 + [True])),
                  min_size=1, max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(steps)
 def test_replaying_the_written_changes_gives_the_group_in_memory(script):
+    """Each heartbeat writes only what ``WrittenGroup`` says changed; after
+    every write that succeeds, the log replays to the group in memory (a
+    failed write's records are missing, and the next write repairs that)."""
     g = new_group()
     owned: dict[str, dict] = {}  # what each simulated client owns
     epochs: dict[str, int] = {}
-    written: dict = {}
+    written = WrittenGroup()
     log: list[tuple[bytes, bytes | None]] = []
-    for action, n, topics in script:
+    for action, n, topics, fails in script:
         mid = f"m{n}"
         if action == "join":
             out = g.heartbeat(HeartbeatRequest(mid, 0, instance_id=f"i{n}", rebalance_timeout_ms=30000,
@@ -100,9 +106,11 @@ def test_replaying_the_written_changes_gives_the_group_in_memory(script):
         else:
             epochs.pop(mid, None)
             owned.pop(mid, None)
-        after = snapshot(g)
-        log += log_bytes(changes(written, after))
-        written = after
+        records = written.changes_for(g, out.member_id or mid)
+        if fails:
+            written.write_failed(records)
+            continue
+        log += log_bytes(records)
         back = replayed(log)
         assert back is not None
         same(g, back)
@@ -121,6 +129,28 @@ def test_changes_write_only_what_changed_and_tombstone_what_went():
                     ConsumerRecordType.CURRENT_MEMBER_ASSIGNMENT}
     # the group's epoch is written after the members' records
     assert diff[-1][0].type is ConsumerRecordType.GROUP_METADATA
+
+
+def test_a_heartbeat_writes_only_its_member_until_a_write_fails():
+    g = new_group()
+    for mid in ("a", "b"):
+        g.heartbeat(HeartbeatRequest(mid, 0, rebalance_timeout_ms=1, subscribed_topic_names=("foo",), owned={}),
+                    TOPICS)
+    written = WrittenGroup()
+    log = log_bytes(written.changes_for(g))
+    beat_a = HeartbeatRequest("a", g.members["a"].member_epoch, owned=None, client_id="new-client")
+    assert g.heartbeat(beat_a, TOPICS).error is ErrorCode.NONE
+    records = written.changes_for(g, "a")
+    assert {k.member_id for k, _ in records} == {"a"}  # nothing of b, nor of the group
+    assert ConsumerKey(ConsumerRecordType.MEMBER_METADATA, "g", "a") in [k for k, _ in records]
+    written.write_failed(records)  # a's new client id is not in the log
+    beat_b = HeartbeatRequest("b", g.members["b"].member_epoch, owned=None)
+    assert g.heartbeat(beat_b, TOPICS).error is ErrorCode.NONE
+    records = written.changes_for(g, "b")
+    assert ConsumerKey(ConsumerRecordType.MEMBER_METADATA, "g", "a") in [k for k, _ in records]
+    back = replayed(log + log_bytes(records))
+    assert back is not None and back.members["a"].client_id == "new-client"
+    same(g, back)
 
 
 def test_group_tombstone_removes_the_group_and_unknown_values_are_rewritten():

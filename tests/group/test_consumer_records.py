@@ -41,7 +41,7 @@ partitions = st.dictionaries(uuids, st.frozensets(st.integers(0, 2**31 - 1), max
 MEMBER_TYPES = [T.MEMBER_METADATA, T.TARGET_ASSIGNMENT_MEMBER, T.CURRENT_MEMBER_ASSIGNMENT]
 GROUP_TYPES = [T.GROUP_METADATA, T.PARTITION_METADATA, T.TARGET_ASSIGNMENT_METADATA]
 
-keys = st.one_of(st.builds(ConsumerKey, st.sampled_from(GROUP_TYPES), text),
+keys = st.one_of(st.builds(ConsumerKey, st.sampled_from(GROUP_TYPES), text, st.none()),
                  st.builds(ConsumerKey, st.sampled_from(MEMBER_TYPES), text, text))
 values = st.one_of(
     st.tuples(st.just(T.GROUP_METADATA), st.builds(GroupEpochValue, int32)),
