@@ -4,11 +4,13 @@ three ``python -m kavka server start`` brokers) and confluent-kafka.
 
 Setup: ``--partitions`` partitions, RF 3 (topics of 100 partitions, leaders
 spread evenly by the controller's assignment), every ISR full. Each broker
-hosts every partition, and every partition keeps five descriptors open per
-segment (the log, its offset index and its time index, and the duplicate
-that Python's ``mmap`` keeps of each index's): with the process'
-descriptor limit (``ulimit -n``, raised here to the hard limit) that bounds
-how many partitions fit; the mode refuses a count that does not.
+hosts every partition, and every partition keeps its active segment's
+``.log`` open: its indexes are opened only once they hold an entry
+(``LazyIndex``, ``kavka.storage.index.lazy_index``), which the few small
+records written here never make (``bench/descriptors.py`` counts what a
+broker holds). With the process' descriptor limit (``ulimit -n``, raised
+here to the hard limit) that bounds how many partitions fit; the mode
+refuses a count that does not.
 
 Two kills, one after the other, each ``kill -9``:
 
@@ -55,9 +57,10 @@ from kazoo.client import KazooClient
 from kavka.tools.cluster import LocalCluster
 
 PARTITIONS_PER_TOPIC = 100
-# A segment's log, offset index and time index, and each index's mmap (Python's
-# mmap keeps its own duplicate of the descriptor).
-FDS_PER_PARTITION = 5
+# The active segment's .log; its indexes stay closed while they hold no entry
+# (an entry every index.interval.bytes of appends; a partition that has one
+# holds four more: each index's descriptor and the duplicate Python's mmap keeps).
+FDS_PER_PARTITION = 1
 FD_HEADROOM = 2000  # sockets, ZooKeeper, checkpoints, Python's own files
 
 

@@ -99,6 +99,13 @@ class ClusterDemo:
         print(f"[{time.monotonic() - self.t0:6.1f}s] {msg}", flush=True)
 
     def run(self) -> int:
+        from kavka.testing.network import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            print(f"demo --cluster runs every host in a network namespace, which this machine cannot make: {reason}",
+                  file=sys.stderr, flush=True)
+            return 1
         try:
             self.execute()
         except KeyboardInterrupt:
@@ -119,9 +126,10 @@ class ClusterDemo:
             self._run()
         except BaseException:
             self._print_logs()
+            self.teardown(keep_files=True)
+            print(f"kept the brokers', ZooKeeper's and Spark's files in {self.work}", file=sys.stderr, flush=True)
             raise
-        finally:
-            self.teardown()
+        self.teardown()
         return self.report
 
     def _run(self) -> None:
@@ -253,7 +261,7 @@ class ClusterDemo:
     def since(self, before: dict[int, float]) -> dict[int, float]:
         return {i: v - before[i] for i, v in self.bytes_out().items()}
 
-    def teardown(self) -> None:
+    def teardown(self, keep_files: bool = False) -> None:
         if self.spark is not None:
             self.spark.stop()
             self.spark = None
@@ -263,7 +271,8 @@ class ClusterDemo:
         if self.hosts is not None:
             self.hosts.close()
             self.hosts = None
-        shutil.rmtree(self.work, ignore_errors=True)
+        if not keep_files:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     def summary(self) -> None:
         r = self.report

@@ -120,7 +120,10 @@ class ConsumerGroupMembership:
         written = self._written.pop(group_id, WrittenGroup())
         return await self._write(group_id, tombstones(written.records.keys() | snapshot(g).keys()))
 
-    async def heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
+    async def heartbeat(self, group_id: str, req: HeartbeatRequest,
+                        describable: Callable[[set[str]], set[str]] = lambda names: names) -> HeartbeatOutcome:
+        """Answer one ConsumerGroupHeartbeat; ``describable`` keeps the topic
+        names the member's session may DESCRIBE (its regex sees no others)."""
         if not group_id:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, "group id can't be empty")
         code = self.manager.group_error(group_id)
@@ -131,7 +134,7 @@ class ConsumerGroupMembership:
         g = self.groups.get(group_id)
         if g is None:
             g = ConsumerGroup(group_id, list(self.config.assignors), self.config.max_size)
-        outcome = g.heartbeat(req, self.topics())
+        outcome = g.heartbeat(req, self.topics(), describable)
         if g.members or group_id in self.groups:
             self.groups[group_id] = g
         if outcome.error is ErrorCode.NONE and outcome.member_id is not None:

@@ -207,8 +207,10 @@ class GroupCoordinator:
         self.txn_offsets.complete_txn_offsets(partition, producer_id, commit)
 
     # -- consumer-protocol groups (KIP-848) ------------------------------------------------------
-    async def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
-        return await self.consumer.heartbeat(group_id, req)
+    async def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest,
+                                       describable: Callable[[set[str]], set[str]] = lambda names: names,
+                                       ) -> HeartbeatOutcome:
+        return await self.consumer.heartbeat(group_id, req, describable)
 
     def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         return self.consumer.describe(group_id)

@@ -47,7 +47,8 @@ The log, by level of abstraction (as Kafka cuts it):
   broker and cluster it belongs to (Kafka's BrokerMetadataCheckpoint).
 
 Subpackages: ``index`` (``index_file`` under ``offset_index`` and
-``time_index``; ``transaction_index``, the ``.txnindex``), ``producer_state``
+``time_index``, each opened on first use through ``lazy_index``;
+``transaction_index``, the ``.txnindex``), ``producer_state``
 (idempotent and transactional producers, KIP-98: ``manager``, ``entry``,
 ``append_check``, ``snapshot``, ``end_txn_marker``) and ``cleaner`` (log
 compaction, seed 002 §5.4.2: ``thread``, ``manager``, ``cleaner``,

@@ -17,7 +17,11 @@
     to the log end); otherwise every segment from the one holding the
     recovery point is recovered (size + CRC of each batch), and at the first
     truncation every later segment is deleted. Finally the active segment's
-    indexes are sized to ``segment.index.bytes``.
+    indexes are sized to ``segment.index.bytes`` (when they are opened:
+    ``LogSegment.become_active``).
+
+Every segment but the active one ends with its indexes released (no
+mapping, no descriptor): a ``LazyIndex`` maps them again on first lookup.
 
 Runs on a recovery thread before the ``Log`` is shared.
 """
@@ -90,7 +94,7 @@ class LogLoader:
         self.truncated_bytes = 0
 
     def _segment(self, base_offset: int, suffix: str = "") -> LogSegment:
-        return LogSegment(self.dir, base_offset, self.config, self.clock, suffix=suffix)
+        return LogSegment(self.dir, base_offset, self.config, self.clock, suffix=suffix, active=False)
 
     def load(self) -> LoadedLog:
         try:
@@ -147,6 +151,7 @@ class LogLoader:
             if indexes_exist:
                 try:
                     segment.sanity_check()
+                    segment.release_indexes()  # mapped again by the first lookup
                     continue
                 except CorruptIndexError as e:
                     log.warning("rebuilding indexes of %s: %s", segment.log.path, e)
@@ -190,9 +195,12 @@ class LogLoader:
             # not batches (Kafka trusts the file here; we check the tail).
             log.warning("%s ends with bytes that are not a batch; recovering it", active.log.path)
             self.truncated_bytes += active.recover(self.epoch_cache)
-        active.resize_indexes(self.config.segment_index_bytes)
-        active.roll_jitter_ms = self.roll_jitter_ms
         next_offset = active.read_next_offset()
+        # Its indexes were read to find the tail: released too, the first
+        # index entry or lookup opens them again, writable.
+        active.release_indexes()
+        active.become_active()
+        active.roll_jitter_ms = self.roll_jitter_ms
         log_start = max(self.log_start_offset, ordered[0].base_offset)
         return LoadedLog(ordered, next_offset, log_start, min(recovery_point, next_offset), self.truncated_bytes)
 

@@ -12,6 +12,14 @@ Invariants: batch offsets strictly increase and every offset - base fits an
 int32; the index entries point at real batch starts; the time index's last
 entry (or the in-memory maximum) is the segment's largest timestamp.
 
+The two indexes are ``LazyIndex``es (``kavka.storage.index.lazy_index``):
+opened and mapped on first use, never at load when the log shut down
+cleanly and never for an empty index (a lookup there is answered from the
+segment's base), and released again when the segment stops being written
+(``on_become_inactive``), so that an idle segment holds one descriptor, its
+``.log``. The active segment's indexes are opened writable, sized to
+``segment.index.bytes``, by the first index entry or lookup that needs them.
+
 Not thread-safe: the owning ``Log`` serialises mutations under its lock.
 """
 
@@ -26,7 +34,10 @@ from kavka.common.clock import Clock
 from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
-from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex
+from kavka.storage.index.lazy_index import LazyIndex
+from kavka.storage.index.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
+from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex, OffsetPosition
+from kavka.storage.index.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 
 # TXN_INDEX_SUFFIX is re-exported: the segment's file suffixes are named together here
@@ -80,7 +91,10 @@ class LogSegment:
         suffix: str = "",
         roll_jitter_ms: int = 0,
         preallocate: bool = False,
+        active: bool = True,
     ) -> None:
+        """``active``: a segment to be written (a new one); a loaded one is
+        opened inactive and made active by ``become_active``."""
         self.directory = directory
         self.base_offset = base_offset
         self.clock = clock
@@ -93,13 +107,19 @@ class LogSegment:
             preallocate_bytes=config.segment_bytes if preallocate else 0,
         )
         try:
-            self.offset_index = OffsetIndex(
-                directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix), base_offset, self.max_index_size
+            self.lazy_offset_index: LazyIndex[OffsetIndex] = LazyIndex(
+                OffsetIndex,
+                directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix),
+                base_offset,
+                self.max_index_size,
+                writable=active,
             )
-            self.time_index = TimeIndex(
+            self.lazy_time_index: LazyIndex[TimeIndex] = LazyIndex(
+                TimeIndex,
                 directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix),
                 base_offset,
                 self.max_index_size,
+                writable=active,
             )
             self.txn_index = TransactionIndex(directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX, suffix))
         except BaseException:
@@ -107,8 +127,69 @@ class LogSegment:
             raise
         self.created_ms = clock.milliseconds()
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp_so_far: TimestampOffset = self.time_index.last_entry
+        self._max_timestamp_so_far: TimestampOffset | None = None  # read from the time index when first asked
         self._rolling_based_timestamp: int | None = None
+        # on_become_inactive ran and nothing was written since: close() has
+        # nothing to record, and must not open the indexes to find that out
+        self._inactive = not active
+
+    # ---- the indexes ----------------------------------------------------------
+    @property
+    def offset_index(self) -> OffsetIndex:
+        """The offset index, opened on first use."""
+        return self.lazy_offset_index.get()
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The time index, opened on first use."""
+        return self.lazy_time_index.get()
+
+    @property
+    def max_timestamp_so_far(self) -> TimestampOffset:
+        """The largest batch timestamp and its offset (the time index's last
+        entry until an append says more)."""
+        found = self._max_timestamp_so_far
+        if found is None:
+            found = self._time_index_last_entry()
+            self._max_timestamp_so_far = found
+        return found
+
+    @max_timestamp_so_far.setter
+    def max_timestamp_so_far(self, value: TimestampOffset) -> None:
+        self._max_timestamp_so_far = value
+
+    def _time_index_last_entry(self) -> TimestampOffset:
+        if self.lazy_time_index.known_empty:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.time_index.last_entry
+
+    def _offset_lookup(self, offset: int) -> OffsetPosition:
+        """The offset index's lookup; an empty index is not opened for it."""
+        if self.lazy_offset_index.known_empty:
+            return OffsetPosition(self.base_offset, 0)
+        return self.offset_index.lookup(offset)
+
+    def _indexes_full(self) -> bool:
+        oi, ti = self.lazy_offset_index, self.lazy_time_index
+        if oi.known_empty and ti.known_empty:
+            # what the empty indexes say once opened at their full size
+            return oi.max_index_size < OFFSET_ENTRY_SIZE or ti.max_index_size < 2 * TIME_ENTRY_SIZE
+        return self.offset_index.is_full() or self.time_index.is_full()
+
+    def become_active(self) -> None:
+        """The loaded segment that is appended to: its indexes are opened
+        writable, at ``segment.index.bytes``, when first used."""
+        self._inactive = False
+        for lazy in (self.lazy_offset_index, self.lazy_time_index):
+            lazy.writable = True
+            lazy.resize(self.max_index_size)
+
+    def release_indexes(self) -> None:
+        """Unmap the indexes and close their descriptors (a segment no longer
+        written, once checked); the next lookup opens them again."""
+        for lazy in (self.lazy_offset_index, self.lazy_time_index):
+            lazy.writable = False
+            lazy.unload()
 
     # ---- facts ----------------------------------------------------------------
     @property
@@ -133,7 +214,7 @@ class LogSegment:
         """(next offset, end position of the last readable batch header
         chain) from the last index entry; an end short of the file size means
         the tail is not a batch (headers only, no CRC)."""
-        start = self.offset_index.lookup(2**63 - 1).position
+        start = self._offset_lookup(2**63 - 1).position
         next_offset, end = self.base_offset, start
         for pos, header in self.log.headers_from(start):
             next_offset, end = header.next_offset, pos + header.size
@@ -142,7 +223,7 @@ class LogSegment:
     def last_batch(self) -> tuple[int, RecordBatchHeader] | None:
         """Position and header of the last batch (scan from the last index entry)."""
         found = None
-        for pos, header in self.log.headers_from(self.offset_index.lookup(2**63 - 1).position):
+        for pos, header in self.log.headers_from(self._offset_lookup(2**63 - 1).position):
             found = (pos, header)
         return found
 
@@ -150,9 +231,9 @@ class LogSegment:
         """The largest offset the on-disk indexes claim this segment holds
         (-1 if they claim none). Read before recovery rebuilds them."""
         hint = -1
-        if self.offset_index.entries:
+        if not self.lazy_offset_index.known_empty and self.offset_index.entries:
             hint = self.offset_index.last_offset
-        if self.time_index.entries:
+        if not self.lazy_time_index.known_empty and self.time_index.entries:
             hint = max(hint, self.time_index.last_entry.offset)
         return hint
 
@@ -173,6 +254,7 @@ class LogSegment:
             raise ValueError(f"offset {largest_offset} does not fit segment {self.base_offset}")
         position = self.log.size
         written = self.log.append(parts)
+        self._inactive = False
         max_ts = self.max_timestamp_so_far
         if largest_timestamp > max_ts.timestamp:
             max_ts = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
@@ -199,7 +281,7 @@ class LogSegment:
     # ---- lookups --------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, RecordBatchHeader] | None:
         """Position and header of the first batch whose last offset >= offset."""
-        position = max(self.offset_index.lookup(offset).position, starting_position)
+        position = max(self._offset_lookup(offset).position, starting_position)
         for pos, header in self.log.headers_from(position):
             if header.last_offset >= offset:
                 return pos, header
@@ -235,7 +317,9 @@ class LogSegment:
         That tail is at most ``index.interval.bytes`` plus one batch when
         batches are small (read at once and walked in memory); when it is
         larger, the batches are large and few (walked by their size fields)."""
-        indexed = self.offset_index.last_position_at_or_below(window_end)
+        indexed = (
+            None if self.lazy_offset_index.known_empty else self.offset_index.last_position_at_or_below(window_end)
+        )
         start = indexed if indexed is not None and indexed > position else position
         if window_end - start <= _TAIL_READ_BYTES:
             return start + whole_batches_length(self.log.read(start, window_end - start))
@@ -250,8 +334,11 @@ class LogSegment:
         """Batches with max timestamp >= ``timestamp`` and last offset >=
         ``starting_offset``, in offset order, from where the time index and
         offset index say the first one can be."""
-        entry = self.time_index.lookup(timestamp)
-        position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
+        if self.lazy_time_index.known_empty:
+            entry = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        else:
+            entry = self.time_index.lookup(timestamp)
+        position = self._offset_lookup(max(entry.offset, starting_offset)).position
         for pos, header in self.log.headers_from(position):
             if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
                 yield pos, header
@@ -281,8 +368,7 @@ class LogSegment:
         size = self.log.size
         return (
             size > config.segment_bytes - messages_size
-            or self.offset_index.is_full()
-            or self.time_index.is_full()
+            or self._indexes_full()
             or not 0 <= max_offset - self.base_offset <= INT32_MAX
             or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms - self.roll_jitter_ms)
         )
@@ -290,7 +376,14 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """On roll: index the last batch and record the final largest
         timestamp (so the indexes say where the segment ends: recovery uses
-        that as evidence of lost data), then trim the files."""
+        that as evidence of lost data), then trim the files and release the
+        indexes (the next lookup maps them again, read-only). Nothing to do
+        when it ran and nothing was written since (a segment loaded after a
+        clean shutdown: its files were finished when it rolled)."""
+        if self._inactive:
+            return
+        for lazy in (self.lazy_offset_index, self.lazy_time_index):
+            lazy.writable = False
         last = self.last_batch()
         oi = self.offset_index
         if last is not None and (oi.entries == 0 or last[1].last_offset > oi.last_offset) and not oi.is_full():
@@ -301,10 +394,13 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.log.trim()
+        self.release_indexes()
+        self._inactive = True
 
     def resize_indexes(self, size: int) -> None:
-        self.offset_index.resize(size)
-        self.time_index.resize(size)
+        """Size both indexes to ``size`` (when they are opened, if they are not)."""
+        self.lazy_offset_index.resize(size)
+        self.lazy_time_index.resize(size)
 
     # ---- recovery and truncation ----------------------------------------------------
     def sanity_check(self) -> None:
@@ -346,6 +442,7 @@ class LogSegment:
         """Rebuild both indexes from the ``.log``, validating every batch
         (size, magic, CRC32C, increasing offsets that fit this segment);
         truncate at the first bad batch. Returns the bytes truncated."""
+        self._inactive = False
         self.offset_index.reset()
         self.time_index.reset()
         self.offset_index.resize(self.max_index_size)
@@ -373,6 +470,9 @@ class LogSegment:
         if found is None:
             return 0, None
         position, header = found
+        self._inactive = False
+        for lazy in (self.lazy_offset_index, self.lazy_time_index):
+            lazy.writable = True  # the log's end is here now: appends follow
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
         self.txn_index.truncate_to(header.base_offset)
@@ -388,10 +488,10 @@ class LogSegment:
 
     def _max_timestamp_after_truncation(self) -> TimestampOffset:
         best = TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        start = self.time_index.last_entry
+        start = self._time_index_last_entry()
         if start.timestamp > NO_TIMESTAMP:
             best = start
-        position = self.offset_index.lookup(start.offset).position
+        position = self._offset_lookup(start.offset).position
         for _pos, header in self.log.headers_from(position):
             if header.max_timestamp > best.timestamp:
                 best = TimestampOffset(header.max_timestamp, header.last_offset)
@@ -400,22 +500,22 @@ class LogSegment:
     # ---- lifecycle ---------------------------------------------------------------------
     def flush(self) -> None:
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        self.lazy_offset_index.flush()
+        self.lazy_time_index.flush()
         self.txn_index.flush()
 
     def close(self) -> None:
         """Record the final timestamp entry, trim the indexes, close."""
         try:
-            if not self.log.closed and not self.time_index.closed:
+            if not self.log.closed and not self._inactive:
                 self.on_become_inactive()
         finally:
-            self.offset_index.close()
-            self.time_index.close()
+            self.lazy_offset_index.close()
+            self.lazy_time_index.close()
             self.log.close()
 
     def close_quietly(self) -> None:
-        for part in ("offset_index", "time_index", "log"):
+        for part in ("lazy_offset_index", "lazy_time_index", "log"):
             obj = getattr(self, part, None)
             if obj is not None:
                 obj.close_quietly()
@@ -424,15 +524,15 @@ class LogSegment:
         """Rename the three files from suffix ``old`` to ``new``; the index
         files are renamed first, so a crash leaves the ``.log`` with the old
         suffix (the unit recovery reasons about)."""
-        for obj, kind in ((self.offset_index, INDEX_SUFFIX), (self.time_index, TIME_INDEX_SUFFIX)):
-            obj.rename_to(self.directory / segment_file_name(self.base_offset, kind, new))
+        for lazy, kind in ((self.lazy_offset_index, INDEX_SUFFIX), (self.lazy_time_index, TIME_INDEX_SUFFIX)):
+            lazy.rename_to(self.directory / segment_file_name(self.base_offset, kind, new))
         self.txn_index.rename(self.directory / segment_file_name(self.base_offset, TXN_INDEX_SUFFIX, new))
         self.log.rename_to(self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new))
         self.suffix = new
 
     def delete_files(self) -> None:
-        self.offset_index.delete_file()
-        self.time_index.delete_file()
+        self.lazy_offset_index.delete_file()
+        self.lazy_time_index.delete_file()
         self.txn_index.delete_file()
         self.log.delete_file()
 

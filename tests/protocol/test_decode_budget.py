@@ -125,8 +125,38 @@ def _produce(version: int, partitions: int) -> M.ProduceRequest:
         P.TopicData.PartitionData(index=p, records=batch) for p in range(100)]) for t in range(partitions // 100)])
 
 
+def _leader_and_isr(version: int, partitions: int) -> M.LeaderAndIsrRequest:
+    # The controller's full state to a broker after a failure: every partition, RF 3.
+    L = M.LeaderAndIsrRequest
+    return L(controller_id=1, controller_epoch=3, broker_epoch=10**6, topic_states=[
+        L.TopicStates(topic_name=f"failover-{t:04d}", topic_id=uuid.UUID(int=t + 1), partition_states=[
+            L.TopicStates.PartitionStates(partition_index=p, controller_epoch=3, leader=1, leader_epoch=2, isr=[0, 1],
+                                          partition_epoch=5, replicas=[0, 1, 2], is_new=False)
+            for p in range(100)]) for t in range(partitions // 100)],
+        live_leaders=[L.LiveLeaders(broker_id=i, host_name="127.0.0.1", port=40000 + i) for i in range(3)])
+
+
+def _update_metadata(version: int, partitions: int) -> M.UpdateMetadataRequest:
+    U = M.UpdateMetadataRequest
+    return U(controller_id=1, controller_epoch=3, broker_epoch=10**6, topic_states=[
+        U.TopicStates(topic_name=f"failover-{t:04d}", topic_id=uuid.UUID(int=t + 1), partition_states=[
+            U.TopicStates.PartitionStates(partition_index=p, controller_epoch=3, leader=1, leader_epoch=2, isr=[0, 1],
+                                          zk_version=5, replicas=[0, 1, 2])
+            for p in range(100)]) for t in range(partitions // 100)])
+
+
+def _stop_replica(version: int, partitions: int) -> M.StopReplicaRequest:
+    S = M.StopReplicaRequest
+    return S(controller_id=1, controller_epoch=3, broker_epoch=10**6, topic_states=[
+        S.TopicStates(topic_name=f"failover-{t:04d}", partition_states=[
+            S.TopicStates.PartitionStates(partition_index=p, leader_epoch=2) for p in range(100)])
+        for t in range(partitions // 100)])
+
+
 # What the clients Kavka serves send, at sizes far past the allowance: the
-# librdkafka/Java versions and the older ones of aiokafka and kafka-python.
+# librdkafka/Java versions and the older ones of aiokafka and kafka-python;
+# and what Kavka's controller sends its brokers (the versions it speaks,
+# kavka.controller.broker_transport) for a cluster of 30,000 partitions.
 LEGITIMATE = [
     ("Fetch", 1, v, _fetch, 20_000) for v in (4, 11, 12, 16)
 ] + [
@@ -139,6 +169,12 @@ LEGITIMATE = [
     ("ListOffsets", 2, v, _list_offsets, 20_000) for v in (1, 7)
 ] + [
     ("Produce", 0, v, _produce, 10_000) for v in (3, 9)
+] + [
+    ("LeaderAndIsr", 4, v, _leader_and_isr, 30_000) for v in (2, 5)
+] + [
+    ("UpdateMetadata", 6, v, _update_metadata, 30_000) for v in (5, 7)
+] + [
+    ("StopReplica", 5, 3, _stop_replica, 30_000)
 ]
 
 

@@ -118,7 +118,9 @@ class CrashSafety(RuleBasedStateMachine):
             with open(last, "ab") as f:
                 f.write(rng.randbytes(rng.randint(1, 300)))
         elif mode == "index_junk":
-            last = sorted(self.dir.glob("*.index"))[-1]
+            # the last segment's index; a segment never indexed has no file
+            # yet (LazyIndex): the junk makes one
+            last = sorted(self.dir.glob("*.log"))[-1].with_suffix(".index")
             with open(last, "ab") as f:
                 f.write(rng.randbytes(rng.randint(1, 40)))
         self._reopen(expected_max=len(self.model))

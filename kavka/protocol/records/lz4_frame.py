@@ -138,8 +138,8 @@ def _need(view: memoryview, pos: int, n: int, what: str) -> None:
 def decompress_frames(
     data: bytes | bytearray | memoryview,
     max_size: int,
-    linked_fallback: Callable[[memoryview, int, int], bytes],
-) -> bytes:
+    linked_fallback: Callable[[memoryview, int, int], bytes | bytearray],
+) -> bytearray:
     """Decode every frame in ``data``; output never exceeds ``max_size``.
 
     ``linked_fallback(view, max_size, size_hint)`` decodes input holding a
@@ -187,7 +187,8 @@ def decompress_frames(
             raise Lz4FrameError(f"lz4 frame header checksum {view[desc_end]:#04x} != {expected_hc:#04x}")
         if not flg & FLG_BLOCK_INDEPENDENT:
             hint = content_size if content_size is not None else 0
-            return bytes(out) + linked_fallback(view[pos:], max_size - len(out), hint)
+            out += linked_fallback(view[pos:], max_size - len(out), hint)
+            return out
         pos = desc_end + 1
         frame_start = len(out)
         if len(scratch) < block_max:
@@ -228,4 +229,4 @@ def decompress_frames(
             raise Lz4FrameError(
                 f"lz4 frame declares {content_size} bytes but its blocks hold {len(out) - frame_start}"
             )
-    return bytes(out)
+    return out

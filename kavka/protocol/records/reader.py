@@ -70,7 +70,7 @@ def records_section(
     header: RecordBatchHeader,
     *,
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
-) -> bytes | memoryview:
+) -> bytes | bytearray | memoryview:
     """The (decompressed) bytes holding the records of a validated batch."""
     body = memoryview(batch).cast("B")[HEADER_SIZE : header.size]
     codec_id = header.attributes & 0x07

@@ -53,23 +53,23 @@ def group_segments_by_size(
     while i < len(segments):
         group = [segments[i]]
         log_size = segments[i].size
-        index_size = segments[i].offset_index.size_in_bytes
-        time_size = segments[i].time_index.size_in_bytes
+        index_size = segments[i].lazy_offset_index.size_in_bytes
+        time_size = segments[i].lazy_time_index.size_in_bytes
         i += 1
         while i < len(segments):
             seg = segments[i]
             upper = segments[i + 1].base_offset if i + 1 < len(segments) else end_offset
             if (
                 log_size + seg.size > max_size
-                or index_size + seg.offset_index.size_in_bytes > max_index_size
-                or time_size + seg.time_index.size_in_bytes > max_index_size
+                or index_size + seg.lazy_offset_index.size_in_bytes > max_index_size
+                or time_size + seg.lazy_time_index.size_in_bytes > max_index_size
                 or upper - 1 - group[0].base_offset > INT32_MAX
             ):
                 break
             group.append(seg)
             log_size += seg.size
-            index_size += seg.offset_index.size_in_bytes
-            time_size += seg.time_index.size_in_bytes
+            index_size += seg.lazy_offset_index.size_in_bytes
+            time_size += seg.lazy_time_index.size_in_bytes
             i += 1
         groups.append(group)
     return groups

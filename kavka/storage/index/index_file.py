@@ -13,6 +13,14 @@ the mapping would turn a full disk into SIGBUS on a page of the sparse
 preallocated file; ``pwrite`` turns it into an ``OSError`` the log reports
 as KAFKA_STORAGE_ERROR.
 
+Descriptors: a mapping needs no descriptor once made, but Python's ``mmap``
+keeps a duplicate of the one it was made from, so a mapped index costs one
+descriptor, and one more while its own is open for writes. An index opened
+with ``keep_descriptor=False`` (a segment that is no longer written) closes
+its own right after mapping; a write, truncation or resize opens it again.
+``flush`` fsyncs through a descriptor of its own, opened by path, so a flush
+on a background thread never races a close on the event loop.
+
 Entry counting on open: valid entries are strictly increasing, so an all-zero
 entry can only be the first one; the first all-zero entry after slot 0 marks
 the end of the used part (a preallocated file left behind by a crash).
@@ -32,13 +40,19 @@ from pathlib import Path
 class IndexFile:
     """A preallocatable file of ``entry_size``-byte entries with an mmap view."""
 
-    __slots__ = ("path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero")
+    __slots__ = (
+        "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty"
+    )
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int, entry_size: int) -> None:
+    def __init__(
+        self, path: Path, base_offset: int, max_index_size: int, entry_size: int, *, keep_descriptor: bool = True
+    ) -> None:
         self.path = path
         self.base_offset = base_offset
         self.entry_size = entry_size
         self._zero = bytes(entry_size)
+        self._closed = False
+        self._dirty = False
         existed = path.exists() and path.stat().st_size > 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mmap: mmap.mmap | None = None
@@ -52,6 +66,8 @@ class IndexFile:
                 self._length = 0
                 self._entries = 0
                 self.resize(max_index_size)
+            if not keep_descriptor:
+                self.release_descriptor()
         except BaseException:
             self.close_quietly()
             raise
@@ -62,7 +78,27 @@ class IndexFile:
             self._mmap.close()
             self._mmap = None
         if self._length > 0:
-            self._mmap = mmap.mmap(self._fd, self._length, access=mmap.ACCESS_READ)
+            self._mmap = mmap.mmap(self._descriptor(), self._length, access=mmap.ACCESS_READ)
+
+    def _descriptor(self) -> int:
+        """The index's own descriptor, opened again if it was released."""
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+        if self._fd < 0:
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd
+
+    def release_descriptor(self) -> None:
+        """Close the index's own descriptor; lookups go on through the
+        mapping (which holds Python's duplicate of it), the next write opens
+        it again."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def holds_descriptor(self) -> bool:
+        return self._fd >= 0
 
     def _count_entries(self, slots: int) -> int:
         """Entries in use: up to the first all-zero entry after slot 0. A
@@ -119,7 +155,8 @@ class IndexFile:
         """Append one encoded entry. The caller checks ordering and fullness."""
         if self._entries >= self.max_entries:
             raise IndexError(f"index {self.path} is full ({self._entries} entries)")
-        os.pwrite(self._fd, raw, self._entries * self.entry_size)
+        os.pwrite(self._descriptor(), raw, self._entries * self.entry_size)
+        self._dirty = True
         self._entries += 1
 
     def truncate_to_entries(self, n: int) -> None:
@@ -128,7 +165,8 @@ class IndexFile:
             return
         dropped = (self._entries - n) * self.entry_size
         try:
-            os.pwrite(self._fd, bytes(dropped), n * self.entry_size)
+            self._dirty = True
+            os.pwrite(self._descriptor(), bytes(dropped), n * self.entry_size)
         finally:
             self._entries = n  # in memory at least; a crash re-checks the file on load
 
@@ -139,26 +177,41 @@ class IndexFile:
         """Set the file length to ``new_size`` rounded down to whole entries
         (never below the entries in use). Returns whether it changed."""
         rounded = max(new_size - new_size % self.entry_size, self._entries * self.entry_size)
-        if rounded == self._length and os.fstat(self._fd).st_size == rounded:
+        if rounded == self._length and self._file_size() == rounded:
             return False
+        fd = self._descriptor()
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        os.ftruncate(self._fd, rounded)
+        os.ftruncate(fd, rounded)
+        self._dirty = True
         self._length = rounded
         self._map()
         return True
 
+    def _file_size(self) -> int:
+        if self._fd >= 0:
+            return os.fstat(self._fd).st_size
+        return os.stat(self.path).st_size
+
     def trim_to_valid_size(self) -> None:
         self.resize(self._entries * self.entry_size)
 
+    @property
+    def dirty(self) -> bool:
+        """Written (entries, truncation, size) since the last ``flush``."""
+        return self._dirty
+
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        """fsync what was written since the last flush (nothing: no syscall)."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        fsync_index_file(self.path)
 
     def close(self) -> None:
         """Trim and release the file."""
-        if self._fd < 0:
+        if self._closed:
             return
         try:
             self.trim_to_valid_size()
@@ -167,6 +220,7 @@ class IndexFile:
 
     def close_quietly(self) -> None:
         """Release the mapping and descriptor without trimming (crash-like)."""
+        self._closed = True
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
@@ -176,7 +230,7 @@ class IndexFile:
 
     @property
     def closed(self) -> bool:
-        return self._fd < 0
+        return self._closed
 
     def rename_to(self, new_path: Path) -> None:
         if self.path.exists():
@@ -185,8 +239,22 @@ class IndexFile:
 
     def delete_file(self) -> bool:
         self.close_quietly()
+        self._dirty = False
         try:
             self.path.unlink()
             return True
         except FileNotFoundError:
             return False
+
+
+def fsync_index_file(path: Path) -> None:
+    """fsync an index file through a descriptor of its own. A file gone
+    meanwhile (its segment deleted or renamed away) has nothing to keep."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -44,8 +44,8 @@ class OffsetIndex(IndexFile):
 
     __slots__ = ("_last_offset",)
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        super().__init__(path, base_offset, max_index_size, ENTRY_SIZE)
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, keep_descriptor: bool = True) -> None:
+        super().__init__(path, base_offset, max_index_size, ENTRY_SIZE, keep_descriptor=keep_descriptor)
         self._last_offset = self.entry(self.entries - 1).offset if self.entries else base_offset
 
     def entry(self, n: int) -> OffsetPosition:

@@ -43,8 +43,8 @@ class TimeIndex(IndexFile):
 
     __slots__ = ("_last",)
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        super().__init__(path, base_offset, max_index_size, ENTRY_SIZE)
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, *, keep_descriptor: bool = True) -> None:
+        super().__init__(path, base_offset, max_index_size, ENTRY_SIZE, keep_descriptor=keep_descriptor)
         self._last = self.entry(self.entries - 1) if self.entries else TimestampOffset(NO_TIMESTAMP, base_offset)
 
     def entry(self, n: int) -> TimestampOffset:
