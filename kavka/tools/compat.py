@@ -362,7 +362,7 @@ def scenario_config(scenario_file: Path, brokers: int = 3) -> dict[str, str]:
     return {
         "auto.create.topics.enable": str(scenario.get("auto_create_topics", "true")).lower(),
         "num.partitions": str(scenario.get("num_partitions", 1)),
-        "default.replication.factor": str(scenario.get("replication_factor", min(brokers, 3))),
+        "default.replication.factor": str(min(int(scenario.get("replication_factor", 3)), brokers)),
         # trivup's brokers run Kafka's ACL authorizer (0081 creates, lists
         # and deletes ACLs and expects an authorizer); with no ACL on a
         # resource everyone is allowed, so the other tests run unhindered.
@@ -381,12 +381,11 @@ def start_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None
     return cluster
 
 
-def start_secured_cluster(scenario_file: Path, data_dir: Path,
-                          say: Callable[[str], None]) -> tuple[LocalCluster, SecuredScenario]:
+def start_secured_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None],
+                          brokers: int = 3) -> tuple[LocalCluster, SecuredScenario]:
     """The suite's scenario on ``kavka up --secure``'s listeners (SASL_SSL
     with SCRAM, SSL with client certificates), sessions lasting
     ``REAUTH_MS`` (KIP-368), and the test.conf and files for it."""
-    brokers = 3
     config = scenario_config(scenario_file, brokers)
     config["connections.max.reauth.ms"] = str(REAUTH_MS)
     say(f"cluster {SECURED_SCENARIO} ({scenario_file.stem} secured): {brokers} brokers, SASL_SSL (SCRAM) and SSL "

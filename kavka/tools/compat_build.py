@@ -101,9 +101,18 @@ def locate_source(given: str | None = None) -> Path:
 RAPIDJSON_HEADER = Path("/usr/include/rapidjson/rapidjson.h")
 
 
+# Debian's libssl-dev: without it configure builds no SSL (nor SCRAM,
+# OAUTHBEARER) and the suite's SSL and SASL tests are skipped; a build
+# without it gets a key of its own (the key of a build with it is the one
+# it always had, so existing caches stay valid).
+OPENSSL_HEADER = Path("/usr/include/openssl/ssl.h")
+
+
 def cache_key(source: Path) -> str:
     h = hashlib.sha256()
     h.update(f"{CONFIGURE_ARGS} rapidjson={RAPIDJSON_HEADER.is_file()}".encode())
+    if not OPENSSL_HEADER.is_file():
+        h.update(b" openssl=False")
     if source.is_file():
         with source.open("rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):

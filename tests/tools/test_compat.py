@@ -12,6 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
+from kavka.tools import compat_build
 from kavka.tools.compat import (
     FAIL,
     FULL_MODE_SUBTESTS,
@@ -232,3 +233,14 @@ def test_asked_for_tests_that_are_not_broker_tests_are_named(tests_dir):
         "not run here",
         "0072: 0072_headers_ut needs no broker (local, mock or unit test: TEST_F_LOCAL), not run here",
         "9999: no such test in this librdkafka's tests/test.c"]
+
+
+def test_a_build_without_openssl_gets_its_own_cache_key(tmp_path, monkeypatch):
+    tarball = tmp_path / "src.tar.gz"
+    tarball.write_bytes(b"not really a tarball")
+    header = tmp_path / "ssl.h"
+    header.write_text("")
+    monkeypatch.setattr(compat_build, "OPENSSL_HEADER", header)
+    with_ssl = compat_build.cache_key(tarball)
+    header.unlink()
+    assert compat_build.cache_key(tarball) != with_ssl
