@@ -96,7 +96,8 @@ demo: venv deps
 # cluster: brokers on hosts b0..b2 (network namespaces, broker.rack = host),
 # the Spark master on its own host, a worker on b0 and on b1 whose
 # executors read from their host's replica (KIP-392); the worker on b1 and
-# broker 1 are killed -9 mid-stream and restarted. Needs root. DEMO_ARGS:
+# broker 1 are killed -9 mid-stream and restarted, then b0 is cut from a
+# leader's host for 10 s. Needs root. DEMO_ARGS:
 # e.g. --days 31.
 demo-cluster: venv deps
 	$(BIN)/python -m pipelines.flights demo --cluster $(DEMO_ARGS)

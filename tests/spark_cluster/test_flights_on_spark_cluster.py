@@ -1,8 +1,9 @@
 """The flights pipeline on a Spark standalone cluster whose two workers sit
 on broker hosts (network namespaces), with the worker on b1 killed -9
-mid-stream (its executor with it) and started again, and broker 1 killed
--9 and started again (``pipelines.flights_cluster``, what ``make
-demo-cluster`` runs for the whole year; here two days).
+mid-stream (its executor with it) and started again, broker 1 killed -9
+and started again, and b0 cut from a leader's host for 10 s
+(``pipelines.flights_cluster``, what ``make demo-cluster`` runs for the
+whole year; here two days).
 
 The streaming result equals the batch recomputation and the compacted
 topic, exactly; and the brokers' metrics show the executors read from the
@@ -37,7 +38,7 @@ def test_flights_on_a_spark_cluster_survive_a_worker_and_a_broker_kill():
     demo.summary()
     assert r.loaded > 1500
     assert r.rows_in == r.loaded
-    assert [f for f, _ in r.faults] == list(FAULTS)
+    assert [f.split()[0] for f, _ in r.faults] == [f.split()[0] for f in FAULTS]
     assert r.batches > len(FAULTS)
     assert r.equal_stream and r.equal_topic
     assert r.executors_after_restart >= 1  # the restarted worker runs an executor of the application again
