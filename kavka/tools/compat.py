@@ -13,8 +13,9 @@ any cluster named in its ``test.conf``. This driver:
    manual 8000 series need no broker and are left out;
 3. starts a local cluster with the suite's scenario (``tests/scenarios``:
    ``default`` is 3 brokers, topic auto-creation, 4 partitions, replication
-   factor 3; tests of the ``noautocreate`` scenario get a second cluster
-   with auto-creation off);
+   factor 3; each broker in rack ``RACK<id>`` with the rack-aware replica
+   selector, as trivup sets them up; tests of the ``noautocreate`` scenario
+   get a second cluster with auto-creation off);
 4. runs each test number in its own ``test-runner`` process
    (``TESTS=NNNN ./test-runner -p1 -Q -E -L``, ``TEST_KAFKA_VERSION``,
    ``TEST_CONSUMER_GROUP_PROTOCOL``) with a timeout, and reads each named
@@ -50,6 +51,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kavka.common.broker_config_keys import RACK_AWARE_REPLICA_SELECTOR
 from kavka.tools.cluster import LocalCluster
 from kavka.tools.compat_build import REPO_ROOT, BuildFailed, Runner, SourceMissing, build, locate_source
 
@@ -270,9 +272,15 @@ def start_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None
         # resource everyone is allowed, so the other tests run unhindered.
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
+        # trivup gives each broker of Kafka >= 2.4 the rack RACK<id> and the
+        # rack-aware replica selector (KIP-392): 0101 reads from the
+        # follower in its client.rack and skips when the racks are not so.
+        "replica.selector.class": RACK_AWARE_REPLICA_SELECTOR,
     }
-    say(f"cluster {scenario_file.stem}: {brokers} brokers, " + ", ".join(f"{k}={v}" for k, v in config.items()))
-    cluster = LocalCluster(brokers, data_dir, 0, None, None, config)
+    racks = [f"RACK{i}" for i in range(brokers)]
+    say(f"cluster {scenario_file.stem}: {brokers} brokers, racks {racks}, "
+        + ", ".join(f"{k}={v}" for k, v in config.items()))
+    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, racks=racks)
     cluster.start(progress=lambda m: say(f"  {m}"))
     return cluster
 
