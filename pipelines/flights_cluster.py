@@ -24,10 +24,14 @@ Steps, announced like ``make demo``'s:
    application a new executor there), kill -9 broker 1 (which served the
    reads of ``b1``'s executor), start it again, then cut the network
    between ``b0`` (a worker and broker 0) and the host of a ``flights``
-   leader for ``CUT_SECONDS`` (both directions, packets dropped: broker 0
-   leaves that leader's ISR, so ``b0``'s executor goes back to the leader
-   it cannot reach and retries until the cut heals, within the reader's
-   ``default.api.timeout.ms``). A stream that ends before every fault was
+   leader for ``CUT_SECONDS`` (both directions, packets dropped). A reader
+   on ``b0`` of a partition led there asks the leader first (which sends
+   it to the replica on ``b0``): it cannot reach it and retries until the
+   cut heals, within the reader's ``default.api.timeout.ms``; the sink's
+   producers on ``b0`` wait the same way for leaders there. Broker 0
+   stays in the ISR of ``flights``: nothing is written to it during the
+   stream, and a follower at its leader's end offset is caught up
+   (Kafka's rule). A stream that ends before every fault was
    made fails the run: ``max_offsets_per_trigger`` sets how many
    micro-batches there are;
 4. wait until the worker is registered again and brokers 0 and 1 are in
