@@ -13,8 +13,9 @@ any cluster named in its ``test.conf``. This driver:
    manual 8000 series need no broker and are left out;
 3. starts a local cluster with the suite's scenario (``tests/scenarios``:
    ``default`` is 3 brokers, topic auto-creation, 4 partitions, replication
-   factor 3; tests of the ``noautocreate`` scenario get a second cluster
-   with auto-creation off);
+   factor 3; each broker in rack ``RACK<id>`` with the rack-aware replica
+   selector, as trivup sets them up; tests of the ``noautocreate`` scenario
+   get a second cluster with auto-creation off);
 4. runs each test number in its own ``test-runner`` process
    (``TESTS=NNNN ./test-runner -p1 -Q -E -L``, ``TEST_KAFKA_VERSION``,
    ``TEST_CONSUMER_GROUP_PROTOCOL``) with a timeout, and reads each named
@@ -57,6 +58,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kavka.common.broker_config_keys import RACK_AWARE_REPLICA_SELECTOR
 from kavka.tools.cluster import LocalCluster
 from kavka.tools.compat_build import REPO_ROOT, BuildFailed, Runner, SourceMissing, build, locate_source
 from kavka.tools.compat_secure import REAUTH_MS, SecuredScenario, secured_scenario
@@ -368,15 +370,26 @@ def scenario_config(scenario_file: Path, brokers: int = 3) -> dict[str, str]:
         # resource everyone is allowed, so the other tests run unhindered.
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
+        # trivup gives each broker of Kafka >= 2.4 the rack RACK<id> and the
+        # rack-aware replica selector (KIP-392): 0101 reads from the
+        # follower in its client.rack and skips when the racks are not so.
+        "replica.selector.class": RACK_AWARE_REPLICA_SELECTOR,
     }
+
+
+def trivup_racks(brokers: int) -> list[str]:
+    """trivup's racks: RACK<id> per broker (Kafka >= 2.4)."""
+    return [f"RACK{i}" for i in range(brokers)]
 
 
 def start_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None]) -> LocalCluster:
     """A 3-broker cluster configured as the suite's trivup scenario asks."""
     brokers = 3
     config = scenario_config(scenario_file, brokers)
-    say(f"cluster {scenario_file.stem}: {brokers} brokers, " + ", ".join(f"{k}={v}" for k, v in config.items()))
-    cluster = LocalCluster(brokers, data_dir, 0, None, None, config)
+    racks = trivup_racks(brokers)
+    say(f"cluster {scenario_file.stem}: {brokers} brokers, racks {racks}, "
+        + ", ".join(f"{k}={v}" for k, v in config.items()))
+    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, racks=racks)
     cluster.start(progress=lambda m: say(f"  {m}"))
     return cluster
 
@@ -390,7 +403,7 @@ def start_secured_cluster(scenario_file: Path, data_dir: Path, say: Callable[[st
     config["connections.max.reauth.ms"] = str(REAUTH_MS)
     say(f"cluster {SECURED_SCENARIO} ({scenario_file.stem} secured): {brokers} brokers, SASL_SSL (SCRAM) and SSL "
         "(client certificates) listeners, " + ", ".join(f"{k}={v}" for k, v in config.items()))
-    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, secure=True)
+    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, secure=True, racks=trivup_racks(brokers))
     try:
         cluster.start(progress=lambda m: say(f"  {m}"))
         assert cluster.secure is not None
