@@ -36,9 +36,10 @@ $(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/recor
 
 venv: $(STAMP)
 
-# System packages: ZooKeeper (Debian's), kcat and rapidjson-dev (the
+# System packages: ZooKeeper (Debian's), kcat, rapidjson-dev (the
 # librdkafka suite's tests that need RapidJSON: make compat and its smoke in
-# make test), and chromium (the console's browser tests drive Debian's build
+# make test) and libssl-dev (its SSL build: TLS, SCRAM and OAUTHBEARER, for
+# the suite's SSL and SASL tests), and chromium (the console's browser tests drive Debian's build
 # through Playwright; no browser is downloaded), installed only when missing.
 # kavka/tools/zookeeper.py runs java with /usr/share/java/zookeeper.jar; the
 # zookeeper package brings that jar (libzookeeper-java) and a JRE.
@@ -48,6 +49,7 @@ deps:
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	test -f /usr/include/rapidjson/rapidjson.h || missing="$$missing rapidjson-dev"; \
+	test -f /usr/include/openssl/ssl.h || missing="$$missing libssl-dev"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
