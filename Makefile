@@ -20,10 +20,10 @@ help:
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "              (prints the console's and the metrics URLs; DEMO_ARGS=--keep keeps them up until Ctrl-C)"
 	@echo "make demo-cluster - the same on a Spark standalone cluster (master, two workers) on hosts in network namespaces"
-	@echo "              beside the brokers, a worker and a broker killed mid-stream (root)"
+	@echo "              beside the brokers, a worker and a broker killed and a network cut mid-stream (root)"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 	@echo "make chaos  - brokers and a ZooKeeper ensemble in network namespaces under a seeded random fault schedule, checked Jepsen-style (root; CHAOS_MINUTES, CHAOS_SEED)"
-	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with kills (root)"
+	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with the kills and the cut (root)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
 # setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
