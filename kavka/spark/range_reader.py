@@ -14,7 +14,9 @@ bench/README.md keeps the figures that led to this choice.
 Fetch loop: a Fetch (v4+ with the isolation level, so read_committed stops
 at the last stable offset and lists aborted transactions) for the range's
 next offset, ``kafka.max.partition.fetch.bytes`` (default 8 MiB) at a
-time, one Arrow batch per fetch, until ``end``. Leader changes and broken
+time, one Arrow batch per fetch, until ``end``; the next fetch is sent
+before a batch is handed to Spark, so the broker serves it while the JVM
+takes in the batch (one fetch in flight per range, never more). Leader changes and broken
 connections (a broker killed) refresh metadata and retry against the new
 leader until ``kafka.default.api.timeout.ms``; positions are kept, so
 nothing is skipped or read twice.
@@ -102,17 +104,40 @@ class RangeReader:
         loop = asyncio.new_event_loop()
         cluster = cluster_for(self.options.bootstrap_servers, dict(self.options.client), self.options.security)
         builder = ColumnBuilder(r.topic, r.partition, self.options.include_headers, r.start)
+        fetch: asyncio.Task[None] | None = None  # the next fetch, already sent
         try:
-            while builder.next_offset < r.end:
-                before = builder.next_offset
-                loop.run_until_complete(self._fetch_into(cluster, builder))
-                if len(builder):
-                    yield builder.record_batch()
-                elif builder.next_offset == before:
-                    break  # the rest of the range is lost and skipped (failOnDataLoss=false)
+            while True:
+                if fetch is None:
+                    if builder.next_offset >= r.end:
+                        break
+                    before = builder.next_offset
+                    loop.run_until_complete(self._fetch_into(cluster, builder))
+                else:
+                    loop.run_until_complete(fetch)
+                    fetch = None
+                if not len(builder):
+                    if builder.next_offset == before:
+                        break  # the rest of the range is lost and skipped (failOnDataLoss=false)
+                    continue
+                batch = builder.record_batch()
+                if builder.next_offset < r.end:
+                    # Pipelining: the next Fetch goes out before this batch is
+                    # handed to Spark, so the broker reads and sends it while
+                    # the JVM takes in this one. The task may already add to
+                    # ``builder`` in the loop's next turns, so ``builder`` is
+                    # looked at again only once the task is done.
+                    before = builder.next_offset
+                    fetch = loop.create_task(self._fetch_into(cluster, builder))
+                    loop.run_until_complete(asyncio.sleep(0))  # sent: the task now waits for the answer
+                yield batch
         finally:
-            loop.run_until_complete(cluster.close())
-            loop.close()
+            try:
+                if fetch is not None:  # the reading stopped early: drop the fetch in flight
+                    fetch.cancel()
+                    loop.run_until_complete(asyncio.gather(fetch, return_exceptions=True))
+            finally:
+                loop.run_until_complete(cluster.close())
+                loop.close()
 
     async def _fetch_into(self, cluster: Cluster, builder: ColumnBuilder) -> None:
         """One successful fetch appended to ``builder`` (or the data-loss
