@@ -90,7 +90,7 @@ class ColumnBuilder:
     def __len__(self) -> int:
         return len(self._columns)
 
-    def add_fetch(self, data: bytes, end: int, aborted: Iterable[tuple[int, int]] = (),
+    def add_fetch(self, data: bytes | memoryview, end: int, aborted: Iterable[tuple[int, int]] = (),
                   read_committed: bool = True) -> None:
         """Append the records of ``data`` (one partition's fetched bytes)
         in ``[self.next_offset, end)``; ``aborted`` holds ``(first_offset,
@@ -141,7 +141,7 @@ class _CColumns:
     def __len__(self) -> int:
         return len(self.cols)
 
-    def add_batch(self, data: bytes, pos: int, h: RecordBatchHeader, start: int, end: int) -> None:
+    def add_batch(self, data: bytes | memoryview, pos: int, h: RecordBatchHeader, start: int, end: int) -> None:
         # The batch's CRC32C and header were checked by iter_batches.
         section = records_section(memoryview(data)[pos:pos + h.size], h)
         try:
@@ -188,12 +188,12 @@ class _ListColumns:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add_batch(self, data: bytes, pos: int, h: RecordBatchHeader, start: int, end: int) -> None:
+    def add_batch(self, data: bytes | memoryview, pos: int, h: RecordBatchHeader, start: int, end: int) -> None:
         from aiokafka.errors import CorruptRecordException
         from aiokafka.record.default_records import DefaultRecordBatch
 
         try:
-            records = list(DefaultRecordBatch(data[pos:pos + h.size]))
+            records = list(DefaultRecordBatch(bytes(data[pos:pos + h.size])))
         except (ValueError, IndexError, CorruptRecordException) as e:
             raise CorruptRecordBatch(f"batch at offset {h.base_offset}: {e}") from None
         if not (start <= h.base_offset and h.base_offset + h.last_offset_delta < end):
