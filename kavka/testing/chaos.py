@@ -223,7 +223,7 @@ def _conduct(conductor: Conductor, nemesis: Nemesis, clock: Clock, start: float,
             heal()
             conductor.healed(f)
             history.nemesis.append(NemesisEvent(start + f.began, clock.now(), f.step.kind, f.detail))
-            why = (f" (early: the plan ended it at {f.step.end:.1f}s, before the next fault's start)" if action.early
+            why = (f" (early: the plan ended it at {start + f.step.end:.1f}s, before the next fault's start)" if action.early
                    else f" ({action.late:.1f}s late)" if action.late >= 1 else "")
             early += action.early
             say(f"{clock.now():7.1f}s heal   {f.step.kind}: {f.detail}{why}")
