@@ -135,6 +135,17 @@ class _Threads:
             self.errors.append(f"threads still running after {timeout:.0f} s: {alive}")
 
 
+def producer_is_dead(error: Any) -> bool:
+    """Whether a producer that raised ``error`` can do no more: a fatal
+    error, or librdkafka's ``_FATAL`` (-150), which every ``produce`` of a
+    producer already in the fatal state raises without the fatal flag (the
+    fatal error itself may have come in a delivery report or the error
+    callback, never raised)."""
+    from confluent_kafka import KafkaError
+
+    return bool(error.fatal()) or error.code() == KafkaError._FATAL
+
+
 class _Producing(_Threads):
     """One producer thread writing ``<prefix><n>`` round-robin over partitions."""
 
@@ -182,7 +193,7 @@ class _Producing(_Threads):
             except BufferError:
                 producer.poll(0.1)
             except KafkaException as e:
-                if not e.args[0].fatal():
+                if not producer_is_dead(e.args[0]):
                     # e.g. _UNKNOWN_TOPIC: a broker just restarted answered
                     # metadata before the controller told it anything; the
                     # record was not taken, try again shortly
