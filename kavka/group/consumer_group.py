@@ -19,6 +19,17 @@ Three epochs drive it (KIP-848 "Group Epoch", "Target Assignment",
 over); ``remove_member`` is the fencing the session timer does. Errors are
 Kafka's: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
 UNSUPPORTED_ASSIGNOR, GROUP_MAX_SIZE_REACHED, INVALID_REQUEST.
+
+A subscribed regex is resolved on the heartbeat of a member that uses it,
+with that member's rights: the topics it fully matches (internal ones
+never) that the caller's ``describable`` keeps, i.e. the heartbeat's
+session may DESCRIBE (Kafka's GroupMetadataManager filters a regex's topics
+by the requesting member's context, KAFKA-18813). The resolution is kept
+per regex for the group, so the other members' heartbeats do not rescan
+every topic for it. A member whose regex this coordinator has not resolved
+yet (the group was just loaded from ``__consumer_offsets``) counts the
+topics of its current assignment until its next heartbeat resolves it, so
+a failover does not take its partitions away.
 """
 
 from __future__ import annotations
@@ -134,6 +145,7 @@ class ConsumerGroup:
         self.target_epoch = 0
         self.target: dict[str, Assignment] = {}
         self.subscription_metadata: dict[str, TopicMetadata] = {}
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
         self._holders: dict[tuple[uuid.UUID, int], str] = {}
 
     # -- views ------------------------------------------------------------------------------------
@@ -161,8 +173,11 @@ class ConsumerGroup:
         return min(votes, key=lambda a: (-votes[a], a))
 
     # -- the heartbeat ----------------------------------------------------------------------------
-    def heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, TopicMetadata]) -> HeartbeatOutcome:
-        """Answer one heartbeat; ``topics`` is the cluster's topic metadata by name."""
+    def heartbeat(self, req: HeartbeatRequest, topics: Mapping[str, TopicMetadata],
+                  describable: Callable[[set[str]], set[str]] = lambda names: names) -> HeartbeatOutcome:
+        """Answer one heartbeat; ``topics`` is the cluster's topic metadata by
+        name; ``describable`` keeps of some topic names those the
+        heartbeating member may DESCRIBE (its regex sees no others)."""
         invalid = self._invalid(req)
         if invalid:
             return HeartbeatOutcome(ErrorCode.INVALID_REQUEST, invalid)
@@ -195,6 +210,8 @@ class ConsumerGroup:
             member = found
         before = member.assignment.assigned
         bump |= self._update_subscription(member, req)
+        if member.subscribed_topic_regex is not None:
+            self._resolve(member.subscribed_topic_regex, topics, describable)
         # one bump per heartbeat, whatever changed (KIP-848 "Group Epoch")
         if self._refresh_metadata(topics) or bump:
             self.group_epoch += 1
@@ -243,14 +260,27 @@ class ConsumerGroup:
                 return "owned partitions must be empty when joining"
         return None
 
-    @staticmethod
-    def _topics_of(m: ConsumerGroupMember, topics: Mapping[str, TopicMetadata]) -> set[str]:
+    def _resolve(self, regex: str, topics: Mapping[str, TopicMetadata],
+                 describable: Callable[[set[str]], set[str]]) -> None:
+        pattern = compile_linear(regex)
+        matched = {n for n in topics if not n.startswith("__") and pattern.fullmatch(n)}
+        self.resolved_regexes[regex] = frozenset(describable(matched) if matched else matched)
+        in_use = {m.subscribed_topic_regex for m in self.members.values()}
+        for stale in [r for r in self.resolved_regexes if r not in in_use]:
+            del self.resolved_regexes[stale]
+
+    def _topics_of(self, m: ConsumerGroupMember, topics: Mapping[str, TopicMetadata]) -> set[str]:
         """The existing topics a member subscribes to: its names, and the
-        topics its regex fully matches (internal topics never: Kafka's rule)."""
+        topics its regex resolved to (module docstring)."""
         found = {n for n in m.subscribed_topic_names if n in topics}
-        if m.subscribed_topic_regex is not None:
-            pattern = compile_linear(m.subscribed_topic_regex)
-            found |= {n for n in topics if not n.startswith("__") and pattern.fullmatch(n)}
+        regex = m.subscribed_topic_regex
+        if regex is not None:
+            resolved = self.resolved_regexes.get(regex)
+            if resolved is None:
+                held = set(m.assignment.assigned) | set(self.target.get(m.member_id, {}))
+                found |= {n for n, t in topics.items() if t.topic_id in held}
+            else:
+                found |= {n for n in resolved if n in topics}
         return found
 
     def _join(self, req: HeartbeatRequest) -> tuple[ConsumerGroupMember, bool] | HeartbeatOutcome:

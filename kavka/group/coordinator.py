@@ -61,7 +61,7 @@ class GroupCoordinator:
         self.manager = GroupMetadataManager(config.num_partitions, group_log, config.offsets_topic_compression)
         self.membership = GroupMembership(self.manager, config)
         self.consumer = ConsumerGroupMembership(self.manager, consumer_config or ConsumerGroupConfig(), topics,
-                                                self._has_classic_members)
+                                                self._has_classic_members, config.max_batch_bytes)
         self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry,
                                     self.consumer.is_consumer_group)
         self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)
@@ -207,8 +207,10 @@ class GroupCoordinator:
         self.txn_offsets.complete_txn_offsets(partition, producer_id, commit)
 
     # -- consumer-protocol groups (KIP-848) ------------------------------------------------------
-    async def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest) -> HeartbeatOutcome:
-        return await self.consumer.heartbeat(group_id, req)
+    async def consumer_group_heartbeat(self, group_id: str, req: HeartbeatRequest,
+                                       describable: Callable[[set[str]], set[str]] = lambda names: names,
+                                       ) -> HeartbeatOutcome:
+        return await self.consumer.heartbeat(group_id, req, describable)
 
     def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
         return self.consumer.describe(group_id)

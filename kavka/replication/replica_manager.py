@@ -99,7 +99,7 @@ from kavka.replication.requests import (
 from kavka.replication.state import BrokerEndPoint, LeaderAndIsrResult, PartitionState, StopReplicaResult
 from kavka.replication.topic_stats import BrokerTopicStats
 from kavka.storage.append_origin import AppendOrigin
-from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, StorageError
+from kavka.storage.errors import InvalidRecordError, InvalidTimestampError, KafkaStorageError, StorageError
 from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
@@ -305,6 +305,13 @@ class ReplicaManager:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
+    def _delayed_produce_error(self, tp: TopicPartition) -> ErrorCode:
+        """What a waiting acks=-1 produce answers once its partition left:
+        KAFKA_STORAGE_ERROR if its log directory failed (Kafka's
+        getPartitionOrError), else NOT_LEADER_OR_FOLLOWER (it was stopped or
+        deleted: the client looks for the new leader)."""
+        return ErrorCode.KAFKA_STORAGE_ERROR if tp in self._offline else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
     def partition_or_error(self, tp: TopicPartition) -> Partition:
         partition = self._partitions.get(tp)
         if partition is None:
@@ -313,10 +320,16 @@ class ReplicaManager:
             raise error_for(self.missing_partition_error(tp), f"broker {self.broker_id} does not host {tp}")
         return partition
 
-    def _get_or_create_partition(self, tp: TopicPartition) -> Partition:
+    def _get_or_create_partition(self, tp: TopicPartition, is_new: bool = True) -> Partition:
         partition = self._partitions.get(tp)
         if partition is None:
-            log = self.log_manager.get_or_create_log(tp.topic, tp.partition)
+            try:
+                log = self.log_manager.get_or_create_log(tp.topic, tp.partition, is_new=is_new)
+            except KafkaStorageError:
+                # KIP-112: an existing replica whose log may be on a failed
+                # disk is offline here, not recreated empty
+                self._offline.add(tp)
+                raise
             partition = Partition(tp, self.broker_id, log, self.clock)
             self._partitions[tp] = partition
         return partition
@@ -375,7 +388,7 @@ class ReplicaManager:
             for tp, result in results.items()
         }
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]] = asyncio.get_running_loop().create_future()
-        op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future)
+        op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future, self._delayed_produce_error)
         self.produce_purgatory.try_complete_else_watch(op, list(statuses))
         return future
 
@@ -681,7 +694,7 @@ class ReplicaManager:
         errors: dict[TopicPartition, int] = {}
         for tp, state in states.items():
             try:
-                self._get_or_create_partition(tp).make_leader(state)
+                self._get_or_create_partition(tp, state.is_new).make_leader(state)
                 errors[tp] = int(ErrorCode.NONE)
             except Exception as e:
                 errors[tp] = self._role_change_failed("leader", tp, e)
@@ -707,7 +720,7 @@ class ReplicaManager:
         changed: list[Partition] = []
         for tp, state in states.items():
             try:
-                partition = self._get_or_create_partition(tp)
+                partition = self._get_or_create_partition(tp, state.is_new)
                 if partition.make_follower(state):
                     changed.append(partition)
                 errors[tp] = int(ErrorCode.NONE)

@@ -278,10 +278,14 @@ class KafkaServer:
         # Kafka's BrokerMetadataCheckpoint): checked against the cluster and
         # broker.id, or, for broker.id=-1, the id they record or a new one
         # from /brokers/seqid above reserved.broker.max.id.
-        stored = await asyncio.to_thread(broker_metadata.load, cfg.log_dirs)
-        broker_metadata.check_cluster_id(stored, self.cluster_id, cfg.log_dirs)
+        # KIP-112: a directory whose meta.properties cannot be read (a failed
+        # disk) is offline from the start; the broker runs on the others.
+        offline_dirs: set[str] = set()
+        stored = await asyncio.to_thread(broker_metadata.load, cfg.log_dirs, offline_dirs)
+        readable_dirs = [d for d in cfg.log_dirs if d not in offline_dirs]
+        broker_metadata.check_cluster_id(stored, self.cluster_id, readable_dirs)
         broker_id = broker_metadata.resolve_broker_id(
-            cfg.broker_id, stored, cfg.log_dirs, generation_enabled=cfg["broker.id.generation.enable"])
+            cfg.broker_id, stored, readable_dirs, generation_enabled=cfg["broker.id.generation.enable"])
         if broker_id is None:
             broker_id = await zk.generate_broker_id(cfg["reserved.broker.max.id"])
             log.info("broker.id is -1: this broker takes the generated id %d (/brokers/seqid above "
@@ -303,7 +307,7 @@ class KafkaServer:
         manager_config = LogManagerConfig.from_broker(self.config.values)
         default_config = LogConfig.with_defaults(configs.log_defaults())
         self.log_manager = log_manager = await asyncio.to_thread(
-            LogManager, manager_config, default_config, topic_configs=topic_configs)
+            LogManager, manager_config, default_config, topic_configs=topic_configs, initial_offline_dirs=offline_dirs)
         configs.attach(log_manager)
         # log.cleaner.* changed live: the cleaner restarts its threads with
         # them (off the loop: stopping threads blocks)
@@ -314,7 +318,7 @@ class KafkaServer:
             int(c["num.recovery.threads.per.data.dir"])))
         await self._delete_unassigned_logs(zk, log_manager)
         log_manager.startup()  # the cleaner threads (seed 002 §5.2)
-        await asyncio.to_thread(broker_metadata.write, cfg.log_dirs,
+        await asyncio.to_thread(broker_metadata.write, log_manager.live_log_dirs,
                                 broker_metadata.BrokerMetadata(self.broker_id, self.cluster_id))
 
         cache = self.metadata_cache

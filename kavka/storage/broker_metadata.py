@@ -37,6 +37,7 @@ I/O: call from a thread.
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ from kavka.storage.checkpoint import write_durably
 
 META_PROPERTIES = "meta.properties"
 ZK_VERSION = 0  # KRaft writes version 1 (node.id); ZooKeeper-mode brokers only 0
+logger = logging.getLogger(__name__)
+
 MAX_META_PROPERTIES_BYTES = 64 << 10  # bound the read of a damaged or foreign file
 
 
@@ -121,10 +124,24 @@ def parse(props: Mapping[str, str], path: Path) -> BrokerMetadata:
     return BrokerMetadata(broker_id, cluster_id)
 
 
-def load(log_dirs: Iterable[str | Path]) -> BrokerMetadata | None:
+def load(log_dirs: Iterable[str | Path], offline: set[str] | None = None) -> BrokerMetadata | None:
     """The metadata the directories agree on (None if none has a file);
-    directories that disagree raise, naming each file and what it holds."""
-    found = {meta_properties_path(d): m for d in log_dirs if (m := read(d)) is not None}
+    directories that disagree raise, naming each file and what it holds.
+    With ``offline`` given, a directory whose file cannot be read for an
+    I/O error is added to it and skipped instead (Kafka's
+    getBrokerMetadataAndOfflineDirs: a failed disk at startup, KIP-112)."""
+    found: dict[Path, BrokerMetadata] = {}
+    for d in log_dirs:
+        try:
+            m = read(d)
+        except BrokerMetadataError as e:
+            if offline is None or not isinstance(e.__cause__, OSError):
+                raise
+            logger.error("Fail to read %s under log directory %s: %s", META_PROPERTIES, d, e)
+            offline.add(str(d))
+            continue
+        if m is not None:
+            found[meta_properties_path(d)] = m
     if len(set(found.values())) > 1:
         listing = "; ".join(f"{path}: broker.id={m.broker_id}, cluster.id={m.cluster_id}"
                             for path, m in sorted(found.items()))

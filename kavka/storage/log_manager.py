@@ -57,7 +57,13 @@ marker is written there), its logs leave the table and are closed. When no
 live directory remains the broker cannot serve anything: the manager logs
 the directories and halts the process with exit code 1 (Kafka's
 Exit.halt(1)); ``halt`` is the process's ``os._exit`` unless a test gives
-another.
+another. A directory already failed at startup (its ``meta.properties``
+unreadable: ``initial_offline_dirs``; it cannot be created or locked; its
+checkpoints or a log cannot be read for an I/O error) is offline from the
+start and the others load; none left is a startup error naming each. While
+a directory is offline, a replica the controller says existed
+(LeaderAndIsr's ``is_new`` false) is not recreated empty elsewhere: its
+data may be on the failed disk (``get_or_create_log``).
 
 Thread-safe: the manager's lock guards the table of logs; each ``Log`` has
 its own lock, so a slow fsync on one partition holds up no other. Lock
@@ -72,7 +78,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from functools import partial
@@ -83,7 +89,7 @@ from kavka.common.clock import Clock, SystemClock
 from kavka.common.topic_partition import TopicPartition
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.cleaner.thread import CleanOutcome, LogCleaner
-from kavka.storage.errors import KafkaStorageError, StorageError
+from kavka.storage.errors import KafkaStorageError, LogDirLockedError, StorageError
 from kavka.storage.log import Log
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_dir import LogDir
@@ -120,6 +126,7 @@ class LogManager:
         clock: Clock | None = None,
         failure_channel: LogDirFailureChannel | None = None,
         halt: Callable[[int], object] = os._exit,
+        initial_offline_dirs: Iterable[str | Path] = (),
     ) -> None:
         if not config.log_dirs:
             raise ValueError("log.dirs names no directory")
@@ -145,10 +152,24 @@ class LogManager:
         now = self.clock.milliseconds()
         self._last = {"recovery": now, "start": now, "hw": now, "retention": now, "producers": now}
         locked: list[LogDir] = []
+        offline_at_start = {Path(p).absolute() for p in initial_offline_dirs}
         try:
             for d in self._dirs:
-                d.lock()
+                if d.path in offline_at_start:
+                    self._fail_at_startup(d, "Failed to read meta.properties", None)
+                    continue
+                try:
+                    d.lock()
+                except LogDirLockedError:
+                    raise
+                except KafkaStorageError as e:  # KIP-112: a failed disk leaves the broker its other directories
+                    self._fail_at_startup(d, "Failed to create or validate data directory", e.__cause__ or e)
+                    continue
                 locked.append(d)
+            if not self._live_dirs():
+                raise KafkaStorageError(
+                    "every directory of log.dirs failed: " + "; ".join(
+                        f"{d.path}: {self.failure_channel.error_of(d.path)}" for d in self._dirs), self._dirs[0].path)
             self._load_logs()
         except BaseException:
             for log in self._logs.values():
@@ -158,49 +179,38 @@ class LogManager:
             raise
         # seed 002 §5.2: "若开启了日志定时清理功能，则实例化一个 LogCleaner 对象"
         self.cleaner: LogCleaner | None = (
-            LogCleaner(self, config.cleaner, clock=self.clock) if config.cleaner.enable else None
+            LogCleaner(self, config.cleaner, clock=self.clock, failure_channel=self.failure_channel)
+            if config.cleaner.enable else None
         )
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------
+    def _fail_at_startup(self, d: LogDir, message: str, error: BaseException | None) -> None:
+        """KIP-112 at startup: the directory is offline from the start;
+        the broker serves from the others (Kafka's initialOfflineDirs)."""
+        self._offline_dirs.add(d.path)
+        self.failure_channel.maybe_add_offline_log_dir(d.path, message, error)
+        d.unlock()
+
     def _load_logs(self) -> None:
         # no partition (and no Log): a -delete removal
         jobs: list[tuple[LogDir, TopicPartition | None, Future[Log] | Future[None]]] = []
         pools: list[ThreadPoolExecutor] = []
         try:
-            for d in self._dirs:
-                clean = d.had_clean_shutdown()  # (2)
-                self.had_clean_shutdown[d.path] = clean
-                if not clean:
-                    logger.info("%s: no clean shutdown marker, recovering from the recovery points", d.path)
-                recovery_points = d.read_offsets(d.recovery_points)  # (3)
-                start_offsets = d.read_offsets(d.log_start_offsets)
-                hws = d.read_offsets(d.replication_offsets)
-                pool = ThreadPoolExecutor(self.config.num_recovery_threads_per_data_dir, f"recovery-{d.path.name}")  # (1)
-                pools.append(pool)
-                for sub in sorted(d.path.iterdir()):
-                    if not sub.is_dir():
-                        continue
-                    if is_delete_dir(sub.name):
-                        jobs.append((d, None, pool.submit(shutil.rmtree, sub, True)))
-                        continue
-                    tp = parse_topic_partition(sub.name)
-                    config = self.config_for(tp.topic)
-                    job = pool.submit(  # (4)
-                        Log,
-                        sub,
-                        config,
-                        clock=self.clock,
-                        log_start_offset=start_offsets.get(tp, 0),
-                        recovery_point=recovery_points.get(tp, 0),
-                        high_watermark=hws.get(tp, 0),
-                        had_clean_shutdown=clean,
-                        producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-                        failure_channel=self.failure_channel,
-                    )
-                    jobs.append((d, tp, job))
+            for d in self._live_dirs():
+                try:
+                    self._submit_loads(d, jobs, pools)
+                except (KafkaStorageError, OSError) as e:  # reading the directory or its checkpoints
+                    self._fail_at_startup(d, "Error while loading log dir", e.__cause__ or e)
             for d, loaded_tp, loading in jobs:  # (5)
-                result = loading.result()
+                try:
+                    result = loading.result()
+                except (KafkaStorageError, OSError) as e:
+                    self._fail_at_startup(d, f"Error while loading log {loaded_tp}", e.__cause__ or e)
+                    continue
                 if loaded_tp is None or result is None:
+                    continue
+                if d.path in self._offline_dirs:
+                    result.close_quietly()
                     continue
                 if loaded_tp in self._logs:
                     result.close()
@@ -210,11 +220,57 @@ class LogManager:
                     )
                 self._logs[loaded_tp] = result
                 self._dir_of[loaded_tp] = d
-            for d in self._dirs:
+            for tp in [tp for tp, d in self._dir_of.items() if d.path in self._offline_dirs]:
+                self._logs.pop(tp).close_quietly()  # its directory failed after this log loaded
+                del self._dir_of[tp]
+            if not self._live_dirs():
+                raise KafkaStorageError(
+                    "every directory of log.dirs failed while loading: " + "; ".join(
+                        f"{d.path}: {self.failure_channel.error_of(d.path)}" for d in self._dirs), self._dirs[0].path)
+            for d in self._live_dirs():
                 d.consume_clean_shutdown()
         finally:
             for pool in pools:
                 pool.shutdown(wait=True)
+
+    def _submit_loads(
+        self,
+        d: LogDir,
+        jobs: list[tuple[LogDir, TopicPartition | None, Future[Log] | Future[None]]],
+        pools: list[ThreadPoolExecutor],
+    ) -> None:
+        """Steps (1)-(4) of seed 002 §5.3 for one directory: its markers and
+        checkpoints read, a load job per partition directory queued."""
+        clean = d.had_clean_shutdown()  # (2)
+        self.had_clean_shutdown[d.path] = clean
+        if not clean:
+            logger.info("%s: no clean shutdown marker, recovering from the recovery points", d.path)
+        recovery_points = d.read_offsets(d.recovery_points)  # (3)
+        start_offsets = d.read_offsets(d.log_start_offsets)
+        hws = d.read_offsets(d.replication_offsets)
+        pool = ThreadPoolExecutor(self.config.num_recovery_threads_per_data_dir, f"recovery-{d.path.name}")  # (1)
+        pools.append(pool)
+        for sub in sorted(d.path.iterdir()):
+            if not sub.is_dir():
+                continue
+            if is_delete_dir(sub.name):
+                jobs.append((d, None, pool.submit(shutil.rmtree, sub, True)))
+                continue
+            tp = parse_topic_partition(sub.name)
+            config = self.config_for(tp.topic)
+            job = pool.submit(  # (4)
+                Log,
+                sub,
+                config,
+                clock=self.clock,
+                log_start_offset=start_offsets.get(tp, 0),
+                recovery_point=recovery_points.get(tp, 0),
+                high_watermark=hws.get(tp, 0),
+                had_clean_shutdown=clean,
+                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                failure_channel=self.failure_channel,
+            )
+            jobs.append((d, tp, job))
 
     # ---- table of logs -----------------------------------------------------------------------
     def config_for(self, topic: str) -> LogConfig:
@@ -264,15 +320,25 @@ class LogManager:
             d = self._dir_of.get(TopicPartition(topic, partition))
             return None if d is None else d.path
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
-        """The partition's log, created (empty) in the directory holding the
-        fewest partitions when it does not exist."""
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None, *,
+                          is_new: bool = True) -> Log:
+        """The partition's log, created (empty) in the live directory holding
+        the fewest partitions when it does not exist. ``is_new`` False (the
+        controller says the replica existed, LeaderAndIsr's isNew) refuses to
+        create it while a directory is offline: its data may be on the failed
+        disk, and an empty replica elected leader would lose it (Kafka's
+        getOrCreateLog, KIP-112)."""
         tp = TopicPartition(topic, partition)
         parse_topic_partition(log_dir_name(tp))  # validates the topic name
         with self._lock:
             log = self._logs.get(tp)
             if log is not None:
                 return log
+            offline = [d.path for d in self._dirs if d not in self._live_dirs()]
+            if not is_new and offline:
+                raise KafkaStorageError(
+                    f"Can not create log for {tp} because log directories {', '.join(map(str, offline))} are offline",
+                    offline[0])
             live = self._live_dirs()
             if not live:
                 raise KafkaStorageError(f"cannot create a log for {tp}: every log directory is offline",

@@ -61,7 +61,12 @@ CLIENT_BASE = {"topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 
 # "unknown producer id"); MSGSET lines are kept only for produce errors.
 IDEMPOTENCE_FACILITIES = frozenset({"DRAIN", "GETPID", "IDEMPSTATE", "NEWPID", "RESETSEQ", "ADVBASE", "ERRSEQ",
                                     "UNKPID", "ERRPID", "DUPSEQ", "IMPLICITACK", "MSGSET"})
-CLIENT_EVENTS_MAX = 20_000  # a bound on what one producer's log may add to the history
+# Lines that come with every retry during an outage (a produce error, a
+# partition drained before retrying) are bounded per producer; the epoch
+# changes and their reasons are few and always kept, so a late epoch bump
+# is never missing from the history.
+FREQUENT_FACILITIES = frozenset({"MSGSET", "DRAIN", "IMPLICITACK", "ADVBASE"})
+CLIENT_EVENTS_MAX = 50_000
 
 
 class _IdempotenceLog(logging.Handler):
@@ -76,12 +81,15 @@ class _IdempotenceLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         args = record.args if isinstance(record.args, tuple) else ()
-        if len(args) != 3 or self.kept >= CLIENT_EVENTS_MAX:
+        if len(args) != 3:
             return
         facility, text = str(args[0]), str(args[2])
         if facility not in IDEMPOTENCE_FACILITIES or (facility == "MSGSET" and "encountered error" not in text):
             return
-        self.kept += 1
+        if facility in FREQUENT_FACILITIES and "epoch" not in text:
+            if self.kept >= CLIENT_EVENTS_MAX:
+                return
+            self.kept += 1
         self.history.client_events.append(ClientEvent(self.clock.now(), self.process, facility, text))
 
 
@@ -182,11 +190,16 @@ class _Producing(_Threads):
                         self.errors.append(f"{self.process} at {self.clock.now():.1f}s: {e!r}; retrying")
                     time.sleep(0.5)
                     continue
-                # A fatal idempotence error (the broker lost what it had
-                # acknowledged, so the sequence numbers no longer match):
-                # outstanding records fail (indeterminate), and a new producer
-                # goes on, as Jepsen's clients do. Noted: in the safe
-                # configuration this is a finding in itself.
+                # A fatal idempotence error: the broker lost what it had
+                # acknowledged (a finding in the safe configuration), or a
+                # retry of an earlier in-flight batch reached a leader that
+                # restarted from its producer-state snapshot, which keeps
+                # each producer's last batch only (as Kafka's), and was
+                # answered OUT_OF_ORDER_SEQUENCE_NUMBER, or librdkafka's own
+                # _INCONSISTENT; the note and the client events say which.
+                # Outstanding records fail (indeterminate, recorded with
+                # their error), and a new producer goes on, as Jepsen's
+                # clients do.
                 self.errors.append(f"{self.process} at {self.clock.now():.1f}s: {e!r}; a new producer goes on")
                 producer.flush(10)
                 producer = Producer(self.config)

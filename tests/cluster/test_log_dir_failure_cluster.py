@@ -6,7 +6,8 @@ idempotent producer writes with acks=all and min.insync.replicas=2.
   the partitions of the full directory get a new leader among the other
   ISR members and leave the broker's ISR, the partitions of its other
   directory stay led by it, the /log_dir_event_notification znode is
-  handled and deleted.
+  handled and deleted. Restarted with that disk gone, it starts on the
+  other directory and refuses to recreate the lost replicas empty.
 - A broker whose only log directory fills halts (exit code 1, the
   directories and the error in its log); the others take over; after the
   disk is freed it starts again and rejoins the ISR.
@@ -185,6 +186,25 @@ def test_one_of_two_log_dirs_fails_and_the_broker_keeps_serving_the_other(make_c
     text = b1.log_path.read_text(errors="replace")
     assert f"Stopping serving replicas in dir {disk}" in text and "No space left on device" in text
     check_read_back(cluster, topic, partitions, acked)
+
+    # Restarted with the failed disk gone (its mount point left as a plain
+    # file): broker 1 starts on its other directory, follows the partitions
+    # kept there, and answers KAFKA_STORAGE_ERROR for the replicas that were
+    # on the failed disk instead of recreating them empty.
+    cluster.stop_broker(1)
+    subprocess.run(["umount", "-l", str(disk)], check=True, capture_output=True)
+    disk.rmdir()
+    disk.write_bytes(b"the failed disk's mount point")
+    cluster.start_broker(1)
+    cluster.wait_registered({1}, WAIT)
+    for p in sorted(elsewhere):
+        wait_until(lambda p=p: 1 in state(cluster, topic, p)["isr"], WAIT, f"broker 1 back in {topic}-{p}'s ISR")
+    for p in sorted(on_disk):
+        wait_until(lambda p=p: f"Can not create log for {topic}-{p} because log directories {disk} are offline"
+                   in b1.log_path.read_text(errors="replace"), WAIT, f"broker 1 refusing to recreate {topic}-{p}")
+        s = state(cluster, topic, p)
+        assert s["leader"] != 1 and 1 not in s["isr"], (p, s)
+    assert b1.running(), b1.log_tail()
 
 
 def test_a_broker_whose_only_log_dir_fails_halts_and_rejoins_after_the_disk_is_freed(make_cluster, tmpfs_factory):

@@ -276,3 +276,51 @@ def test_a_catastrophic_backtracking_regex_is_matched_in_linear_time():
     out = g.heartbeat(HeartbeatRequest("", 0, rebalance_timeout_ms=30000, subscribed_topic_names=(),
                                        subscribed_topic_regex="(a+)+$", owned={}), topics)
     assert out.error is ErrorCode.NONE and out.assignment == {}
+
+
+def _regex_beat(g, member_id, epoch, regex, topics, describable=lambda names: names, owned=None):
+    return g.heartbeat(HeartbeatRequest(member_id, epoch, rebalance_timeout_ms=30000,
+                                        subscribed_topic_names=() if epoch == 0 else None,
+                                        subscribed_topic_regex=regex, owned={} if owned is None else owned),
+                       topics, describable)
+
+
+def test_a_regex_resolves_only_to_topics_the_member_may_describe():
+    # KAFKA-18813: the regex's topics are filtered with the heartbeating member's rights
+    topics = {**TOPICS, "foo-secret": TopicMetadata(uuid.UUID(int=3), 2)}
+    g = group()
+    seen: list[set[str]] = []
+
+    def no_secrets(names: set[str]) -> set[str]:
+        seen.append(set(names))
+        return {n for n in names if "secret" not in n}
+
+    out = _regex_beat(g, "a", 0, "foo.*", topics, no_secrets)
+    assert out.error is ErrorCode.NONE and set(out.assignment) == {FOO.topic_id}
+    assert seen == [{"foo", "foo-secret"}]  # asked about the matches only
+    assert g.resolved_regexes == {"foo.*": frozenset({"foo"})}
+    # rights granted later: the member's next heartbeat resolves the regex again
+    out = _regex_beat(g, "a", out.member_epoch, None, topics, owned=out.assignment)
+    assert g.resolved_regexes["foo.*"] == {"foo", "foo-secret"}
+    assert set(g.target["a"]) == {FOO.topic_id, uuid.UUID(int=3)}
+
+
+def test_a_new_topic_is_seen_at_the_next_heartbeat_of_a_regex_member():
+    g = group()
+    first = _regex_beat(g, "a", 0, "foo.*", TOPICS)
+    grown = {**TOPICS, "foo-2": TopicMetadata(uuid.UUID(int=3), 2)}
+    _regex_beat(g, "a", first.member_epoch, None, grown, owned=first.assignment)
+    assert set(g.target["a"]) == {FOO.topic_id, uuid.UUID(int=3)}
+
+
+def test_an_unresolved_regex_keeps_the_members_assignment():
+    # A group loaded from __consumer_offsets knows each member's regex but has
+    # not resolved it: until the member's next heartbeat it counts the topics
+    # it holds, so another member's heartbeat does not take them away.
+    g = group()
+    a = _regex_beat(g, "a", 0, "foo.*", TOPICS)
+    a = _regex_beat(g, "a", a.member_epoch, None, TOPICS, owned=a.assignment)
+    g.resolved_regexes.clear()  # as after a reload
+    b = join(g, "b", topics=("bar",))
+    assert b.error is ErrorCode.NONE
+    assert set(g.target["a"]) == {FOO.topic_id} and set(g.target["b"]) == {BAR.topic_id}

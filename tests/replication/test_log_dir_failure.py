@@ -8,6 +8,7 @@ log dir event; the last directory failing halts the broker."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 from pathlib import Path
@@ -151,3 +152,35 @@ async def test_the_last_directory_failing_halts_the_broker(tmp_path, clock):
     finally:
         await rm.shutdown()
         manager.shutdown()
+
+
+async def test_an_existing_replica_is_not_recreated_empty_while_a_directory_is_offline(tmp_path, clock):
+    bad, good = (tmp_path / "bad").absolute(), (tmp_path / "good").absolute()
+    bad.write_bytes(b"a failed disk's mount point")
+    manager = LogManager(LogManagerConfig(log_dirs=(str(bad), str(good))), log_config(), clock=clock, halt=[].append)
+    rm = _rm(manager, clock, RecordingNotifier())
+    try:
+        existing = state(1, 3, (1, 2), (1, 2))  # isNew false: the replica was hosted here before
+        fresh = dataclasses.replace(state(1, 0, (1, 2), (1, 2), tp=TP1), is_new=True)
+        r = rm.become_leader_or_follower(0, 1, [existing, fresh], LIVE)
+        assert r.partition_errors == {TP: ErrorCode.KAFKA_STORAGE_ERROR, TP1: ErrorCode.NONE}
+        assert rm.offline_partitions() == [TP] and rm.get_partition(TP1).log.dir.parent == good
+        produced = await rm.append_records(1000, 1, {TP: batch(1)})
+        assert produced[TP].error is ErrorCode.KAFKA_STORAGE_ERROR
+    finally:
+        await rm.shutdown()
+        manager.shutdown()
+
+
+async def test_a_waiting_acks_all_produce_answers_storage_error_when_its_directory_fails(two_dirs, clock):
+    manager, a, _b, _halts = two_dirs
+    rm = _rm(manager, clock, RecordingNotifier())
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2), (1, 2))], LIVE)  # a follower must acknowledge
+    assert rm.get_partition(TP).log.dir.parent == a
+    waiting = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    await rm.handle_log_dir_failure(a)
+    answered = await asyncio.wait_for(waiting, WAIT)
+    assert answered[TP].error is ErrorCode.KAFKA_STORAGE_ERROR  # not acknowledged: the client retries elsewhere
+    await rm.shutdown()

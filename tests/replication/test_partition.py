@@ -325,3 +325,48 @@ def _leader_batches(clock, count: int) -> bytes:
         data = bytes(other.read(0, 1 << 20).records)
         other.close()
     return data
+
+
+# ---- an idempotent producer's pipelined requests across an ISR change --------------------------
+def idempotent(seq: int, count: int = 1, epoch: int = 0) -> bytes:
+    from kavka.protocol.records.builder import build_batch
+    from kavka.protocol.records.record import SimpleRecord
+
+    return build_batch([SimpleRecord(b"k", b"v%d" % (seq + i), T0) for i in range(count)], producer_id=1000,
+                       producer_epoch=epoch, base_sequence=seq)
+
+
+def test_pipelined_idempotent_requests_across_an_isr_growth_are_answered_as_kafka(tmp_path, clock):
+    """What a new leader answers a producer's five in-flight requests when
+    its ISR is below min.insync.replicas and grows between two of them
+    (seen in a chaos run): the refusal comes before the sequence check, so
+    a retry of a batch the leader already holds is refused
+    NOT_ENOUGH_REPLICAS like the new ones (Kafka's
+    Partition.appendRecordsToLeader); once the ISR grew, a request whose
+    sequence skips the refused ones is OUT_OF_ORDER_SEQUENCE_NUMBER, and
+    the retried batch is answered with its original offsets. librdkafka
+    answers that OUT_OF_ORDER_SEQUENCE_NUMBER by bumping its epoch and
+    resending what it had not seen acknowledged, the retried batch
+    included (kavka.testing.duplicates): the duplicate is the client's."""
+    from kavka.storage.log import Log
+    from kavka.storage.producer_state.append_check import OutOfOrderSequenceError
+
+    log = Log(tmp_path / "orders-0", log_config(**{"min.insync.replicas": 2}), clock=clock)
+    p = make_partition(log, clock)
+    p.make_leader(state(1, 0, (1,), (1, 2)))
+    held = p.append_records_to_leader(idempotent(0, 2), required_acks=1)  # written before the leader moved here
+    assert (held.first_offset, held.last_offset) == (0, 1)
+    for request in (idempotent(0, 2), idempotent(2), idempotent(3)):  # R1 (a retry), R2, R3
+        with pytest.raises(NotEnoughReplicasError):
+            p.append_records_to_leader(request, required_acks=-1)
+    fetch(p, 2, 2)
+    grow = p.maybe_expand_isr(2)
+    assert grow is not None and p.complete_isr_update(grow, 1) and p.isr == (1, 2)
+    with pytest.raises(OutOfOrderSequenceError):  # R4: sequence 4 after 1, 2 and 3 were refused
+        p.append_records_to_leader(idempotent(4), required_acks=-1)
+    again = p.append_records_to_leader(idempotent(0, 2), required_acks=-1)  # R1 retried: deduplicated
+    assert (again.first_offset, again.last_offset) == (0, 1) and log.log_end_offset == 2
+    # the client's resend under a bumped epoch starts a new sequence space: not a retry to the broker
+    resent = p.append_records_to_leader(idempotent(0, 2, epoch=1), required_acks=-1)
+    assert (resent.first_offset, resent.last_offset) == (2, 3)
+    log.close()

@@ -41,7 +41,6 @@ ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 ADMIN = KafkaPrincipal("User", "admin")
 
 
-
 Grant = tuple[ResourceType, str, AclOperation]
 
 

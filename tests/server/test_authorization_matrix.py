@@ -141,6 +141,17 @@ def _consumer_group_heartbeat() -> Message:
                                          subscribed_topic_names=[T], topic_partitions=[])
 
 
+def _consumer_group_describe() -> Message:
+    return ConsumerGroupDescribeRequest(group_ids=[G], include_authorized_operations=False)
+
+
+async def _consumer_group_member(broker: InProcessBroker) -> None:
+    """A consumer-protocol member of G assigned T's partitions."""
+    answer = await broker.call(admin(), _consumer_group_heartbeat(), 1)
+    assert answer.error_code == 0, answer.error_message
+    assert answer.assignment is not None and answer.assignment.topic_partitions
+
+
 def _leader_and_isr() -> Message:
     return LeaderAndIsrRequest(controller_id=0, controller_epoch=1, broker_epoch=0, topic_states=[], live_leaders=[])
 
@@ -362,9 +373,11 @@ CASES = [
          ErrorCode.GROUP_AUTHORIZATION_FAILED, base=[(TOPIC, T, Op.DESCRIBE)]),
     Case("ConsumerGroupHeartbeat (topic)", 1, lambda: _consumer_group_heartbeat(), [(TOPIC, T, Op.DESCRIBE)],
          ErrorCode.TOPIC_AUTHORIZATION_FAILED, base=[(GROUP, G, Op.READ)]),
-    Case("ConsumerGroupDescribe", 1, lambda: ConsumerGroupDescribeRequest(group_ids=[G],
-                                                                          include_authorized_operations=False),
-         [(GROUP, G, Op.DESCRIBE)], ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    Case("ConsumerGroupDescribe (group)", 1, lambda: _consumer_group_describe(), [(GROUP, G, Op.DESCRIBE)],
+         ErrorCode.GROUP_AUTHORIZATION_FAILED, base=[(TOPIC, T, Op.DESCRIBE)], prepare=_consumer_group_member),
+    # KAFKA-18813: a group whose assignment names a topic the asker may not describe is not shown
+    Case("ConsumerGroupDescribe (assigned topic)", 1, lambda: _consumer_group_describe(), [(TOPIC, T, Op.DESCRIBE)],
+         ErrorCode.TOPIC_AUTHORIZATION_FAILED, base=[(GROUP, G, Op.DESCRIBE)], prepare=_consumer_group_member),
     # the operators' tools (KIP-664, KIP-966)
     Case("DescribeProducers", 0, lambda: DescribeProducersRequest(topics=[DescribeProducersRequest.Topics(
         name=T, partition_indexes=[0])]), [(TOPIC, T, Op.READ)], ErrorCode.TOPIC_AUTHORIZATION_FAILED),

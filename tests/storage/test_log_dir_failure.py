@@ -199,3 +199,68 @@ def test_a_full_tmpfs_directory_goes_offline_and_the_other_keeps_serving(small_t
         on_roomy.append_as_leader(make_batch(4, value=b"x" * 1500), 1)
     assert halts == [] and manager.live_log_dirs == [roomy]
     manager.shutdown()
+
+
+# ---- a directory already failed at startup -------------------------------------------------------
+
+
+def test_a_directory_that_cannot_be_created_is_offline_from_the_start(tmp_path, clock):
+    bad, good = (tmp_path / "bad").absolute(), (tmp_path / "good").absolute()
+    bad.write_bytes(b"not a directory: the disk's mount point went wrong")
+    halts: list[int] = []
+    manager = _manager([bad, good], clock, halts)
+    assert manager.live_log_dirs == [good] and manager.failure_channel.has_offline_log_dir(bad)
+    assert manager.failure_channel.poll() == str(bad)  # queued for the replica manager's handler
+    # A replica the controller says existed may have its data on the failed disk: not recreated empty.
+    with pytest.raises(KafkaStorageError, match=rf"Can not create log for t-0 because log directories {bad} are offline"):
+        manager.get_or_create_log("t", 0, is_new=False)
+    assert manager.get_or_create_log("t", 0, is_new=True).dir.parent == good
+    manager.shutdown()
+    assert halts == []
+
+
+def test_a_directory_whose_checkpoint_cannot_be_read_is_offline_and_the_rest_loads(tmp_path, clock):
+    a, b = (tmp_path / "disk-a").absolute(), (tmp_path / "disk-b").absolute()
+    first = _manager([a, b], clock, [])
+    for p in range(4):
+        first.get_or_create_log("t", p).append_as_leader(make_batch(1), 1)
+    on_b = sorted(tp.partition for tp in first.all_logs() if first.log_dir_of(tp.topic, tp.partition) == b)
+    first.shutdown()
+    (a / "recovery-point-offset-checkpoint").unlink()
+    (a / "recovery-point-offset-checkpoint").mkdir()  # reading it fails with EISDIR, an I/O error
+    again = _manager([a, b], clock, [])
+    assert again.live_log_dirs == [b]
+    assert sorted(tp.partition for tp in again.all_logs()) == on_b
+    assert isinstance(again.failure_channel.error_of(a), OSError)
+    again.shutdown()
+
+
+def test_the_directories_given_offline_are_neither_locked_nor_loaded(tmp_path, clock):
+    a, b = (tmp_path / "disk-a").absolute(), (tmp_path / "disk-b").absolute()
+    cfg = LogManagerConfig(log_dirs=(str(a), str(b)))
+    manager = LogManager(cfg, small_config(), clock=clock, halt=[].append, initial_offline_dirs=[str(a)])
+    assert manager.live_log_dirs == [b] and not a.exists()
+    manager.shutdown()
+
+
+def test_no_usable_directory_at_startup_is_a_startup_error_naming_them(tmp_path, clock):
+    a, b = (tmp_path / "a").absolute(), (tmp_path / "b").absolute()
+    a.write_bytes(b"x")
+    b.write_bytes(b"y")
+    with pytest.raises(KafkaStorageError, match="every directory of log.dirs failed") as e:
+        _manager([a, b], clock, [])
+    assert str(a) in str(e.value) and str(b) in str(e.value)
+
+
+def test_meta_properties_of_a_failed_directory_is_skipped_when_asked(tmp_path):
+    from kavka.storage import broker_metadata
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.write_bytes(b"not a directory")
+    broker_metadata.write([good], broker_metadata.BrokerMetadata(3, "c"))
+    with pytest.raises(broker_metadata.BrokerMetadataError):
+        broker_metadata.load([str(good), str(bad)])
+    offline: set[str] = set()
+    assert broker_metadata.load([str(good), str(bad)], offline) == broker_metadata.BrokerMetadata(3, "c")
+    assert offline == {str(bad)}

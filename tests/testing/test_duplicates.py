@@ -176,3 +176,17 @@ def test_the_workload_keeps_librdkafkas_idempotence_lines_only():
                "queue [1]: MessageSet with 1 message(s) (MsgId 5, BaseSeq 4) encountered error: x (actions Retry)")
     logger.log(logging.DEBUG, "%s [%s] %s", "PRODUCE", "rdkafka#producer-1", "sent")
     assert [(e.process, e.facility) for e in h.client_events] == [("producer-x", "DRAIN"), ("producer-x", "MSGSET")]
+
+
+def test_the_retry_lines_are_bounded_but_an_epoch_change_is_always_kept(monkeypatch):
+    from kavka.testing import workloads
+
+    monkeypatch.setattr(workloads, "CLIENT_EVENTS_MAX", 3)
+    h = History(topics={})
+    logger = _idempotence_logger(h, Clock(), "producer-x")
+    for _ in range(10):
+        logger.log(logging.DEBUG, "%s [%s] %s", "DRAIN", "p", "queue [2] beginning partition drain: drain before retrying")
+    logger.log(logging.DEBUG, "%s [%s] %s", "DRAIN", "p", "Beginning partition drain in state Assigned for "
+               "PID{Id:1,Epoch:0} epoch bump for 1 partition(s) with in-flight requests: skipped sequence numbers")
+    logger.log(logging.DEBUG, "%s [%s] %s", "NEWPID", "p", "queue [2] changed PID{Id:1,Epoch:0} -> PID{Id:1,Epoch:1}")
+    assert len(h.client_events) == 5 and "epoch bump" in h.client_events[3].text

@@ -7,7 +7,10 @@ a consumer-protocol member (1), since classic members are not converted
 into consumer groups. A group id that is not a consumer
 group is answered GROUP_ID_NOT_FOUND, as Kafka does. Each group needs
 DESCRIBE (Kafka's rule), else GROUP_AUTHORIZATION_FAILED;
-``include_authorized_operations`` as KIP-430.
+``include_authorized_operations`` as KIP-430. A group whose members are
+assigned (or targeted) a topic the session may not DESCRIBE is answered
+TOPIC_AUTHORIZATION_FAILED without its members, so the describe does not
+reveal topic names the client may not see (KAFKA-18813).
 """
 
 from __future__ import annotations
@@ -66,6 +69,17 @@ class ConsumerGroupDescribeHandler:
                 out.append(_R.Groups(error_code=int(code), error_message=message, group_id=group_id,
                                      group_state="Dead", group_epoch=0, assignment_epoch=0, assignor_name="",
                                      members=[]))
+                continue
+            named = {n for m in g.members.values()
+                     for a in (m.assignment.assigned, g.target.get(m.member_id, {}))
+                     for _, n, _ in self._topics(a)}
+            if named - self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named,
+                                                      log_if_denied=False):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                out.append(_R.Groups(error_code=int(code), group_id=group_id, group_state="", group_epoch=0,
+                                     assignment_epoch=0, assignor_name="", members=[],
+                                     error_message="the group has described topic(s) that the client is not "
+                                                   "authorized to describe"))
                 continue
             members = [_M(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                           member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,

@@ -13,8 +13,9 @@ does: matching is linear in the topic name, whatever the pattern.
 
 Authorization (Kafka's): READ on the group, else
 GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name, else
-TOPIC_AUTHORIZATION_FAILED. Topics of the owned partitions are named by id
-(KIP-516).
+TOPIC_AUTHORIZATION_FAILED; a regex resolves only to topics the session may
+DESCRIBE (KAFKA-18813), the others are left out silently. Topics of the
+owned partitions are named by id (KIP-516).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class ConsumerGroupHeartbeatHandler:
             denied = sorted(set(names) - allowed)
             if denied:
                 return error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"not authorized to describe topics {denied}")
+        def describable(topics: set[str]) -> set[str]:
+            return self.auth.filter_by_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics,
+                                                  log_if_denied=False)
+
         owned: dict[uuid.UUID, frozenset[int]] | None = None
         if request.topic_partitions is not None:
             owned = {}
@@ -67,7 +72,7 @@ class ConsumerGroupHeartbeatHandler:
         out = await self.coordinator.consumer_group_heartbeat(request.group_id, HeartbeatRequest(
             request.member_id, request.member_epoch, request.instance_id, request.rack_id,
             request.rebalance_timeout_ms, tuple(names) if names is not None else None, regex, request.server_assignor,
-            owned, ctx.header.client_id or "", ctx.client_host))
+            owned, ctx.header.client_id or "", ctx.client_host), describable)
         if out.error is not ErrorCode.NONE:
             return error(out.error, out.message)
         assignment = None
