@@ -20,10 +20,10 @@ help:
 	@echo "make demo   - set up (Spark too), run the flights pipeline on a local 3-broker cluster with a leader killed mid-stream"
 	@echo "              (prints the console's and the metrics URLs; DEMO_ARGS=--keep keeps them up until Ctrl-C)"
 	@echo "make demo-cluster - the same on a Spark standalone cluster (master, two workers) on hosts in network namespaces"
-	@echo "              beside the brokers, a worker and a broker killed mid-stream (root)"
+	@echo "              beside the brokers, a worker and a broker killed and a network cut mid-stream (root)"
 	@echo "make bench  - run the benchmarks in bench/ (prints figures and ratios)"
 	@echo "make chaos  - brokers and a ZooKeeper ensemble in network namespaces under a seeded random fault schedule, checked Jepsen-style (root; CHAOS_MINUTES, CHAOS_SEED)"
-	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with kills (root)"
+	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with the kills and the cut (root)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
 # setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
@@ -36,9 +36,10 @@ $(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/recor
 
 venv: $(STAMP)
 
-# System packages: ZooKeeper (Debian's), kcat and rapidjson-dev (the
+# System packages: ZooKeeper (Debian's), kcat, rapidjson-dev (the
 # librdkafka suite's tests that need RapidJSON: make compat and its smoke in
-# make test), and chromium (the console's browser tests drive Debian's build
+# make test) and libssl-dev (its SSL build: TLS, SCRAM and OAUTHBEARER, for
+# the suite's SSL and SASL tests), and chromium (the console's browser tests drive Debian's build
 # through Playwright; no browser is downloaded), installed only when missing.
 # kavka/tools/zookeeper.py runs java with /usr/share/java/zookeeper.jar; the
 # zookeeper package brings that jar (libzookeeper-java) and a JRE.
@@ -48,6 +49,7 @@ deps:
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	test -f /usr/include/rapidjson/rapidjson.h || missing="$$missing rapidjson-dev"; \
+	test -f /usr/include/openssl/ssl.h || missing="$$missing libssl-dev"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -69,7 +71,10 @@ lint: venv
 # images) every broker, CLI and xdist process would otherwise compile all of
 # kavka again (~0.5 s CPU each, hundreds of times) and every xdist worker
 # would rewrite every test module (~5 s CPU each).
-# tests/spark runs in its own process (PySpark's JVM does not mix with xdist).
+# tests/spark runs in its own process (PySpark's JVM does not mix with xdist),
+# and the Spark standalone cluster test (make spark-cluster: two days of
+# flights with a worker and a broker killed) in another, as the smoke of
+# that suite (one SparkSession per process; it skips without namespaces).
 # The librdkafka test runner behind tests/compat's smoke is built (or found in
 # .cache) before pytest starts: a first build takes minutes of both cores, which
 # inside an xdist worker would race the tests around it. Exit 2 means the
@@ -79,6 +84,7 @@ test: venv deps lint
 	$(BIN)/python -m kavka.tools.compat --build-only || test $$? -eq 2
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark --ignore=tests/spark_cluster -m "not chaos_unsafe" $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
 
 bench: venv deps
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -94,7 +100,8 @@ demo: venv deps
 # cluster: brokers on hosts b0..b2 (network namespaces, broker.rack = host),
 # the Spark master on its own host, a worker on b0 and on b1 whose
 # executors read from their host's replica (KIP-392); the worker on b1 and
-# broker 1 are killed -9 mid-stream and restarted. Needs root. DEMO_ARGS:
+# broker 1 are killed -9 mid-stream and restarted, then b0 is cut from a
+# leader's host for 10 s. Needs root. DEMO_ARGS:
 # e.g. --days 31.
 demo-cluster: venv deps
 	$(BIN)/python -m pipelines.flights demo --cluster $(DEMO_ARGS)

@@ -11,7 +11,7 @@
                killed mid-stream (what ``make demo`` runs); with
                ``--cluster`` on a Spark standalone cluster whose workers
                sit on the brokers' hosts, a worker and a broker killed
-               mid-stream (``make demo-cluster``)
+               and a network cut mid-stream (``make demo-cluster``)
 
 What each job computes and why streaming and batch must be exactly equal:
 ``pipelines/flights_jobs.py``; the topics and their records:
@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="after the summary, keep the cluster and the console up until Ctrl-C; keep their files")
     c.add_argument("--cluster", action="store_true",
                    help="run on a Spark standalone cluster (a master and two workers) on hosts in network "
-                        "namespaces beside the brokers, with a worker and a broker killed mid-stream "
+                        "namespaces beside the brokers, with a worker and a broker killed and a network cut mid-stream "
                         "(make demo-cluster; needs root)")
     return p
 

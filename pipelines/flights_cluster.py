@@ -1,6 +1,7 @@
 """``make demo-cluster``: the flights pipeline on a Spark standalone cluster
 whose workers sit on the brokers' hosts, with a worker and a broker killed
-(kill -9) in the middle of the stream.
+(kill -9) in the middle of the stream and a worker's host cut from a
+leader's host.
 
 Hosts (``kavka.testing``: one network namespace per host on a bridge, so
 every process has its own address and traffic between hosts crosses the
@@ -21,11 +22,20 @@ Steps, announced like ``make demo``'s:
    worker on ``b1`` (with its executor and Python workers: Spark runs their
    tasks again on ``b0``'s executor), start it again (the master gives the
    application a new executor there), kill -9 broker 1 (which served the
-   reads of ``b1``'s executor), start it again. A stream that ends before
-   every fault was made fails the run: ``max_offsets_per_trigger`` sets
-   how many micro-batches there are;
-4. wait until the worker is registered again and broker 1 is back in the
-   ISR of every ``flights`` partition;
+   reads of ``b1``'s executor), start it again, then cut the network
+   between ``b0`` (a worker and broker 0) and the host of a ``flights``
+   leader for ``CUT_SECONDS`` (both directions, packets dropped). A reader
+   on ``b0`` of a partition led there asks the leader first (which sends
+   it to the replica on ``b0``): it cannot reach it and retries until the
+   cut heals, within the reader's ``default.api.timeout.ms``; the sink's
+   producers on ``b0`` wait the same way for leaders there. Broker 0
+   stays in the ISR of ``flights``: nothing is written to it during the
+   stream, and a follower at its leader's end offset is caught up
+   (Kafka's rule). A stream that ends before every fault was
+   made fails the run: ``max_offsets_per_trigger`` sets how many
+   micro-batches there are;
+4. wait until the worker is registered again and brokers 0 and 1 are in
+   the ISR of every ``flights`` partition;
 5. the batch job over the same topics, with the bytes each broker served
    for topic ``flights`` (its ``kafka_server_brokertopicmetrics_bytesout_total``
    before and after): the executors read from their hosts' brokers, broker
@@ -42,6 +52,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -58,7 +69,9 @@ WORKER_HOSTS = ("b0", "b1")
 MASTER_HOST = "spark"
 KILLED_WORKER = "b1"
 KILLED_BROKER = 1  # the broker on KILLED_WORKER's host
-FAULTS = ("kill worker", "restart worker", "kill broker", "restart broker")
+CUT_WORKER = "b0"
+CUT_SECONDS = 10.0
+FAULTS = ("kill worker", "restart worker", "kill broker", "restart broker", "cut")
 NO_RACK = "no-such-rack"  # a rack no broker is in: the leaders serve
 
 
@@ -94,11 +107,19 @@ class ClusterDemo:
         self.spark_cluster = None
         self.spark = None
         self.done: list[str] = []
+        self.heal_timer: threading.Timer | None = None
 
     def say(self, msg: str) -> None:
         print(f"[{time.monotonic() - self.t0:6.1f}s] {msg}", flush=True)
 
     def run(self) -> int:
+        from kavka.testing.network import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            print(f"demo --cluster runs every host in a network namespace, which this machine cannot make: {reason}",
+                  file=sys.stderr, flush=True)
+            return 1
         try:
             self.execute()
         except KeyboardInterrupt:
@@ -119,9 +140,10 @@ class ClusterDemo:
             self._run()
         except BaseException:
             self._print_logs()
+            self.teardown(keep_files=True)
+            print(f"kept the brokers', ZooKeeper's and Spark's files in {self.work}", file=sys.stderr, flush=True)
             raise
-        finally:
-            self.teardown()
+        self.teardown()
         return self.report
 
     def _run(self) -> None:
@@ -180,7 +202,9 @@ class ClusterDemo:
             raise DemoFailed(f"the stream ended after {streamed.batches} micro-batches, before "
                              f"{', '.join(FAULTS[len(self.done):])}: lower max_offsets_per_trigger")
         self.spark_cluster.wait_workers({KILLED_WORKER}, 120)
-        self.wait_in_sync(bootstrap)
+        if self.heal_timer is not None:
+            self.heal_timer.join()
+        self.wait_in_sync(bootstrap, [0, KILLED_BROKER])
         app = self.spark.sparkContext.applicationId
         self.report.executors_after_restart = sum(1 for e in self.spark_cluster.executors(KILLED_WORKER)
                                                   if e.get("appid") == app)
@@ -229,6 +253,9 @@ class ClusterDemo:
         elif fault == "kill broker":
             self.say(f"kill -9 broker {KILLED_BROKER} (on {KILLED_WORKER}: it served that executor's reads)")
             self.hosts.kill_broker(KILLED_BROKER)
+        elif fault == "cut":
+            self.cut(batch_id)
+            return
         else:
             self.say(f"restarting broker {KILLED_BROKER}")
             self.hosts.start_broker(KILLED_BROKER)
@@ -237,14 +264,38 @@ class ClusterDemo:
         self.done.append(fault)
         self.report.faults.append((fault, batch_id))
 
-    def wait_in_sync(self, bootstrap: str, timeout: float = 90.0) -> None:
+    def cut(self, batch_id: int) -> None:
+        """Cut ``CUT_WORKER``'s host from the host of a ``flights`` leader
+        elsewhere; a timer heals it ``CUT_SECONDS`` later, whatever the
+        stream is doing."""
+        assert self.hosts is not None and self.hosts.network is not None
+        bootstrap = self.hosts.bootstrap
+        here = BROKER_HOSTS.index(CUT_WORKER)
+        leaders = [flights_load.partition_leader(bootstrap, FLIGHTS, p)
+                   for p in range(flights_load.PARTITIONS[FLIGHTS])]
+        other = BROKER_HOSTS[next((b for b in leaders if b != here), (here + 2) % len(BROKER_HOSTS))]
+        network = self.hosts.network
+        self.say(f"cutting {CUT_WORKER} from {other} (a {FLIGHTS} leader's host) for {CUT_SECONDS:.0f} s")
+        cuts = network.cut_between([CUT_WORKER], [other])
+
+        def heal() -> None:
+            network.heal(cuts)
+            self.say(f"healed the cut between {CUT_WORKER} and {other}")
+
+        self.heal_timer = threading.Timer(CUT_SECONDS, heal)
+        self.heal_timer.start()
+        self.done.append("cut")
+        self.report.faults.append((f"cut {CUT_WORKER} from {other} for {CUT_SECONDS:.0f} s", batch_id))
+
+    def wait_in_sync(self, bootstrap: str, brokers: list[int], timeout: float = 90.0) -> None:
         start = time.monotonic()
-        while lagging := flights_load.out_of_sync(bootstrap, FLIGHTS, KILLED_BROKER):  # bounded by the timeout
-            if time.monotonic() - start > timeout:
-                raise DemoFailed(f"broker {KILLED_BROKER} is still out of the ISR of {FLIGHTS} partitions "
-                                 f"{lagging} {timeout:.0f} s after the stream ended")
-            time.sleep(0.2)
-        self.say(f"broker {KILLED_BROKER} is back in the ISR of every {FLIGHTS} partition")
+        for broker in brokers:
+            while lagging := flights_load.out_of_sync(bootstrap, FLIGHTS, broker):  # bounded by the timeout
+                if time.monotonic() - start > timeout:
+                    raise DemoFailed(f"broker {broker} is still out of the ISR of {FLIGHTS} partitions "
+                                     f"{lagging} {timeout:.0f} s after the stream ended")
+                time.sleep(0.2)
+        self.say(f"brokers {brokers} are in the ISR of every {FLIGHTS} partition")
 
     def bytes_out(self) -> dict[int, float]:
         assert self.hosts is not None
@@ -253,7 +304,10 @@ class ClusterDemo:
     def since(self, before: dict[int, float]) -> dict[int, float]:
         return {i: v - before[i] for i, v in self.bytes_out().items()}
 
-    def teardown(self) -> None:
+    def teardown(self, keep_files: bool = False) -> None:
+        if self.heal_timer is not None:
+            self.heal_timer.cancel()
+            self.heal_timer.join()
         if self.spark is not None:
             self.spark.stop()
             self.spark = None
@@ -263,7 +317,8 @@ class ClusterDemo:
         if self.hosts is not None:
             self.hosts.close()
             self.hosts = None
-        shutil.rmtree(self.work, ignore_errors=True)
+        if not keep_files:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     def summary(self) -> None:
         r = self.report

@@ -162,7 +162,8 @@ def decode_key(buf: bytes) -> OffsetKey | GroupMetadataKey:
         return OffsetKey(r.string("group"), r.string("topic"), r.take(">i", "partition"))
     if version == 2:
         return GroupMetadataKey(r.string("group"))
-    raise InvalidGroupRecord(f"key version {version} is not 0, 1 or 2")
+    raise InvalidGroupRecord(f"key version {version} is not 0, 1 or 2 (nor 3-8, the consumer-protocol group records "
+                             "of kavka.group.consumer_records)")
 
 
 def decode_offset_value(buf: bytes) -> OffsetValue:

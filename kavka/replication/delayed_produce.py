@@ -6,7 +6,8 @@ the leader's high watermark reaches the partition's last appended offset + 1
 (``Partition.check_enough_replicas_reach_offset``): then the partition is
 answered NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
 ``min.insync.replicas``, or NOT_LEADER_OR_FOLLOWER when this broker stopped
-leading (or the append's leader epoch ended) meanwhile. Partitions whose
+leading (or the append's leader epoch ended) meanwhile, KAFKA_STORAGE_ERROR
+when the partition's log directory failed (KIP-112). Partitions whose
 append already failed are answered with that error at once. Partitions
 still waiting at the timeout (``timeout_ms`` of the request) are answered
 REQUEST_TIMED_OUT — the records may still become committed later, which is
@@ -56,10 +57,14 @@ class DelayedProduce(DelayedOperation):
         statuses: dict[TopicPartition, ProducePartitionStatus],
         get_partition: Callable[[TopicPartition], Partition | None],
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]],
+        missing_partition_error: Callable[[TopicPartition], ErrorCode] | None = None,
     ) -> None:
         super().__init__(timeout_ms)
         self.statuses = statuses
         self._get_partition = get_partition
+        # why a partition is no longer hosted here (KAFKA_STORAGE_ERROR for a
+        # failed log directory, KIP-112); NOT_LEADER_OR_FOLLOWER by default
+        self._missing_error = missing_partition_error or (lambda tp: ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.future = future
         for status in statuses.values():
             if status.acks_pending:
@@ -75,7 +80,7 @@ class DelayedProduce(DelayedOperation):
                 continue
             partition = self._get_partition(tp)
             if partition is None:
-                done, error = True, ErrorCode.NOT_LEADER_OR_FOLLOWER
+                done, error = True, self._missing_error(tp)
             else:
                 done, error = partition.check_enough_replicas_reach_offset(status.required_offset, status.leader_epoch)
             if done:

@@ -305,6 +305,13 @@ class ReplicaManager:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
+    def _delayed_produce_error(self, tp: TopicPartition) -> ErrorCode:
+        """What a waiting acks=-1 produce answers once its partition left:
+        KAFKA_STORAGE_ERROR if its log directory failed (Kafka's
+        getPartitionOrError), else NOT_LEADER_OR_FOLLOWER (it was stopped or
+        deleted: the client looks for the new leader)."""
+        return ErrorCode.KAFKA_STORAGE_ERROR if tp in self._offline else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
     def partition_or_error(self, tp: TopicPartition) -> Partition:
         partition = self._partitions.get(tp)
         if partition is None:
@@ -381,7 +388,7 @@ class ReplicaManager:
             for tp, result in results.items()
         }
         future: asyncio.Future[dict[TopicPartition, ProducePartitionResult]] = asyncio.get_running_loop().create_future()
-        op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future)
+        op = DelayedProduce(max(timeout_ms, 0), statuses, self.get_partition, future, self._delayed_produce_error)
         self.produce_purgatory.try_complete_else_watch(op, list(statuses))
         return future
 

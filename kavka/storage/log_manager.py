@@ -179,7 +179,8 @@ class LogManager:
             raise
         # seed 002 §5.2: "若开启了日志定时清理功能，则实例化一个 LogCleaner 对象"
         self.cleaner: LogCleaner | None = (
-            LogCleaner(self, config.cleaner, clock=self.clock) if config.cleaner.enable else None
+            LogCleaner(self, config.cleaner, clock=self.clock, failure_channel=self.failure_channel)
+            if config.cleaner.enable else None
         )
 
     # ---- loading (seed 002 §5.3) -------------------------------------------------------------

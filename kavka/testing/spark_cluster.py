@@ -173,6 +173,9 @@ class SparkStandalone:
                    SPARK_LOCAL_HOSTNAME=daemon.address, PYSPARK_PYTHON=self.python,
                    SPARK_DAEMON_MEMORY=self.daemon_memory, SPARK_DAEMON_JAVA_OPTS=DAEMON_JAVA_OPTS,
                    SPARK_LOG_DIR=str(daemon.directory), SPARK_WORKER_DIR=str(daemon.directory / "work"),
+                   # the executors' scratch space (shuffle, blocks) under the daemon's directory, not /tmp:
+                   # an executor killed -9 cannot remove its own
+                   SPARK_LOCAL_DIRS=str(daemon.directory / "local"),
                    SPARK_CONF_DIR=str(daemon.directory / "conf"))
         env.pop(RACK_ENV, None)
         if daemon.rack is not None:

@@ -13,8 +13,9 @@ any cluster named in its ``test.conf``. This driver:
    manual 8000 series need no broker and are left out;
 3. starts a local cluster with the suite's scenario (``tests/scenarios``:
    ``default`` is 3 brokers, topic auto-creation, 4 partitions, replication
-   factor 3; tests of the ``noautocreate`` scenario get a second cluster
-   with auto-creation off);
+   factor 3; each broker in rack ``RACK<id>`` with the rack-aware replica
+   selector, as trivup sets them up; tests of the ``noautocreate`` scenario
+   get a second cluster with auto-creation off);
 4. runs each test number in its own ``test-runner`` process
    (``TESTS=NNNN ./test-runner -p1 -Q -E -L``, ``TEST_KAFKA_VERSION``,
    ``TEST_CONSUMER_GROUP_PROTOCOL``) with a timeout, and reads each named
@@ -24,11 +25,18 @@ any cluster named in its ``test.conf``. This driver:
    result, seconds, reason), the runner output of each test under
    ``<out>/logs/``, and prints a summary line per protocol.
 
+The suite's SSL and SASL broker tests (0097, 0135, 0142) run against a
+second, secured cluster (``kavka.tools.compat_secure``: ``SASL_SSL`` with
+SCRAM, client certificates, KIP-368 session lifetimes) with the
+``test.conf`` and ``SSL_*`` variables trivup would give them; 0142, whose
+sub-tests are none of them quick, runs each sub-test Kafka 3.9 can pass in
+full mode (``SUBTESTS=``), one process each. A test needing a librdkafka
+feature the build lacks (its ``BUILT_WITH``) is skipped naming it.
+
 Tests that drive Kafka's own command-line tools or Java client
-(``KAFKA_PATH``), and the
-SSL and SASL tests (no such listeners on this cluster), are listed as
-skipped with that reason without being run; ``-E`` leaves out the sockem
-(simulated network fault) tests, listed the same way.
+(``KAFKA_PATH``) are listed as skipped with that reason without being run;
+``-E`` leaves out the sockem (simulated network fault) tests, listed the
+same way.
 
 With ``--allowlist FILE`` (``tests/compat/librdkafka-allowlist.txt``) the
 exit code is 1 when an allowlisted test did not pass; ``--only-allowlist``
@@ -41,6 +49,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,8 +59,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kavka.common.broker_config_keys import RACK_AWARE_REPLICA_SELECTOR
 from kavka.tools.cluster import LocalCluster
 from kavka.tools.compat_build import REPO_ROOT, BuildFailed, Runner, SourceMissing, build, locate_source
+from kavka.tools.compat_secure import REAUTH_MS, SecuredScenario, secured_scenario
 
 DEFAULT_ALLOWLIST = REPO_ROOT / "tests" / "compat" / "librdkafka-allowlist.txt"
 PROTOCOLS = ("classic", "consumer")
@@ -65,8 +76,26 @@ NEEDS_KAFKA_PATH = {"0052", "0077", "0109", "0115", "0119"}
 # Its first half produces with Kafka's Java client (TransactionProducerCli,
 # built against KAFKA_PATH) and fails without it before the second half runs.
 NEEDS_KAFKA_JAVA = {"0098"}
-NEEDS_SSL = {"0064", "0097", "0133", "0134"}
-NEEDS_SASL = {"0128", "0135", "0142"}
+# The SSL and SASL broker tests: run on the secured cluster. (0128, 0133
+# and 0134 are local tests, TEST_F_LOCAL, left out with the others.)
+SECURED = {"0097", "0135", "0142"}
+SECURED_SCENARIO = "secured"
+# librdkafka features (its BUILT_WITH) a test needs of the build: 0064 checks
+# that rd_kafka_new() fails on a bad ssl.ca.location.
+NEEDS_FEATURES: dict[str, tuple[str, ...]] = {
+    "0064": ("SSL",), "0097": ("SSL",), "0135": ("SSL", "SASL_SCRAM"), "0142": ("SSL", "SASL_SCRAM")}
+# Tests whose sub-tests are none of them quick (-Q would run nothing) run in
+# full mode, one process per sub-test named here (the runner's SUBTESTS= is
+# one substring of "function:line: title"). 0142's other sub-tests are left
+# out: do_test_share_consumer, do_test_share_oauthbearer and
+# do_test_share_reauth_failure use KIP-932 share groups (Kafka 4.2; Apache
+# Kafka 3.9, the version the suite is told, has none), do_test_oauthbearer
+# needs sasl.mechanism=OAUTHBEARER (the secured cluster offers SCRAM).
+FULL_MODE_SUBTESTS: dict[str, tuple[str, ...]] = {
+    "0142": ("do_test_consumer", "do_test_producer", "do_test_txn_producer", "do_test_reauth_failure")}
+FULL_MODE_LEFT_OUT: dict[str, str] = {
+    "0142": "not run: share-consumer sub-tests (KIP-932 share groups, Kafka 4.2, not in 3.9) and "
+            "do_test_oauthbearer (needs OAUTHBEARER; this cluster offers SCRAM)"}
 
 TEST_FLAG_LOCAL = "TEST_F_LOCAL"
 TEST_FLAG_MANUAL = "TEST_F_MANUAL"
@@ -143,16 +172,30 @@ def is_broker_test(t: SuiteTest) -> bool:
                 or "_ut_" in n or n.startswith("0000") or n.startswith("8") or n.endswith("_local"))
 
 
-def skip_reason(t: SuiteTest, *, ssl: bool = False, sasl: bool = False) -> str | None:
-    """Why this broker test is not run here, or None."""
+def not_run_notes(wanted: Sequence[str], tests: Sequence[SuiteTest]) -> list[str]:
+    """A line for each asked-for test (number or name) that is no broker
+    test of the suite, or no test at all: it gets no row in the table."""
+    notes = []
+    for w in wanted:
+        matching = [t for t in tests if w in (t.number, t.name)]
+        if not matching:
+            notes.append(f"{w}: no such test in this librdkafka's tests/test.c")
+        elif not any(is_broker_test(t) for t in matching):
+            notes.append(f"{w}: {', '.join(t.name for t in matching)} needs no broker (local, mock or unit test: "
+                         f"{', '.join(sorted({t.flags for t in matching}))}), not run here")
+    return notes
+
+
+def skip_reason(t: SuiteTest, built_with: frozenset[str] | None = None) -> str | None:
+    """Why this broker test is not run here, or None. ``built_with``: the
+    build's features (None: not known, assumed enough)."""
     if t.number in NEEDS_KAFKA_PATH:
         return "drives Kafka's own CLI tools (KAFKA_PATH)"
     if t.number in NEEDS_KAFKA_JAVA:
         return "produces with Kafka's Java client (TransactionProducerCli, KAFKA_PATH)"
-    if t.number in NEEDS_SSL and not ssl:
-        return "needs an SSL listener (none on this cluster)"
-    if t.number in NEEDS_SASL and not sasl:
-        return "needs a SASL listener and a SASL build (--disable-sasl)"
+    missing = [f for f in NEEDS_FEATURES.get(t.number, ()) if built_with is not None and f not in built_with]
+    if missing:
+        return f"needs a librdkafka built with {', '.join(missing)} (not in this build's BUILT_WITH)"
     if TEST_FLAG_SOCKEM in t.flags:
         return "sockem test (simulated network faults), left out by -E"
     return None
@@ -209,72 +252,167 @@ class RunContext:
     timeout: float
     bootstraps: dict[str, str] = field(default_factory=dict)  # scenario -> bootstrap.servers
     say: Callable[[str], None] = print
+    secured: SecuredScenario | None = None  # the secured cluster's test.conf and SSL_* variables
 
 
-def write_test_conf(path: Path, bootstrap: str) -> None:
-    path.write_text(f"bootstrap.servers={bootstrap}\ntest.timeout.multiplier={TIMEOUT_MULTIPLIER}\n")
+def test_conf_text(bootstrap: str) -> str:
+    return f"bootstrap.servers={bootstrap}\ntest.timeout.multiplier={TIMEOUT_MULTIPLIER}\n"
 
 
-def run_number(ctx: RunContext, number: str, names: Sequence[SuiteTest], protocol: str) -> list[Result]:
-    """One ``test-runner`` process for every named test of ``number``."""
-    scenario = names[0].scenario
+def scenario_of(t: SuiteTest) -> str:
+    """The cluster a test runs against: the secured one for the SSL and
+    SASL tests, else the suite's scenario."""
+    return SECURED_SCENARIO if t.number in SECURED else t.scenario
+
+
+def _run_process(ctx: RunContext, number: str, protocol: str, scenario: str, suite_scenario: str, log: Path, *,
+                 quick: bool, subtest: str | None) -> tuple[int | None, str, float]:
+    """One ``test-runner`` process against the cluster of ``scenario``: its
+    exit code (None: timed out), output and seconds. ``suite_scenario`` is the
+    test's own (``TEST_SCENARIO``: the runner skips tests of another)."""
     conf = ctx.out_dir / f"test-{scenario}.conf"
-    write_test_conf(conf, ctx.bootstraps[scenario])
+    extra: dict[str, str] = {}
+    if scenario == SECURED_SCENARIO:
+        if ctx.secured is None:
+            raise RuntimeError(f"test {number} needs the secured cluster, which this run did not start")
+        conf.write_text(ctx.secured.test_conf)
+        os.chmod(conf, 0o600)  # holds a password
+        extra.update(ctx.secured.environment)
+    else:
+        conf.write_text(test_conf_text(ctx.bootstraps[scenario]))
+    if subtest is not None:
+        extra["SUBTESTS"] = subtest
     env = dict(os.environ, TESTS=number, TEST_KAFKA_VERSION=KAFKA_VERSION,
                TEST_CONSUMER_GROUP_PROTOCOL=protocol, RDKAFKA_TEST_CONF=str(conf),
-               TEST_SCENARIO=scenario, LD_LIBRARY_PATH=ctx.runner.library_path)
-    log = ctx.out_dir / "logs" / f"{number}-{protocol}.log"
+               TEST_SCENARIO=suite_scenario, LD_LIBRARY_PATH=ctx.runner.library_path, **extra)
+    args = [str(ctx.runner.runner), "-p1", *(["-Q"] if quick else []), "-E", "-L"]
     start = time.monotonic()
     with log.open("w") as f:
-        proc = subprocess.Popen([str(ctx.runner.runner), "-p1", "-Q", "-E", "-L"], cwd=ctx.runner.tests_dir,
-                                env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(args, cwd=ctx.runner.tests_dir, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
             rc: int | None = proc.wait(ctx.timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             rc = None
-    seconds = time.monotonic() - start
-    output = log.read_text(errors="replace")
+    return rc, log.read_text(errors="replace"), time.monotonic() - start
+
+
+def results_of(names: Sequence[SuiteTest], protocol: str, output: str, rc: int | None, seconds: float,
+               timeout: float, split: bool, mode: str = "quick mode (-Q)") -> list[Result]:
+    """Each named test's result from one runner output (``split``: the
+    test is made of sub-tests, so passing without running one is vacuous)."""
     summary = parse_summary(output)
     subtests = subtests_passed(output)
-    split = uses_subtests(ctx.runner.tests_dir, number)
     results = []
     for t in names:
         if t.name in summary:
             state, secs, reason = summary[t.name]
             if state == PASS and split and not subtests.get(t.name):
-                # -Q runs only the sub-tests marked quick: this one ran none.
-                reason = "vacuous: no sub-test of it runs in quick mode (-Q)"
+                reason = f"vacuous: no sub-test of it runs in {mode}"
             results.append(Result(t.name, protocol, state, secs, reason))
         elif rc is None:
             results.append(Result(t.name, protocol, FAIL, seconds,
-                                  f"timed out after {ctx.timeout:.0f} s ({failure_hint(output)})"))
+                                  f"timed out after {timeout:.0f} s ({failure_hint(output)})"))
         else:
             results.append(Result(t.name, protocol, FAIL, seconds,
                                   f"runner exited {rc} without a result ({failure_hint(output)})"))
     return results
 
 
-def start_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None]) -> LocalCluster:
-    """A 3-broker cluster configured as the suite's trivup scenario asks."""
+def combine_subtest_runs(test: str, protocol: str, runs: Sequence[tuple[str, Result]], left_out: str) -> Result:
+    """One result from the full-mode runs of a test's sub-tests (sub-test
+    name, its result): the first failure, else a skip (the test skipped
+    itself), else a pass naming what ran and what did not."""
+    seconds = sum(r.seconds for _, r in runs)
+    for sub, r in runs:
+        if r.result == FAIL:
+            return Result(test, protocol, FAIL, seconds, f"sub-test {sub}: {r.reason}".rstrip(": "))
+    for _, r in runs:
+        if r.result == SKIP:
+            return Result(test, protocol, SKIP, seconds, r.reason)
+    vacuous = [sub for sub, r in runs if r.reason.startswith("vacuous")]
+    if vacuous:
+        return Result(test, protocol, PASS, seconds, f"vacuous: sub-test(s) {', '.join(vacuous)} ran nothing")
+    ran = ", ".join(sub for sub, _ in runs)
+    return Result(test, protocol, PASS, seconds, f"full mode, sub-tests {ran}; {left_out}".rstrip("; "))
+
+
+def run_number(ctx: RunContext, number: str, names: Sequence[SuiteTest], protocol: str) -> list[Result]:
+    """The ``test-runner`` process(es) for every named test of ``number``."""
+    scenario = scenario_of(names[0])
+    split = uses_subtests(ctx.runner.tests_dir, number)
+    subs = FULL_MODE_SUBTESTS.get(number)
+    if subs is None:
+        log = ctx.out_dir / "logs" / f"{number}-{protocol}.log"
+        rc, output, seconds = _run_process(ctx, number, protocol, scenario, names[0].scenario, log, quick=True, subtest=None)
+        return results_of(names, protocol, output, rc, seconds, ctx.timeout, split)
+    per_test: dict[str, list[tuple[str, Result]]] = {t.name: [] for t in names}
+    for sub in subs:
+        log = ctx.out_dir / "logs" / f"{number}-{protocol}-{sub}.log"
+        rc, output, seconds = _run_process(ctx, number, protocol, scenario, names[0].scenario, log, quick=False, subtest=sub)
+        for r in results_of(names, protocol, output, rc, seconds, ctx.timeout, split, f"full mode as {sub}"):
+            per_test[r.test].append((sub, r))
+    return [combine_subtest_runs(t.name, protocol, per_test[t.name], FULL_MODE_LEFT_OUT.get(number, ""))
+            for t in names]
+
+
+def scenario_config(scenario_file: Path, brokers: int = 3) -> dict[str, str]:
+    """The broker keys of the suite's trivup scenario."""
     # The scenario files are trivup's dicts, with a trailing comma JSON refuses.
     scenario = json.loads(re.sub(r",\s*}", "}", scenario_file.read_text()))
-    brokers = 3
-    config = {
+    return {
         "auto.create.topics.enable": str(scenario.get("auto_create_topics", "true")).lower(),
         "num.partitions": str(scenario.get("num_partitions", 1)),
-        "default.replication.factor": str(scenario.get("replication_factor", min(brokers, 3))),
+        "default.replication.factor": str(min(int(scenario.get("replication_factor", 3)), brokers)),
         # trivup's brokers run Kafka's ACL authorizer (0081 creates, lists
         # and deletes ACLs and expects an authorizer); with no ACL on a
         # resource everyone is allowed, so the other tests run unhindered.
         "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
         "allow.everyone.if.no.acl.found": "true",
+        # trivup gives each broker of Kafka >= 2.4 the rack RACK<id> and the
+        # rack-aware replica selector (KIP-392): 0101 reads from the
+        # follower in its client.rack and skips when the racks are not so.
+        "replica.selector.class": RACK_AWARE_REPLICA_SELECTOR,
     }
-    say(f"cluster {scenario_file.stem}: {brokers} brokers, " + ", ".join(f"{k}={v}" for k, v in config.items()))
-    cluster = LocalCluster(brokers, data_dir, 0, None, None, config)
+
+
+def trivup_racks(brokers: int) -> list[str]:
+    """trivup's racks: RACK<id> per broker (Kafka >= 2.4)."""
+    return [f"RACK{i}" for i in range(brokers)]
+
+
+def start_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None]) -> LocalCluster:
+    """A 3-broker cluster configured as the suite's trivup scenario asks."""
+    brokers = 3
+    config = scenario_config(scenario_file, brokers)
+    racks = trivup_racks(brokers)
+    say(f"cluster {scenario_file.stem}: {brokers} brokers, racks {racks}, "
+        + ", ".join(f"{k}={v}" for k, v in config.items()))
+    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, racks=racks)
     cluster.start(progress=lambda m: say(f"  {m}"))
     return cluster
+
+
+def start_secured_cluster(scenario_file: Path, data_dir: Path, say: Callable[[str], None],
+                          brokers: int = 3) -> tuple[LocalCluster, SecuredScenario]:
+    """The suite's scenario on ``kavka up --secure``'s listeners (SASL_SSL
+    with SCRAM, SSL with client certificates), sessions lasting
+    ``REAUTH_MS`` (KIP-368), and the test.conf and files for it."""
+    config = scenario_config(scenario_file, brokers)
+    config["connections.max.reauth.ms"] = str(REAUTH_MS)
+    say(f"cluster {SECURED_SCENARIO} ({scenario_file.stem} secured): {brokers} brokers, SASL_SSL (SCRAM) and SSL "
+        "(client certificates) listeners, " + ", ".join(f"{k}={v}" for k, v in config.items()))
+    cluster = LocalCluster(brokers, data_dir, 0, None, None, config, secure=True, racks=trivup_racks(brokers))
+    try:
+        cluster.start(progress=lambda m: say(f"  {m}"))
+        assert cluster.secure is not None
+        scenario = secured_scenario(cluster.secure, cluster.bootstrap, data_dir / "client-files", TIMEOUT_MULTIPLIER)
+    except BaseException:
+        cluster.cleanup()
+        raise
+    return cluster, scenario
 
 
 def read_allowlist(path: Path) -> list[AllowEntry]:
@@ -333,6 +471,7 @@ def run_suite(runner: Runner, protocols: Sequence[str], out_dir: Path, *, timeou
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "logs").mkdir(exist_ok=True)
     tests = [t for t in suite_tests(runner.tests_dir) if is_broker_test(t)]
+    built_with = runner.built_with()
     ctx = RunContext(runner, out_dir, timeout, say=say)
     clusters: dict[str, LocalCluster] = {}
     all_results: list[Result] = []
@@ -342,17 +481,21 @@ def run_suite(runner: Runner, protocols: Sequence[str], out_dir: Path, *, timeou
             chosen = [t for t in tests if select(t, protocol)]
             by_number: dict[str, list[SuiteTest]] = {}
             for t in chosen:
-                reason = skip_reason(t)
+                reason = skip_reason(t, built_with)
                 if reason:
                     results.append(Result(t.name, protocol, SKIP, 0.0, reason))
                 else:
-                    by_number.setdefault(f"{t.number}/{t.scenario}", []).append(t)
+                    by_number.setdefault(f"{t.number}/{scenario_of(t)}", []).append(t)
             for i, (key, names) in enumerate(by_number.items(), 1):
-                scenario = names[0].scenario
+                scenario = scenario_of(names[0])
                 if scenario not in clusters:
-                    scen_file = runner.tests_dir / "scenarios" / f"{scenario}.json"
-                    clusters[scenario] = start_cluster(scen_file, Path(tempfile.mkdtemp(prefix=f"kavka-compat-{scenario}-")),
-                                                       say)
+                    data_dir = Path(tempfile.mkdtemp(prefix=f"kavka-compat-{scenario}-"))
+                    if scenario == SECURED_SCENARIO:
+                        clusters[scenario], ctx.secured = start_secured_cluster(
+                            runner.tests_dir / "scenarios" / "default.json", data_dir, say)
+                    else:
+                        clusters[scenario] = start_cluster(runner.tests_dir / "scenarios" / f"{scenario}.json",
+                                                           data_dir, say)
                     ctx.bootstraps[scenario] = clusters[scenario].bootstrap
                 say(f"[{protocol} {i}/{len(by_number)}] {key.split('/')[0]} "
                     f"({', '.join(t.name for t in names)}) ...")
@@ -367,8 +510,11 @@ def run_suite(runner: Runner, protocols: Sequence[str], out_dir: Path, *, timeou
             (out_dir / f"compat-{protocol}.tsv").write_text(table_tsv(results))
             all_results.extend(results)
     finally:
-        for c in clusters.values():
+        for scenario, c in clusters.items():
             c.cleanup()
+            if scenario == SECURED_SCENARIO:
+                # its keys, keystore password and users' passwords go with it
+                shutil.rmtree(c.data_dir, ignore_errors=True)
     return all_results
 
 
@@ -423,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return False
         return wanted is None or t.number in wanted or t.name in wanted
 
+    for note in not_run_notes(wanted or [], suite_tests(runner.tests_dir)):
+        say(f"compat: {note}")
     results = run_suite(runner, protocols, Path(args.out), timeout=args.timeout, select=select, say=say)
     for proto in protocols:
         say(summary_line(proto, [r for r in results if r.protocol == proto]))

@@ -10,7 +10,10 @@ looked through):
   size, magic, codec, CRC and whether it is valid (computed);
   ``--deep-iteration`` adds one line per record (offset, timestamp, sizes,
   sequence, header keys; transaction markers decoded) and
-  ``--print-data-log`` its key, value and headers;
+  ``--print-data-log`` its key, value and headers; ``--offsets-decoder``
+  decodes ``__consumer_offsets`` records as JSON
+  (``kavka.tools.offsets_decoder``: offsets, classic groups and the
+  consumer-protocol groups of KIP-848);
 * ``<base>.index`` (8-byte entries: relative offset, position) and
   ``<base>.timeindex`` (12-byte entries: timestamp, relative offset);
 * ``--verify-index``: checks both indexes of a segment against its
@@ -52,6 +55,7 @@ from kavka.protocol.records.control import InvalidControlRecord, parse_control_r
 from kavka.protocol.records.reader import DEFAULT_MAX_DECOMPRESSED, iter_records
 from kavka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, OffsetCheckpointFile
 from kavka.storage.errors import CheckpointFormatError
+from kavka.tools.offsets_decoder import decode_offsets_record
 
 DESCRIPTION = (
     "Print the record batches of .log segments, the entries of .index/.timeindex files, "
@@ -85,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deep-iteration", action="store_true", help="print every record, not only batches")
     parser.add_argument(
         "--print-data-log", action="store_true", help="print record keys, values and headers (implies --deep-iteration)"
+    )
+    parser.add_argument(
+        "--offsets-decoder", action="store_true",
+        help="decode __consumer_offsets records (offsets, classic and consumer-protocol groups) as JSON "
+             "(implies --print-data-log)",
     )
     parser.add_argument("--verify-index", action="store_true", help="check .index/.timeindex entries against the .log")
     parser.add_argument(
@@ -169,7 +178,8 @@ def dump_file(path: Path, args: argparse.Namespace, out: TextIO) -> int:
         if not log_path.exists():
             print(f"error: cannot verify {path.name}: {log_path.name} is missing", file=out)
             return UNREADABLE
-        quiet = argparse.Namespace(deep_iteration=False, print_data_log=False, max_message_bytes=args.max_message_bytes)
+        quiet = argparse.Namespace(deep_iteration=False, print_data_log=False, offsets_decoder=False,
+                                   max_message_bytes=args.max_message_bytes)
         log_code, batches = dump_log_file(log_path, quiet, None)
         code = max(code, log_code, verify(path, kind, batches, out))
     return code
@@ -220,6 +230,10 @@ def _print_records(h: RecordBatchHeader, data: bytes, args, out: TextIO, positio
                     line += f" endTxnMarker: {marker.kind.name} coordinatorEpoch: {marker.coordinator_epoch}"
                 except InvalidControlRecord as e:
                     line += f" controlRecord: unreadable ({e})"
+            elif args.offsets_decoder:
+                key, payload = decode_offsets_record(None if rec.key is None else bytes(rec.key),
+                                                     None if rec.value is None else bytes(rec.value))
+                line += f" key: {key} payload: {payload}"
             elif args.print_data_log:
                 line += f" key: {_text(rec.key)} payload: {_text(rec.value)}"
                 if rec.headers:
@@ -234,7 +248,7 @@ def _print_records(h: RecordBatchHeader, data: bytes, args, out: TextIO, positio
 def dump_log_file(path: Path, args, out: TextIO | None) -> tuple[int, list[BatchInfo]]:
     """Walk the batches of a ``.log`` (printing unless ``out`` is None);
     return the exit code and the batches whose header could be read."""
-    deep = args.deep_iteration or args.print_data_log
+    deep = args.deep_iteration or args.print_data_log or args.offsets_decoder
     code = OK
     batches: list[BatchInfo] = []
     say = (lambda s: print(s, file=out)) if out is not None else (lambda s: None)

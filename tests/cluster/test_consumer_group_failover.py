@@ -1,7 +1,8 @@
-"""A consumer-protocol group (KIP-848) survives its coordinator's SIGKILL:
-the group lives in ``__consumer_offsets`` (Kafka 4's record types), so the
-broker that takes the partition over knows its epoch, members and
-assignments. confluent-kafka consumers (``group.protocol=consumer``) keep
+"""A consumer-protocol group (KIP-848) survives its coordinator's SIGKILL,
+stable or in the middle of a reconciliation: the group lives in
+``__consumer_offsets`` (Kafka 4's record types), so the broker that takes
+the partition over knows its epoch, members, assignments and pending
+revocations. confluent-kafka consumers (``group.protocol=consumer``) keep
 heartbeating with their member epochs: ConsumerGroupDescribe on the new
 coordinator shows the same group epoch and members (a rejoin would start
 the epochs again and give the members new epochs), no partition is owned
@@ -125,6 +126,41 @@ def test_the_group_continues_on_the_new_coordinator_with_its_epochs(make_cluster
         assert not s.owned_twice, f"partitions owned twice: {s.owned_twice[:3]}"
         committed = consumers["a"].committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         assert {tp.partition: tp.offset for tp in committed} == {p: 5 for p in range(PARTITIONS)}
+    finally:
+        for c in consumers.values():
+            c.close()
+
+
+def test_a_failover_in_the_middle_of_a_reconciliation(make_cluster):
+    """The coordinator dies while a third member's join is being reconciled
+    (the others still revoking): the new coordinator has the pending
+    revocations, so the group converges with no partition owned twice and
+    the joiner keeps the member id and epoch it was given."""
+    cluster = make_cluster(brokers=3, config=CONFIG)
+    topic, group = "kip848-midway", "g-midway"
+    create_topic(cluster, topic, partitions=PARTITIONS, replication_factor=3)
+    consumers = {name: _consumer(cluster, group, topic, name) for name in ("a", "b")}
+    s = Sampler(consumers)
+    try:
+        wait_until(s.split, 60, "two consumers sharing the partitions", 0)
+        stable = wait_until(lambda: (d := _describe(cluster, group)).state == "Stable" and d, 60, "a stable group")
+        consumers["c"] = _consumer(cluster, group, topic, "c")
+        s.read["c"] = []
+        joined = wait_until(lambda: (d := _describe(cluster, group)).group_epoch > stable.group_epoch and d, 60,
+                            "the third member joined")
+        slot = partition_for(group, OFFSETS_PARTITIONS)
+        coordinator = leaders(cluster, "__consumer_offsets")[slot]
+        cluster.kill_broker(coordinator)  # SIGKILL, with the group mid-way
+        wait_until(lambda: leaders(cluster, "__consumer_offsets")[slot] not in (coordinator, -1), 60,
+                   "a new coordinator")
+        owned = wait_until(lambda: (o := s.split()) and all(len(ps) == 2 for ps in o.values()) and o, 90,
+                           "three consumers sharing the partitions on the new coordinator", 0)
+        after = wait_until(lambda: (d := _describe(cluster, group)).state == "Stable" and d, 60, "a stable group")
+        assert not s.owned_twice, f"partitions owned twice: {s.owned_twice[:3]}"
+        assert after.coordinator != coordinator and sorted(len(ps) for ps in owned.values()) == [2, 2, 2]
+        # the join was not lost and nobody rejoined: same members, the epoch went on from the join's
+        assert {m.member_id for m in after.members} == {m.member_id for m in joined.members}
+        assert after.group_epoch == joined.group_epoch
     finally:
         for c in consumers.values():
             c.close()

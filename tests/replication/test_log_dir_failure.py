@@ -170,3 +170,17 @@ async def test_an_existing_replica_is_not_recreated_empty_while_a_directory_is_o
     finally:
         await rm.shutdown()
         manager.shutdown()
+
+
+async def test_a_waiting_acks_all_produce_answers_storage_error_when_its_directory_fails(two_dirs, clock):
+    manager, a, _b, _halts = two_dirs
+    rm = _rm(manager, clock, RecordingNotifier())
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2), (1, 2))], LIVE)  # a follower must acknowledge
+    assert rm.get_partition(TP).log.dir.parent == a
+    waiting = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    await rm.handle_log_dir_failure(a)
+    answered = await asyncio.wait_for(waiting, WAIT)
+    assert answered[TP].error is ErrorCode.KAFKA_STORAGE_ERROR  # not acknowledged: the client retries elsewhere
+    await rm.shutdown()

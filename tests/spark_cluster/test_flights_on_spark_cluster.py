@@ -1,8 +1,9 @@
 """The flights pipeline on a Spark standalone cluster whose two workers sit
 on broker hosts (network namespaces), with the worker on b1 killed -9
-mid-stream (its executor with it) and started again, and broker 1 killed
--9 and started again (``pipelines.flights_cluster``, what ``make
-demo-cluster`` runs for the whole year; here two days).
+mid-stream (its executor with it) and started again, broker 1 killed -9
+and started again, and b0 cut from a leader's host for 10 s
+(``pipelines.flights_cluster``, what ``make demo-cluster`` runs for the
+whole year; here two days).
 
 The streaming result equals the batch recomputation and the compacted
 topic, exactly; and the brokers' metrics show the executors read from the
@@ -12,8 +13,9 @@ executor, serves none of the batch read's bytes, while a read with a rack
 no broker has is served by the leaders, broker 2 among them.
 
 Its own process (one SparkSession per process, not the local[2] one of
-tests/spark): ``make spark-cluster``, also run by ``make chaos``. Skips,
-saying why, where network namespaces cannot be made or PySpark is missing.
+tests/spark): ``make spark-cluster``, also run by ``make chaos`` and by
+``make test`` as the smoke of that suite. Skips, saying why, where network
+namespaces cannot be made or PySpark is missing.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def test_flights_on_a_spark_cluster_survive_a_worker_and_a_broker_kill():
     demo.summary()
     assert r.loaded > 1500
     assert r.rows_in == r.loaded
-    assert [f for f, _ in r.faults] == list(FAULTS)
+    assert [f.split()[0] for f, _ in r.faults] == [f.split()[0] for f in FAULTS]
     assert r.batches > len(FAULTS)
     assert r.equal_stream and r.equal_topic
     assert r.executors_after_restart >= 1  # the restarted worker runs an executor of the application again

@@ -326,3 +326,30 @@ def test_a_live_change_of_the_cleaner_settings_restarts_its_threads_with_them(tm
     wait_until(lambda: checkpoints(m).get(tp) == 200, "cleaning with the new threads")
     m.shutdown()
     assert len(cleaner_threads()) == others
+
+
+def test_an_io_error_while_cleaning_fails_the_logs_directory(tmp_path, monkeypatch):
+    """KIP-112: the cleaner reports an I/O error (writing the .cleaned
+    segment) to the log dir failure channel, as Kafka's cleaner does."""
+    import errno
+    import os
+
+    clock = ManualClock(T0)
+    m = manager(tmp_path, clock, dirs=("a", "b"), threads=1)
+    log = m.get_or_create_log("orders", 0)
+    fill(log, 200, keys=5)
+    real = os.pwritev
+
+    def pwritev(fd, buffers, *args):
+        if ".cleaned" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, buffers, *args)
+
+    monkeypatch.setattr(os, "pwritev", pwritev)
+    outcome = m.clean_once()
+    monkeypatch.undo()
+    assert outcome.error is not None and "No space left on device" in outcome.error
+    channel = m.failure_channel
+    assert channel.has_offline_log_dir(log.dir.parent) and isinstance(channel.error_of(log.dir.parent), OSError)
+    assert m.live_log_dirs == [(tmp_path / "b").absolute()]
+    m.shutdown()

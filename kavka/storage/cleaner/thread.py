@@ -36,8 +36,9 @@ from kavka.storage.cleaner.cleaner import BufferTooSmallError, Cleaner, CleanerS
 from kavka.storage.cleaner.config import LogCleanerConfig, Throttler
 from kavka.storage.cleaner.manager import LogCleanerManager, LogCleaningAbortedError, LogSource
 from kavka.storage.cleaner.offset_map import SkimpyOffsetMap
-from kavka.storage.errors import StorageError
+from kavka.storage.errors import KafkaStorageError, StorageError
 from kavka.storage.log import Log
+from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.retention import delete_old_segments
 
 logger = logging.getLogger(__name__)
@@ -66,8 +67,10 @@ class LogCleaner:
         clock: Clock | None = None,
         step_hook: StepHook | None = None,
         bound_of: Callable[[TopicPartition], int | None] | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.config = config or LogCleanerConfig()
+        self._failure_channel = failure_channel
         self.clock = clock or SystemClock()
         self.manager = LogCleanerManager(source)
         self.throttler = Throttler(self.config.max_io_bytes_per_second)
@@ -132,6 +135,11 @@ class LogCleaner:
             error = f"{type(e).__name__}: {e}"
             logger.error("cleaning %s failed, marking it uncleanable: %s", tp, error)
             self.manager.mark_uncleanable(tp, error)
+            if isinstance(e, (KafkaStorageError, OSError)) and self._failure_channel is not None:
+                # KIP-112: an I/O error fails the log's directory, as Kafka's cleaner does
+                self._failure_channel.maybe_add_offline_log_dir(
+                    to_clean.log.dir.parent, f"Failed to clean up log for {tp} due to an I/O error",
+                    e.__cause__ if isinstance(e, KafkaStorageError) and e.__cause__ else e)
         finally:
             self._current.pop(me, None)
             self.manager.done_cleaning(tp, end_offset, horizon)
