@@ -151,4 +151,5 @@ def test_the_transactional_processor_takes_its_assignment_from_the_rebalance_cal
     w._stop_processing.set()
     t.join(5)
     assert [(x.outcome, x.writes) for x in history.txns] == [("committed", (("txn-out", 0, b"i00000001@1"),))]
+    assert producer.offsets is not None
     assert [(tp.topic, tp.partition, tp.offset) for tp in producer.offsets] == [("txn-in", 0, 1)]
