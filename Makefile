@@ -71,7 +71,10 @@ lint: venv
 # images) every broker, CLI and xdist process would otherwise compile all of
 # kavka again (~0.5 s CPU each, hundreds of times) and every xdist worker
 # would rewrite every test module (~5 s CPU each).
-# tests/spark runs in its own process (PySpark's JVM does not mix with xdist).
+# tests/spark runs in its own process (PySpark's JVM does not mix with xdist),
+# and the Spark standalone cluster test (make spark-cluster: two days of
+# flights with a worker and a broker killed) in another, as the smoke of
+# that suite (one SparkSession per process; it skips without namespaces).
 # The librdkafka test runner behind tests/compat's smoke is built (or found in
 # .cache) before pytest starts: a first build takes minutes of both cores, which
 # inside an xdist worker would race the tests around it. Exit 2 means the
@@ -81,6 +84,7 @@ test: venv deps lint
 	$(BIN)/python -m kavka.tools.compat --build-only || test $$? -eq 2
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark --ignore=tests/spark_cluster -m "not chaos_unsafe" $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
 
 bench: venv deps
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -230,6 +230,7 @@ def run(args: argparse.Namespace) -> None:
             counts[leader] = counts.get(leader, 0) + 1
         victim = max((b for b in counts if b != controller[0]), key=lambda b: counts[b])
         results = {"broker": failover(cluster, names, zk, victim, f"/brokers/ids/{victim}", args.timeout)}
+        say("broker failover: " + ", ".join(f"{k} {v:.2f}" for k, v in results["broker"].items()))  # kept if 2 fails
         controller = cluster.controller()
         assert controller is not None
         results["controller"] = failover(cluster, names, zk, controller[0], "/controller", args.timeout)

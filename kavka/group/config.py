@@ -22,6 +22,10 @@ class GroupConfig:
     # offsets.topic.compression.codec: the codec of every batch the
     # coordinator writes to __consumer_offsets (0 none ... 4 zstd)
     offsets_topic_compression: Compression = Compression.NONE
+    # message.max.bytes: the largest batch __consumer_offsets accepts (its
+    # topic config does not override it); a consumer group's records are
+    # split into batches below it
+    max_batch_bytes: int = 1048588
 
     @classmethod
     def from_broker(cls, cfg: Any) -> GroupConfig:
@@ -29,4 +33,5 @@ class GroupConfig:
                    cfg["group.max.session.timeout.ms"], cfg["group.initial.rebalance.delay.ms"],
                    cfg["group.max.size"], cfg["offsets.retention.minutes"] * 60000,
                    cfg["offsets.retention.check.interval.ms"],
-                   offsets_topic_compression=Compression(cfg["offsets.topic.compression.codec"]))
+                   offsets_topic_compression=Compression(cfg["offsets.topic.compression.codec"]),
+                   max_batch_bytes=cfg["message.max.bytes"])

@@ -79,6 +79,28 @@ _ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.UniformAssigno
                      "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
 
 
+# what a record adds to a batch beyond its key and value (length, attributes,
+# deltas, header count: varints of at most 5-10 bytes each), and the batch header
+_RECORD_OVERHEAD = 32
+_BATCH_OVERHEAD = 128
+
+
+def split_records(records: list[SimpleRecord], max_batch_bytes: int) -> list[list[SimpleRecord]]:
+    """``records`` in order, cut into runs whose batch stays below
+    ``max_batch_bytes`` (uncompressed; a record larger than that alone is a
+    run of its own, which the log refuses as Kafka would)."""
+    out: list[list[SimpleRecord]] = [[]]
+    size = _BATCH_OVERHEAD
+    for r in records:
+        n = len(r.key or b"") + len(r.value or b"") + _RECORD_OVERHEAD
+        if out[-1] and size + n > max_batch_bytes:
+            out.append([])
+            size = _BATCH_OVERHEAD
+        out[-1].append(r)
+        size += n
+    return out if out[0] else []
+
+
 class ConsumerGroupMembership:
     """See the module docstring. ``topics`` gives the cluster's topic
     metadata by name (the broker's metadata cache); ``classic_members``
@@ -86,8 +108,11 @@ class ConsumerGroupMembership:
 
     def __init__(self, manager: GroupMetadataManager, config: ConsumerGroupConfig,
                  topics: Callable[[], Mapping[str, TopicMetadata]],
-                 classic_members: Callable[[str], bool]) -> None:
+                 classic_members: Callable[[str], bool], max_batch_bytes: int = 1048588) -> None:
+        """``max_batch_bytes``: the largest batch ``__consumer_offsets``
+        takes (message.max.bytes)."""
         self.manager = manager
+        self.max_batch_bytes = max_batch_bytes
         self.config = config
         self.topics = topics
         self.classic_members = classic_members
@@ -161,10 +186,19 @@ class ConsumerGroupMembership:
         return code
 
     async def _write(self, group_id: str, records: Sequence[tuple[ConsumerKey, ConsumerValue | None]]) -> ErrorCode:
+        """One batch, or several in order when the records of a large group
+        do not fit below ``max_batch_bytes``: the members' records go first
+        and the group's epochs last (``changes``), so a load that sees only
+        the first batches finds the group at its previous epochs; the first
+        error stops the write."""
         now = self.manager.now_ms()
-        return await self.manager.write(group_id, [
-            SimpleRecord(encode_consumer_key(k), None if v is None else encode_consumer_value(v), now)
-            for k, v in records])
+        encoded = [SimpleRecord(encode_consumer_key(k), None if v is None else encode_consumer_value(v), now)
+                   for k, v in records]
+        for chunk in split_records(encoded, self.max_batch_bytes):
+            code = await self.manager.write(group_id, chunk)
+            if code is not ErrorCode.NONE:
+                return code
+        return ErrorCode.NONE
 
     def loaded(self, replay: ConsumerGroupReplay) -> list[ConsumerGroup]:
         """The groups a partition's load read back (a new coordinator):

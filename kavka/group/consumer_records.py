@@ -73,7 +73,7 @@ from kavka.protocol.writers import (
 __all__ = ["CONSUMER_RECORD_TYPES", "ConsumerKey", "ConsumerRecordType", "ConsumerValue", "CurrentAssignmentValue",
            "GroupEpochValue", "MemberMetadataValue", "SubscribedTopic", "SubscriptionMetadataValue",
            "TargetAssignmentEpochValue", "TargetMemberValue", "decode_consumer_key", "decode_consumer_value",
-           "encode_consumer_key", "encode_consumer_value", "is_consumer_key", "record_type_of"]
+           "encode_consumer_key", "encode_consumer_value", "is_consumer_key", "member_state_byte", "record_type_of"]
 
 Partitions = Mapping[uuid.UUID, frozenset[int]]
 
@@ -95,6 +95,11 @@ VALUE_VERSION = 0
 _MEMBER_STATE_BYTES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
                        MemberState.UNRELEASED_PARTITIONS: 2}
 _MEMBER_STATES = {v: k for k, v in _MEMBER_STATE_BYTES.items()}
+
+
+def member_state_byte(state: MemberState) -> int:
+    """The byte Kafka stores for a member state (its MemberState values)."""
+    return _MEMBER_STATE_BYTES[state]
 
 
 class ConsumerKey(NamedTuple):

@@ -61,7 +61,7 @@ class GroupCoordinator:
         self.manager = GroupMetadataManager(config.num_partitions, group_log, config.offsets_topic_compression)
         self.membership = GroupMembership(self.manager, config)
         self.consumer = ConsumerGroupMembership(self.manager, consumer_config or ConsumerGroupConfig(), topics,
-                                                self._has_classic_members)
+                                                self._has_classic_members, config.max_batch_bytes)
         self.offsets = GroupOffsets(self.manager, config, self.membership.schedule_expiry,
                                     self.consumer.is_consumer_group)
         self.txn_offsets = GroupTxnOffsets(self.manager, config.max_metadata_size)

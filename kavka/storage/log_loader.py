@@ -20,8 +20,11 @@
     indexes are sized to ``segment.index.bytes`` (when they are opened:
     ``LogSegment.become_active``).
 
-Every segment but the active one ends with its indexes released (no
-mapping, no descriptor): a ``LazyIndex`` maps them again on first lookup.
+The checks of (3) read the first and last entries of an index with
+``pread`` (KAFKA-7283: a clean segment's indexes are not mapped at load;
+an index whose file was left preallocated is loaded to count its
+entries). Every segment but the active one ends with its indexes released
+(no mapping, no descriptor): a ``LazyIndex`` maps them on first lookup.
 
 Runs on a recovery thread before the ``Log`` is shared.
 """

@@ -34,9 +34,12 @@ from kavka.common.clock import Clock
 from kavka.protocol.records.batch import LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader
 from kavka.storage.errors import KafkaStorageError
 from kavka.storage.file_records import Buffer, FileRecords
+from kavka.storage.index.index_file import IndexEnds, IndexFile, read_index_ends
 from kavka.storage.index.lazy_index import LazyIndex
+from kavka.storage.index.offset_index import ENTRY as OFFSET_ENTRY
 from kavka.storage.index.offset_index import ENTRY_SIZE as OFFSET_ENTRY_SIZE
 from kavka.storage.index.offset_index import INT32_MAX, OffsetIndex, OffsetPosition
+from kavka.storage.index.time_index import ENTRY as TIME_ENTRY
 from kavka.storage.index.time_index import ENTRY_SIZE as TIME_ENTRY_SIZE
 from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 
@@ -231,11 +234,27 @@ class LogSegment:
         """The largest offset the on-disk indexes claim this segment holds
         (-1 if they claim none). Read before recovery rebuilds them."""
         hint = -1
-        if not self.lazy_offset_index.known_empty and self.offset_index.entries:
-            hint = self.offset_index.last_offset
-        if not self.lazy_time_index.known_empty and self.time_index.entries:
-            hint = max(hint, self.time_index.last_entry.offset)
+        oi = self._index_ends(self.lazy_offset_index, OFFSET_ENTRY_SIZE)
+        if oi.entries:
+            hint = self.base_offset + OFFSET_ENTRY.unpack(oi.last)[0]
+        ti = self._index_ends(self.lazy_time_index, TIME_ENTRY_SIZE)
+        if ti.entries:
+            hint = max(hint, self.base_offset + TIME_ENTRY.unpack(ti.last)[1])
         return hint
+
+    @staticmethod
+    def _index_ends(lazy: LazyIndex[OffsetIndex] | LazyIndex[TimeIndex], entry_size: int) -> IndexEnds:
+        """The ends of an index for a load-time check: read from the file
+        when it is not loaded (no mapping), else from the loaded index."""
+        if not lazy.loaded:
+            ends = read_index_ends(lazy.path, entry_size)
+            if ends is not None:
+                return ends
+        index: IndexFile = lazy.get()
+        view, n = index.view(), index.entries
+        first = bytes(view[:entry_size]) if n else b""
+        last = bytes(view[(n - 1) * entry_size : n * entry_size]) if n else b""
+        return IndexEnds(index.length, n, first, last)
 
     def first_batch_header(self) -> RecordBatchHeader | None:
         for _pos, header in self.log.headers_from(0):
@@ -406,37 +425,49 @@ class LogSegment:
     def sanity_check(self) -> None:
         """Cheap load-time checks (Kafka's, plus: the last offset-index entry
         points at a real batch with that last offset). Raises
-        ``CorruptIndexError``."""
-        for index in (self.offset_index, self.time_index):
-            if index.length % index.entry_size:
-                raise CorruptIndexError(f"{index.path} length {index.length} is not a multiple of {index.entry_size}")
-        oi = self.offset_index
+        ``CorruptIndexError``. Reads the ends of an index that is not loaded
+        with ``pread`` (a clean segment's indexes stay unmapped)."""
+        oi_path, ti_path = self.lazy_offset_index.path, self.lazy_time_index.path
+        oi = self._index_ends(self.lazy_offset_index, OFFSET_ENTRY_SIZE)
+        ti = self._index_ends(self.lazy_time_index, TIME_ENTRY_SIZE)
+        for path, ends, size in ((oi_path, oi, OFFSET_ENTRY_SIZE), (ti_path, ti, TIME_ENTRY_SIZE)):
+            if ends.length % size:
+                raise CorruptIndexError(f"{path} length {ends.length} is not a multiple of {size}")
+        base = self.base_offset
         if oi.entries:
-            last = oi.entry(oi.entries - 1)
-            first = oi.entry(0)
+            rel, pos = OFFSET_ENTRY.unpack(oi.last)
+            last = OffsetPosition(base + rel, pos)
+            rel, pos = OFFSET_ENTRY.unpack(oi.first)
+            first = OffsetPosition(base + rel, pos)
             if (
                 last.offset < self.base_offset
                 or first.offset > last.offset
                 or not 0 <= first.position <= last.position < self.log.size
             ):
-                raise CorruptIndexError(f"{oi.path} last entry {last} is outside the segment")
+                raise CorruptIndexError(f"{oi_path} last entry {last} is outside the segment")
             try:
                 header = next((h for _p, h in self.log.headers_from(last.position)), None)
             except InvalidRecordBatch:
                 header = None
             if header is None or header.last_offset != last.offset:
-                raise CorruptIndexError(f"{oi.path} last entry {last} does not point at a batch ending there")
-        ti = self.time_index
+                raise CorruptIndexError(f"{oi_path} last entry {last} does not point at a batch ending there")
         if ti.entries:
-            t_first, t_last = ti.entry(0), ti.entry(ti.entries - 1)
+            ts, rel = TIME_ENTRY.unpack(ti.first)
+            t_first = TimestampOffset(ts, base + rel)
+            ts, rel = TIME_ENTRY.unpack(ti.last)
+            t_last = TimestampOffset(ts, base + rel)
             if (
                 t_last.offset < self.base_offset
                 or t_first.timestamp > t_last.timestamp
                 or t_first.offset > t_last.offset
             ):
-                raise CorruptIndexError(f"{ti.path} entries {t_first}..{t_last} are not monotonic")
-            if oi.entries and t_last.offset > self.read_next_offset() - 1:
-                raise CorruptIndexError(f"{ti.path} last entry {t_last} is past the end of the segment")
+                raise CorruptIndexError(f"{ti_path} entries {t_first}..{t_last} are not monotonic")
+            if oi.entries:
+                next_offset = base
+                for _pos, header in self.log.headers_from(last.position):
+                    next_offset = header.next_offset
+                if t_last.offset > next_offset - 1:
+                    raise CorruptIndexError(f"{ti_path} last entry {t_last} is past the end of the segment")
 
     def recover(self, epoch_cache: EpochAssigner | None = None) -> int:
         """Rebuild both indexes from the ``.log``, validating every batch

@@ -6,7 +6,10 @@ of what they saw.
 - ``kavka.testing.network``: namespaces, the bridge, directed cuts.
 - ``kavka.testing.ensemble``: a three-member ZooKeeper ensemble.
 - ``kavka.testing.hosts``: ``HostCluster``, brokers on their own hosts.
-- ``kavka.testing.nemesis``: the faults, their heals, the seeded schedule.
+- ``kavka.testing.nemesis``: the faults and their heals.
+- ``kavka.testing.schedule``: the seeded schedule of faults and the
+  conductor keeping its invariants (faults at a time, exclusive kinds)
+  however late a run falls behind it.
 - ``kavka.testing.workloads``: real clients recording every send's delivery
   outcome, polls, commits, transactions, and the idempotent producers' own
   log of their epochs and sequences.

@@ -2,7 +2,8 @@
 
 Brokers and a ZooKeeper ensemble on their own hosts (``HostCluster``), the
 queue, transactional and acks=1 workloads (``kavka.testing.workloads``),
-the seeded random schedule of faults (``kavka.testing.nemesis``), then
+the seeded random schedule of faults (``kavka.testing.schedule``, kept by
+its conductor however late the run falls; ``kavka.testing.nemesis``), then
 every fault healed, the workloads stopped, every topic read back in full,
 the replicas' segment files fingerprinted, ``kavka replica-verification``
 run, and the whole history checked (``kavka.testing.checker``). Prints
@@ -41,8 +42,9 @@ from pathlib import Path
 from kavka.protocol.records.batch import iter_batches
 from kavka.testing.checker import BatchPrint, History, NemesisEvent, Report, check
 from kavka.testing.hosts import HostCluster
-from kavka.testing.nemesis import ALL_KINDS, Nemesis, plan
+from kavka.testing.nemesis import Nemesis
 from kavka.testing.network import unavailable
+from kavka.testing.schedule import ALL_KINDS, Conductor, Done, Heal, Inject, Planned, Wait, plan
 from kavka.testing.workloads import AcksOneWorkload, Clock, QueueWorkload, TransactionalWorkload, drain
 
 SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false",
@@ -138,7 +140,7 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
                           data_dir=data_dir)
     history = History(topics={})
     clock = Clock()
-    timeline = [p for p in plan(seed, seconds, kinds)] if schedule is None else None
+    timeline = plan(seed, seconds, kinds) if schedule is None else None
     injections: Counter[str] = Counter()
     notes: list[str] = []
     try:
@@ -162,36 +164,8 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
             running.append(AcksOneWorkload(history, clock, cluster.bootstrap, pace_s=pace_s * 2).start())
         time.sleep(3)  # the workloads running before the first fault
         start = clock.now()
-        steps = ([(p.start, p.duration, p.kind, p.target_seed) for p in timeline] if timeline is not None
-                 else list(schedule or []))
-        # (due time, sequence, action): injections and heals in time order
-        active: list[tuple[float, int, str, str, float, Callable[[], None]]] = []
-        for i, (at, duration, kind, target_seed) in enumerate(steps):
-            while active and min(a[0] for a in active) <= start + at:
-                active.sort()
-                due, _, k, detail, began, heal = active.pop(0)
-                _sleep_until(clock, due)
-                heal()
-                history.nemesis.append(NemesisEvent(began, clock.now(), k, detail))
-                say(f"{clock.now():7.1f}s heal   {k}: {detail}")
-            _sleep_until(clock, start + at)
-            try:
-                detail, heal = nemesis.inject(kind, target_seed)
-            except Exception as e:  # noqa: BLE001 - a fault that could not be made is reported, the run goes on
-                notes.append(f"{kind} at {clock.now():.1f}s not injected: {e!r}")
-                continue
-            began = clock.now()
-            injections[kind] += 1
-            say(f"{began:7.1f}s inject {kind}: {detail}")
-            if kind == "bounce":
-                history.nemesis.append(NemesisEvent(began, began, kind, detail))
-                continue
-            active.append((began + duration, i, kind, detail, began, heal))
-        for due, _, k, detail, began, heal in sorted(active):
-            _sleep_until(clock, due)
-            heal()
-            history.nemesis.append(NemesisEvent(began, clock.now(), k, detail))
-            say(f"{clock.now():7.1f}s heal   {k}: {detail}")
+        steps = timeline if timeline is not None else [Planned(*s) for s in schedule or []]
+        _conduct(Conductor(steps), nemesis, clock, start, history, injections, notes, say)
         _sleep_until(clock, start + seconds)
         end = clock.now()
         nemesis.heal_everything()
@@ -227,6 +201,51 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
         return RunResult(seed, history, report, injections, avail, dict(divergent), verification, notes)
     finally:
         cluster.close()
+
+
+def _conduct(conductor: Conductor, nemesis: Nemesis, clock: Clock, start: float, history: History,
+             injections: Counter[str], notes: list[str], say: Callable[[str], None]) -> None:
+    """Injects and heals the schedule as the conductor says (its invariants
+    hold however late the run is) and says how late it ran."""
+    lateness: list[float] = []
+    early = 0
+    while True:
+        now = clock.now() - start
+        action = conductor.next_action(now)
+        if isinstance(action, Done):
+            break
+        if isinstance(action, Wait):
+            _sleep_until(clock, start + action.until)
+        elif isinstance(action, Heal):
+            f = action.fault
+            heal = f.heal
+            assert callable(heal)
+            heal()
+            conductor.healed(f)
+            history.nemesis.append(NemesisEvent(start + f.began, clock.now(), f.step.kind, f.detail))
+            why = (f" (early: the plan ended it at {start + f.step.end:.1f}s, before the next fault's start)" if action.early
+                   else f" ({action.late:.1f}s late)" if action.late >= 1 else "")
+            early += action.early
+            say(f"{clock.now():7.1f}s heal   {f.step.kind}: {f.detail}{why}")
+        elif isinstance(action, Inject):
+            kind = action.step.kind
+            lateness.append(action.late)
+            try:
+                detail, heal = nemesis.inject(kind, action.step.target_seed)
+            except Exception as e:  # noqa: BLE001 - a fault that could not be made is reported, the run goes on
+                conductor.skipped(action.index)
+                notes.append(f"{kind} at {clock.now():.1f}s not injected: {e!r}")
+                continue
+            began = clock.now()
+            injections[kind] += 1
+            late = f" ({action.late:.1f}s behind the plan)" if action.late >= 1 else ""
+            say(f"{began:7.1f}s inject {kind}: {detail}{late}")
+            if conductor.injected(action.index, began - start, detail, heal) is None:
+                history.nemesis.append(NemesisEvent(began, began, kind, detail))
+    if lateness:
+        behind = sorted(lateness)
+        notes.append(f"schedule: {len(behind)} injections, behind the plan by median {behind[len(behind) // 2]:.1f}s, "
+                     f"max {behind[-1]:.1f}s; {early} faults healed early to keep the plan's overlaps")
 
 
 def _sleep_until(clock: Clock, t: float) -> None:

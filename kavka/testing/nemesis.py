@@ -1,5 +1,5 @@
 """The faults a chaos run injects into a ``HostCluster``, each with its
-heal, and the seeded schedule that mixes them.
+heal.
 
 Network faults (directed cuts, ``kavka.testing.network``):
 
@@ -29,11 +29,11 @@ directory goes offline and, being the last, the broker halts as Kafka's
 does (KIP-112); the heal frees the disk and starts the broker again if it
 halted).
 
-``plan(seed, seconds, kinds)`` is pure: the same seed gives the same
-timeline of (start, duration, kind, target seed); targets are picked when
-the fault starts, by a ``random.Random(target seed)`` among the hosts
-that play the role then (the leader of a partition, the controller), so a
-replay injects the same faults against the same roles.
+The schedule is ``kavka.testing.schedule`` (the kinds, ``plan``, the
+conductor); targets are picked when the fault starts, by a
+``random.Random(target seed)`` among the hosts that play the role then
+(the leader of a partition, the controller), so a replay injects the same
+faults against the same roles.
 """
 
 from __future__ import annotations
@@ -43,51 +43,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from kavka.testing.hosts import HostCluster
 from kavka.testing.network import CLIENTS
 
-NETWORK_KINDS = ("partition-leader", "leader-then-zk", "isolate-zk", "isolate-controller", "zk-split", "one-way", "isolate-host")
-PROCESS_KINDS = ("kill", "pause", "bounce", "zk-kill", "disk-full")
-ALL_KINDS = NETWORK_KINDS + PROCESS_KINDS
 # leader-then-zk: the longest wait for the ISR to shrink to the cut-off leader
 # (replica.lag.time.max.ms of a HostCluster is 4 s) before the ZooKeeper cut
 ZK_MAX_WAIT_S = 15.0
-
-
-@dataclass(frozen=True, slots=True)
-class Planned:
-    start: float  # seconds after the schedule starts
-    duration: float
-    kind: str
-    target_seed: int
-
-
-def plan(seed: int, seconds: float, kinds: Sequence[str] = ALL_KINDS, *, max_active: int = 2,
-         gap: tuple[float, float] = (1.0, 6.0), duration: tuple[float, float] = (3.0, 12.0)) -> list[Planned]:
-    """The fault timeline of one run: a new fault every ``gap`` seconds
-    (uniform), lasting ``duration`` (uniform), at most ``max_active`` at a
-    time (a fault due while that many are active waits for the first heal),
-    none healing after ``seconds``."""
-    for k in kinds:
-        if k not in ALL_KINDS:
-            raise ValueError(f"unknown nemesis {k!r}; known: {', '.join(ALL_KINDS)}")
-    rng = random.Random(seed)
-    out: list[Planned] = []
-    t = rng.uniform(*gap)
-    while True:
-        while True:
-            t = round(t, 2)
-            active = [p for p in out if p.start <= t < p.start + p.duration]
-            if len(active) < max_active:
-                break
-            t = min(p.start + p.duration for p in active) + 0.5
-        d = round(rng.uniform(*duration), 2)
-        if t + d > seconds:
-            return out
-        out.append(Planned(t, d, rng.choice(list(kinds)), rng.randrange(1 << 31)))
-        t += rng.uniform(*gap)
 
 
 Heal = Callable[[], None]

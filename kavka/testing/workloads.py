@@ -135,6 +135,17 @@ class _Threads:
             self.errors.append(f"threads still running after {timeout:.0f} s: {alive}")
 
 
+def producer_is_dead(error: Any) -> bool:
+    """Whether a producer that raised ``error`` can do no more: a fatal
+    error, or librdkafka's ``_FATAL`` (-150), which every ``produce`` of a
+    producer already in the fatal state raises without the fatal flag (the
+    fatal error itself may have come in a delivery report or the error
+    callback, never raised)."""
+    from confluent_kafka import KafkaError
+
+    return bool(error.fatal()) or error.code() == KafkaError._FATAL
+
+
 class _Producing(_Threads):
     """One producer thread writing ``<prefix><n>`` round-robin over partitions."""
 
@@ -182,7 +193,7 @@ class _Producing(_Threads):
             except BufferError:
                 producer.poll(0.1)
             except KafkaException as e:
-                if not e.args[0].fatal():
+                if not producer_is_dead(e.args[0]):
                     # e.g. _UNKNOWN_TOPIC: a broker just restarted answered
                     # metadata before the controller told it anything; the
                     # record was not taken, try again shortly
@@ -333,12 +344,26 @@ class TransactionalWorkload(_Threads):
     def _process(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+        # The assignment as the rebalance callbacks (served inside consume,
+        # on this thread) gave it: Consumer.assignment() asks the client's
+        # own thread and waits for the answer holding the GIL, so when that
+        # thread is slow to answer (a coordinator cut off) every Python
+        # thread of the run stops, the schedule's too; a run hung so.
+        assigned: list[Any] = []
+
+        def on_assign(consumer: Any, partitions: list[Any]) -> None:
+            assigned[:] = partitions
+
+        def on_revoke(consumer: Any, partitions: list[Any]) -> None:
+            assigned.clear()
+
         def new_consumer() -> Any:
             c = Consumer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "group.id": "txn-group",
                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
                           "isolation.level": "read_committed", "session.timeout.ms": 10000,
                           "heartbeat.interval.ms": 1000})
-            c.subscribe([self.source])
+            assigned.clear()
+            c.subscribe([self.source], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
             return c
 
         consumer = new_consumer()
@@ -348,10 +373,9 @@ class TransactionalWorkload(_Threads):
         def rewind() -> None:
             """Back to the group's committed offsets: the aborted or unknown
             transaction's input is processed again."""
-            assignment = consumer.assignment()
-            if not assignment:
+            if not assigned:
                 return
-            for tp in consumer.committed(assignment, timeout=15):
+            for tp in consumer.committed(list(assigned), timeout=15):
                 consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
         try:
@@ -370,7 +394,7 @@ class TransactionalWorkload(_Threads):
                         value = m.value() + b"@%d" % txn_id
                         producer.produce(self.sink, value, partition=m.partition() % self.partitions)
                         writes.append((self.sink, m.partition() % self.partitions, value))
-                    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                    producer.send_offsets_to_transaction(consumer.position(list(assigned)),
                                                          consumer.consumer_group_metadata(), 15)
                     end_requested = self.clock.now()
                     if txn_id % self.abort_every == 0:

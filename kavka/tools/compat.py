@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -509,8 +510,11 @@ def run_suite(runner: Runner, protocols: Sequence[str], out_dir: Path, *, timeou
             (out_dir / f"compat-{protocol}.tsv").write_text(table_tsv(results))
             all_results.extend(results)
     finally:
-        for c in clusters.values():
+        for scenario, c in clusters.items():
             c.cleanup()
+            if scenario == SECURED_SCENARIO:
+                # its keys, keystore password and users' passwords go with it
+                shutil.rmtree(c.data_dir, ignore_errors=True)
     return all_results
 
 

@@ -4,8 +4,10 @@ as JSON, as kafka-dump-log's offsets decoder prints them: the key as
 type: 0-1 offset commit, 2 classic group metadata, 3-8 the
 consumer-protocol group records of KIP-848) and the value as
 ``{"version": V, "data": {...}}``, or ``null`` for a tombstone. Field
-names are Kafka's (camelCase); topic ids are Kafka's base64 Uuid form; the
-classic members' subscription and assignment bytes are given by size.
+names are Kafka's (camelCase), a member's state its byte (0 stable,
+1 unrevoked partitions, 2 unreleased partitions); topic ids are Kafka's
+base64 Uuid form; the classic members' subscription and assignment bytes
+are given by size.
 
 A record this broker cannot read is shown with the reason
 (``{"error": ...}``), never a traceback. Pure functions.
@@ -28,6 +30,7 @@ from kavka.group.consumer_records import (
     decode_consumer_key,
     decode_consumer_value,
     is_consumer_key,
+    member_state_byte,
 )
 from kavka.group.records import (
     InvalidGroupRecord,
@@ -74,7 +77,7 @@ def _consumer_value(key: bytes, value: bytes) -> dict:
     else:
         assert isinstance(v, CurrentAssignmentValue)
         data = {"memberEpoch": v.member_epoch, "previousMemberEpoch": v.previous_member_epoch,
-                "state": v.state.value, "assignedPartitions": _partitions(v.assigned),
+                "state": member_state_byte(v.state), "assignedPartitions": _partitions(v.assigned),
                 "partitionsPendingRevocation": _partitions(v.pending_revocation)}
     return {"version": "0", "data": data}
 

@@ -13,6 +13,7 @@ it. Skipped, with where to put it, only when the librdkafka source is absent.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,7 @@ def secured_context(runner: Runner) -> Iterator[RunContext]:
         yield RunContext(runner, out, TIMEOUT_S, say=lambda m: None, secured=scenario)
     finally:
         cluster.cleanup()
+        shutil.rmtree(out / "cluster", ignore_errors=True)  # keys and passwords
 
 
 def test_smoke_tests_are_allowlisted():

@@ -306,3 +306,35 @@ async def test_a_failed_write_is_answered_and_the_next_rewrites_the_group():
     code, back = again.describe_consumer_group("g")
     assert code is ErrorCode.NONE and back is not None
     assert snapshot(back) == expected and sorted(back.members) == ["a", "b"]
+
+
+async def test_a_large_group_is_written_in_batches_below_message_max_bytes():
+    store = MemoryGroupLog()
+    small = replace(CONFIG, max_batch_bytes=250)
+    c = GroupCoordinator(1, small, store, ConsumerGroupConfig(), lambda: {"t": T})
+    await elected(c, 1)
+    for i in range(6):
+        assert (await c.consumer_group_heartbeat("g", joining(f"member-{i}"))).error is ErrorCode.NONE
+    sizes = [len(b) for b in store.batches[0]]
+    assert max(sizes) <= 250 and len(sizes) > 6  # the later joins' whole-group writes took several batches
+    in_memory = c.describe_consumer_group("g")[1]
+    assert in_memory is not None
+    expected = snapshot(in_memory)
+    c.on_resigned(0)
+    again = GroupCoordinator(1, small, store, ConsumerGroupConfig(), lambda: {"t": T})
+    await elected(again, 2)
+    back = again.describe_consumer_group("g")[1]
+    assert back is not None and snapshot(back) == expected
+
+
+def test_split_records_keeps_order_and_bounds():
+    from kavka.group.consumer_membership import split_records
+    from kavka.protocol.records import SimpleRecord
+
+    records = [SimpleRecord(b"k%d" % i, b"v" * 100, 0) for i in range(10)]
+    chunks = split_records(records, 400)
+    assert [r for chunk in chunks for r in chunk] == records
+    assert all(128 + sum(len(r.key) + len(r.value) + 32 for r in chunk) <= 400 for chunk in chunks)
+    assert split_records([], 400) == []
+    big = SimpleRecord(b"k", b"v" * 1000, 0)
+    assert split_records([big], 400) == [[big]]  # alone; the log refuses it as Kafka would

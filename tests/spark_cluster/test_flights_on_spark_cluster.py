@@ -13,8 +13,9 @@ executor, serves none of the batch read's bytes, while a read with a rack
 no broker has is served by the leaders, broker 2 among them.
 
 Its own process (one SparkSession per process, not the local[2] one of
-tests/spark): ``make spark-cluster``, also run by ``make chaos``. Skips,
-saying why, where network namespaces cannot be made or PySpark is missing.
+tests/spark): ``make spark-cluster``, also run by ``make chaos`` and by
+``make test`` as the smoke of that suite. Skips, saying why, where network
+namespaces cannot be made or PySpark is missing.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kavka.common.clock import ManualClock
+from kavka.storage.index.index_file import IndexFile
 from kavka.storage.log import Log
 from kavka.storage.segment import LogSegment
 
@@ -189,3 +190,44 @@ def test_a_lazily_loaded_log_answers_as_the_one_that_wrote_it(tmp_path_factory, 
     assert {t: lazy.read(t, 500).records for t in reads} == reads
     assert {t: lazy.fetch_offset_by_timestamp(T0 + t) for t in targets} == times
     lazy.close()
+
+
+def test_loading_a_clean_log_maps_no_rolled_segments_index(log_dir, clock, monkeypatch):
+    log = fill(log_dir, clock, 60)
+    end = log.log_end_offset
+    active = log.active_segment.base_offset
+    log.close()
+    mapped_paths: list[Path] = []
+    real_map = IndexFile._map
+
+    def recording_map(self: IndexFile) -> None:
+        mapped_paths.append(self.path)
+        real_map(self)
+
+    monkeypatch.setattr(IndexFile, "_map", recording_map)
+    log = Log(log_dir, small_config(**{"segment.bytes": 1200}), clock=clock, had_clean_shutdown=True,
+              recovery_point=end)
+    # the checks read the ends of each index with pread; only the active
+    # segment's may be opened (the producer state looks its snapshot up)
+    assert {int(p.name[:20]) for p in mapped_paths} <= {active}
+    log.close()
+
+
+def test_an_untrimmed_index_is_counted_by_loading_it(log_dir, clock):
+    """A preallocated index (zeros after its entries) left beside a
+    segment that is not the last: the check cannot count its entries from
+    the file's length, loads it, and the log serves as before."""
+    log = fill(log_dir, clock, 40)
+    expected = read_all(log)
+    first = log.segments()[0]
+    path = first.lazy_offset_index.path
+    entries = first.offset_index.entries_list()
+    end = log.log_end_offset
+    log.close()
+    with open(path, "ab") as f:
+        f.write(bytes(8 * 50))
+    log = Log(log_dir, small_config(**{"segment.bytes": 1200}), clock=clock, had_clean_shutdown=True,
+              recovery_point=end)
+    assert log.segments()[0].offset_index.entries_list() == entries
+    assert read_all(log) == expected
+    log.close()

@@ -134,6 +134,24 @@ def test_transaction_anomalies():
     assert "duplicate" in kinds(check(h))
 
 
+def test_an_input_stored_twice_is_processed_once_per_copy():
+    # The input producer resent i1 under a new epoch (a finding of the input
+    # topic): two input records, each processed in its own transaction.
+    h = txn_history()
+    h.topics["in"] = TopicSpec("in")
+    h.final["in"] = [Record(0, 0, b"i1"), Record(0, 1, b"i2"), Record(1, 0, b"i1")]
+    h.txns.append(Txn("txn", 4, (("out", 0, b"i1@4"),), 7.0, 8.0, "committed"))
+    h.final_committed["out"].append(Record(0, 7, b"i1@4"))
+    found = [f for f in check(h).findings if f.topic == "out"]
+    assert [(f.kind, f.expected, f.values) for f in found] == [("duplicate-resent", True, (b"i1",))]
+    # A third output of the same input is one more than its copies: exactly once broken.
+    h.txns.append(Txn("txn", 5, (("out", 0, b"i1@5"),), 9.0, 10.0, "committed"))
+    h.final_committed["out"].append(Record(0, 9, b"i1@5"))
+    dup = [f for f in check(h).violations if f.topic == "out"]
+    assert [(f.kind, f.values) for f in dup] == [("duplicate", (b"i1",))]
+    assert "holds it 2 times" in dup[0].detail
+
+
 def test_divergence_ignores_a_lagging_replica_and_finds_a_different_batch():
     a = [BatchPrint(0, 4, 0, 11), BatchPrint(5, 9, 0, 12)]
     assert divergence({1: a, 2: a[:1], 3: a}) == []

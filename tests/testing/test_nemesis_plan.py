@@ -1,4 +1,4 @@
-"""``kavka.testing.nemesis.plan``: the fault schedule is a pure function of
+"""``kavka.testing.schedule.plan``: the fault schedule is a pure function of
 its seed (a run is replayed by its seed), keeps to its bounds and mixes
 the kinds it is given."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kavka.testing.nemesis import ALL_KINDS, plan
+from kavka.testing.schedule import ALL_KINDS, plan
 
 
 @settings(max_examples=40, deadline=None)

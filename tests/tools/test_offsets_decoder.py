@@ -75,7 +75,7 @@ def test_a_segment_of_both_kinds_of_group(tmp_path: Path, capsys):
                                                   "numPartitions": 2}]
     assert by_type["5"][0]["data"] == {"groupId": "cg", "memberId": "m1"}
     assert by_type["5"][1]["data"]["clientHost"] == "/10.0.0.1"
-    assert by_type["8"][1]["data"]["memberEpoch"] == 1
+    assert by_type["8"][1]["data"]["memberEpoch"] == 1 and by_type["8"][1]["data"]["state"] == 0  # stable
     assert by_type["8"][1]["data"]["assignedPartitions"] == [{"topicId": "AAAAAAAAAAAAAAAAAAAABQ",
                                                               "partitions": [0, 1]}]
     assert decoded[-2][1] is None  # a tombstone

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -256,5 +257,40 @@ def fsync_index_file(path: Path) -> None:
         return
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEnds:
+    """What a load-time check reads of an index: the file's length, the
+    entries in use, and the first and last entry's bytes (empty when none)."""
+
+    length: int
+    entries: int
+    first: bytes
+    last: bytes
+
+
+def read_index_ends(path: Path, entry_size: int) -> IndexEnds | None:
+    """The ends of an index file read with two ``pread``s, without mapping
+    it (the check of a segment that shut down cleanly, whose index was
+    trimmed to its entries when the segment rolled). None when its last
+    whole slot is zeros: a preallocated file, whose entries only a load
+    (the binary search for the first zero slot) can count."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return IndexEnds(0, 0, b"", b"")
+    try:
+        length = os.fstat(fd).st_size
+        slots = length // entry_size
+        if slots == 0:
+            return IndexEnds(length, 0, b"", b"")
+        last = os.pread(fd, entry_size, (slots - 1) * entry_size)
+        if last == bytes(entry_size):
+            return None
+        first = os.pread(fd, entry_size, 0) if slots > 1 else last
+        return IndexEnds(length, slots, first, last)
     finally:
         os.close(fd)

@@ -151,9 +151,11 @@ def verify_indexes(directory: Path) -> list[str]:
     problems: list[str] = []
     for path in sorted(directory.glob("*.log")):
         out = io.StringIO()
-        args = argparse.Namespace(
-            deep_iteration=True, print_data_log=False, verify_index=True, max_message_bytes=1 << 26
-        )
+        # through the tool's own parser, so a new option gets its default here
+        parser = argparse.ArgumentParser()
+        dump_log.add_arguments(parser)
+        args = parser.parse_args([str(path), "--deep-iteration", "--verify-index",
+                                  "--max-message-bytes", str(1 << 26)])
         if dump_log.dump_file(path, args, out) != 0:
             problems.append(out.getvalue())
     return problems

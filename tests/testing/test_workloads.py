@@ -1,0 +1,155 @@
+"""``kavka.testing.workloads``: the transactional processor never calls
+``Consumer.assignment()`` (librdkafka answers it from its own thread while
+the caller holds the GIL: a run hung there); a producer in librdkafka's
+fatal state is replaced, whether the fatal error was raised by ``produce`` or came in the
+background (then every ``produce`` raises ``_FATAL`` without the fatal
+flag, and a workload retrying it would stop writing for the rest of the
+run)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import confluent_kafka
+from confluent_kafka import KafkaError, KafkaException
+
+from kavka.testing.checker import History
+from kavka.testing.workloads import AcksOneWorkload, Clock, TransactionalWorkload, producer_is_dead
+
+
+class FakeProducer:
+    made: list[FakeProducer] = []
+    dead_first = KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error")
+
+    def __init__(self, config):
+        self.dead = not FakeProducer.made
+        FakeProducer.made.append(self)
+        self.reports = []
+
+    def produce(self, topic, value, partition, on_delivery):
+        if self.dead:
+            raise KafkaException(self.dead_first)
+        self.reports.append((on_delivery, value, partition))
+
+    def poll(self, timeout):
+        for on_delivery, value, partition in self.reports:
+            on_delivery(None, FakeMessage(value, partition))
+        self.reports.clear()
+        return 0
+
+    def flush(self, timeout):
+        return self.poll(timeout)
+
+
+class FakeMessage:
+    def __init__(self, value, partition):
+        self._value, self._partition = value, partition
+
+    def value(self):
+        return self._value
+
+    def partition(self):
+        return self._partition
+
+    def offset(self):
+        return 0
+
+
+def test_a_producer_in_the_fatal_state_is_replaced(monkeypatch):
+    monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
+    monkeypatch.setattr(FakeProducer, "made", [])
+    history = History(topics={})
+    w = AcksOneWorkload(history, Clock(), "127.0.0.1:1", limit=5, pace_s=0)
+    t = threading.Thread(target=w._produce, daemon=True)
+    t.start()
+    t.join(10)
+    w._stop.set()
+    t.join(5)
+    assert len(FakeProducer.made) == 2, w.errors
+    assert w.sent == 5 and len(history.acks) == 5
+    assert "a new producer goes on" in w.errors[0]
+
+
+def test_which_errors_end_a_producer():
+    assert producer_is_dead(KafkaError(KafkaError._FATAL, "Local: Fatal error"))
+    assert producer_is_dead(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "gap", fatal=True))
+    assert not producer_is_dead(KafkaError(KafkaError._UNKNOWN_TOPIC, "not yet"))
+    assert not producer_is_dead(KafkaError(KafkaError._QUEUE_FULL, "full"))
+
+
+class FakeRecord(FakeMessage):
+    def __init__(self, value, partition, offset):
+        super().__init__(value, partition)
+        self._offset = offset
+
+    def error(self):
+        return None
+
+    def offset(self):
+        return self._offset
+
+
+class FakeConsumer:
+    """A consumer whose assignment() fails: librdkafka answers it from its
+    own thread while the caller holds the GIL (a whole run hung on it)."""
+
+    def __init__(self, config):
+        self.batches = [[FakeRecord(b"i00000001", 0, 0)]]
+
+    def subscribe(self, topics, on_assign=None, on_revoke=None, on_lost=None):
+        assert on_assign is not None
+        self.on_assign = on_assign
+
+    def consume(self, n, timeout):
+        if self.on_assign is not None:
+            self.on_assign(self, [confluent_kafka.TopicPartition("txn-in", 0)])
+            self.on_assign = None
+        return self.batches.pop() if self.batches else []
+
+    def assignment(self):
+        raise AssertionError("Consumer.assignment() waits for librdkafka's thread holding the GIL")
+
+    def position(self, partitions):
+        return [confluent_kafka.TopicPartition(tp.topic, tp.partition, 1) for tp in partitions]
+
+    def consumer_group_metadata(self):
+        return object()
+
+    def close(self):
+        pass
+
+
+class FakeTxnProducer:
+    def __init__(self):
+        self.offsets = None
+
+    def begin_transaction(self):
+        pass
+
+    def produce(self, topic, value, partition):
+        pass
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout):
+        self.offsets = offsets
+
+    def commit_transaction(self, timeout):
+        pass
+
+
+def test_the_transactional_processor_takes_its_assignment_from_the_rebalance_callbacks(monkeypatch):
+    monkeypatch.setattr(confluent_kafka, "Consumer", FakeConsumer)
+    history = History(topics={})
+    w = TransactionalWorkload(history, Clock(), "127.0.0.1:1")
+    producer = FakeTxnProducer()
+    monkeypatch.setattr(w, "_new_producer", lambda: producer)
+    t = threading.Thread(target=w._process, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while not history.txns and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    w._stop_processing.set()
+    t.join(5)
+    assert [(x.outcome, x.writes) for x in history.txns] == [("committed", (("txn-out", 0, b"i00000001@1"),))]
+    assert producer.offsets is not None
+    assert [(tp.topic, tp.partition, tp.offset) for tp in producer.offsets] == [("txn-in", 0, 1)]
