@@ -138,6 +138,11 @@ class Network:
         address = f"10.{self.subnet}.0.{10 + index}"
         _ip("netns", "add", ns)
         self.hosts[name] = Host(name, address, ns, veth)
+        # The bridge's name is ours (creating it was the allocation), so a
+        # link named after it is a previous owner's, still going away: the
+        # kernel deletes a veth whose peer sat in a namespace only once that
+        # namespace's last process is gone, after the bridge itself.
+        _ip("link", "del", veth, check=False)
         _ip("link", "add", veth, "type", "veth", "peer", "name", inner)
         _ip("link", "set", inner, "netns", ns)
         _ip("link", "set", veth, "master", self.bridge)

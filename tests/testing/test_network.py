@@ -62,3 +62,21 @@ def test_cuts_heal_and_teardown():
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert net.bridge + "-" not in listed
     assert subprocess.run(["ip", "link", "show", net.bridge], capture_output=True).returncode != 0
+
+
+def test_a_link_left_by_the_bridges_previous_owner_is_replaced():
+    # A run killed with -9 leaves veths whose peers' namespaces are still
+    # going away when the next run takes the same bridge name.
+    net = Network.create(["a"])
+    try:
+        stale = f"{net.bridge}h1"
+        subprocess.run(["ip", "link", "add", stale, "type", "veth", "peer", "name", f"{net.bridge}x1"], check=True)
+        net._add_host("b", 1)
+        subprocess.Popen(net.argv("b", [sys.executable, "-c", SERVER]))
+        assert eventually(lambda: reaches(net.address("b")))
+    finally:
+        net.close()
+    # (the kernel takes a moment to delete it after its namespace: the very
+    # delay a next owner can run into)
+    assert eventually(lambda: stale not in subprocess.run(["ip", "-br", "link"], capture_output=True,
+                                                          text=True).stdout)
