@@ -50,8 +50,6 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-
 from kavka.common.config import ConfigError, Password
 from kavka.security import tls
 from kavka.security.client_security import SECURITY_PROTOCOLS, ClientSecurity
@@ -261,6 +259,8 @@ def _private_ca_file(certificates: list[Any]) -> str:
     """CA certificates as a PEM file for librdkafka, which reads CAs from
     PEM only. Certificates are public; the file is still private (0600) and
     removed when the process exits."""
+    from cryptography.hazmat.primitives import serialization  # imported on use: see kavka.security.tls
+
     fd, path = tempfile.mkstemp(prefix="kavka-ca-", suffix=".pem")
     with os.fdopen(fd, "wb") as f:
         f.write(b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates))

@@ -54,12 +54,14 @@ import secrets
 import ssl
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.hazmat.primitives.serialization import pkcs12
+# cryptography takes about 0.15 s of CPU to import: it is imported by the
+# functions that read keys and certificates, so a process that never
+# configures TLS (a Spark Python worker, a plaintext client) does not pay it.
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
 from kavka.common.config import ConfigError, Password
 
@@ -135,6 +137,7 @@ class KeyStore:
 
     @property
     def certificate_der(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
         return self.chain[0].public_bytes(serialization.Encoding.DER)
 
 
@@ -181,6 +184,7 @@ def _pem_blocks(data: bytes, where: str, key: str) -> tuple[list[bytes], list[by
 
 
 def _load_pem_key(block: bytes, password: str | None, key: str, password_key: str, where: str) -> PrivateKeyTypes:
+    from cryptography.hazmat.primitives import serialization
     try:
         return serialization.load_pem_private_key(block, password.encode() if password is not None else None)
     except TypeError:
@@ -195,6 +199,7 @@ def _load_pem_key(block: bytes, password: str | None, key: str, password_key: st
 
 
 def _certificates(blocks: list[bytes], key: str, where: str) -> list[x509.Certificate]:
+    from cryptography import x509
     out = []
     for block in blocks:
         try:
@@ -206,6 +211,8 @@ def _certificates(blocks: list[bytes], key: str, where: str) -> list[x509.Certif
 
 def load_keystore(config: SslConfigSource) -> KeyStore | None:
     """This side's key and chain, or None when no keystore is configured."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.serialization import pkcs12
     kind = config["ssl.keystore.type"].upper()
     location, inline_key, inline_chain = (config["ssl.keystore.location"], config["ssl.keystore.key"],
                                           config["ssl.keystore.certificate.chain"])
@@ -276,6 +283,7 @@ def load_keystore(config: SslConfigSource) -> KeyStore | None:
 
 def load_truststore(config: SslConfigSource) -> list[x509.Certificate] | None:
     """The trusted CA certificates, or None when no truststore is configured."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
     kind = config["ssl.truststore.type"].upper()
     location, inline = config["ssl.truststore.location"], config["ssl.truststore.certificates"]
     if kind == "PEM":
@@ -317,6 +325,7 @@ def load_truststore(config: SslConfigSource) -> list[x509.Certificate] | None:
 def _load_chain(ctx: ssl.SSLContext, store: KeyStore) -> None:
     """``load_cert_chain`` from a private temporary file: the key encrypted
     under a one-time password, the file removed as soon as it is read."""
+    from cryptography.hazmat.primitives import serialization
     one_time = secrets.token_hex(32)
     pem = store.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                   serialization.BestAvailableEncryption(one_time.encode()))
@@ -331,6 +340,7 @@ def _load_chain(ctx: ssl.SSLContext, store: KeyStore) -> None:
 
 
 def _trust(ctx: ssl.SSLContext, certs: list[x509.Certificate] | None, purpose: ssl.Purpose) -> None:
+    from cryptography.hazmat.primitives import serialization
     if certs is None:
         ctx.load_default_certs(purpose)
     else:
