@@ -379,3 +379,16 @@ def consume_to_end(cluster: LocalCluster, topic: str, partition: int, timeout: f
         return values
     finally:
         c.close()
+
+
+def consumer_protocol_consumer(cluster: LocalCluster, group: str, topic: str, name: str):
+    """A confluent-kafka consumer of ``topic`` in ``group`` with the consumer
+    group protocol (KIP-848), reading from the earliest offset, committing by
+    hand, quick to see metadata changes."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": name,
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 1000})
+    c.subscribe([topic])
+    return c

@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kavka.group.state import partition_for
 
+from .cluster_helpers import consumer_protocol_consumer as _consumer
 from .cluster_helpers import create_topic, leaders, produce, wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -28,14 +29,6 @@ OFFSETS_PARTITIONS = 6
 CONFIG = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "offsets.topic.replication.factor": "3",
           "group.consumer.session.timeout.ms": "6000", "group.consumer.heartbeat.interval.ms": "500",
           "zookeeper.session.timeout.ms": "6000"}
-
-
-def _consumer(cluster, group: str, topic: str, name: str) -> Consumer:
-    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": name,
-                  "group.protocol": "consumer", "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 1000})
-    c.subscribe([topic])
-    return c
 
 
 def _owned(consumers: list[Consumer]) -> list[set[int]]:

@@ -6,29 +6,19 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 
 import pytest
 
 from kavka.storage.errors import KafkaStorageError, LogOfflineError
 from kavka.storage.log import Log
 
-from .conftest import make_batch, read_all, scan_dir, small_config
+from .conftest import capped_tmpfs, make_batch, read_all, scan_dir, small_config
 
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-capped tmpfs needs root; the injected-error tests cover the logic")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here: {r.stderr.decode().strip()}")
-    try:
+    with capped_tmpfs(tmp_path / "tmpfs", 160 * 1024) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def test_full_tmpfs_append_fails_cleanly_and_restart_serves_only_whole_appends(small_tmpfs, clock):

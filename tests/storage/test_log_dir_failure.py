@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import subprocess
 import threading
 
 import pytest
@@ -19,7 +18,7 @@ from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
 
-from .conftest import make_batch, small_config
+from .conftest import capped_tmpfs, make_batch, small_config
 
 # ---- the channel ---------------------------------------------------------------------------------
 
@@ -167,17 +166,8 @@ def test_the_last_directory_failing_halts_with_the_directories_and_the_error(tmp
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-capped tmpfs needs root; the injected-error tests cover the logic")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here: {r.stderr.decode().strip()}")
-    try:
+    with capped_tmpfs(tmp_path / "tmpfs", 256 * 1024) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def test_a_full_tmpfs_directory_goes_offline_and_the_other_keeps_serving(small_tmpfs, tmp_path, clock):
