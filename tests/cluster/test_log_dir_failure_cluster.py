@@ -166,6 +166,11 @@ def test_one_of_two_log_dirs_fails_and_the_broker_keeps_serving_the_other(make_c
     create_topic(cluster, topic, [[1, 0, 2], [1, 2, 0], [1, 0, 2], [1, 2, 0]])
     for p in range(partitions):
         wait_until(lambda p=p: (s := state(cluster, topic, p)) and len(s["isr"]) == 3, WAIT, f"{topic}-{p} ISR of 3")
+    # The ISR of a new topic is all its replicas from the start: wait until
+    # broker 1 has made the four logs, in one directory or the other.
+    dirs = (cluster.brokers[1].directory / "logs", disk)
+    wait_until(lambda: sum(1 for d in dirs for f in d.iterdir() if f.name.startswith(f"{topic}-")) == partitions,
+               WAIT, f"broker 1 created the {partitions} logs of {topic}")
     on_disk = {int(d.name.rsplit("-", 1)[1]) for d in disk.iterdir() if d.name.startswith(f"{topic}-")}
     elsewhere = set(range(partitions)) - on_disk
     assert on_disk and elsewhere, f"broker 1 put partitions {sorted(on_disk)} on the small disk"
