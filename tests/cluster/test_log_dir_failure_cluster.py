@@ -18,7 +18,6 @@ acknowledged at. Needs root for the tmpfs mounts (skipped otherwise)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from kavka.zk.notifications import LOG_DIR_EVENT_NOTIFICATION_PATH
+from tests.tmpfs import capped_tmpfs
 
 from .cluster_helpers import wait_until
 from .replication_helpers import REPLICATION_CONFIG
@@ -36,22 +36,11 @@ WAIT = 60.0
 
 @pytest.fixture
 def tmpfs_factory(tmp_path):
-    mounted: list[Path] = []
+    with contextlib.ExitStack() as mounts:
+        def mount(name: str, size_bytes: int = 4 << 20) -> Path:
+            return mounts.enter_context(capped_tmpfs(tmp_path / name, size_bytes))
 
-    def mount(name: str, size: str = "4m") -> Path:
-        if os.geteuid() != 0:
-            pytest.skip("a size-capped tmpfs log directory needs root (mount -t tmpfs)")
-        path = tmp_path / name
-        path.mkdir()
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
-        if r.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-        mounted.append(path)
-        return path
-
-    yield mount
-    for path in mounted:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+        yield mount
 
 
 def fill(directory: Path) -> None:

@@ -3,10 +3,6 @@ builder, a manual clock, small configs, and a linear reader of a log dir."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,20 +72,3 @@ def clock() -> ManualClock:
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     return tmp_path / "topic-0"
-
-
-@contextlib.contextmanager
-def capped_tmpfs(mnt: Path, size_bytes: int) -> Iterator[Path]:
-    """A tmpfs of ``size_bytes`` mounted at ``mnt`` (a real full disk:
-    ENOSPC from the kernel), unmounted afterwards; skips the test where it
-    cannot be mounted (not root, no mount rights), saying why."""
-    mnt.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-capped tmpfs needs root; the injected-error tests cover the logic")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(mnt)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here: {r.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

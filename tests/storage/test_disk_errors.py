@@ -11,8 +11,9 @@ import pytest
 
 from kavka.storage.errors import KafkaStorageError, LogOfflineError
 from kavka.storage.log import Log
+from tests.tmpfs import capped_tmpfs
 
-from .conftest import capped_tmpfs, make_batch, read_all, scan_dir, small_config
+from .conftest import make_batch, read_all, scan_dir, small_config
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import os
 import struct
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -127,7 +128,18 @@ def test_a_crash_before_the_active_segment_was_indexed_is_recovered(log_dir, clo
     log.close()
 
 
-def test_a_missing_index_of_an_inactive_segment_is_rebuilt_at_load(log_dir, clock):
+def _delete(index: Path) -> None:
+    index.unlink()
+
+
+def _point_last_entry_into_a_batch(index: Path) -> None:
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">ii", data, len(data) - 8, 5, 3)
+    index.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", [_delete, _point_last_entry_into_a_batch], ids=["missing", "corrupt"])
+def test_a_damaged_index_of_an_inactive_segment_is_rebuilt_at_load(log_dir, clock, damage):
     log = fill(log_dir, clock, 40)
     expected = read_all(log)
     first = log.segments()[0]
@@ -135,28 +147,10 @@ def test_a_missing_index_of_an_inactive_segment_is_rebuilt_at_load(log_dir, cloc
     entries = first.offset_index.entries_list()
     end = log.log_end_offset
     log.close()
-    index.unlink()
+    damage(index)
     log = Log(log_dir, small_config(**{"segment.bytes": 1200}), clock=clock, had_clean_shutdown=True,
               recovery_point=end)
     assert index.exists() and log.segments()[0].offset_index.entries_list() == entries
-    assert read_all(log) == expected
-    log.close()
-
-
-def test_a_corrupt_index_of_an_inactive_segment_is_rebuilt_at_load(log_dir, clock):
-    log = fill(log_dir, clock, 40)
-    expected = read_all(log)
-    first = log.segments()[0]
-    index = first.lazy_offset_index.path
-    entries = first.offset_index.entries_list()
-    end = log.log_end_offset
-    log.close()
-    data = bytearray(index.read_bytes())
-    struct.pack_into(">ii", data, len(data) - 8, 5, 3)  # the last entry points into a batch
-    index.write_bytes(bytes(data))
-    log = Log(log_dir, small_config(**{"segment.bytes": 1200}), clock=clock, had_clean_shutdown=True,
-              recovery_point=end)
-    assert log.segments()[0].offset_index.entries_list() == entries
     assert read_all(log) == expected
     log.close()
 

@@ -17,8 +17,9 @@ from kavka.storage.errors import KafkaStorageError
 from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
+from tests.tmpfs import capped_tmpfs
 
-from .conftest import capped_tmpfs, make_batch, small_config
+from .conftest import make_batch, small_config
 
 # ---- the channel ---------------------------------------------------------------------------------
 
