@@ -35,14 +35,17 @@ batch it then calls ``LogValidator.assign``, which
    new header. ``max.message.bytes`` is checked again on the result
    (MESSAGE_TOO_LARGE), as Kafka checks after validation.
 
-One object per append (the config is read once); pure apart from the
-clock value it is given; any thread.
+One object per log, config and origin (``Log`` keeps it, since the
+messages and limits it derives from the config cost more than a small
+batch's walk), set to the broker's clock before each append with
+``at(now_ms)``; pure apart from that clock value; one thread at a time
+(the log's lock).
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import (
@@ -95,8 +98,7 @@ _CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy":
            "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
 
-@dataclass(frozen=True, slots=True)
-class AssignedBatch:
+class AssignedBatch(NamedTuple):
     """One batch ready to write: ``parts`` (for ``pwritev``) hold ``size``
     bytes; ``header`` is the producer's header with the timestamps the
     leader stored; the max timestamp and the offset of its first record."""
@@ -113,8 +115,8 @@ class LogValidator:
 
     def __init__(self, config: LogConfig, topic_partition: TopicPartition | str, now_ms: int,
                  origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+        self.config = config
         self.topic_partition = topic_partition
-        self.now_ms = now_ms
         self.origin = origin
         self.log_append_time = config.log_append_time
         self.max_message_bytes = config.max_message_bytes
@@ -122,14 +124,22 @@ class LogValidator:
         self.target = _CODECS.get(config.compression_type)  # None: "producer", keep the producer's codec
         self.key_message = (f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
                             if config.compact else None)
-        before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+        self._before, self._after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+        self.producer_lat_message = (f"Invalid timestamp type in a record batch for {topic_partition}. Producer "
+                                     f"should not set timestamp type to LogAppendTime.")
+        self.at(now_ms)
+
+    def at(self, now_ms: int) -> LogValidator:
+        """Judge timestamps against ``now_ms`` (the broker's clock at this
+        append) from now on; returns the validator."""
+        before, after = self._before, self._after
+        self.now_ms = now_ms
         # Long.MAX_VALUE is "no limit" (Kafka's default): Java's overflowing
         # subtraction never exceeds it, so no timestamp is refused then.
         self.ts_lo = _INT64_MIN if before == _INT64_MAX else max(_INT64_MIN, now_ms - before)
         self.ts_hi = _INT64_MAX if after == _INT64_MAX else min(_INT64_MAX, now_ms + after)
         self.ts_bounded = self.ts_lo != _INT64_MIN or self.ts_hi != _INT64_MAX
-        self.producer_lat_message = (f"Invalid timestamp type in a record batch for {topic_partition}. Producer "
-                                     f"should not set timestamp type to LogAppendTime.")
+        return self
 
     # -- 1. the record walk ---------------------------------------------------------------------
     def walk(self, view: memoryview, pos: int, header: RecordBatchHeader) -> tuple[RecordWalk, Buffer]:
@@ -207,7 +217,7 @@ class LogValidator:
         else:
             attributes &= ~ATTR_TIMESTAMP_TYPE
             max_ts, offset_of_max = result.max_timestamp, base_offset + result.offset_delta_of_max_timestamp
-        stored = header if max_ts == header.max_timestamp else replace(header, max_timestamp=max_ts)
+        stored = header if max_ts == header.max_timestamp else header._replace(max_timestamp=max_ts)
         source = header.attributes & ATTR_COMPRESSION_MASK
         target = self.target
         if target is not None and target != source and not header.attributes & ATTR_CONTROL:

@@ -41,7 +41,7 @@ Pure; any thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kavka.protocol.buffers import Buffer
 
@@ -69,8 +69,7 @@ except ImportError:  # no C compiler where Kavka was installed: the Python walk 
 NATIVE = _native_walk is not None
 
 
-@dataclass(frozen=True, slots=True)
-class RecordWalk:
+class RecordWalk(NamedTuple):
     """What a walk found. ``errors`` is None when every record passed, else
     ``(index, error_code, message)`` tuples; ``error_count`` is -1 for a
     structural fault (then ``errors`` holds it alone, index -1 when it
@@ -88,6 +87,9 @@ class RecordWalk:
     @property
     def structural(self) -> bool:
         return self.error_count < 0
+
+
+_new_walk = tuple.__new__  # RecordWalk from the extension's 4-tuple, without _make's Python call
 
 
 def walk_records(
@@ -112,7 +114,7 @@ def walk_records(
     if use_native:
         if _native_walk is None:
             raise RuntimeError("kavka.protocol.records._validate is not built; reinstall Kavka (pip install -e .)")
-        return RecordWalk(*_native_walk(
+        return _new_walk(RecordWalk, _native_walk(
             section, count, base_offset, base_timestamp, fixed_timestamp is not None,
             0 if fixed_timestamp is None else fixed_timestamp, key_message, ts_mode, ts_lo, ts_hi, ts_message,
             max_errors,

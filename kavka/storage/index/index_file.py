@@ -143,7 +143,7 @@ class IndexFile:
         return self._entries * self.entry_size
 
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries
+        return self._entries >= self._length // self.entry_size
 
     def view(self) -> memoryview:
         """The mapped bytes (entries in use first); empty when unmapped."""
@@ -154,9 +154,11 @@ class IndexFile:
     # ---- mutation ---------------------------------------------------------------
     def write_entry(self, raw: bytes) -> None:
         """Append one encoded entry. The caller checks ordering and fullness."""
-        if self._entries >= self.max_entries:
-            raise IndexError(f"index {self.path} is full ({self._entries} entries)")
-        os.pwrite(self._descriptor(), raw, self._entries * self.entry_size)
+        entries = self._entries
+        if entries >= self._length // self.entry_size:
+            raise IndexError(f"index {self.path} is full ({entries} entries)")
+        fd = self._fd
+        os.pwrite(fd if fd >= 0 else self._descriptor(), raw, entries * self.entry_size)
         self._dirty = True
         self._entries += 1
 
