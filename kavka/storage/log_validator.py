@@ -48,12 +48,14 @@ import struct
 from typing import NamedTuple
 
 from kavka.common.topic_partition import TopicPartition
+from kavka.protocol.records import validation as _validation
 from kavka.protocol.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     CRC_START,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     Compression,
     RecordBatchHeader,
     crc32c,
@@ -94,6 +96,8 @@ PREFIX_SIZE = _PREFIX.size
 _ATTRS = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
+_UNCOMPRESSED = int(Compression.NONE)  # an int: an IntEnum member's lookup costs more than the compare
+_new_walk = tuple.__new__  # RecordWalk from the extension's tuple
 _CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
            "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
@@ -146,10 +150,11 @@ class LogValidator:
         """Walk the records of the batch at ``pos``; return the walk and the
         (decompressed) records section. Raises ``InvalidRecordError`` /
         ``InvalidTimestampError`` with the records at fault."""
-        body = view[pos + HEADER_SIZE: pos + header.size]
-        codec = header.attributes & ATTR_COMPRESSION_MASK
+        attributes = header.attributes
+        body = view[pos + HEADER_SIZE: pos + header.batch_length + LOG_OVERHEAD]
+        codec = attributes & ATTR_COMPRESSION_MASK
         section: Buffer
-        if codec == Compression.NONE:
+        if codec == _UNCOMPRESSED:
             section = body
         else:
             try:
@@ -158,18 +163,27 @@ class LogValidator:
                 raise InvalidRecordError(
                     f"the record batch at byte {pos} for {self.topic_partition} cannot be read: {e}"
                 ) from None
-        lat_batch = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
+        lat_batch = bool(attributes & ATTR_TIMESTAMP_TYPE)
         if self.log_append_time:
             ts_mode = TS_ALWAYS if lat_batch else TS_NONE
         elif lat_batch and header.max_timestamp == -1:
             ts_mode = TS_ALWAYS  # Kafka's else-branch: no CreateTime to check, and the producer set LogAppendTime
         else:
             ts_mode = TS_RANGE if self.ts_bounded else TS_NONE
-        result = walk_records(
-            section, header.record_count, header.base_offset, header.base_timestamp,
-            header.max_timestamp if lat_batch else None, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
-            self.producer_lat_message, MAX_RECORD_ERRORS,
-        )
+        native = _validation.native_walk if _validation.NATIVE else None
+        result: RecordWalk
+        if native is not None:  # the C walk called directly: this runs for every produced batch
+            result = _new_walk(RecordWalk, native(
+                section, header.record_count, header.base_offset, header.base_timestamp, lat_batch,
+                header.max_timestamp if lat_batch else 0, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
+                self.producer_lat_message, MAX_RECORD_ERRORS,
+            ))
+        else:
+            result = walk_records(
+                section, header.record_count, header.base_offset, header.base_timestamp,
+                header.max_timestamp if lat_batch else None, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
+                self.producer_lat_message, MAX_RECORD_ERRORS, native=False,
+            )
         if result.error_count:
             raise self._refusal(result, pos)
         return result, section
@@ -207,10 +221,11 @@ class LogValidator:
                leader_epoch: int) -> AssignedBatch:
         """Validate the batch at ``pos`` (whose header passed the framing and
         CRC checks) and make it ready to store at ``base_offset``."""
-        self.check_batch(header)
-        result, section = self.walk(view, pos, header)
-        size = header.size
         attributes = header.attributes
+        if header.producer_id >= 0 and header.base_sequence < 0:  # check_batch's rule, tested here first
+            self.check_batch(header)
+        result, section = self.walk(view, pos, header)
+        size = header.batch_length + LOG_OVERHEAD
         if self.log_append_time:
             attributes |= ATTR_TIMESTAMP_TYPE
             max_ts, offset_of_max = self.now_ms, base_offset
@@ -218,9 +233,9 @@ class LogValidator:
             attributes &= ~ATTR_TIMESTAMP_TYPE
             max_ts, offset_of_max = result.max_timestamp, base_offset + result.offset_delta_of_max_timestamp
         stored = header if max_ts == header.max_timestamp else header._replace(max_timestamp=max_ts)
-        source = header.attributes & ATTR_COMPRESSION_MASK
         target = self.target
-        if target is not None and target != source and not header.attributes & ATTR_CONTROL:
+        if target is not None and target != header.attributes & ATTR_COMPRESSION_MASK \
+                and not header.attributes & ATTR_CONTROL:
             batch = assemble_batch(
                 section, base_offset=base_offset, last_offset_delta=header.last_offset_delta,
                 record_count=header.record_count, base_timestamp=header.base_timestamp, max_timestamp=max_ts,
@@ -235,9 +250,9 @@ class LogValidator:
                     f"{self.max_message_bytes}")
             return AssignedBatch([batch], len(batch), stored, max_ts, offset_of_max)
         prefix = _PREFIX.pack(base_offset, header.batch_length, leader_epoch)
-        records = view[pos + HEADER_SIZE: pos + size]
         if attributes == header.attributes and max_ts == header.max_timestamp:
             return AssignedBatch([prefix, view[pos + PREFIX_SIZE: pos + size]], size, stored, max_ts, offset_of_max)
+        records = view[pos + HEADER_SIZE: pos + size]
         # Attributes or max timestamp change: a new 61-byte header whose CRC
         # continues over the untouched records (Kafka's setMaxTimestamp).
         head = bytearray(view[pos: pos + HEADER_SIZE])

@@ -5,6 +5,7 @@ file, and nothing half-appended is ever served, now or after a restart."""
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 
 import pytest
@@ -88,28 +89,34 @@ def test_injected_enospc_mid_write_is_cut_back(log_dir, clock, monkeypatch):
 
 
 def test_injected_index_failure_undoes_the_append(log_dir, clock, monkeypatch):
-    cfg = small_config(**{"index.interval.bytes": 0})
+    """The active segment's index entries are stored through its mapping,
+    each page's blocks reserved first: a disk with no room for the next page
+    fails that reservation (not a store, which would be a SIGBUS)."""
+    cfg = small_config(**{"index.interval.bytes": 0, "segment.bytes": 1 << 20, "segment.index.bytes": 3 * mmap.PAGESIZE})
     log = Log(log_dir, cfg, clock=clock)
+    seg = log.active_segment
     log.append_as_leader(make_batch(1), 1)
     log.append_as_leader(make_batch(1), 1)
-    entries = log.active_segment.offset_index.entries
-    real = os.pwrite
+    while seg.offset_index.entries * 8 % mmap.PAGESIZE:  # up to the page boundary
+        log.append_as_leader(make_batch(1), 1)
+    entries, end = seg.offset_index.entries, log.log_end_offset
+    real = os.posix_fallocate
+    reserved = []
 
-    def failing(fd, data, offset):
-        if len(data) in (8, 12):
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(fd, data, offset)
+    def failing(fd, offset, length):
+        reserved.append((offset, length))
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(os, "pwrite", failing)
+    monkeypatch.setattr(os, "posix_fallocate", failing)
     with pytest.raises(KafkaStorageError, match=r"\.index"):
         log.append_as_leader(make_batch(1), 1)
-    monkeypatch.undo()
-    seg = log.active_segment
-    assert seg.offset_index.entries == entries and log.log_end_offset == 2
+    monkeypatch.setattr(os, "posix_fallocate", real)
+    assert reserved == [(entries * 8, mmap.PAGESIZE)]
+    assert seg.offset_index.entries == entries and log.log_end_offset == end
     assert seg.log.path.stat().st_size == seg.size
     log.close_quietly()
     again = Log(log_dir, cfg, clock=clock)
-    assert [h.base_offset for h, _ in read_all(again)] == [0, 1]
+    assert [h.base_offset for h, _ in read_all(again)] == list(range(end))
     again.close()
 
 

@@ -67,6 +67,10 @@ except ImportError:  # no C compiler where Kavka was installed: the Python walk 
     _native_walk = None
 
 NATIVE = _native_walk is not None
+# The extension's function itself (None when not built): a caller on the
+# produce path (kavka.storage.log_validator) calls it without walk_records'
+# Python frame and wraps its tuple in a RecordWalk with ``tuple.__new__``.
+native_walk = _native_walk
 
 
 class RecordWalk(NamedTuple):

@@ -7,11 +7,20 @@ when the segment rolls or closes the file is trimmed to the entries in use
 (seed 002 §5.3 (5): the active segment's indexes are sized back up to
 ``segment.index.bytes`` on load).
 
-Writes go through ``os.pwrite`` and lookups through a read-only ``mmap`` of
-the same file (Linux shares the page cache between the two). Writing through
-the mapping would turn a full disk into SIGBUS on a page of the sparse
-preallocated file; ``pwrite`` turns it into an ``OSError`` the log reports
-as KAFKA_STORAGE_ERROR.
+Entries are written into the mapping, as Kafka does, by an index opened
+for writes (``keep_descriptor``: the active segment's): a store into memory
+where a ``pwrite`` was a system call per entry, a third of the Python-side
+cost of a 16 KiB append beside its ``pwritev`` (bench/append_cost.py). A
+store into a page of the sparse preallocated file that the disk has no room
+for would be a SIGBUS, so the blocks under an entry are reserved first:
+``os.posix_fallocate`` of the page it falls in, once per page (512 offset
+entries), which turns a full disk into an ``OSError`` the log reports as
+KAFKA_STORAGE_ERROR, before anything is stored. Only the pages written so
+far are allocated, so the preallocated tail stays sparse. An index mapped
+read-only (opened for lookups, then written again) writes with ``pwrite``;
+lookups read the mapping either way (Linux shares the page cache between
+the mapping and the descriptor; an fsync of the file writes back the pages
+dirtied through the mapping too).
 
 Descriptors: a mapping needs no descriptor once made, but Python's ``mmap``
 keeps a duplicate of the one it was made from, so a mapped index costs one
@@ -42,7 +51,8 @@ class IndexFile:
     """A preallocatable file of ``entry_size``-byte entries with an mmap view."""
 
     __slots__ = (
-        "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty"
+        "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty",
+        "_map_writes", "_allocated",
     )
 
     def __init__(
@@ -54,6 +64,11 @@ class IndexFile:
         self._zero = bytes(entry_size)
         self._closed = False
         self._dirty = False
+        # entries are stored through a writable mapping (see the module docstring)
+        self._map_writes = keep_descriptor
+        # bytes from 0 whose blocks are known reserved (posix_fallocate), so
+        # that a store through the mapping below it cannot fault
+        self._allocated = 0
         existed = path.exists() and path.stat().st_size > 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mmap: mmap.mmap | None = None
@@ -78,8 +93,10 @@ class IndexFile:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
+        self._allocated = min(self._allocated, self._length)
         if self._length > 0:
-            self._mmap = mmap.mmap(self._descriptor(), self._length, access=mmap.ACCESS_READ)
+            access = mmap.ACCESS_WRITE if self._map_writes else mmap.ACCESS_READ
+            self._mmap = mmap.mmap(self._descriptor(), self._length, access=access)
 
     def _descriptor(self) -> int:
         """The index's own descriptor, opened again if it was released."""
@@ -155,12 +172,29 @@ class IndexFile:
     def write_entry(self, raw: bytes) -> None:
         """Append one encoded entry. The caller checks ordering and fullness."""
         entries = self._entries
-        if entries >= self._length // self.entry_size:
+        size = self.entry_size
+        if entries >= self._length // size:
             raise IndexError(f"index {self.path} is full ({entries} entries)")
-        fd = self._fd
-        os.pwrite(fd if fd >= 0 else self._descriptor(), raw, entries * self.entry_size)
+        start = entries * size
+        mapped = self._mmap
+        if self._map_writes and mapped is not None:
+            end = start + size
+            if end > self._allocated:
+                self._allocate(start, end)
+            mapped[start:end] = raw
+        else:
+            fd = self._fd
+            os.pwrite(fd if fd >= 0 else self._descriptor(), raw, start)
         self._dirty = True
-        self._entries += 1
+        self._entries = entries + 1
+
+    def _allocate(self, start: int, end: int) -> None:
+        """Reserve the blocks of the pages holding [start, end) (raises
+        ``OSError``, ENOSPC on a full disk, instead of a later SIGBUS)."""
+        first = start - start % mmap.PAGESIZE
+        last = min(self._length, -(-end // mmap.PAGESIZE) * mmap.PAGESIZE)
+        os.posix_fallocate(self._descriptor(), first, last - first)
+        self._allocated = last
 
     def truncate_to_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the dropped ones on disk."""

@@ -3,6 +3,9 @@ scan (hypothesis), preallocation, trimming, truncation, reopening."""
 
 from __future__ import annotations
 
+import errno
+import mmap
+import os
 import struct
 
 import pytest
@@ -147,4 +150,59 @@ def test_time_index_keeps_one_slot_for_the_roll_entry(tmp_path):
     idx.maybe_append(2, 2)
     assert idx.is_full()
     assert idx.maybe_append(3, 3, skip_full_check=True)
+    idx.close()
+
+
+def test_writable_index_stores_through_its_mapping_reserving_only_pages_written(tmp_path, monkeypatch):
+    """The active segment's index (keep_descriptor) stores entries in its
+    mapping, no pwrite; the blocks of each page are reserved (fallocate)
+    before the first store into it, and the preallocated tail stays sparse."""
+    path = tmp_path / "00000000000000000000.index"
+    idx = OffsetIndex(path, 0, 1 << 20)
+    pwrites, reserved = [], []
+    real_fallocate = os.posix_fallocate
+    monkeypatch.setattr(os, "pwrite", lambda *a: pwrites.append(a))
+    monkeypatch.setattr(os, "posix_fallocate", lambda fd, off, n: (reserved.append((off, n)), real_fallocate(fd, off, n)))
+    per_page = mmap.PAGESIZE // 8
+    for i in range(per_page + 1):
+        idx.append(i, i * 100)
+    assert pwrites == []
+    assert reserved == [(0, mmap.PAGESIZE), (mmap.PAGESIZE, mmap.PAGESIZE)]
+    assert os.stat(path).st_blocks * 512 <= 4 * mmap.PAGESIZE  # 1 MiB long, two pages held
+    raw = path.read_bytes()  # the descriptor's view of the page cache
+    assert struct.unpack_from(">ii", raw, per_page * 8) == (per_page, per_page * 100)
+    assert idx.lookup(per_page).position == per_page * 100
+    idx.close()
+    again = OffsetIndex(path, 0, 1 << 20)
+    assert again.entries == per_page + 1
+    again.close()
+
+
+def test_a_failed_page_reservation_stores_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "00000000000000000000.timeindex"
+    idx = TimeIndex(path, 0, 1 << 20)
+
+    def full(fd, off, n):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError):
+        idx.maybe_append(1000, 5)
+    assert idx.entries == 0 and idx.last_entry == TimestampOffset(-1, 0)
+    monkeypatch.undo()
+    assert idx.maybe_append(1000, 5)
+    assert idx.entries_list() == [TimestampOffset(1000, 5)]
+    idx.close()
+
+
+def test_an_index_mapped_read_only_writes_with_pwrite(tmp_path):
+    """An index opened for lookups (no descriptor kept, mapped read-only)
+    that is written again stores with pwrite, seen by its lookups."""
+    path = tmp_path / "00000000000000000000.index"
+    OffsetIndex(path, 0, 4096).close_quietly()  # preallocated, no entries
+    idx = OffsetIndex(path, 0, 4096, keep_descriptor=False)
+    assert not idx.holds_descriptor
+    idx.append(3, 300)
+    assert idx.holds_descriptor and idx.lookup(3) == OffsetPosition(3, 300)
+    assert struct.unpack_from(">ii", path.read_bytes(), 0) == (3, 300)
     idx.close()
