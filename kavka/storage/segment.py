@@ -544,7 +544,14 @@ class LogSegment:
         return best
 
     # ---- lifecycle ---------------------------------------------------------------------
+    def write_pending_index_entries(self) -> None:
+        """Write the index entries held in memory (``IndexFile``): under the
+        owning log's lock, before a ``flush`` that may run outside it."""
+        self.lazy_offset_index.write_pending()
+        self.lazy_time_index.write_pending()
+
     def flush(self) -> None:
+        """fsync the files (what was written: see ``write_pending_index_entries``)."""
         self.log.flush()
         self.lazy_offset_index.flush()
         self.lazy_time_index.flush()

@@ -7,20 +7,25 @@ when the segment rolls or closes the file is trimmed to the entries in use
 (seed 002 §5.3 (5): the active segment's indexes are sized back up to
 ``segment.index.bytes`` on load).
 
-Entries are written into the mapping, as Kafka does, by an index opened
-for writes (``keep_descriptor``: the active segment's): a store into memory
-where a ``pwrite`` was a system call per entry, a third of the Python-side
-cost of a 16 KiB append beside its ``pwritev`` (bench/append_cost.py). A
-store into a page of the sparse preallocated file that the disk has no room
-for would be a SIGBUS, so the blocks under an entry are reserved first:
-``os.posix_fallocate`` of the page it falls in, once per page (512 offset
-entries), which turns a full disk into an ``OSError`` the log reports as
-KAFKA_STORAGE_ERROR, before anything is stored. Only the pages written so
-far are allocated, so the preallocated tail stays sparse. An index mapped
-read-only (opened for lookups, then written again) writes with ``pwrite``;
-lookups read the mapping either way (Linux shares the page cache between
-the mapping and the descriptor; an fsync of the file writes back the pages
-dirtied through the mapping too).
+Writes go through ``os.pwrite`` and lookups through a read-only ``mmap`` of
+the same file (Linux shares the page cache between the two). Writing through
+the mapping would turn a full disk into SIGBUS on a page of the sparse
+preallocated file; ``pwrite`` turns it into an ``OSError`` the log reports
+as KAFKA_STORAGE_ERROR. (Stores into a writable mapping were measured too:
+once writeback runs, each store into a cleaned page faults, and 1 MiB
+appends paid ~25 µs each for it; bench/README.md, storage.py.)
+
+Appended entries are held in memory (``pending``) and written together, in
+one ``pwrite`` per ``PENDING_ENTRIES`` entries instead of one per entry (an
+entry per append for batches above ``index.interval.bytes``), and before
+anything reads or changes the file: a lookup (``view``), a truncation, a
+resize or trim (so a roll or close writes them). ``write_pending`` is
+called under the owning log's lock, which every writer and reader holds;
+``flush`` (which may run on another thread, outside that lock) fsyncs only
+what was written, so the log writes the pending entries under its lock
+before it flushes (``LocalLog.flush``). Entries lost in a crash before
+they were written are entries above the recovery point, rebuilt by
+recovery as the bytes they point at are.
 
 Descriptors: a mapping needs no descriptor once made, but Python's ``mmap``
 keeps a duplicate of the one it was made from, so a mapped index costs one
@@ -41,10 +46,15 @@ Not thread-safe by itself: the owning ``LogSegment`` is guarded by its
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+# Entries held before one pwrite writes them (see the module docstring): 512
+# bytes of the offset index, 768 of the time index.
+PENDING_ENTRIES = 64
 
 
 class IndexFile:
@@ -52,7 +62,7 @@ class IndexFile:
 
     __slots__ = (
         "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty",
-        "_map_writes", "_allocated",
+        "_pending", "_written",
     )
 
     def __init__(
@@ -64,11 +74,8 @@ class IndexFile:
         self._zero = bytes(entry_size)
         self._closed = False
         self._dirty = False
-        # entries are stored through a writable mapping (see the module docstring)
-        self._map_writes = keep_descriptor
-        # bytes from 0 whose blocks are known reserved (posix_fallocate), so
-        # that a store through the mapping below it cannot fault
-        self._allocated = 0
+        self._pending = bytearray()  # entries [_written, _entries), not yet written
+        self._written = 0
         existed = path.exists() and path.stat().st_size > 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mmap: mmap.mmap | None = None
@@ -78,6 +85,7 @@ class IndexFile:
                 self._length = length - length % entry_size
                 self._map()
                 self._entries = self._count_entries(length // entry_size)
+                self._written = self._entries
             else:
                 self._length = 0
                 self._entries = 0
@@ -93,10 +101,8 @@ class IndexFile:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
-        self._allocated = min(self._allocated, self._length)
         if self._length > 0:
-            access = mmap.ACCESS_WRITE if self._map_writes else mmap.ACCESS_READ
-            self._mmap = mmap.mmap(self._descriptor(), self._length, access=access)
+            self._mmap = mmap.mmap(self._descriptor(), self._length, access=mmap.ACCESS_READ)
 
     def _descriptor(self) -> int:
         """The index's own descriptor, opened again if it was released."""
@@ -163,7 +169,10 @@ class IndexFile:
         return self._entries >= self._length // self.entry_size
 
     def view(self) -> memoryview:
-        """The mapped bytes (entries in use first); empty when unmapped."""
+        """The mapped bytes (entries in use first, pending ones written
+        first); empty when unmapped."""
+        if self._pending:
+            self.write_pending()
         if self._mmap is None:
             return memoryview(b"")
         return memoryview(self._mmap)
@@ -172,40 +181,50 @@ class IndexFile:
     def write_entry(self, raw: bytes) -> None:
         """Append one encoded entry. The caller checks ordering and fullness."""
         entries = self._entries
-        size = self.entry_size
-        if entries >= self._length // size:
+        if entries >= self._length // self.entry_size:
             raise IndexError(f"index {self.path} is full ({entries} entries)")
-        start = entries * size
-        mapped = self._mmap
-        if self._map_writes and mapped is not None:
-            end = start + size
-            if end > self._allocated:
-                self._allocate(start, end)
-            mapped[start:end] = raw
-        else:
-            fd = self._fd
-            os.pwrite(fd if fd >= 0 else self._descriptor(), raw, start)
-        self._dirty = True
+        pending = self._pending
+        pending += raw
         self._entries = entries + 1
+        if len(pending) >= PENDING_ENTRIES * self.entry_size:
+            self.write_pending()
 
-    def _allocate(self, start: int, end: int) -> None:
-        """Reserve the blocks of the pages holding [start, end) (raises
-        ``OSError``, ENOSPC on a full disk, instead of a later SIGBUS)."""
-        first = start - start % mmap.PAGESIZE
-        last = min(self._length, -(-end // mmap.PAGESIZE) * mmap.PAGESIZE)
-        os.posix_fallocate(self._descriptor(), first, last - first)
-        self._allocated = last
+    @property
+    def pending_entries(self) -> int:
+        """Entries appended but not yet written to the file."""
+        return self._entries - self._written
+
+    def write_pending(self) -> None:
+        """Write the pending entries (one ``pwrite``). Raises ``OSError``
+        (then they stay pending: the log goes offline, and recovery rebuilds
+        the index). Called under the owning log's lock."""
+        pending = self._pending
+        if not pending:
+            return
+        start = self._written * self.entry_size
+        written = os.pwrite(self._descriptor(), pending, start)
+        if written != len(pending):  # a regular file writes short only when the disk is full
+            raise OSError(errno.ENOSPC, f"short write of {written} of {len(pending)} bytes")
+        self._dirty = True
+        self._written = self._entries
+        pending.clear()
 
     def truncate_to_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the dropped ones on disk."""
         if n >= self._entries:
             return
-        dropped = (self._entries - n) * self.entry_size
+        written = self._written
+        if n >= written:  # only pending entries go: nothing of them is on the file
+            del self._pending[(n - written) * self.entry_size:]
+            self._entries = n
+            return
+        self._pending.clear()
+        dropped = (written - n) * self.entry_size
         try:
             self._dirty = True
             os.pwrite(self._descriptor(), bytes(dropped), n * self.entry_size)
         finally:
-            self._entries = n  # in memory at least; a crash re-checks the file on load
+            self._entries = self._written = n  # in memory at least; a crash re-checks the file on load
 
     def reset(self) -> None:
         self.truncate_to_entries(0)
@@ -213,6 +232,7 @@ class IndexFile:
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries
         (never below the entries in use). Returns whether it changed."""
+        self.write_pending()
         rounded = max(new_size - new_size % self.entry_size, self._entries * self.entry_size)
         if rounded == self._length and self._file_size() == rounded:
             return False
@@ -240,7 +260,9 @@ class IndexFile:
         return self._dirty
 
     def flush(self) -> None:
-        """fsync what was written since the last flush (nothing: no syscall)."""
+        """fsync what was written since the last flush (nothing: no syscall).
+        Pending entries are not written here (this may run outside the
+        owning log's lock): the caller wrote them first (``write_pending``)."""
         if not self._dirty:
             return
         self._dirty = False
@@ -256,8 +278,11 @@ class IndexFile:
             self.close_quietly()
 
     def close_quietly(self) -> None:
-        """Release the mapping and descriptor without trimming (crash-like)."""
+        """Release the mapping and descriptor without trimming (crash-like:
+        pending entries are dropped, as a crash drops them)."""
         self._closed = True
+        self._pending.clear()
+        self._entries = self._written
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
