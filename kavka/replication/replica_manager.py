@@ -546,8 +546,9 @@ class ReplicaManager:
                 epochs[tp] = partition.leader_epoch
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
         op = DelayedFetch(
-            params, partitions, epochs, self.get_partition, lambda: self._read(params, partitions), future,
+            params, partitions, epochs, self.get_partition, lambda some: self._read(params, some), future,
             self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
+            first=results,
         )
         self.fetch_purgatory.try_complete_else_watch(op, list(partitions))
         return self._record_leader_quota(params, await future)
