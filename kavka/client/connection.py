@@ -49,7 +49,6 @@ import struct
 from dataclasses import dataclass
 from typing import TypeVar, cast, overload
 
-from kavka.client import sasl_authenticator
 from kavka.client.errors import (
     AuthenticationFailed,
     ConnectFailed,
@@ -253,6 +252,11 @@ class BrokerConnection:
         """One SASL exchange; schedules the next one when the broker set a
         session lifetime (KIP-368)."""
         assert self._loop is not None
+        # Imported here, by the connections that authenticate: a plaintext
+        # or TLS-only client (a Spark query's planning process) skips the
+        # SASL mechanisms' imports.
+        from kavka.client import sasl_authenticator
+
         lifetime_ms = await sasl_authenticator.authenticate(
             self._send, self.version_for, self.security, f"{self.host}:{self.port}",
             reauthentication=reauthentication)
