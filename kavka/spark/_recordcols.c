@@ -563,7 +563,11 @@ PyMODINIT_FUNC PyInit__recordcols(void) {
     if (PyType_Ready(&ColumnsType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
+    /* What take() returns: 2 = buffers handed over, timestamps in microseconds
+     * (1, before: bytes copies, milliseconds). arrow_records uses a build
+     * whose VERSION it knows, so a stale build is never misread. */
+    if (PyModule_AddIntConstant(m, "VERSION", 2) < 0 ||
+        PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

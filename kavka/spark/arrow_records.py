@@ -23,8 +23,8 @@ Everything around the records stays in Python: batch framing and CRC32C
 (``iter_batches``), transaction filtering and offset bounds.
 
 Fallback: when the extension is not built (no compiler where Kavka was
-installed: ``setup.py`` marks it optional) the import fails and batches
-are walked by aiokafka's ``DefaultRecordBatch`` (Cython; aiokafka is in
+installed: ``setup.py`` marks it optional; or the build predates the
+source, see ``VERSION``) batches are walked by aiokafka's ``DefaultRecordBatch`` (Cython; aiokafka is in
 the ``spark`` extra) into column lists instead. ``NATIVE`` says which path
 a process uses; ``ColumnBuilder(native=...)`` picks one (the tests run
 both).
@@ -55,9 +55,14 @@ from kavka.protocol.records.reader import records_section
 from kavka.spark.schema import arrow_schema
 
 try:
-    from kavka.spark._recordcols import Columns as _NativeColumns
+    from kavka.spark import _recordcols
 except ImportError:  # not built on this machine: the aiokafka path below
     _NativeColumns = None
+else:
+    # A build left from an older _recordcols.c (its take() returned other
+    # units) is not used: the fallback reads right, and the tests ask for a
+    # rebuild (test_the_extension_is_built_wherever_a_compiler_is).
+    _NativeColumns = _recordcols.Columns if getattr(_recordcols, "VERSION", 1) == 2 else None
 
 NATIVE = _NativeColumns is not None
 
