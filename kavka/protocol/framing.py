@@ -11,6 +11,14 @@ plaintext port (its first bytes read as a size of about 369 million) or a
 hostile size costs nothing. After that error the decoder stays failed: the
 connection must be closed.
 
+``FrameReceiver`` is the same reader for a socket that receives into
+buffers it is given (``recv_into``, asyncio's ``BufferedProtocol``): small
+frames are read through one fixed staging buffer, and a frame larger than
+that is received straight into its own buffer of exactly its size,
+allocated once its size has passed the same check, so the bytes of a large
+response (a Fetch of several MiB) are written once, by the kernel, and
+never staged or copied.
+
 One decoder per connection; not thread-safe (one event-loop task owns it).
 """
 
@@ -107,3 +115,83 @@ class FrameDecoder:
             )
             raise FrameSizeError(self._failed.reason)
         return size
+
+
+class FrameReceiver:
+    """Frames from a stream received into buffers this object hands out:
+    ``get_buffer()`` is where the next bytes go (writable, never empty),
+    ``received(n)`` says ``n`` bytes were written there and returns the
+    frames completed (possibly none). Frames of up to ``staging_bytes - 4``
+    bytes come out as ``bytes`` copied from the staging buffer; larger ones
+    as a read-only ``memoryview`` of their own buffer, which nothing
+    writes to again. Sizes are checked as ``FrameDecoder`` checks them,
+    before anything is allocated for the frame; after a ``FrameSizeError``
+    the receiver stays failed. ``buffered`` is how many bytes of incomplete
+    frames it holds."""
+
+    __slots__ = ("max_frame_size", "_staging", "_staged", "_frame", "_filled", "_failed")
+
+    def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES, staging_bytes: int = 64 * 1024) -> None:
+        if max_frame_size < 0:
+            raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
+        if staging_bytes < 8:
+            raise ValueError(f"staging_bytes must be >= 8, got {staging_bytes}")
+        self.max_frame_size = max_frame_size
+        self._staging = bytearray(staging_bytes)
+        self._staged = 0  # _staging[:_staged]: the start of the next frame
+        self._frame: bytearray | None = None  # a large frame being received, of its exact size
+        self._filled = 0  # bytes of _frame received
+        self._failed: FrameSizeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        return self._staged + self._filled
+
+    def get_buffer(self) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:]
+        return memoryview(self._staging)[self._staged:]
+
+    def received(self, n: int) -> list[bytes | memoryview]:
+        if self._failed is not None:
+            raise FrameSizeError(self._failed.reason)
+        if self._frame is not None:
+            self._filled += n
+            if self._filled < len(self._frame):
+                return []
+            done = memoryview(self._frame).toreadonly()
+            self._frame, self._filled = None, 0
+            return [done]
+        frames: list[bytes | memoryview] = []
+        buf = self._staging
+        view = memoryview(buf)
+        end = self._staged + n
+        pos = 0
+        while end - pos >= 4:
+            size = _unpack_size(buf, pos)[0]
+            if size < 0 or size > self.max_frame_size:
+                self._staged = 0
+                what = "negative" if size < 0 else f"larger than the maximum {self.max_frame_size}"
+                self._failed = FrameSizeError(
+                    f"frame size {size} is {what} (socket.request.max.bytes); "
+                    "is the peer speaking TLS or another protocol to a plaintext Kafka port?")
+                raise FrameSizeError(self._failed.reason)
+            if end - pos - 4 >= size:
+                frames.append(bytes(view[pos + 4 : pos + 4 + size]))
+                pos += 4 + size
+            elif 4 + size > len(buf):
+                # Too large to stage: its own buffer (its size checked
+                # above) with what already arrived; the rest goes into it.
+                frame = bytearray(size)
+                have = end - pos - 4
+                frame[:have] = view[pos + 4 : end]
+                self._frame, self._filled = frame, have
+                pos = end
+            else:
+                break
+        # Keep the staging buffer's free space at its end: the start of the
+        # next frame (shorter than the buffer) moves to the front.
+        if 0 < pos < end:
+            view[: end - pos] = view[pos:end]
+        self._staged = end - pos
+        return frames

@@ -46,6 +46,7 @@ Pure functions over bytes; any thread of an executor's Python worker.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -54,15 +55,17 @@ from kavka.protocol.records.batch import CorruptRecordBatch, RecordBatchHeader, 
 from kavka.protocol.records.reader import records_section
 from kavka.spark.schema import arrow_schema
 
+_NativeColumns: Any = None
 try:
-    from kavka.spark import _recordcols
+    import kavka.spark._recordcols as _recordcols
 except ImportError:  # not built on this machine: the aiokafka path below
-    _NativeColumns = None
+    pass
 else:
     # A build left from an older _recordcols.c (its take() returned other
     # units) is not used: the fallback reads right, and the tests ask for a
     # rebuild (test_the_extension_is_built_wherever_a_compiler_is).
-    _NativeColumns = _recordcols.Columns if getattr(_recordcols, "VERSION", 1) == 2 else None
+    if getattr(_recordcols, "VERSION", 1) == 2:
+        _NativeColumns = _recordcols.Columns
 
 NATIVE = _NativeColumns is not None
 
