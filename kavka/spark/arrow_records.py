@@ -57,15 +57,16 @@ from kavka.spark.schema import arrow_schema
 
 _NativeColumns: Any = None
 try:
-    import kavka.spark._recordcols as _recordcols
-except ImportError:  # not built on this machine: the aiokafka path below
+    from kavka.spark._recordcols import VERSION as _NATIVE_VERSION
+    from kavka.spark._recordcols import Columns
+except ImportError:  # not built on this machine (or built before VERSION): the aiokafka path below
     pass
 else:
     # A build left from an older _recordcols.c (its take() returned other
     # units) is not used: the fallback reads right, and the tests ask for a
     # rebuild (test_the_extension_is_built_wherever_a_compiler_is).
-    if getattr(_recordcols, "VERSION", 1) == 2:
-        _NativeColumns = _recordcols.Columns
+    if _NATIVE_VERSION == 2:
+        _NativeColumns = Columns
 
 NATIVE = _NativeColumns is not None
 
