@@ -17,12 +17,17 @@ frames are read through one fixed staging buffer, and a frame larger than
 that is received straight into its own buffer of exactly its size,
 allocated once its size has passed the same check, so the bytes of a large
 response (a Fetch of several MiB) are written once, by the kernel, and
-never staged or copied.
+never staged or copied. That buffer is used again for a later large frame
+once nothing refers to the frame it held (no view of it is left): memory
+the process has already touched costs no page faults, and faulting in fresh
+pages cost more than the copy it replaced (bench/README.md, spark.py).
 
 One decoder per connection; not thread-safe (one event-loop task owns it).
 """
 
 from __future__ import annotations
+
+import sys
 
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import FrameSizeError
@@ -129,18 +134,23 @@ class FrameReceiver:
     the receiver stays failed. ``buffered`` is how many bytes of incomplete
     frames it holds."""
 
-    __slots__ = ("max_frame_size", "_staging", "_staged", "_frame", "_filled", "_failed")
+    __slots__ = ("max_frame_size", "spare_bytes", "_staging", "_staged", "_frame", "_size", "_filled", "_spare",
+                 "_failed")
 
-    def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES, staging_bytes: int = 64 * 1024) -> None:
+    def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES, staging_bytes: int = 64 * 1024,
+                 spare_bytes: int = 16 * 1024 * 1024) -> None:
         if max_frame_size < 0:
             raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
         if staging_bytes < 8:
             raise ValueError(f"staging_bytes must be >= 8, got {staging_bytes}")
         self.max_frame_size = max_frame_size
+        self.spare_bytes = spare_bytes  # the largest frame buffer kept for reuse
         self._staging = bytearray(staging_bytes)
         self._staged = 0  # _staging[:_staged]: the start of the next frame
-        self._frame: bytearray | None = None  # a large frame being received, of its exact size
-        self._filled = 0  # bytes of _frame received
+        self._frame: bytearray | None = None  # a large frame being received into _frame[:_size]
+        self._size = 0
+        self._filled = 0  # bytes of it received
+        self._spare: bytearray | None = None  # the last large frame's buffer, reused when free
         self._failed: FrameSizeError | None = None
 
     @property
@@ -149,7 +159,7 @@ class FrameReceiver:
 
     def get_buffer(self) -> memoryview:
         if self._frame is not None:
-            return memoryview(self._frame)[self._filled:]
+            return memoryview(self._frame)[self._filled:self._size]
         return memoryview(self._staging)[self._staged:]
 
     def received(self, n: int) -> list[bytes | memoryview]:
@@ -157,11 +167,12 @@ class FrameReceiver:
             raise FrameSizeError(self._failed.reason)
         if self._frame is not None:
             self._filled += n
-            if self._filled < len(self._frame):
+            if self._filled < self._size:
                 return []
-            done = memoryview(self._frame).toreadonly()
-            self._frame, self._filled = None, 0
-            return [done]
+            frame, size = self._frame, self._size
+            self._frame, self._size, self._filled = None, 0, 0
+            done = memoryview(frame)
+            return [(done[:size] if size < len(frame) else done).toreadonly()]
         frames: list[bytes | memoryview] = []
         buf = self._staging
         view = memoryview(buf)
@@ -182,10 +193,10 @@ class FrameReceiver:
             elif 4 + size > len(buf):
                 # Too large to stage: its own buffer (its size checked
                 # above) with what already arrived; the rest goes into it.
-                frame = bytearray(size)
+                frame = self._frame_buffer(size)
                 have = end - pos - 4
                 frame[:have] = view[pos + 4 : end]
-                self._frame, self._filled = frame, have
+                self._frame, self._size, self._filled = frame, size, have
                 pos = end
             else:
                 break
@@ -195,3 +206,18 @@ class FrameReceiver:
             view[: end - pos] = view[pos:end]
         self._staged = end - pos
         return frames
+
+    def _frame_buffer(self, size: int) -> bytearray:
+        """A buffer of at least ``size`` bytes for a large frame: the spare
+        when it is big enough and free, else a new one (kept as the spare
+        when at most ``spare_bytes``). Free means no reference to it is
+        left but ours (``sys.getrefcount``: the attribute, the local name and
+        the call's argument), so no view of a frame handed out earlier can see the new
+        bytes: every memoryview of it, and every slice of those, holds a
+        reference to it."""
+        spare = self._spare
+        if spare is not None and len(spare) >= size and sys.getrefcount(spare) == 3:  # + the local name
+            return spare
+        frame = bytearray(size)
+        self._spare = frame if size <= self.spare_bytes else None
+        return frame

@@ -151,3 +151,23 @@ def test_receiver_random_streams_raise_frame_size_errors_only(stream, cuts):
     except FrameSizeError:
         return
     assert rx.buffered <= 64 + 4
+
+
+def test_receiver_reuses_a_large_frame_buffer_only_once_nothing_refers_to_it():
+    rx = FrameReceiver(staging_bytes=64)
+    first = _receive(rx, frame(b"a" * 500), [1000])[0]
+    held = first.obj
+    kept = first[10:20]  # a slice of the frame handed out keeps its buffer
+    del first
+    second = _receive(rx, frame(b"b" * 300), [1000])[0]
+    assert second.obj is not held and bytes(kept) == b"a" * 10
+    del kept, held, second
+    third = _receive(rx, frame(b"c" * 400), [1000])[0]
+    assert bytes(third) == b"c" * 400 and len(third.obj) == 400  # the spare (300) was too small
+    del third
+    fourth = _receive(rx, frame(b"d" * 200), [1000])[0]
+    assert len(fourth.obj) == 400  # free again: the 400-byte buffer reused...
+    assert bytes(fourth) == b"d" * 200  # ...and the frame is exactly its own bytes
+    big = FrameReceiver(staging_bytes=64, spare_bytes=100)
+    assert _receive(big, frame(b"e" * 500), [1000]) == [b"e" * 500]
+    assert big._spare is None  # larger than spare_bytes: not kept
