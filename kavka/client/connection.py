@@ -60,7 +60,7 @@ from kavka.client.errors import (
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
-from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameReceiver, frame_parts
+from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameReader, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
 from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
 from kavka.protocol.schema import registry
@@ -102,7 +102,7 @@ class _Pending:
 
 class _KafkaProtocol(asyncio.BufferedProtocol):
     """Transport glue: the socket reads straight into the connection's
-    ``FrameReceiver`` buffers (a large response into its own buffer, no
+    ``FrameReader`` buffers (a large response into its own buffer, no
     staging copy), reports loss, and implements write flow control for
     ``drain``."""
 
@@ -112,7 +112,7 @@ class _KafkaProtocol(asyncio.BufferedProtocol):
         self._drain_waiters: list[asyncio.Future] = []
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._conn._receiver.get_buffer()
+        return self._conn._reader.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
         self._conn._on_received(nbytes)
@@ -180,7 +180,7 @@ class BrokerConnection:
         # KIP-368: loop time at which the next request re-authenticates first
         self._reauthenticate_at: float | None = None
         self._reauthenticating: asyncio.Future[None] | None = None
-        self._receiver = FrameReceiver(max_frame_size)
+        self._reader = FrameReader(max_frame_size)
         self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
         self._transport: asyncio.Transport | None = None
@@ -402,7 +402,7 @@ class BrokerConnection:
 
     def _on_received(self, nbytes: int) -> None:
         try:
-            frames = self._receiver.received(nbytes)
+            frames = self._reader.received(nbytes)
         except DecodeError as e:
             self.close(ConnectionClosed(f"bad response frame from {self.host}:{self.port}: {e}"))
             return

@@ -11,8 +11,11 @@ plaintext port (its first bytes read as a size of about 369 million) or a
 hostile size costs nothing. After that error the decoder stays failed: the
 connection must be closed.
 
-``FrameReceiver`` is the same reader for a socket that receives into
-buffers it is given (``recv_into``, asyncio's ``BufferedProtocol``): small
+``FrameReader`` is the same reader for a socket that receives into
+buffers it is given (``recv_into``, asyncio's ``BufferedProtocol``; the
+client's responses: the broker's requests go through
+``kavka.server.frame_receiver``, which also admits each frame against its
+memory pool before reading it): small
 frames are read through one fixed staging buffer, and a frame larger than
 that is received straight into its own buffer of exactly its size,
 allocated once its size has passed the same check, so the bytes of a large
@@ -122,7 +125,7 @@ class FrameDecoder:
         return size
 
 
-class FrameReceiver:
+class FrameReader:
     """Frames from a stream received into buffers this object hands out:
     ``get_buffer()`` is where the next bytes go (writable, never empty),
     ``received(n)`` says ``n`` bytes were written there and returns the

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import schema_strategies as ss
 from kavka.protocol.errors import FrameSizeError
-from kavka.protocol.framing import FrameDecoder, FrameReceiver, frame, frame_parts
+from kavka.protocol.framing import FrameDecoder, FrameReader, frame, frame_parts
 
 
 def test_frame_adds_size_prefix():
@@ -82,7 +82,7 @@ def test_frame_over_several_reads_is_handed_out_read_only_and_stays_intact():
     assert out == [big, b"next"]
 
 
-def _receive(rx: FrameReceiver, stream: bytes, cuts: list[int]) -> list:
+def _receive(rx: FrameReader, stream: bytes, cuts: list[int]) -> list:
     """``stream`` written into ``rx``'s buffers as a socket would: each
     read at most its cut and at most the buffer offered."""
     out, pos, i = [], 0, 0
@@ -103,7 +103,7 @@ def _receive(rx: FrameReceiver, stream: bytes, cuts: list[int]) -> list:
        st.integers(8, 64))
 def test_receiver_any_chunking_yields_the_frames_the_decoder_does(payloads, cuts, staging):
     stream = b"".join(frame(p) for p in payloads)
-    rx = FrameReceiver(max_frame_size=200, staging_bytes=staging)
+    rx = FrameReader(max_frame_size=200, staging_bytes=staging)
     assert _receive(rx, stream, cuts) == payloads
     assert rx.buffered == 0
 
@@ -111,7 +111,7 @@ def test_receiver_any_chunking_yields_the_frames_the_decoder_does(payloads, cuts
 def test_receiver_takes_a_large_frame_into_its_own_buffer_read_only():
     big = bytes(range(256)) * 40
     stream = frame(b"a") + frame(big) + frame(b"next")
-    rx = FrameReceiver(staging_bytes=1000)
+    rx = FrameReader(staging_bytes=1000)
     assert rx.received(0) == []
     out = _receive(rx, stream[:600], [600])
     assert out == [b"a"] and rx.buffered == 600 - 5 - 4
@@ -127,15 +127,15 @@ def test_receiver_takes_a_large_frame_into_its_own_buffer_read_only():
 
 
 def test_receiver_refuses_an_oversized_frame_before_allocating_it():
-    rx = FrameReceiver(max_frame_size=1024, staging_bytes=64)
+    rx = FrameReader(max_frame_size=1024, staging_bytes=64)
     with pytest.raises(FrameSizeError, match="larger than the maximum 1024"):
         _receive(rx, struct.pack(">i", 1025), [4])
     assert rx.buffered == 0 and len(rx.get_buffer()) == 64  # nothing of its size was allocated
     with pytest.raises(FrameSizeError):  # stays failed
         _receive(rx, frame(b"ok"), [10])
     with pytest.raises(FrameSizeError, match="negative"):
-        _receive(FrameReceiver(), b"\xff\xff\xff\xfe", [4])
-    rx = FrameReceiver(max_frame_size=10)
+        _receive(FrameReader(), b"\xff\xff\xff\xfe", [4])
+    rx = FrameReader(max_frame_size=10)
     assert _receive(rx, b"\x00\x00", [2]) == []
     with pytest.raises(FrameSizeError):  # a size arriving in pieces is checked too
         _receive(rx, b"\x00\x0b", [2])
@@ -144,7 +144,7 @@ def test_receiver_refuses_an_oversized_frame_before_allocating_it():
 @ss.budget(4)
 @given(st.binary(max_size=300), st.lists(st.integers(1, 40), min_size=1))
 def test_receiver_random_streams_raise_frame_size_errors_only(stream, cuts):
-    rx = FrameReceiver(max_frame_size=64, staging_bytes=16)
+    rx = FrameReader(max_frame_size=64, staging_bytes=16)
     try:
         for f in _receive(rx, stream, cuts):
             assert len(f) <= 64
@@ -154,7 +154,7 @@ def test_receiver_random_streams_raise_frame_size_errors_only(stream, cuts):
 
 
 def test_receiver_reuses_a_large_frame_buffer_only_once_nothing_refers_to_it():
-    rx = FrameReceiver(staging_bytes=64)
+    rx = FrameReader(staging_bytes=64)
     first = _receive(rx, frame(b"a" * 500), [1000])[0]
     held = first.obj
     kept = first[10:20]  # a slice of the frame handed out keeps its buffer
@@ -168,6 +168,6 @@ def test_receiver_reuses_a_large_frame_buffer_only_once_nothing_refers_to_it():
     fourth = _receive(rx, frame(b"d" * 200), [1000])[0]
     assert len(fourth.obj) == 400  # free again: the 400-byte buffer reused...
     assert bytes(fourth) == b"d" * 200  # ...and the frame is exactly its own bytes
-    big = FrameReceiver(staging_bytes=64, spare_bytes=100)
+    big = FrameReader(staging_bytes=64, spare_bytes=100)
     assert _receive(big, frame(b"e" * 500), [1000]) == [b"e" * 500]
     assert big._spare is None  # larger than spare_bytes: not kept
