@@ -163,7 +163,10 @@ def failover(cluster: LocalCluster, names: list[str], zk: KazooClient, victim: i
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "log_level": 2,
                          "message.timeout.ms": int(timeout * 1000), "retry.backoff.ms": 50,
                          "retry.backoff.max.ms": 200, "topic.metadata.refresh.fast.interval.ms": 50})
+    t0 = time.perf_counter()
     write_all(producer, led, time.monotonic() + timeout)  # warm: connections and metadata
+    say(f"warm-up: one acks=all record to each of the {len(led)} partitions broker {victim} leads "
+        f"in {time.perf_counter() - t0:.2f} s")
     deletion = Deletion(zk, path)
     moved: list[float] = []
     watcher = threading.Thread(target=watch_leaders, args=(cluster, led, victim, moved, time.monotonic() + timeout),

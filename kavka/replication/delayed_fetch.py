@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
@@ -124,7 +124,8 @@ class DelayedFetch(DelayedOperation):
     rolled past, or the start was removed: the bytes between are not
     counted, the answer re-reads), and otherwise when the bytes between,
     each partition counting at most its ``max_bytes``, reach
-    ``min_bytes``."""
+    ``min_bytes``. The purgatory's check of one partition re-counts that
+    partition alone (``try_complete_key``)."""
 
     def __init__(
         self,
@@ -146,6 +147,9 @@ class DelayedFetch(DelayedOperation):
         self.future = future
         self._throttled = throttled
         self._start: dict[TopicPartition, LogOffsetMetadata | None] = dict(start or {})
+        # each partition's bytes toward min_bytes at its last check, and their sum
+        self._counted: dict[TopicPartition, int] = {}
+        self._accumulated = 0
 
     def _start_of(self, tp: TopicPartition, partition: Partition, fetch_offset: int) -> LogOffsetMetadata:
         meta = self._start.get(tp)
@@ -154,31 +158,56 @@ class DelayedFetch(DelayedOperation):
         return meta
 
     def try_complete(self) -> bool:
-        accumulated = 0
+        self._counted.clear()
+        self._accumulated = 0
         for tp, req in self.partitions.items():
-            partition = self._get_partition(tp)
-            if partition is None or (self.params.fetch_only_from_leader and not partition.is_leader):
-                return self.force_complete()
-            if partition.leader_epoch != self.leader_epochs.get(tp, partition.leader_epoch):
-                return self.force_complete()
-            try:
-                end = _end_metadata(partition, self.params.isolation)
-                if end.message_offset == req.fetch_offset:
-                    continue  # nothing new (even if the segment just rolled)
-                if end.message_offset < req.fetch_offset:
-                    return self.force_complete()  # truncated below the fetch offset
-                start = self._start_of(tp, partition, req.fetch_offset)
-            except StorageError:  # the log went offline, or moved past the fetch offset
-                return self.force_complete()
-            if not start.on_same_segment(end):
-                if end.on_older_segment(start) or not self._held_back(partition):
-                    return self.force_complete()
-                continue
-            if not self._held_back(partition):
-                accumulated += min(end.position_diff(start), max(req.max_bytes, 0))
-            if accumulated >= self.params.min_bytes:
+            if self._count(tp, req):
                 return self.force_complete()
         return False
+
+    def try_complete_key(self, key: Hashable) -> bool:
+        """Re-count ``key`` alone: the other partitions' counts stand until
+        their own check (the purgatory checks a partition after each change
+        to it), so a check costs one partition, not every partition of a
+        follower's fetch."""
+        if not isinstance(key, TopicPartition) or key not in self.partitions:
+            return self.try_complete()
+        return self._count(key, self.partitions[key]) and self.force_complete()
+
+    def _count(self, tp: TopicPartition, req: FetchPartition) -> bool:
+        """Count ``tp``'s bytes toward ``min_bytes`` in place of its
+        previous count; whether the fetch should complete now."""
+        counted = self._bytes_of(tp, req)
+        if counted is None:
+            return True
+        self._accumulated += counted - self._counted.get(tp, 0)
+        self._counted[tp] = counted
+        return self._accumulated >= self.params.min_bytes
+
+    def _bytes_of(self, tp: TopicPartition, req: FetchPartition) -> int | None:
+        """What ``tp`` adds toward ``min_bytes`` now, or None when the fetch
+        must complete at once whatever the others hold."""
+        partition = self._get_partition(tp)
+        if partition is None or (self.params.fetch_only_from_leader and not partition.is_leader):
+            return None
+        if partition.leader_epoch != self.leader_epochs.get(tp, partition.leader_epoch):
+            return None
+        try:
+            end = _end_metadata(partition, self.params.isolation)
+            if end.message_offset == req.fetch_offset:
+                return 0  # nothing new (even if the segment just rolled)
+            if end.message_offset < req.fetch_offset:
+                return None  # truncated below the fetch offset
+            start = self._start_of(tp, partition, req.fetch_offset)
+        except StorageError:  # the log went offline, or moved past the fetch offset
+            return None
+        if not start.on_same_segment(end):
+            if end.on_older_segment(start) or not self._held_back(partition):
+                return None
+            return 0
+        if self._held_back(partition):
+            return 0
+        return min(end.position_diff(start), max(req.max_bytes, 0))
 
     def _held_back(self, partition: Partition) -> bool:
         """The leader's replication quota holds this partition back: its

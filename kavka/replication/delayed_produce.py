@@ -15,7 +15,8 @@ why clients treat it as indeterminate.
 
 The answer is delivered by resolving ``future`` with
 ``{tp: ProducePartitionResult}``. Watched under every partition of the
-request; checked after appends, HW moves and leadership changes.
+request; checked after appends, HW moves and leadership changes, one
+partition at a time (``try_complete_key``: the others' answers stand).
 
 Event loop only.
 """
@@ -23,7 +24,7 @@ Event loop only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -66,8 +67,10 @@ class DelayedProduce(DelayedOperation):
         # failed log directory, KIP-112); NOT_LEADER_OR_FOLLOWER by default
         self._missing_error = missing_partition_error or (lambda tp: ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self.future = future
+        self._pending = 0  # partitions still acks_pending
         for status in statuses.values():
             if status.acks_pending:
+                self._pending += 1
                 # What the client hears if the timeout comes first.
                 status.result = replace(
                     status.result, error=ErrorCode.REQUEST_TIMED_OUT,
@@ -76,20 +79,29 @@ class DelayedProduce(DelayedOperation):
 
     def try_complete(self) -> bool:
         for tp, status in self.statuses.items():
-            if not status.acks_pending:
-                continue
-            partition = self._get_partition(tp)
-            if partition is None:
-                done, error = True, self._missing_error(tp)
-            else:
-                done, error = partition.check_enough_replicas_reach_offset(status.required_offset, status.leader_epoch)
-            if done:
-                status.acks_pending = False
-                message = None if error is ErrorCode.NONE else f"{tp}: {error.message}"
-                status.result = replace(status.result, error=error, error_message=message)
-        if any(s.acks_pending for s in self.statuses.values()):
-            return False
-        return self.force_complete()
+            if status.acks_pending:
+                self._check(tp, status)
+        return self._pending == 0 and self.force_complete()
+
+    def try_complete_key(self, key: Hashable) -> bool:
+        if not isinstance(key, TopicPartition) or key not in self.statuses:
+            return self.try_complete()
+        status = self.statuses[key]
+        if status.acks_pending:
+            self._check(key, status)
+        return self._pending == 0 and self.force_complete()
+
+    def _check(self, tp: TopicPartition, status: ProducePartitionStatus) -> None:
+        partition = self._get_partition(tp)
+        if partition is None:
+            done, error = True, self._missing_error(tp)
+        else:
+            done, error = partition.check_enough_replicas_reach_offset(status.required_offset, status.leader_epoch)
+        if done:
+            status.acks_pending = False
+            self._pending -= 1
+            message = None if error is ErrorCode.NONE else f"{tp}: {error.message}"
+            status.result = replace(status.result, error=error, error_message=message)
 
     def on_complete(self) -> None:
         if not self.future.done():

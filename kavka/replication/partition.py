@@ -120,16 +120,52 @@ class Partition:
         self._remote: dict[int, Replica] = {}
         self._pending_isr: LeaderIsrAndControllerEpoch | None = None
         self._fenced = False
+        # The broker's ZooKeeper session may be gone (``session_fence``): the
+        # fence's generation, not leading until that session is back or a
+        # controller confirms; None when not fenced so.
+        self._session_fence: int | None = None
 
     # ---- role ------------------------------------------------------------------------------
     @property
     def is_leader(self) -> bool:
-        """This broker leads and has not been fenced by an ISR write conflict."""
-        return self.leader_id == self.local_broker_id and not self._fenced
+        """This broker leads and has not been fenced by an ISR write conflict
+        nor by the loss of its ZooKeeper session."""
+        return self.leader_id == self.local_broker_id and not self._fenced and self._session_fence is None
 
     @property
     def fenced(self) -> bool:
         return self._fenced
+
+    @property
+    def session_fenced(self) -> bool:
+        """Led here, but not served while the broker's ZooKeeper session may
+        be gone (``kavka.server.zk_session_fence``)."""
+        return self._session_fence is not None
+
+    def session_fence(self, generation: int) -> bool:
+        """Stop leading until ``session_unfence`` or the controller's next
+        LeaderAndIsr: another broker may be elected meanwhile. Returns
+        whether this broker was leading."""
+        if not self.is_leader:
+            return False
+        self._session_fence = generation
+        state_change_logger.warning(
+            "%s: broker %d stops leading (epoch %d) while its ZooKeeper session may be gone",
+            self.topic_partition, self.local_broker_id, self.leader_epoch,
+        )
+        return True
+
+    def session_unfence(self, generation: int) -> bool:
+        """The session that fence ``generation`` feared lost came back:
+        nobody else can have been elected meanwhile, lead again. A fence of
+        an earlier session (expired: the controller may have moved the
+        partition) stays until a LeaderAndIsr. Returns whether it leads again."""
+        if self._session_fence != generation:
+            return False
+        self._session_fence = None
+        state_change_logger.info("%s: broker %d leads again (epoch %d): its ZooKeeper session survived",
+                                 self.topic_partition, self.local_broker_id, self.leader_epoch)
+        return self.is_leader
 
     @property
     def pending_isr(self) -> LeaderIsrAndControllerEpoch | None:
@@ -176,6 +212,7 @@ class Partition:
         self.zk_version = state.zk_version
         self._pending_isr = None
         self._fenced = False
+        self._session_fence = None
         if new_epoch:
             leo = self.log.log_end_offset
             # KIP-101: the epoch starts at our LEO; followers truncate to it.
@@ -200,7 +237,8 @@ class Partition:
         ``state`` is stale or repeats what we hold."""
         if self._stale(state, "follower"):
             return False
-        changed = state.leader != self.leader_id or state.leader_epoch > self.leader_epoch or self._fenced
+        changed = (state.leader != self.leader_id or state.leader_epoch > self.leader_epoch or self._fenced
+                   or self._session_fence is not None)
         self.controller_epoch = state.controller_epoch
         if state.topic_id is not None:
             self.topic_id = state.topic_id
@@ -213,6 +251,7 @@ class Partition:
         self.zk_version = state.zk_version
         self._pending_isr = None
         self._fenced = False
+        self._session_fence = None
         state_change_logger.info(
             "broker %d follows %d for %s: epoch %d, replicas %s, hw %d, leo %d",
             self.local_broker_id, state.leader, self.topic_partition, state.leader_epoch,
@@ -333,7 +372,8 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderOrFollowerError(
                 f"broker {self.local_broker_id} is not the leader of {self.topic_partition} "
-                f"(leader {self.leader_id}, epoch {self.leader_epoch}{', fenced' if self._fenced else ''})"
+                f"(leader {self.leader_id}, epoch {self.leader_epoch}{', fenced' if self._fenced else ''}"
+                f"{', its ZooKeeper session may be gone' if self._session_fence is not None else ''})"
             )
 
     def append_records_to_leader(

@@ -15,6 +15,15 @@ called whenever something an operation waits for may have changed for that
 key (an append, a HW move, a leadership change) and completes what it can.
 A completed operation leaves every watch list at once.
 
+That check asks the operation about ``key`` alone (``try_complete_key``):
+every change to a partition an operation waits on is followed by
+``check_and_complete`` of that partition, so what the operation learnt of
+its other partitions at their last check still holds. A produce or a
+follower's fetch spans every partition a leader serves (thousands), and a
+request's appends or HW moves check each of them: a full walk per check
+would cost partitions x partitions per request (Kafka's tryComplete walks
+them all; in Python at 10,000 partitions that is the broker's whole time).
+
 Everything runs on one asyncio event loop (the broker's): no locks, and no
 race between trying and watching (Kafka re-tries after watching because its
 request threads race; ours cannot).
@@ -79,6 +88,14 @@ class DelayedOperation(ABC):
     def try_complete(self) -> bool:
         """Check the condition; when it holds return ``self.force_complete()``."""
 
+    def try_complete_key(self, key: Hashable) -> bool:
+        """Check the condition after something changed for ``key`` alone
+        (see the module docstring); an operation that can update its
+        condition one key at a time overrides this. The default checks
+        everything."""
+        del key
+        return self.try_complete()
+
     @abstractmethod
     def on_complete(self) -> None:
         """Build and deliver the answer (called exactly once)."""
@@ -138,7 +155,7 @@ class DelayedOperationPurgatory(Generic[K]):
             return 0
         done = 0
         for op in list(watched.values()):
-            if not op.is_completed and op.try_complete():
+            if not op.is_completed and op.try_complete_key(key):
                 done += 1
         return done
 

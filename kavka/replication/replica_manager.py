@@ -287,6 +287,22 @@ class ReplicaManager:
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 
+    def session_fence(self, generation: int) -> list[Partition]:
+        """The broker's ZooKeeper session may be gone (``kavka.server.zk_session_fence``):
+        stop leading every partition led here until the session comes back
+        (``session_unfence``) or the controller's next LeaderAndIsr says who
+        leads; the waiting produces and fetches are answered. Returns the
+        partitions that stopped."""
+        fenced = [p for p in self._partitions.values() if p.session_fence(generation)]
+        for p in fenced:
+            self.complete_delayed_requests(p.topic_partition)
+        return fenced
+
+    def session_unfence(self, generation: int) -> list[Partition]:
+        """The session fence ``generation`` feared lost is back: lead again
+        what it stopped. Returns the partitions that lead again."""
+        return [p for p in self._partitions.values() if p.session_unfence(generation)]
+
     def under_replicated_partitions(self) -> list[TopicPartition]:
         """Partitions led here whose ISR is smaller than their replica set."""
         return [p.topic_partition for p in self._partitions.values() if p.is_under_replicated]
@@ -651,7 +667,13 @@ class ReplicaManager:
                 continue
             current = self._partitions.get(tp)
             local_epoch = current.leader_epoch if current is not None else -1
-            if state.leader_epoch > local_epoch:
+            # A leader stopped by the loss of its ZooKeeper session leads
+            # again once a controller confirms it: after the new session's
+            # registration the controller sends every replica's state
+            # (seed 000 §Broker 启动过程), unchanged when nobody else was elected.
+            confirmed = (current is not None and current.session_fenced and state.leader == self.broker_id
+                         and state.leader_epoch == local_epoch)
+            if state.leader_epoch > local_epoch or confirmed:
                 if self.broker_id in state.replicas:
                     accepted[tp] = state
                 else:

@@ -68,5 +68,9 @@ lifecycle, over the replication, controller, group and transaction layers.
   here (num.network.threads, sasl.kerberos.*, log.message.format.version
   below 3.0), logged once as ignored;
 - ``producer_id_manager``: producer id blocks claimed in ZooKeeper;
+- ``zk_session_fence``: ``ZkSessionFence``, a broker whose ZooKeeper
+  session may be gone stops leading partitions and coordinating groups and
+  transactions until the same session is back or the controller says who
+  leads;
 - ``controlled_shutdown``: the broker's side of a controlled shutdown.
 """

@@ -173,6 +173,7 @@ from kavka.server.scheduler import KafkaScheduler
 from kavka.server.scram_admin import ScramCredentialAdmin
 from kavka.server.throttling import ThrottlingHandler
 from kavka.server.txn_markers import BrokerMarkerWriter
+from kavka.server.zk_session_fence import ZkSessionFence, ZkSessionFencing
 from kavka.storage import broker_metadata
 from kavka.storage.cleaner.config import LogCleanerConfig
 from kavka.storage.flush_stats import LOG_FLUSH_STATS
@@ -199,6 +200,7 @@ class KafkaServer:
         self.configs: BrokerConfigs | None = None
         self.broker_id = BrokerId(config.broker_id)
         self.store: KazooZkStore | None = None
+        self.session_fencing: ZkSessionFencing | None = None
         self.zk: KavkaZkClient | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -477,6 +479,11 @@ class KafkaServer:
         offsets_topic = InternalTopic(InternalTopicSettings.consumer_offsets(cfg), groups.partition_of, cache, admin)
         txn_topic = InternalTopic(InternalTopicSettings.transaction_state(cfg), txns.partition_of, cache, admin)
         leadership = CoordinatorLeadership(broker_id, {GROUP_METADATA_TOPIC: groups, TRANSACTION_STATE_TOPIC: txns})
+        # A broker whose ZooKeeper session may be gone stops leading and
+        # coordinating until it knows who leads (see the module).
+        self.session_fencing = ZkSessionFencing(
+            zk.store, ZkSessionFence.for_session_timeout(cfg["zookeeper.session.timeout.ms"]), rm, leadership)
+        self.session_fencing.start()
 
         def metadata_updated(update: MetadataUpdate) -> None:
             # Delayed fetches may wait on a partition whose leader moved;
@@ -701,6 +708,8 @@ class KafkaServer:
             await _quietly(self.registrar.stop(), "registration")
         if self.log_manager is not None:
             await asyncio.to_thread(self.log_manager.shutdown)
+        if self.session_fencing is not None:
+            self.session_fencing.stop()
         if self.store is not None:
             await _quietly(self.store.close(), "ZooKeeper session")
         log.info("broker %d shut down", self.broker_id)

@@ -178,6 +178,23 @@ class CoordinatorLeadership:
             else:
                 owner.on_resigned(tp.partition)
 
+    def stopped_leading(self, partitions: list[TopicPartition]) -> None:
+        """This broker stopped leading these partitions on its own (its
+        ZooKeeper session may be gone: ``kavka.server.zk_session_fence``):
+        their coordinators unload them."""
+        for tp in partitions:
+            owner = self.owners.get(tp.topic)
+            if owner is not None:
+                owner.on_resigned(tp.partition)
+
+    def leading_again(self, partitions: list[tuple[TopicPartition, int]]) -> None:
+        """The fenced partitions lead again at these leader epochs: their
+        coordinators load them from the log."""
+        for tp, leader_epoch in partitions:
+            owner = self.owners.get(tp.topic)
+            if owner is not None:
+                owner.on_elected(tp.partition, leader_epoch)
+
     def replicas_stopped(self, stopped: list[TopicPartition]) -> None:
         """After StopReplica: this broker holds no replica of these partitions
         any more (reassigned away, deleted, or shutting down)."""

@@ -38,8 +38,15 @@ Per connection:
 - memory per connection is bounded even for a client that pipelines
   requests and never reads the answers (Kafka mutes such a channel): no
   new request is handled while the transport's write buffer is above its
-  high-water mark or ``max_queued_requests`` responses wait to be written,
-  and such a connection is busy: it reads no new frame body. A Fetch
+  high-water mark or ``max_queued_requests`` built responses wait to be
+  written, and such a connection is busy: it reads no new frame body.
+  Answers still waiting in a purgatory do not count there (they are not
+  built; an acks=-1 Produce holds its small DelayedProduce, its records
+  are in the log) but against ``max_delayed_answers`` of all pending:
+  librdkafka sends one Produce per partition, so a producer writing to
+  each of the thousands of partitions a broker leads pipelines thousands
+  of acks=-1 requests on one connection, and a bound of 64 made them
+  wait for the ISR in batches of 64 — one replication round each; A Fetch
   (whose answer may be ``fetch.max.bytes``) is taken up only once the
   writer has taken every answer before it, so a connection holds at most
   one large answer waiting to be written — however many Fetches it
@@ -177,8 +184,12 @@ class NetworkConfig:
     max_request_size: int = 104857600  # socket.request.max.bytes
     connections_max_idle_ms: int = 600000  # connections.max.idle.ms
     listen_backlog: int = 50  # socket.listen.backlog.size (KIP-306)
-    # Responses one connection may have pending (handled, not yet written).
+    # Responses one connection may have built and not yet written.
     max_queued_requests: int = 64
+    # Answers one connection may have pending in all, built or still waiting
+    # in a purgatory (an acks=-1 Produce): a waiting answer holds its delayed
+    # operation, not the request (see the module docstring).
+    max_delayed_answers: int = 16384
     # Frames one connection may have queued (read whole, not yet taken up).
     # Only frames already read with an earlier one queue while it is busy
     # (see the module docstring), so this bounds small pipelined requests.
@@ -231,7 +242,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._counted = counted  # in the connection quotas (the TLS acceptor counts before the handshake)
         self._inbox_ready = asyncio.Event()
         # Bounded: a full outbox stops request handling (see the module doc).
-        self._outbox: asyncio.Queue = asyncio.Queue(maxsize=server.config.max_queued_requests)
+        self._outbox: asyncio.Queue = asyncio.Queue()
+        self._delayed_answers = 0  # answers of the outbox (or the writer's) still waiting in a purgatory
         self._can_write = asyncio.Event()
         self._can_write.set()
         self._tasks: list[asyncio.Task] = []
@@ -472,6 +484,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                     self._outbox_taken.clear()
                     await self._outbox_taken.wait()
                     continue
+                if self._outbox_full():
+                    self._outbox_taken.clear()
+                    await self._outbox_taken.wait()
+                    continue
                 # Taken up: its slot goes back now, its bytes once decoded.
                 self._handling_bytes, slot = self._admitted.popleft()
                 if slot:
@@ -542,8 +558,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._release_handling()
         reply = asyncio.ensure_future(result) if inspect.isawaitable(result) else result
         timing = _Timing(api_metrics, read_ns, received, local_end) if api_metrics is not None else None
-        await self._outbox.put((header, reply, timing))
+        if isinstance(reply, asyncio.Future) and not reply.done():
+            self._delayed_answers += 1
+            reply.add_done_callback(self._delayed_answer_done)
+        self._outbox.put_nowait((header, reply, timing))
         return True
+
+    def _delayed_answer_done(self, _: asyncio.Future) -> None:
+        self._delayed_answers -= 1
+
+    def _outbox_full(self) -> bool:
+        """Whether the answers pending reach a bound (see the module
+        docstring): the built ones ``max_queued_requests`` (counted from
+        below: the writer's own may be one of the delayed), all of them
+        ``max_delayed_answers``."""
+        queued = self._outbox.qsize()
+        config = self.server.config
+        return queued - self._delayed_answers >= config.max_queued_requests or queued >= config.max_delayed_answers
 
     async def _authentication_step(self, step: AuthStep) -> bool:
         """Carry out what the authenticator decided for a frame."""

@@ -34,7 +34,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from kavka.common.clock import Clock
@@ -92,6 +92,7 @@ class LocalLog:
         self._last_flush_ms = clock.milliseconds()
         self._dir_needs_fsync = False
         self._unsynced_files: list[Path] = []  # fsynced by the next flush
+        self._unwritten: list[Callable[[], list[Path]]] = []  # writers of files the next flush writes first
         self._roll_flush_offset: int | None = None  # a roll's end, flushed at the next maybe_flush
         self._pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment renamed .deleted)
         self._offline: KafkaStorageError | None = None
@@ -216,6 +217,24 @@ class LocalLog:
         their directory, off the event loop."""
         self._unsynced_files.extend(paths)
 
+    def write_with_next_flush(self, write: Callable[[], list[Path]]) -> None:
+        """A file (the leader-epoch checkpoint after a new epoch) that the
+        periodic flusher, the next flush or close writes, off the event
+        loop; ``write`` returns what it wrote, for the flush to fsync."""
+        self._unwritten.append(write)
+
+    def write_pending(self) -> None:
+        """Write the files handed to ``write_with_next_flush`` (under the
+        log's lock: an append's new epoch is written before a flush's
+        recovery point passes its records). A failure takes the log offline."""
+        with self._lock:
+            writers, self._unwritten = self._unwritten, []
+            for write in writers:
+                try:
+                    self._unsynced_files.extend(write())
+                except KafkaStorageError as e:
+                    raise self.failed(e) from None
+
     def flush(self, up_to_offset: int | None = None) -> bool:
         """fsync every segment holding offsets in [recovery point, up_to)
         (LEO by default), the files handed to ``sync_with_next_flush`` and,
@@ -224,6 +243,7 @@ class LocalLog:
         offline."""
         with self._lock:
             self.check_online()
+            self.write_pending()
             target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
             if target <= self._recovery_point and not self._dir_needs_fsync and not self._unsynced_files:
                 return False
@@ -263,6 +283,8 @@ class LocalLog:
         """The periodic flusher: ``flush.ms`` since the last flush, or the
         segment rolled since (Kafka flushes a rolled segment right away)."""
         with self._lock:
+            if self._unwritten and self._offline is None:
+                self.write_pending()
             due = now_ms - self._last_flush_ms >= self.config.flush_ms and self.unflushed_messages > 0
             rolled = self._roll_flush_offset
         if due:
@@ -421,13 +443,18 @@ class LocalLog:
     # ---- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:
         """Trim and close every segment; segments waiting to be deleted are
-        closed too (their ``.deleted`` files go at the next startup)."""
+        closed too (their ``.deleted`` files go at the next startup), the
+        files still to write are written."""
+        if self._offline is None and self.dir.is_dir():
+            self.write_pending()
+        self._unwritten = []
         for segment in self.segments:
             segment.close()
         self._close_pending_deletes()
 
     def close_quietly(self) -> None:
         """Release descriptors without trimming (tests simulate a crash)."""
+        self._unwritten = []
         for segment in self.segments:
             segment.close_quietly()
         self._close_pending_deletes()

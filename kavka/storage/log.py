@@ -156,7 +156,7 @@ class Log:
             recovery_point=loaded.recovery_point,
             failure_channel=failure_channel,
         )
-        self.leader_epoch_cache.sync_assignments_with(lambda path: self._local.sync_with_next_flush((path,)))
+        self.leader_epoch_cache.sync_assignments_with(self._local.write_with_next_flush)
         self._log_start_offset = loaded.log_start_offset
         end = loaded.next_offset
         # Idempotent producers' state (KIP-98): from the latest snapshot plus the batches after it.

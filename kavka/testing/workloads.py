@@ -146,6 +146,27 @@ def producer_is_dead(error: Any) -> bool:
     return bool(error.fatal()) or error.code() == KafkaError._FATAL
 
 
+def drain_reports(producer: Any, timeout: float, errors: list[str], process: str) -> int:
+    """``producer.flush(timeout)`` that survives a callback's error: the
+    delivery reports are served by ``poll`` until none is outstanding or
+    ``timeout`` passes. confluent-kafka's ``flush`` of a producer that died
+    of a fatal error could end in SystemError ("returned NULL without
+    setting an exception"), leaving the last delivery reports unserved and
+    their records without an outcome in the history; a ``poll`` that
+    raises is noted and the next one goes on serving. Returns how many
+    records are still without a report."""
+    deadline = time.monotonic() + timeout
+    noted = 0
+    while len(producer) and time.monotonic() < deadline:
+        try:
+            producer.poll(min(0.5, max(0.0, deadline - time.monotonic())))
+        except Exception as e:  # noqa: BLE001 - the next poll serves the reports left
+            if noted < 3:
+                errors.append(f"{process}: serving delivery reports: {e!r}")
+            noted += 1
+    return len(producer)
+
+
 class _Producing(_Threads):
     """One producer thread writing ``<prefix><n>`` round-robin over partitions."""
 
@@ -212,9 +233,9 @@ class _Producing(_Threads):
                 # their error), and a new producer goes on, as Jepsen's
                 # clients do.
                 self.errors.append(f"{self.process} at {self.clock.now():.1f}s: {e!r}; a new producer goes on")
-                producer.flush(10)
+                drain_reports(producer, 10, self.errors, self.process)
                 producer = Producer(self.config)
-        left = producer.flush(90)
+        left = drain_reports(producer, 90, self.errors, self.process)
         if left:
             self.errors.append(f"{self.process}: {left} records without a delivery report after the flush")
 
@@ -318,6 +339,7 @@ class TransactionalWorkload(_Threads):
         self._stop_reading = threading.Event()
         self.committed = 0
         self.aborted = 0
+        self.stale_rewinds = 0  # rewinds that read less than a committed transaction sent
 
     def start(self) -> TransactionalWorkload:
         self.feeder.start_producer()
@@ -369,6 +391,13 @@ class TransactionalWorkload(_Threads):
         consumer = new_consumer()
         producer = self._new_producer()
         txn_id = 0
+        # partition -> (offset, transaction): the offsets the last committed
+        # transaction sent (KIP-98 send_offsets_to_transaction): once
+        # commit_transaction returned, the group's committed offset is at
+        # least this (KIP-447: OffsetFetch with require_stable waits out
+        # pending transactional offsets), so a rewind reading less is the
+        # broker's fault, noted with the transaction it forgot.
+        sent: dict[int, tuple[int, int]] = {}
 
         def rewind() -> None:
             """Back to the group's committed offsets: the aborted or unknown
@@ -376,6 +405,12 @@ class TransactionalWorkload(_Threads):
             if not assigned:
                 return
             for tp in consumer.committed(list(assigned), timeout=15):
+                known = sent.get(tp.partition)
+                if known is not None and tp.offset < known[0] and self.stale_rewinds < 20:
+                    self.stale_rewinds += 1
+                    self.errors.append(
+                        f"txn-processor at {self.clock.now():.1f}s: rewind read the committed offset {tp.offset} of "
+                        f"{tp.topic}[{tp.partition}], below the {known[0]} committed transaction {known[1]} sent")
                 consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
         try:
@@ -386,6 +421,7 @@ class TransactionalWorkload(_Threads):
                 txn_id += 1
                 begin = self.clock.now()
                 writes: list[tuple[str, int, bytes]] = []
+                offsets: list[Any] = []
                 outcome = "unknown"
                 end_requested = begin
                 try:
@@ -394,8 +430,8 @@ class TransactionalWorkload(_Threads):
                         value = m.value() + b"@%d" % txn_id
                         producer.produce(self.sink, value, partition=m.partition() % self.partitions)
                         writes.append((self.sink, m.partition() % self.partitions, value))
-                    producer.send_offsets_to_transaction(consumer.position(list(assigned)),
-                                                         consumer.consumer_group_metadata(), 15)
+                    offsets = consumer.position(list(assigned))
+                    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 15)
                     end_requested = self.clock.now()
                     if txn_id % self.abort_every == 0:
                         producer.abort_transaction(30)
@@ -413,9 +449,11 @@ class TransactionalWorkload(_Threads):
                         except KafkaException:
                             outcome = "unknown"
                     if outcome == "unknown" or error.fatal():
+                        _retire(producer)
                         producer = self._new_producer()
                 if outcome == "committed":
                     self.committed += 1
+                    sent.update({tp.partition: (tp.offset, txn_id) for tp in offsets if tp.offset >= 0})
                 else:
                     self.aborted += 1
                     try:
@@ -429,6 +467,7 @@ class TransactionalWorkload(_Threads):
                 self.history.txns.append(Txn("txn-processor", txn_id, tuple(writes), begin, end_requested, outcome))
         finally:
             consumer.close()
+            _retire(producer)
 
     def _read(self) -> None:
         from confluent_kafka import Consumer, TopicPartition
@@ -453,6 +492,17 @@ class TransactionalWorkload(_Threads):
         time.sleep(2)
         self._stop_reading.set()
         self._join(90)
+
+
+def _retire(producer: Any) -> None:
+    """Let a transactional producer go: its transaction is aborted or
+    unknown, and the producer that replaces it fences it (KIP-98: a new
+    InitProducerId bumps the epoch), so what it still holds is purged: the
+    handle, dropped, is then destroyed at once instead of waiting for what
+    it had in flight."""
+    with contextlib.suppress(Exception):
+        producer.purge()
+        producer.poll(0)
 
 
 def drain(bootstrap: str, topic: str, partitions: int, *, read_committed: bool = False,

@@ -10,15 +10,17 @@ import asyncio
 
 import pytest
 
+from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.builder import SimpleRecord, build_batch
 from kavka.protocol.records.control import ControlRecordType, build_control_batch
 from kavka.replication.delayed_fetch import DelayedFetch, read_from_local_log
+from kavka.replication.purgatory import DelayedOperationPurgatory
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.storage.append_origin import AppendOrigin
 from kavka.storage.file_records import FileRecords
 from kavka.storage.log import Log
 
-from .conftest import T0, TP, batch, make_partition, state
+from .conftest import T0, TP, batch, log_config, make_partition, state
 
 MiB = 1 << 20
 ONE = batch(1, b"x" * 200)
@@ -158,3 +160,39 @@ async def test_a_check_reads_nothing_from_the_log(log: Log, clock, monkeypatch, 
         if done:
             break
     assert op.future.done() == (min_bytes <= 100 * SIZE)
+
+
+async def test_a_check_of_one_partition_recounts_that_partition_alone(tmp_path, clock):
+    """A follower's fetch spans every partition its leader serves; the
+    purgatory checks it once per partition that changed. Each check
+    re-counts that partition (no double counting), the sum over partitions
+    reaching ``min_bytes`` completes it, and the others are not looked at."""
+    tps = [TopicPartition("orders", i) for i in range(3)]
+    logs = [Log(tmp_path / f"orders-{i}", log_config(), clock=clock) for i in range(3)]
+    try:
+        parts = {tp: leader(log, clock, replicas=(1, 2)) for tp, log in zip(tps, logs, strict=True)}
+        looked_up: list[TopicPartition] = []
+
+        def get_partition(tp):
+            looked_up.append(tp)
+            return parts[tp]
+
+        params = FetchParams(2, 30_000, 2 * SIZE, 50 * MiB, FetchIsolation.LOG_END)
+        partitions = {tp: FetchPartition(0, MiB) for tp in tps}
+        future = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(params, partitions, {tp: 0 for tp in tps}, get_partition,
+                          lambda: read_from_local_log(get_partition, lambda tp: None, params, partitions), future)
+        purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
+        assert not purgatory.try_complete_else_watch(op, tps)
+        parts[tps[0]].append_records_to_leader(ONE, required_acks=1)
+        looked_up.clear()
+        assert purgatory.check_and_complete(tps[0]) == 0
+        assert purgatory.check_and_complete(tps[0]) == 0  # counted once, however often checked
+        assert looked_up == [tps[0], tps[0]]
+        parts[tps[2]].append_records_to_leader(ONE, required_acks=1)
+        assert purgatory.check_and_complete(tps[2]) == 1
+        answer = await future
+        assert [len(answer[tp].records) for tp in tps] == [SIZE, 0, SIZE]
+    finally:
+        for log in logs:
+            log.close()

@@ -100,3 +100,36 @@ async def test_failing_on_complete_is_contained():
     op.open = True
     assert p.check_and_complete("a") == 1
     assert op.is_completed and p.delayed == 0
+
+
+class KeyedGate(Gate):
+    """Completes once a check of ``key`` comes; records which keys were checked."""
+
+    def __init__(self, delay_ms: int, key: str) -> None:
+        super().__init__(delay_ms)
+        self.key = key
+        self.checked: list[str] = []
+
+    def try_complete_key(self, key) -> bool:
+        self.checked.append(key)
+        return key == self.key and self.force_complete()
+
+
+async def test_check_and_complete_asks_the_operation_about_that_key_alone():
+    """A change to one partition re-checks that partition of each operation
+    watching it, not every partition the operation spans."""
+    purgatory: DelayedOperationPurgatory[str] = DelayedOperationPurgatory("test")
+    op = KeyedGate(10_000, key="b")
+    purgatory.try_complete_else_watch(op, ["a", "b", "c"])
+    assert purgatory.check_and_complete("a") == 0
+    assert purgatory.check_and_complete("b") == 1
+    assert op.checked == ["a", "b"] and op.events == ["complete"]
+    assert purgatory.delayed == 0
+
+
+async def test_an_operation_without_a_per_key_check_is_checked_in_full():
+    purgatory: DelayedOperationPurgatory[str] = DelayedOperationPurgatory("test")
+    op = Gate(10_000)
+    purgatory.try_complete_else_watch(op, ["a", "b"])
+    op.open = True
+    assert purgatory.check_and_complete("b") == 1

@@ -235,3 +235,42 @@ async def test_a_client_that_never_reads_cannot_make_the_server_build_every_resp
     await server.stop()
     # Builds and sends 400 responses of 140 KB (56 MB) in Python: ~6 s on a
     # quiet machine, several times that on a loaded one.
+
+
+async def test_answers_waiting_in_a_purgatory_do_not_hold_back_the_next_requests():
+    """librdkafka sends one Produce per partition: an acks=-1 write to each
+    of a leader's thousands of partitions is thousands of requests on one
+    connection, each parked until the ISR has the records. They are all
+    handled (so one replication round commits them all), not
+    ``max_queued_requests`` at a time; ``max_delayed_answers`` bounds them."""
+    d = Dispatcher()
+    parked: list[asyncio.Future] = []
+
+    async def delayed(ctx, req):
+        fut = asyncio.get_running_loop().create_future()
+        parked.append(fut)
+        return fut
+
+    d.register(METADATA, delayed, 0, 12)
+    server, addr = await start(d, max_queued_requests=4, max_delayed_answers=30)
+    c = await Client.connect(addr)
+    n = 50
+    for i in range(n):
+        c.send_request(MetadataRequest(topics=[]), 9, i)
+    await c.writer.drain()
+    settled, last = 0, -1
+    while settled < 5:  # until the handler count stops moving
+        await asyncio.sleep(0.05)
+        settled = settled + 1 if len(parked) == last else 0
+        last = len(parked)
+    # 30 waiting in the outbox and the first, which the writer awaits
+    assert len(parked) == 31, f"{len(parked)} requests handled; 30 answers may queue, more than 4 of them delayed"
+    while len(parked) < n or not all(f.done() for f in parked):  # each answer lets the next request in
+        for f in parked:
+            if not f.done():
+                f.set_result(MetadataResponse())
+        await asyncio.sleep(0.01)
+    for i in range(n):
+        assert (await c.read_response(METADATA, 9))[0].correlation_id == i
+    c.close()
+    await server.stop()

@@ -15,7 +15,7 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from kavka.testing.checker import History
-from kavka.testing.workloads import AcksOneWorkload, Clock, TransactionalWorkload, producer_is_dead
+from kavka.testing.workloads import AcksOneWorkload, Clock, TransactionalWorkload, drain_reports, producer_is_dead
 
 
 class FakeProducer:
@@ -40,6 +40,9 @@ class FakeProducer:
 
     def flush(self, timeout):
         return self.poll(timeout)
+
+    def __len__(self):
+        return len(self.reports)
 
 
 class FakeMessage:
@@ -153,3 +156,72 @@ def test_the_transactional_processor_takes_its_assignment_from_the_rebalance_cal
     assert [(x.outcome, x.writes) for x in history.txns] == [("committed", (("txn-out", 0, b"i00000001@1"),))]
     assert producer.offsets is not None
     assert [(tp.topic, tp.partition, tp.offset) for tp in producer.offsets] == [("txn-in", 0, 1)]
+
+
+class BrokenPollProducer:
+    """A dead producer whose first poll fails the way confluent-kafka's
+    flush did (SystemError: a callback's error left set), with reports
+    still to serve."""
+
+    def __init__(self):
+        self.left, self.calls = 3, 0
+
+    def __len__(self):
+        return self.left
+
+    def poll(self, timeout):
+        self.calls += 1
+        if self.calls == 1:
+            raise SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+        self.left -= 1
+        return 1
+
+
+def test_the_last_delivery_reports_are_served_after_a_poll_fails():
+    errors: list[str] = []
+    producer = BrokenPollProducer()
+    assert drain_reports(producer, 10, errors, "producer-queue") == 0
+    assert producer.calls == 4 and len(errors) == 1 and "SystemError" in errors[0]
+
+
+class RewindingConsumer(FakeConsumer):
+    """Three batches of one record each; the committed offset it answers
+    stays at 1 (what the first transaction sent) whatever is committed later."""
+
+    def __init__(self, config):
+        self.batches = [[FakeRecord(b"i%08d" % o, 0, o)] for o in (2, 1, 0)]
+        self.next = 1
+
+    def consume(self, n, timeout):
+        batch = super().consume(n, timeout)
+        if batch:
+            self.next = batch[-1].offset() + 1
+        return batch
+
+    def position(self, partitions):
+        return [confluent_kafka.TopicPartition(tp.topic, tp.partition, self.next) for tp in partitions]
+
+    def committed(self, partitions, timeout):
+        return [confluent_kafka.TopicPartition(tp.topic, tp.partition, 1) for tp in partitions]
+
+    def seek(self, tp):
+        pass
+
+
+def test_a_rewind_below_what_a_committed_transaction_sent_is_noted(monkeypatch):
+    monkeypatch.setattr(confluent_kafka, "Consumer", RewindingConsumer)
+    history = History(topics={})
+    w = TransactionalWorkload(history, Clock(), "127.0.0.1:1", abort_every=3)
+    producer = FakeTxnProducer()
+    producer.abort_transaction = lambda timeout: None  # type: ignore[method-assign]
+    monkeypatch.setattr(w, "_new_producer", lambda: producer)
+    t = threading.Thread(target=w._process, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while len(history.txns) < 3 and t.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    w._stop_processing.set()
+    t.join(5)
+    assert [x.outcome for x in history.txns] == ["committed", "committed", "aborted"]
+    assert w.stale_rewinds == 1, w.errors
+    assert "rewind read the committed offset 1 of txn-in[0], below the 2 committed transaction 2 sent" in w.errors[0]
