@@ -343,10 +343,7 @@ static PyObject *Columns_add(Columns *self, PyObject *args) {
             corrupt(rec_start, "record timestamp overflows int64");
             goto fail;
         }
-        /* Arrow's timestamp[us]: milliseconds times 1000, wrapping as
-         * pyarrow.compute.multiply (unchecked) does. */
-        int64_t ts_us = (int64_t)((uint64_t)ts * 1000u);
-        if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &ts_us, 8) < 0 ||
+        if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &ts, 8) < 0 ||
             buf_put(&self->ts_types, &ts_type, 4) < 0 || varcol_add(&self->keys, key, key_len) < 0 ||
             varcol_add(&self->values, value, value_len) < 0)
             goto fail;
@@ -528,7 +525,7 @@ static PyMethodDef Columns_methods[] = {
      "those with start <= offset < end. ValueError (columns unchanged) if the bytes do not hold exactly "
      "`count` well-formed records."},
     {"take", (PyCFunction)Columns_take, METH_NOARGS,
-     "take() -> (n, offsets, timestamps_us, ts_types, keys, values, headers) and start over; keys/values are "
+     "take() -> (n, offsets, timestamps_ms, ts_types, keys, values, headers) and start over; keys/values are "
      "(int32 offsets, data, validity bitmap or None, null_count, length); headers None or "
      "(int32 list offsets, header keys, header values). Each buffer is handed over, not copied: a read-only "
      "buffer object owning the memory."},
@@ -538,7 +535,7 @@ static PyTypeObject ColumnsType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kavka.spark._recordcols.Columns",
     .tp_basicsize = sizeof(Columns),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Arrow column buffers (little-endian int64 offsets and microsecond timestamps, int32 timestamp "
+    .tp_doc = "Arrow column buffers (little-endian int64 offsets and millisecond timestamps, int32 timestamp "
               "types, binary keys/values, optional headers) filled from v2 records sections.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Columns_init,
@@ -563,11 +560,7 @@ PyMODINIT_FUNC PyInit__recordcols(void) {
     if (PyType_Ready(&ColumnsType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
-    /* What take() returns: 2 = buffers handed over, timestamps in microseconds
-     * (1, before: bytes copies, milliseconds). arrow_records uses a build
-     * whose VERSION it knows, so a stale build is never misread. */
-    if (PyModule_AddIntConstant(m, "VERSION", 2) < 0 ||
-        PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
+    if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -23,8 +23,8 @@ Everything around the records stays in Python: batch framing and CRC32C
 (``iter_batches``), transaction filtering and offset bounds.
 
 Fallback: when the extension is not built (no compiler where Kavka was
-installed: ``setup.py`` marks it optional; or the build predates the
-source, see ``VERSION``) batches are walked by aiokafka's ``DefaultRecordBatch`` (Cython; aiokafka is in
+installed: ``setup.py`` marks it optional) the import fails and batches
+are walked by aiokafka's ``DefaultRecordBatch`` (Cython; aiokafka is in
 the ``spark`` extra) into column lists instead. ``NATIVE`` says which path
 a process uses; ``ColumnBuilder(native=...)`` picks one (the tests run
 both).
@@ -46,7 +46,6 @@ Pure functions over bytes; any thread of an executor's Python worker.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pyarrow as pa
 
@@ -55,18 +54,10 @@ from kavka.protocol.records.batch import CorruptRecordBatch, RecordBatchHeader, 
 from kavka.protocol.records.reader import records_section
 from kavka.spark.schema import arrow_schema
 
-_NativeColumns: Any = None
 try:
-    from kavka.spark._recordcols import VERSION as _NATIVE_VERSION
-    from kavka.spark._recordcols import Columns
-except ImportError:  # not built on this machine (or built before VERSION): the aiokafka path below
-    pass
-else:
-    # A build left from an older _recordcols.c (its take() returned other
-    # units) is not used: the fallback reads right, and the tests ask for a
-    # rebuild (test_the_extension_is_built_wherever_a_compiler_is).
-    if _NATIVE_VERSION == 2:
-        _NativeColumns = Columns
+    from kavka.spark._recordcols import Columns as _NativeColumns
+except ImportError:  # not built on this machine: the aiokafka path below
+    _NativeColumns = None
 
 NATIVE = _NativeColumns is not None
 
@@ -128,7 +119,7 @@ class ColumnBuilder:
 
 
 def _timestamps(ms: pa.Array) -> pa.Array:
-    import pyarrow.compute as pc  # the fallback only: the C path writes microseconds itself
+    import pyarrow.compute as pc  # on first use: a planning process never decodes
 
     return pc.multiply(ms, 1000).cast(_TS_TYPE)
 
@@ -143,7 +134,7 @@ class _CColumns:
     """The C decoder's buffers. ``take(headers_type)`` -> ``(n, [key,
     value, offset, timestamp, timestampType, headers if headers_type])``:
     the arrays wrap the buffers the decoder filled (handed over, not
-    copied; timestamps already in microseconds)."""
+    copied)."""
 
     __slots__ = ("cols",)
 
@@ -167,7 +158,7 @@ class _CColumns:
         n, offsets, timestamps, ts_types, keys, values, headers = self.cols.take()
         columns = [_binary(pa.binary(), keys), _binary(pa.binary(), values),
                    pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
-                   pa.Array.from_buffers(_TS_TYPE, n, [None, pa.py_buffer(timestamps)]),
+                   _timestamps(pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(timestamps)])),
                    pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(ts_types)])]
         if headers_type is not None:
             lists, hkeys, hvalues = headers
