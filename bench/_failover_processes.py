@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import resource
 import shutil
 import statistics
@@ -102,6 +103,22 @@ def create_partitions(cluster: LocalCluster, count: int, timeout: float) -> list
             raise RuntimeError(f"only {ready}/{count} partitions have a leader and a full ISR after {timeout:.0f} s")
         say(f"{ready}/{count} partitions led with a full ISR")
         time.sleep(2)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_cpu(cluster: LocalCluster, seconds: float = 5.0) -> list[float]:
+    """Each broker's CPU share (of one core) over ``seconds`` with no client
+    writing: what replication's idle fetch rounds cost at this partition
+    count, on a machine whose two cores the three brokers share."""
+    pids = [b.popen().pid for b in cluster.brokers.values()]
+    before = [cpu_seconds(p) for p in pids]
+    time.sleep(seconds)
+    return [(cpu_seconds(p) - b) / seconds for p, b in zip(pids, before, strict=True)]
 
 
 def leaders(cluster: LocalCluster, names: list[str]) -> dict[tuple[str, int], int]:
@@ -224,6 +241,8 @@ def run(args: argparse.Namespace) -> None:
         t0 = time.monotonic()
         names = create_partitions(cluster, args.partitions, args.timeout)
         say(f"{args.partitions} partitions x RF 3 ready in {time.monotonic() - t0:.0f} s")
+        idle = idle_cpu(cluster)
+        say("idle brokers' CPU (share of a core, 5 s, no client): " + ", ".join(f"{c:.2f}" for c in idle))
         zk = KazooClient(hosts=cluster.zk_connect)
         zk.start(15)
         controller = cluster.controller()
@@ -244,6 +263,8 @@ def run(args: argparse.Namespace) -> None:
         for kind, r in results.items():
             print(f"{kind:<12} {r['partitions']:10.0f} {r['detection']:12.2f} {r['moved']:16.2f} "
                   f"{r['recovery']:11.2f} {r['recovery_p50']:7.2f}")
+        print("idle brokers' CPU before the kills (share of one core each): "
+              + ", ".join(f"{c:.2f}" for c in idle) + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print("detection: the kill until ZooKeeper deleted the victim's znode (its session expired); "
               "leaders moved: from then until Metadata named a live leader for every partition it led; "
               "recovery: from then until every one of them acknowledged an acks=all write")

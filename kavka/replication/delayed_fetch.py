@@ -25,9 +25,16 @@ followers) reach ``min_bytes`` — bytes of partitions the leader quota
 holds back do not count, so such a fetch waits out ``max_wait_ms``. The
 bytes are counted from log positions (``LogOffsetMetadata``: segment and
 byte position of the fetch offset and of the end), not by reading: a check
-costs the same whatever ``min_bytes`` is. Completing re-reads every
-partition, so the answer holds what is there at that moment; the timeout
-answers the same way.
+costs the same whatever ``min_bytes`` is. Completing re-reads, so the
+answer holds what is there at that moment (the timeout answers the same
+way): every partition, unless the read that parked the fetch found nothing
+at all (a follower's idle fetch of every partition it follows, every half
+second: re-reading them all doubled the leader's work); then only those
+the purgatory checked since (an append, a HW or leadership move, an
+offline log directory: nothing else gives a partition something to read),
+the others keeping that first answer, whose log start offset (retention
+and DeleteRecords move it without a check) reaches the fetcher with its
+next fetch.
 
 Event loop only.
 """
@@ -133,10 +140,11 @@ class DelayedFetch(DelayedOperation):
         partitions: Mapping[TopicPartition, FetchPartition],
         leader_epochs: Mapping[TopicPartition, int],
         get_partition: GetPartition,
-        read: Callable[[], dict[TopicPartition, LogReadResult]],
+        read: Callable[[Mapping[TopicPartition, FetchPartition]], dict[TopicPartition, LogReadResult]],
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]],
         throttled: Throttled | None = None,
         start: Mapping[TopicPartition, LogOffsetMetadata | None] | None = None,
+        first: Mapping[TopicPartition, LogReadResult] | None = None,
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -150,6 +158,12 @@ class DelayedFetch(DelayedOperation):
         # each partition's bytes toward min_bytes at its last check, and their sum
         self._counted: dict[TopicPartition, int] = {}
         self._accumulated = 0
+        # The read that parked the fetch, kept when it found nothing: the
+        # answer re-reads only the partitions checked since (``_touched``),
+        # or all of them after a full check past the first.
+        self._first = dict(first) if first is not None and not any(r.records for r in first.values()) else None
+        self._touched: set[TopicPartition] = set()
+        self._checked = False
 
     def _start_of(self, tp: TopicPartition, partition: Partition, fetch_offset: int) -> LogOffsetMetadata:
         meta = self._start.get(tp)
@@ -158,6 +172,9 @@ class DelayedFetch(DelayedOperation):
         return meta
 
     def try_complete(self) -> bool:
+        if self._checked:
+            self._first = None  # checked as a whole: read as a whole
+        self._checked = True
         self._counted.clear()
         self._accumulated = 0
         for tp, req in self.partitions.items():
@@ -172,6 +189,7 @@ class DelayedFetch(DelayedOperation):
         follower's fetch."""
         if not isinstance(key, TopicPartition) or key not in self.partitions:
             return self.try_complete()
+        self._touched.add(key)
         return self._count(key, self.partitions[key]) and self.force_complete()
 
     def _count(self, tp: TopicPartition, req: FetchPartition) -> bool:
@@ -218,11 +236,19 @@ class DelayedFetch(DelayedOperation):
         if self.future.done():
             return
         try:
-            results = self._read()
+            results = self._answer()
         except Exception as e:  # deliver the failure rather than leave the request hanging
             self.future.set_exception(e)
             return
         self.future.set_result({tp: r.to_partition_data() for tp, r in results.items()})
+
+    def _answer(self) -> dict[TopicPartition, LogReadResult]:
+        first = self._first
+        if first is None:
+            return self._read(self.partitions)
+        changed = {tp: req for tp, req in self.partitions.items() if tp in self._touched}
+        fresh = self._read(changed) if changed else {}
+        return {tp: fresh[tp] if tp in fresh else first[tp] for tp in self.partitions}
 
     def __repr__(self) -> str:
         return f"DelayedFetch(replica={self.params.replica_id}, partitions={[str(tp) for tp in self.partitions]})"

@@ -507,6 +507,12 @@ class Partition:
                     error_message=f"fetch offset {fetch_offset} of {self.topic_partition} is outside [{start}, {leo}]",
                     **snapshot,
                 )
+            if fetch_offset == leo:
+                # Nothing to read under any isolation (each bound is at most
+                # the LEO): a follower's idle fetch asks this of every
+                # partition it follows, twice a second. The log end's
+                # position is where a DelayedFetch counts new bytes from.
+                return LogReadResult(ErrorCode.NONE, fetch_offset_metadata=log.log_end_offset_metadata(), **snapshot)
             limit = {
                 FetchIsolation.LOG_END: None,
                 FetchIsolation.HIGH_WATERMARK: hw,

@@ -168,6 +168,14 @@ class LeaderEpochFileCache:
         later offset changes nothing. Returns whether the cache changed."""
         if epoch < 0 or start_offset < 0:
             return False
+        # Every append asks, nearly always in the current epoch: that answer
+        # needs no lock (the list is replaced or appended to, never shrunk
+        # in place, and its last item is read in one step).
+        entries = self._entries
+        if entries:
+            last = entries[-1]
+            if last.epoch == epoch and start_offset >= last.start_offset:
+                return False
         with self._lock:
             if self._entries:
                 last = self._entries[-1]

@@ -248,6 +248,11 @@ class LocalLog:
             if target <= self._recovery_point and not self._dir_needs_fsync and not self._unsynced_files:
                 return False
             todo = self.segments.overlapping(self._recovery_point, target)
+            try:
+                for segment in todo:  # the fsyncs below run outside the lock
+                    segment.write_pending_index_entries()
+            except OSError as e:
+                raise self.failed(KafkaStorageError("index write failed", self.dir, e)) from None
             files, self._unsynced_files = self._unsynced_files, []
             fsync_directory = self._dir_needs_fsync or bool(files)
             self._dir_needs_fsync = False

@@ -88,6 +88,7 @@ from kavka.storage.log_dir_names import parse_topic_partition
 from kavka.storage.log_loader import LogLoader
 from kavka.storage.log_offsets import offset_by_timestamp, offset_of_max_timestamp
 from kavka.storage.log_segments import LogSegments
+from kavka.storage.log_validator import LogValidator
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ActiveProducer
 from kavka.storage.producer_state.manager import ProducerStateManager
@@ -123,6 +124,10 @@ class Log:
         # stable offset's, asked at every DelayedFetch check; cleared when
         # positions may change (truncation, segments removed or replaced)
         self._positions: dict[int, LogOffsetMetadata] = {}
+        # the leader's last validator, remade when the config or the origin
+        # changes (see log_validator: its set-up costs more than a small
+        # batch's walk)
+        self._validator: LogValidator | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
         try:
             self.leader_epoch_cache = LeaderEpochFileCache(self.dir)
@@ -283,10 +288,13 @@ class Log:
             local.check_online()
             config = local.config
             now = local.clock.milliseconds()
-            append_time = now if config.log_append_time else None
+            validator = self._validator
+            if validator is None or validator.config is not config or validator.origin is not origin:
+                validator = self._validator = LogValidator(config, self.topic_partition, now, origin)
+            append_time = now if validator.log_append_time else None
             batches = validate_leader_batches(
                 records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now,
-                topic_partition=self.topic_partition, origin=origin,
+                topic_partition=self.topic_partition, origin=origin, validator=validator,
             )
             markers = coordinator_epochs(records, batches.headers)
             duplicate = self.producer_state.check_leader_append(batches.headers, markers)

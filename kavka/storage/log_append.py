@@ -26,7 +26,7 @@ Pure functions over buffers; any thread.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import (
@@ -53,10 +53,12 @@ _INT32 = struct.Struct(">i")
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """What an append did. Offsets are inclusive; ``log_append_time`` is -1
-    for CreateTime topics; ``log_start_offset`` as it was after the append."""
+    for CreateTime topics; ``log_start_offset`` as it was after the append.
+    This and ``ValidatedBatches`` are named tuples, not frozen dataclasses:
+    every produce makes one of each, and a frozen dataclass pays an
+    ``object.__setattr__`` call per field."""
 
     first_offset: int
     last_offset: int
@@ -70,8 +72,7 @@ class LogAppendInfo:
     last_leader_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class ValidatedBatches:
+class ValidatedBatches(NamedTuple):
     """Batches checked and ready to write: ``parts`` is what ``pwritev``
     writes (offset-assigned prefixes and untouched remainders)."""
 
@@ -103,13 +104,16 @@ def validate_leader_batches(
     now_ms: int,
     topic_partition: TopicPartition | str = "",
     origin: AppendOrigin = AppendOrigin.CLIENT,
+    validator: LogValidator | None = None,
 ) -> ValidatedBatches:
     """Check produced batches and assign offsets from ``next_offset``.
 
     The hot path of a produce: per batch one header parse and one CRC pass
     (in C) over the batch, then the record walk (in C, ``LogValidator``),
     no copy of an uncompressed batch's bytes; the config values are read
-    once. Nothing is returned (so nothing appended) unless every batch passes."""
+    once (``validator``: one made earlier for this topic partition, kept by
+    the caller, used when it was made for this config and origin). Nothing is returned
+    (so nothing appended) unless every batch passes."""
     view = records if type(records) is memoryview and records.format == "B" else memoryview(records).cast("B")
     n = len(view)
     if n == 0:
@@ -118,7 +122,10 @@ def validate_leader_batches(
         raise RecordListTooLargeError(
             f"{n} bytes of records can never fit a segment of segment.bytes={config.segment_bytes}"
         )
-    validator = LogValidator(config, topic_partition, now_ms, origin)
+    if validator is None or validator.config is not config or validator.origin is not origin:
+        validator = LogValidator(config, topic_partition, now_ms, origin)
+    else:
+        validator.at(now_ms)
     parts: list[Buffer] = []
     headers: list[RecordBatchHeader] = []
     offset = next_offset

@@ -35,22 +35,27 @@ batch it then calls ``LogValidator.assign``, which
    new header. ``max.message.bytes`` is checked again on the result
    (MESSAGE_TOO_LARGE), as Kafka checks after validation.
 
-One object per append (the config is read once); pure apart from the
-clock value it is given; any thread.
+One object per log, config and origin (``Log`` keeps it, since the
+messages and limits it derives from the config cost more than a small
+batch's walk), set to the broker's clock before each append with
+``at(now_ms)``; pure apart from that clock value; one thread at a time
+(the log's lock).
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kavka.common.topic_partition import TopicPartition
+from kavka.protocol.records import validation as _validation
 from kavka.protocol.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
     CRC_START,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     Compression,
     RecordBatchHeader,
     crc32c,
@@ -91,12 +96,13 @@ PREFIX_SIZE = _PREFIX.size
 _ATTRS = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
+_UNCOMPRESSED = int(Compression.NONE)  # an int: an IntEnum member's lookup costs more than the compare
+_new_walk = tuple.__new__  # RecordWalk from the extension's tuple
 _CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
            "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
 
-@dataclass(frozen=True, slots=True)
-class AssignedBatch:
+class AssignedBatch(NamedTuple):
     """One batch ready to write: ``parts`` (for ``pwritev``) hold ``size``
     bytes; ``header`` is the producer's header with the timestamps the
     leader stored; the max timestamp and the offset of its first record."""
@@ -113,8 +119,8 @@ class LogValidator:
 
     def __init__(self, config: LogConfig, topic_partition: TopicPartition | str, now_ms: int,
                  origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+        self.config = config
         self.topic_partition = topic_partition
-        self.now_ms = now_ms
         self.origin = origin
         self.log_append_time = config.log_append_time
         self.max_message_bytes = config.max_message_bytes
@@ -122,24 +128,33 @@ class LogValidator:
         self.target = _CODECS.get(config.compression_type)  # None: "producer", keep the producer's codec
         self.key_message = (f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
                             if config.compact else None)
-        before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+        self._before, self._after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+        self.producer_lat_message = (f"Invalid timestamp type in a record batch for {topic_partition}. Producer "
+                                     f"should not set timestamp type to LogAppendTime.")
+        self.at(now_ms)
+
+    def at(self, now_ms: int) -> LogValidator:
+        """Judge timestamps against ``now_ms`` (the broker's clock at this
+        append) from now on; returns the validator."""
+        before, after = self._before, self._after
+        self.now_ms = now_ms
         # Long.MAX_VALUE is "no limit" (Kafka's default): Java's overflowing
         # subtraction never exceeds it, so no timestamp is refused then.
         self.ts_lo = _INT64_MIN if before == _INT64_MAX else max(_INT64_MIN, now_ms - before)
         self.ts_hi = _INT64_MAX if after == _INT64_MAX else min(_INT64_MAX, now_ms + after)
         self.ts_bounded = self.ts_lo != _INT64_MIN or self.ts_hi != _INT64_MAX
-        self.producer_lat_message = (f"Invalid timestamp type in a record batch for {topic_partition}. Producer "
-                                     f"should not set timestamp type to LogAppendTime.")
+        return self
 
     # -- 1. the record walk ---------------------------------------------------------------------
     def walk(self, view: memoryview, pos: int, header: RecordBatchHeader) -> tuple[RecordWalk, Buffer]:
         """Walk the records of the batch at ``pos``; return the walk and the
         (decompressed) records section. Raises ``InvalidRecordError`` /
         ``InvalidTimestampError`` with the records at fault."""
-        body = view[pos + HEADER_SIZE: pos + header.size]
-        codec = header.attributes & ATTR_COMPRESSION_MASK
+        attributes = header.attributes
+        body = view[pos + HEADER_SIZE: pos + header.batch_length + LOG_OVERHEAD]
+        codec = attributes & ATTR_COMPRESSION_MASK
         section: Buffer
-        if codec == Compression.NONE:
+        if codec == _UNCOMPRESSED:
             section = body
         else:
             try:
@@ -148,18 +163,27 @@ class LogValidator:
                 raise InvalidRecordError(
                     f"the record batch at byte {pos} for {self.topic_partition} cannot be read: {e}"
                 ) from None
-        lat_batch = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
+        lat_batch = bool(attributes & ATTR_TIMESTAMP_TYPE)
         if self.log_append_time:
             ts_mode = TS_ALWAYS if lat_batch else TS_NONE
         elif lat_batch and header.max_timestamp == -1:
             ts_mode = TS_ALWAYS  # Kafka's else-branch: no CreateTime to check, and the producer set LogAppendTime
         else:
             ts_mode = TS_RANGE if self.ts_bounded else TS_NONE
-        result = walk_records(
-            section, header.record_count, header.base_offset, header.base_timestamp,
-            header.max_timestamp if lat_batch else None, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
-            self.producer_lat_message, MAX_RECORD_ERRORS,
-        )
+        native = _validation.native_walk if _validation.NATIVE else None
+        result: RecordWalk
+        if native is not None:  # the C walk called directly: this runs for every produced batch
+            result = _new_walk(RecordWalk, native(
+                section, header.record_count, header.base_offset, header.base_timestamp, lat_batch,
+                header.max_timestamp if lat_batch else 0, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
+                self.producer_lat_message, MAX_RECORD_ERRORS,
+            ))
+        else:
+            result = walk_records(
+                section, header.record_count, header.base_offset, header.base_timestamp,
+                header.max_timestamp if lat_batch else None, self.key_message, ts_mode, self.ts_lo, self.ts_hi,
+                self.producer_lat_message, MAX_RECORD_ERRORS, native=False,
+            )
         if result.error_count:
             raise self._refusal(result, pos)
         return result, section
@@ -197,20 +221,21 @@ class LogValidator:
                leader_epoch: int) -> AssignedBatch:
         """Validate the batch at ``pos`` (whose header passed the framing and
         CRC checks) and make it ready to store at ``base_offset``."""
-        self.check_batch(header)
-        result, section = self.walk(view, pos, header)
-        size = header.size
         attributes = header.attributes
+        if header.producer_id >= 0 and header.base_sequence < 0:  # check_batch's rule, tested here first
+            self.check_batch(header)
+        result, section = self.walk(view, pos, header)
+        size = header.batch_length + LOG_OVERHEAD
         if self.log_append_time:
             attributes |= ATTR_TIMESTAMP_TYPE
             max_ts, offset_of_max = self.now_ms, base_offset
         else:
             attributes &= ~ATTR_TIMESTAMP_TYPE
             max_ts, offset_of_max = result.max_timestamp, base_offset + result.offset_delta_of_max_timestamp
-        stored = header if max_ts == header.max_timestamp else replace(header, max_timestamp=max_ts)
-        source = header.attributes & ATTR_COMPRESSION_MASK
+        stored = header if max_ts == header.max_timestamp else header._replace(max_timestamp=max_ts)
         target = self.target
-        if target is not None and target != source and not header.attributes & ATTR_CONTROL:
+        if target is not None and target != header.attributes & ATTR_COMPRESSION_MASK \
+                and not header.attributes & ATTR_CONTROL:
             batch = assemble_batch(
                 section, base_offset=base_offset, last_offset_delta=header.last_offset_delta,
                 record_count=header.record_count, base_timestamp=header.base_timestamp, max_timestamp=max_ts,
@@ -225,9 +250,9 @@ class LogValidator:
                     f"{self.max_message_bytes}")
             return AssignedBatch([batch], len(batch), stored, max_ts, offset_of_max)
         prefix = _PREFIX.pack(base_offset, header.batch_length, leader_epoch)
-        records = view[pos + HEADER_SIZE: pos + size]
         if attributes == header.attributes and max_ts == header.max_timestamp:
             return AssignedBatch([prefix, view[pos + PREFIX_SIZE: pos + size]], size, stored, max_ts, offset_of_max)
+        records = view[pos + HEADER_SIZE: pos + size]
         # Attributes or max timestamp change: a new 61-byte header whose CRC
         # continues over the untouched records (Kafka's setMaxTimestamp).
         head = bytearray(view[pos: pos + HEADER_SIZE])

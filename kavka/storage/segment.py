@@ -177,7 +177,7 @@ class LogSegment:
         if oi.known_empty and ti.known_empty:
             # what the empty indexes say once opened at their full size
             return oi.max_index_size < OFFSET_ENTRY_SIZE or ti.max_index_size < 2 * TIME_ENTRY_SIZE
-        return self.offset_index.is_full() or self.time_index.is_full()
+        return oi.get().is_full() or ti.get().is_full()
 
     def become_active(self) -> None:
         """The loaded segment that is appended to: its indexes are opened
@@ -269,32 +269,39 @@ class LogSegment:
         On an I/O error nothing of the append remains visible (the log bytes
         are cut back, index entries dropped) and ``KafkaStorageError`` names
         the file."""
-        if not self.can_convert_to_relative_offset(largest_offset):
+        # Every produce runs this: each index is fetched once, and the facts
+        # read through properties elsewhere are read directly.
+        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
             raise ValueError(f"offset {largest_offset} does not fit segment {self.base_offset}")
-        position = self.log.size
-        written = self.log.append(parts)
+        log = self.log
+        position = log.size
+        written = log.append(parts)
         self._inactive = False
-        max_ts = self.max_timestamp_so_far
+        max_ts = self._max_timestamp_so_far
+        if max_ts is None:
+            max_ts = self.max_timestamp_so_far
         if largest_timestamp > max_ts.timestamp:
             max_ts = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            oi_entries, ti_entries = self.offset_index.entries, self.time_index.entries
-            oi_last, ti_last = self.offset_index.last_offset, self.time_index.last_entry
-            path = self.offset_index.path
+            oi, ti = self.lazy_offset_index.get(), self.lazy_time_index.get()
+            oi_entries, ti_entries = oi.entries, ti.entries
+            oi_last, ti_last = oi.last_offset, ti.last_entry
+            path = oi.path
             try:
-                self.offset_index.append(largest_offset, position)
-                path = self.time_index.path
-                self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                oi.append(largest_offset, position)
+                path = ti.path
+                ti.maybe_append(max_ts.timestamp, max_ts.offset)
             except OSError as e:
-                self.offset_index.restore(oi_entries, oi_last)
-                self.time_index.restore(ti_entries, ti_last)
-                self.log.truncate_quietly(position)
+                oi.restore(oi_entries, oi_last)
+                ti.restore(ti_entries, ti_last)
+                log.truncate_quietly(position)
                 raise KafkaStorageError("index append failed, the append was undone", path, e) from e
-            self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry = written
+        else:
+            self.bytes_since_last_index_entry += written
         if self._rolling_based_timestamp is None and position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        self.max_timestamp_so_far = max_ts
-        self.bytes_since_last_index_entry += written
+        self._max_timestamp_so_far = max_ts
         return position
 
     # ---- lookups --------------------------------------------------------------------
@@ -383,14 +390,22 @@ class LogSegment:
     def should_roll(
         self, config: LogConfig, *, messages_size: int, max_timestamp: int, max_offset: int, now_ms: int
     ) -> bool:
-        # Runs on every append: the cheap tests first, the age test last.
+        # Runs on every append: the cheap tests first, the age test last
+        # (time_waited_for_roll inlined).
         size = self.log.size
-        return (
+        if (
             size > config.segment_bytes - messages_size
             or self._indexes_full()
             or not 0 <= max_offset - self.base_offset <= INT32_MAX
-            or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp) > config.segment_ms - self.roll_jitter_ms)
-        )
+        ):
+            return True
+        if size == 0:
+            return False
+        first = self._rolling_based_timestamp
+        if first is None:
+            first = self.rolling_based_timestamp()
+        waited = max_timestamp - first if first is not None and first >= 0 else now_ms - self.created_ms
+        return waited > config.segment_ms - self.roll_jitter_ms
 
     def on_become_inactive(self) -> None:
         """On roll: index the last batch and record the final largest
@@ -529,7 +544,14 @@ class LogSegment:
         return best
 
     # ---- lifecycle ---------------------------------------------------------------------
+    def write_pending_index_entries(self) -> None:
+        """Write the index entries held in memory (``IndexFile``): under the
+        owning log's lock, before a ``flush`` that may run outside it."""
+        self.lazy_offset_index.write_pending()
+        self.lazy_time_index.write_pending()
+
     def flush(self) -> None:
+        """fsync the files (what was written: see ``write_pending_index_entries``)."""
         self.log.flush()
         self.lazy_offset_index.flush()
         self.lazy_time_index.flush()

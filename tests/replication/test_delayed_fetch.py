@@ -34,8 +34,8 @@ def delayed(partition, isolation: FetchIsolation, fetch_offset: int, min_bytes: 
     params = FetchParams(replica_id, 30_000, min_bytes, 50 * MiB, isolation)
     partitions = {TP: FetchPartition(fetch_offset, max_bytes)}
 
-    def read():
-        return read_from_local_log(lambda tp: partition, lambda tp: None, params, partitions)
+    def read(some=partitions):
+        return read_from_local_log(lambda tp: partition, lambda tp: None, params, some)
 
     first = read()
     future = asyncio.get_running_loop().create_future()
@@ -181,7 +181,7 @@ async def test_a_check_of_one_partition_recounts_that_partition_alone(tmp_path, 
         partitions = {tp: FetchPartition(0, MiB) for tp in tps}
         future = asyncio.get_running_loop().create_future()
         op = DelayedFetch(params, partitions, {tp: 0 for tp in tps}, get_partition,
-                          lambda: read_from_local_log(get_partition, lambda tp: None, params, partitions), future)
+                          lambda some: read_from_local_log(get_partition, lambda tp: None, params, some), future)
         purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         assert not purgatory.try_complete_else_watch(op, tps)
         parts[tps[0]].append_records_to_leader(ONE, required_acks=1)
@@ -196,3 +196,89 @@ async def test_a_check_of_one_partition_recounts_that_partition_alone(tmp_path, 
     finally:
         for log in logs:
             log.close()
+
+
+class ThreeLogs:
+    """Three partitions led here (replicas 1, 2), a follower fetch over all of
+    them parked as the replica manager parks one, and the reads it makes."""
+
+    def __init__(self, tmp_path, clock, min_bytes: int = 1) -> None:
+        self.tps = [TopicPartition("orders", i) for i in range(3)]
+        self.logs = [Log(tmp_path / f"orders-{i}", log_config(), clock=clock) for i in range(3)]
+        self.parts = {tp: leader(log, clock, replicas=(1, 2)) for tp, log in zip(self.tps, self.logs, strict=True)}
+        self.params = FetchParams(2, 30_000, min_bytes, 50 * MiB, FetchIsolation.LOG_END)
+        self.reads: list[list[TopicPartition]] = []
+
+    def read(self, some):
+        self.reads.append(list(some))
+        return read_from_local_log(self.parts.get, lambda tp: None, self.params, some)
+
+    def park(self, purgatory) -> DelayedFetch:
+        partitions = {tp: FetchPartition(self.parts[tp].log.log_end_offset, MiB) for tp in self.tps}
+        first = self.read(partitions)
+        self.reads.clear()
+        op = DelayedFetch(self.params, partitions, {tp: 0 for tp in self.tps}, self.parts.get, self.read,
+                          asyncio.get_running_loop().create_future(),
+                          start={tp: r.fetch_offset_metadata for tp, r in first.items()}, first=first)
+        assert not purgatory.try_complete_else_watch(op, self.tps)
+        return op
+
+    def close(self) -> None:
+        for log in self.logs:
+            log.close()
+
+
+async def test_an_idle_fetch_answers_at_its_timeout_without_reading_again(tmp_path, clock):
+    """A follower's fetch of every partition it follows, parked with
+    nothing to read, is answered from that first read when nothing changed:
+    re-reading thousands of partitions each half second doubled an idle
+    leader's work."""
+    logs = ThreeLogs(tmp_path, clock)
+    try:
+        op = logs.park(DelayedOperationPurgatory("Fetch"))
+        op.force_complete()  # what the timeout does
+        answer = await op.future
+        assert logs.reads == [] and [len(answer[tp].records) for tp in logs.tps] == [0, 0, 0]
+    finally:
+        logs.close()
+
+
+async def test_the_answer_re_reads_the_partitions_that_changed_and_keeps_the_others(tmp_path, clock):
+    logs = ThreeLogs(tmp_path, clock)
+    try:
+        purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
+        op = logs.park(purgatory)
+        logs.parts[logs.tps[1]].append_records_to_leader(ONE, required_acks=1)
+        assert purgatory.check_and_complete(logs.tps[1]) == 1
+        answer = await op.future
+        assert logs.reads == [[logs.tps[1]]]
+        assert [len(answer[tp].records) for tp in logs.tps] == [0, SIZE, 0]
+        assert list(answer) == logs.tps  # request order
+    finally:
+        logs.close()
+
+
+async def test_a_fetch_parked_with_some_bytes_re_reads_every_partition(tmp_path, clock):
+    logs = ThreeLogs(tmp_path, clock, min_bytes=3 * SIZE)
+    try:
+        partitions = {tp: FetchPartition(0, MiB) for tp in logs.tps}
+        logs.parts[logs.tps[0]].append_records_to_leader(ONE, required_acks=1)
+        first = logs.read(partitions)
+        logs.reads.clear()
+        op = DelayedFetch(logs.params, partitions, {tp: 0 for tp in logs.tps}, logs.parts.get, logs.read,
+                          asyncio.get_running_loop().create_future(),
+                          start={tp: r.fetch_offset_metadata for tp, r in first.items()}, first=first)
+        op.force_complete()
+        await op.future
+        assert logs.reads == [logs.tps]
+    finally:
+        logs.close()
+
+
+async def test_a_read_at_the_log_end_reads_nothing_from_the_log(log, clock, monkeypatch):
+    p = leader(log, clock, replicas=(1, 2))
+    p.append_records_to_leader(ONE, required_acks=1)
+    monkeypatch.setattr(Log, "read", lambda *a, **k: pytest.fail("read the log at its end"))
+    result = p.read_records(1, MiB, FetchIsolation.LOG_END, replica_id=2, current_leader_epoch=0, last_fetched_epoch=0)
+    assert result.records == b"" and result.high_watermark == 0 and result.leader_end_offset == 1
+    assert result.fetch_offset_metadata == log.log_end_offset_metadata()

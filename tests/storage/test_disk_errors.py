@@ -10,6 +10,7 @@ import os
 import pytest
 
 from kavka.storage.errors import KafkaStorageError, LogOfflineError
+from kavka.storage.index.index_file import PENDING_ENTRIES
 from kavka.storage.log import Log
 from tests.tmpfs import capped_tmpfs
 
@@ -88,28 +89,30 @@ def test_injected_enospc_mid_write_is_cut_back(log_dir, clock, monkeypatch):
 
 
 def test_injected_index_failure_undoes_the_append(log_dir, clock, monkeypatch):
-    cfg = small_config(**{"index.interval.bytes": 0})
+    """Index entries are written PENDING_ENTRIES at a time: the append whose
+    entry fills the batch of them fails when their write does, and is undone."""
+    cfg = small_config(**{"index.interval.bytes": 0, "segment.bytes": 1 << 20, "segment.index.bytes": 4096})
     log = Log(log_dir, cfg, clock=clock)
-    log.append_as_leader(make_batch(1), 1)
-    log.append_as_leader(make_batch(1), 1)
-    entries = log.active_segment.offset_index.entries
     real = os.pwrite
 
     def failing(fd, data, offset):
-        if len(data) in (8, 12):
+        if len(data) == PENDING_ENTRIES * 8:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(fd, data, offset)
 
     monkeypatch.setattr(os, "pwrite", failing)
-    with pytest.raises(KafkaStorageError, match=r"\.index"):
-        log.append_as_leader(make_batch(1), 1)
-    monkeypatch.undo()
     seg = log.active_segment
-    assert seg.offset_index.entries == entries and log.log_end_offset == 2
+    with pytest.raises(KafkaStorageError, match=r"\.index"):
+        for _ in range(PENDING_ENTRIES + 1):
+            log.append_as_leader(make_batch(1), 1)
+    monkeypatch.undo()
+    # the first append indexes nothing (index.interval.bytes is exceeded only after it)
+    assert log.log_end_offset == PENDING_ENTRIES and seg.offset_index.entries == PENDING_ENTRIES - 1
     assert seg.log.path.stat().st_size == seg.size
+    assert log.offline
     log.close_quietly()
     again = Log(log_dir, cfg, clock=clock)
-    assert [h.base_offset for h, _ in read_all(again)] == [0, 1]
+    assert [h.base_offset for h, _ in read_all(again)] == list(range(PENDING_ENTRIES))
     again.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 
 import pytest
@@ -17,6 +18,7 @@ from kavka.storage.errors import (
     RecordListTooLargeError,
     UnexpectedAppendOffsetError,
 )
+from kavka.storage.index.index_file import IndexFile
 from kavka.storage.log import Log
 
 from .conftest import T0, make_batch, read_all, scan_dir, small_config
@@ -261,3 +263,24 @@ def test_end_offset_for_epoch_through_log(log_dir, clock):
     assert log.end_offset_for_epoch(4) == (-1, -1)
     log.close()
     assert LOG_OVERHEAD == 12
+
+
+def test_flush_writes_the_pending_index_entries_before_it_fsyncs(log_dir, clock, monkeypatch):
+    """Index entries are held in memory and written in batches
+    (kavka.storage.index.index_file); a flush writes them under the log's
+    lock before its fsyncs, which run outside it."""
+    cfg = small_config(**{"index.interval.bytes": 0, "segment.bytes": 1 << 20, "segment.index.bytes": 4096})
+    log = Log(log_dir, cfg, clock=clock)
+    for _ in range(5):
+        log.append_as_leader(make_batch(1), 1)
+    index = log.active_segment.offset_index
+    assert index.pending_entries == 4  # the first append indexes nothing
+    order = []
+    real_fsync, real_write = os.fsync, IndexFile.write_pending
+    monkeypatch.setattr(os, "fsync", lambda fd: (order.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(IndexFile, "write_pending", lambda self: (order.append("write"), real_write(self))[1])
+    assert log.flush()
+    assert order[0] == "write" and "fsync" in order
+    raw = index.path.read_bytes()
+    assert [struct.unpack_from(">i", raw, 8 * i)[0] for i in range(4)] == [1, 2, 3, 4]
+    log.close()

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
@@ -75,6 +75,7 @@ ATTR_TIMESTAMP_TYPE = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
 ATTR_DELETE_HORIZON = 0x40
+_MAX_CODEC_ID = int(Compression.ZSTD)
 
 
 class InvalidRecordBatch(ValueError):
@@ -90,9 +91,10 @@ class CorruptRecordBatch(InvalidRecordBatch):
     """CRC mismatch or an impossible length: the bytes were damaged."""
 
 
-@dataclass(frozen=True, slots=True)
-class RecordBatchHeader:
-    """The decoded 61-byte header of one v2 batch."""
+class RecordBatchHeader(NamedTuple):
+    """The decoded 61-byte header of one v2 batch. A named tuple rather than
+    a frozen dataclass: every produced batch makes one, straight from the
+    struct's tuple (one allocation, no per-field ``__setattr__``)."""
 
     base_offset: int
     batch_length: int
@@ -154,6 +156,11 @@ class RecordBatchHeader:
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
 
+# RecordBatchHeader from the struct's 13-tuple, without the Python-level
+# _make (its length check is the struct's own).
+_new_header = tuple.__new__
+
+
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC32C (Castagnoli) in C; ``value``: the CRC of the bytes before
     ``data``, to continue it (a rewritten header before untouched records)."""
@@ -181,7 +188,7 @@ def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> RecordBat
         raise InvalidRecordBatch(
             f"unsupported record batch magic {fields[3]} (only magic 2 is accepted)", pos
         )
-    return RecordBatchHeader(*fields)
+    return _new_header(RecordBatchHeader, fields)
 
 
 def validate_batch(
@@ -199,18 +206,22 @@ def validate_batch(
         raise CorruptRecordBatch(f"batch length {batch_length} is smaller than a v2 header", pos)
     if size > remaining:
         raise CorruptRecordBatch(f"batch declares {size} bytes but only {remaining} remain", pos)
-    header = parse_header(buf, pos)
+    # parse_header inlined (this runs for every produced batch); the 61
+    # bytes exist: size >= HEADER_SIZE and size <= remaining
+    fields = _HEADER.unpack_from(buf, pos)
+    if fields[3] != MAGIC_V2:
+        raise InvalidRecordBatch(f"unsupported record batch magic {fields[3]} (only magic 2 is accepted)", pos)
+    header = _new_header(RecordBatchHeader, fields)
     if header.record_count < 0 or header.last_offset_delta < 0:
         raise CorruptRecordBatch(
             f"negative record count {header.record_count} or last offset delta {header.last_offset_delta}", pos
         )
     codec_id = header.attributes & ATTR_COMPRESSION_MASK
-    if codec_id > Compression.ZSTD:
+    if codec_id > _MAX_CODEC_ID:
         # Compare the raw bits: Compression(5..7) itself would raise ValueError.
         raise InvalidRecordBatch(f"unknown compression codec id {codec_id}", pos)
     if check_crc:
-        view = memoryview(buf)[pos + CRC_START : pos + size]
-        actual = _crc32c.crc32c(view)
+        actual = _crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
         if actual != header.crc:
             raise CorruptRecordBatch(
                 f"CRC32C mismatch: header says {header.crc:#010x}, bytes give {actual:#010x}", pos

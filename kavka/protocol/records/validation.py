@@ -41,7 +41,7 @@ Pure; any thread.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kavka.protocol.buffers import Buffer
 
@@ -67,10 +67,13 @@ except ImportError:  # no C compiler where Kavka was installed: the Python walk 
     _native_walk = None
 
 NATIVE = _native_walk is not None
+# The extension's function itself (None when not built): a caller on the
+# produce path (kavka.storage.log_validator) calls it without walk_records'
+# Python frame and wraps its tuple in a RecordWalk with ``tuple.__new__``.
+native_walk = _native_walk
 
 
-@dataclass(frozen=True, slots=True)
-class RecordWalk:
+class RecordWalk(NamedTuple):
     """What a walk found. ``errors`` is None when every record passed, else
     ``(index, error_code, message)`` tuples; ``error_count`` is -1 for a
     structural fault (then ``errors`` holds it alone, index -1 when it
@@ -88,6 +91,9 @@ class RecordWalk:
     @property
     def structural(self) -> bool:
         return self.error_count < 0
+
+
+_new_walk = tuple.__new__  # RecordWalk from the extension's 4-tuple, without _make's Python call
 
 
 def walk_records(
@@ -112,7 +118,7 @@ def walk_records(
     if use_native:
         if _native_walk is None:
             raise RuntimeError("kavka.protocol.records._validate is not built; reinstall Kavka (pip install -e .)")
-        return RecordWalk(*_native_walk(
+        return _new_walk(RecordWalk, _native_walk(
             section, count, base_offset, base_timestamp, fixed_timestamp is not None,
             0 if fixed_timestamp is None else fixed_timestamp, key_message, ts_mode, ts_lo, ts_hi, ts_message,
             max_errors,

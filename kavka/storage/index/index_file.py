@@ -11,7 +11,21 @@ Writes go through ``os.pwrite`` and lookups through a read-only ``mmap`` of
 the same file (Linux shares the page cache between the two). Writing through
 the mapping would turn a full disk into SIGBUS on a page of the sparse
 preallocated file; ``pwrite`` turns it into an ``OSError`` the log reports
-as KAFKA_STORAGE_ERROR.
+as KAFKA_STORAGE_ERROR. (Stores into a writable mapping were measured too:
+once writeback runs, each store into a cleaned page faults, and 1 MiB
+appends paid ~25 µs each for it; bench/README.md, storage.py.)
+
+Appended entries are held in memory (``pending``) and written together, in
+one ``pwrite`` per ``PENDING_ENTRIES`` entries instead of one per entry (an
+entry per append for batches above ``index.interval.bytes``), and before
+anything reads or changes the file: a lookup (``view``), a truncation, a
+resize or trim (so a roll or close writes them). ``write_pending`` is
+called under the owning log's lock, which every writer and reader holds;
+``flush`` (which may run on another thread, outside that lock) fsyncs only
+what was written, so the log writes the pending entries under its lock
+before it flushes (``LocalLog.flush``). Entries lost in a crash before
+they were written are entries above the recovery point, rebuilt by
+recovery as the bytes they point at are.
 
 Descriptors: a mapping needs no descriptor once made, but Python's ``mmap``
 keeps a duplicate of the one it was made from, so a mapped index costs one
@@ -32,17 +46,23 @@ Not thread-safe by itself: the owning ``LogSegment`` is guarded by its
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+# Entries held before one pwrite writes them (see the module docstring): 512
+# bytes of the offset index, 768 of the time index.
+PENDING_ENTRIES = 64
 
 
 class IndexFile:
     """A preallocatable file of ``entry_size``-byte entries with an mmap view."""
 
     __slots__ = (
-        "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty"
+        "path", "base_offset", "entry_size", "_fd", "_mmap", "_length", "_entries", "_zero", "_closed", "_dirty",
+        "_pending", "_written",
     )
 
     def __init__(
@@ -54,6 +74,8 @@ class IndexFile:
         self._zero = bytes(entry_size)
         self._closed = False
         self._dirty = False
+        self._pending = bytearray()  # entries [_written, _entries), not yet written
+        self._written = 0
         existed = path.exists() and path.stat().st_size > 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._mmap: mmap.mmap | None = None
@@ -63,6 +85,7 @@ class IndexFile:
                 self._length = length - length % entry_size
                 self._map()
                 self._entries = self._count_entries(length // entry_size)
+                self._written = self._entries
             else:
                 self._length = 0
                 self._entries = 0
@@ -143,10 +166,13 @@ class IndexFile:
         return self._entries * self.entry_size
 
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries
+        return self._entries >= self._length // self.entry_size
 
     def view(self) -> memoryview:
-        """The mapped bytes (entries in use first); empty when unmapped."""
+        """The mapped bytes (entries in use first, pending ones written
+        first); empty when unmapped."""
+        if self._pending:
+            self.write_pending()
         if self._mmap is None:
             return memoryview(b"")
         return memoryview(self._mmap)
@@ -154,22 +180,51 @@ class IndexFile:
     # ---- mutation ---------------------------------------------------------------
     def write_entry(self, raw: bytes) -> None:
         """Append one encoded entry. The caller checks ordering and fullness."""
-        if self._entries >= self.max_entries:
-            raise IndexError(f"index {self.path} is full ({self._entries} entries)")
-        os.pwrite(self._descriptor(), raw, self._entries * self.entry_size)
+        entries = self._entries
+        if entries >= self._length // self.entry_size:
+            raise IndexError(f"index {self.path} is full ({entries} entries)")
+        pending = self._pending
+        pending += raw
+        self._entries = entries + 1
+        if len(pending) >= PENDING_ENTRIES * self.entry_size:
+            self.write_pending()
+
+    @property
+    def pending_entries(self) -> int:
+        """Entries appended but not yet written to the file."""
+        return self._entries - self._written
+
+    def write_pending(self) -> None:
+        """Write the pending entries (one ``pwrite``). Raises ``OSError``
+        (then they stay pending: the log goes offline, and recovery rebuilds
+        the index). Called under the owning log's lock."""
+        pending = self._pending
+        if not pending:
+            return
+        start = self._written * self.entry_size
+        written = os.pwrite(self._descriptor(), pending, start)
+        if written != len(pending):  # a regular file writes short only when the disk is full
+            raise OSError(errno.ENOSPC, f"short write of {written} of {len(pending)} bytes")
         self._dirty = True
-        self._entries += 1
+        self._written = self._entries
+        pending.clear()
 
     def truncate_to_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the dropped ones on disk."""
         if n >= self._entries:
             return
-        dropped = (self._entries - n) * self.entry_size
+        written = self._written
+        if n >= written:  # only pending entries go: nothing of them is on the file
+            del self._pending[(n - written) * self.entry_size:]
+            self._entries = n
+            return
+        self._pending.clear()
+        dropped = (written - n) * self.entry_size
         try:
             self._dirty = True
             os.pwrite(self._descriptor(), bytes(dropped), n * self.entry_size)
         finally:
-            self._entries = n  # in memory at least; a crash re-checks the file on load
+            self._entries = self._written = n  # in memory at least; a crash re-checks the file on load
 
     def reset(self) -> None:
         self.truncate_to_entries(0)
@@ -177,6 +232,7 @@ class IndexFile:
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries
         (never below the entries in use). Returns whether it changed."""
+        self.write_pending()
         rounded = max(new_size - new_size % self.entry_size, self._entries * self.entry_size)
         if rounded == self._length and self._file_size() == rounded:
             return False
@@ -204,7 +260,9 @@ class IndexFile:
         return self._dirty
 
     def flush(self) -> None:
-        """fsync what was written since the last flush (nothing: no syscall)."""
+        """fsync what was written since the last flush (nothing: no syscall).
+        Pending entries are not written here (this may run outside the
+        owning log's lock): the caller wrote them first (``write_pending``)."""
         if not self._dirty:
             return
         self._dirty = False
@@ -220,8 +278,11 @@ class IndexFile:
             self.close_quietly()
 
     def close_quietly(self) -> None:
-        """Release the mapping and descriptor without trimming (crash-like)."""
+        """Release the mapping and descriptor without trimming (crash-like:
+        pending entries are dropped, as a crash drops them)."""
         self._closed = True
+        self._pending.clear()
+        self._entries = self._written
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None

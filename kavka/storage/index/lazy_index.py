@@ -126,9 +126,17 @@ class LazyIndex(Generic[T]):
                 self._unflushed = self._unflushed or index.dirty
                 self._empty = index.entries == 0
 
+    def write_pending(self) -> None:
+        """Write the entries the index holds in memory (see ``IndexFile``);
+        under the owning log's lock."""
+        index = self._index
+        if index is not None:
+            index.write_pending()
+
     # ---- lifecycle -----------------------------------------------------------------------------------
     def flush(self) -> None:
-        """fsync what was written, also before an ``unload``."""
+        """fsync what was written, also before an ``unload`` (not the
+        entries still in memory: ``write_pending`` first, under the lock)."""
         index = self._index
         if index is not None:
             index.flush()

@@ -61,7 +61,7 @@ class OffsetIndex(IndexFile):
         return 0 <= offset - self.base_offset <= INT32_MAX
 
     def append(self, offset: int, position: int) -> None:
-        if self.entries and offset <= self._last_offset:
+        if self._entries and offset <= self._last_offset:
             raise IndexOffsetError(
                 f"offset {offset} is not larger than the last offset {self._last_offset} in {self.path}"
             )

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kavka.storage.index.index_file import IndexFile
 from kavka.storage.index.offset_index import INT32_MAX, IndexOffsetError
@@ -30,9 +30,9 @@ ENTRY_SIZE = ENTRY.size  # 12
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampOffset:
-    """A timestamp and the offset where the segment first reached it."""
+class TimestampOffset(NamedTuple):
+    """A timestamp and the offset where the segment first reached it (a
+    named tuple: an append with a new largest timestamp makes one)."""
 
     timestamp: int
     offset: int
@@ -57,19 +57,19 @@ class TimeIndex(IndexFile):
         return self._last
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries - 1
+        return self._entries >= self._length // self.entry_size - 1
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
         """Append when ``timestamp`` is larger than the last entry's."""
         if not skip_full_check and self.is_full():
             raise IndexError(f"time index {self.path} is full")
-        if self.entries and offset < self._last.offset:
-            raise IndexOffsetError(f"offset {offset} is below the last offset {self._last.offset} in {self.path}")
-        if self.entries and timestamp < self._last.timestamp:
-            raise IndexOffsetError(
-                f"timestamp {timestamp} is below the last timestamp {self._last.timestamp} in {self.path}"
-            )
-        if timestamp <= self._last.timestamp:
+        last = self._last
+        if self._entries:
+            if offset < last.offset:
+                raise IndexOffsetError(f"offset {offset} is below the last offset {last.offset} in {self.path}")
+            if timestamp < last.timestamp:
+                raise IndexOffsetError(f"timestamp {timestamp} is below the last timestamp {last.timestamp} in {self.path}")
+        if timestamp <= last.timestamp:
             return False
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:

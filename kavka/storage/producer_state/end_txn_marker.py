@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kavka.protocol.records.batch import InvalidRecordBatch, RecordBatchHeader
+from kavka.protocol.records.batch import ATTR_CONTROL, InvalidRecordBatch, RecordBatchHeader
 from kavka.protocol.records.control import parse_control_record
 from kavka.protocol.records.reader import iter_records
 
@@ -42,7 +42,10 @@ def coordinator_epochs(buffer: bytes | bytearray | memoryview, headers: Sequence
     """Per batch of ``buffer`` (whose batches are ``headers``, back to back
     from position 0): the marker's coordinator epoch, NO_COORDINATOR_EPOCH
     for a data batch. None when no batch is a marker (the common case)."""
-    if not any(is_marker(h) for h in headers):
+    for h in headers:  # a loop, not any(genexpr): this runs for every produce
+        if h.producer_id >= 0 and h.attributes & ATTR_CONTROL:
+            break
+    else:
         return None
     view = memoryview(buffer).cast("B")
     out: list[int] = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kavka.common.ids import NO_PRODUCER_EPOCH, ProducerEpoch, ProducerId
 from kavka.storage.producer_state.snapshot import SnapshotEntry
@@ -24,9 +25,9 @@ DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (KIP
 SEQ_MOD = 1 << 31
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """What is remembered of one appended batch (offsets inclusive)."""
+class BatchMetadata(NamedTuple):
+    """What is remembered of one appended batch (offsets inclusive); one per
+    idempotent produce (a named tuple: no per-field ``__setattr__``)."""
 
     first_seq: int
     last_seq: int

@@ -107,6 +107,9 @@ class ProducerStateManager:
         completed: list[CompletedTxn] = []
         for i, h in enumerate(headers):
             last = offset + h.last_offset_delta
+            if h.producer_id < 0:  # neither idempotent nor a marker: nothing to remember
+                offset = last + 1
+                continue
             ts = h.max_timestamp if append_time_ms is None else append_time_ms
             epoch = coordinator_epochs[i] if coordinator_epochs is not None else NO_COORDINATOR_EPOCH
             self._apply(h, offset, last, ts, completed, epoch)

@@ -150,6 +150,7 @@ def test_lazy_offset_index_answers_as_the_eager_one(tmp_path_factory, deltas, ta
     for d_off, d_pos in deltas:
         offset, position = offset + d_off, position + d_pos
         eager.append(offset, position)
+    eager.write_pending()  # as the log does under its lock before it flushes
     eager.flush()  # still open and preallocated: a lazy reader sees the file as a crash would leave it
     for writable in (False, True):
         lazy = LazyIndex(OffsetIndex, path, BASE, 8 * 100, writable=writable)
