@@ -31,11 +31,13 @@ handler and the transaction markers):
 2. ``ProducerStateManager.check_leader_append``: producer fencing,
    sequence order and the coordinator epoch of markers; a duplicate (a
    producer's retry of a batch already in the log) is answered with its
-   original offsets and nothing is written;
+   original offsets and nothing is written (a lone batch without a
+   producer id skips this and step 5: there is nothing to check or record);
 3. ``maybe_roll``: a new active segment when the batches do not fit;
 4. ``LocalLog.append`` -> ``LogSegment.append``: one ``pwritev`` of the
-   batches to the ``.log``, an index entry every ``index.interval.bytes``,
-   LEO moves;
+   batches to the ``.log``, an index entry every ``index.interval.bytes``
+   (held in memory and written 64 at a time: ``index.index_file``), LEO
+   moves;
 5. ``ProducerStateManager.update_leader`` records the batches; aborts their
    markers closed are indexed in the ``.txnindex`` (``LocalLog.index_aborted``);
    the leader-epoch cache learns a new epoch's start offset;
