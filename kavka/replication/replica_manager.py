@@ -585,20 +585,32 @@ class ReplicaManager:
     def marker_closes_nothing(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
                               coordinator_epoch: int) -> bool:
         """Whether a transaction marker for ``producer_id`` would be appended
-        to ``tp`` without closing anything: the partition is hosted here, the
-        producer has no transaction open in it, and the marker is not one the
-        append would refuse (an older producer epoch: INVALID_PRODUCER_EPOCH;
-        an older coordinator epoch than the partition's last marker for the
-        producer: TRANSACTION_COORDINATOR_FENCED)."""
+        to ``tp`` without closing anything: a retry of a marker that already
+        landed. That is: this broker leads the partition, the producer is
+        known there at the marker's producer epoch with no transaction open,
+        and the marker is not one the append would refuse (an older
+        coordinator epoch than the partition's last marker for the producer:
+        TRANSACTION_COORDINATOR_FENCED).
+
+        Everything else is appended, as Kafka's WriteTxnMarkers always does:
+        on a broker that does not lead the partition the append answers
+        NOT_LEADER_OR_FOLLOWER, so the coordinator writes the marker where it
+        counts (a follower answering "nothing to close" from its lagging
+        producer state would complete the transaction without it); and a
+        marker of a newer producer epoch (the coordinator bumps the epoch
+        when it aborts a transaction that timed out, KIP-588), or of a
+        producer unknown here, is written even with nothing open, so that a
+        write of the aborted transaction that arrives late, a retried
+        Produce or TxnOffsetCommit at the old epoch, is fenced instead of
+        opening a transaction no marker will ever close (the hanging
+        transaction of KIP-890)."""
         partition = self.get_partition(tp)
-        if partition is None:
+        if partition is None or not partition.is_leader:
             return False
         entry = partition.log.producer_state.last_entry(producer_id)
-        if entry is None:
-            return True
-        if entry.current_txn_first_offset >= 0:
+        if entry is None or entry.current_txn_first_offset >= 0:
             return False
-        return producer_epoch >= entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
+        return producer_epoch == entry.producer_epoch and coordinator_epoch >= entry.coordinator_epoch
 
     def active_producers(self, tp: TopicPartition) -> list[ActiveProducer]:
         """DescribeProducers for one partition hosted here, leader or

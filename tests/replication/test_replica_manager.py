@@ -385,10 +385,12 @@ async def test_a_marker_closes_nothing_unless_a_transaction_is_open(log_manager,
     from kavka.protocol.records.control import ControlRecordType, build_control_batch
     from kavka.protocol.records.record import SimpleRecord
 
+    TP2 = TopicPartition("orders", 2)
     rm = make_rm(log_manager, clock)
-    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,))], LIVE)
-    assert rm.marker_closes_nothing(TP, 7, 0, 0)  # an unknown producer
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,)), state(2, 0, (2, 1), tp=TP2)], LIVE)
+    assert not rm.marker_closes_nothing(TP, 7, 0, 0)  # an unknown producer: written, it fences late writes
     assert not rm.marker_closes_nothing(TP1, 7, 0, 0)  # not hosted: the append answers
+    assert not rm.marker_closes_nothing(TP2, 7, 0, 0)  # followed here: the append answers NOT_LEADER_OR_FOLLOWER
     txn = build_batch([SimpleRecord(b"k", b"v", 1)], producer_id=7, producer_epoch=0, base_sequence=0,
                       is_transactional=True)
     assert (await rm.append_records(1000, 1, {TP: txn}))[TP].error is ErrorCode.NONE
@@ -396,5 +398,16 @@ async def test_a_marker_closes_nothing_unless_a_transaction_is_open(log_manager,
     marker = build_control_batch(ControlRecordType.COMMIT, 7, 0, 3, 2)
     assert (await rm.append_records(1000, 1, {TP: marker}, internal_topics_allowed=True))[TP].error is ErrorCode.NONE
     assert rm.marker_closes_nothing(TP, 7, 0, 3)  # a retry of the same marker
-    assert rm.marker_closes_nothing(TP, 7, 1, 4)  # a newer epoch with nothing open
+    assert not rm.marker_closes_nothing(TP, 7, 1, 4)  # a newer epoch with nothing open: written, it fences epoch 0
     assert not rm.marker_closes_nothing(TP, 7, 0, 2)  # a zombie coordinator: the append fences it
+    # The coordinator aborts a timed-out transaction under a bumped epoch
+    # before the transaction's write reached this partition: the marker is
+    # written, and the late write at the old epoch is refused instead of
+    # opening a transaction no marker would close (KIP-890's hanging transaction).
+    abort = build_control_batch(ControlRecordType.ABORT, 7, 1, 4, 3)
+    assert (await rm.append_records(1000, 1, {TP: abort}, internal_topics_allowed=True))[TP].error is ErrorCode.NONE
+    late = build_batch([SimpleRecord(b"k", b"late", 4)], producer_id=7, producer_epoch=0, base_sequence=1,
+                       is_transactional=True)
+    refused = (await rm.append_records(1000, 1, {TP: late}))[TP].error
+    assert refused in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED), refused
+    assert rm.get_partition(TP).log.producer_state.last_entry(7).current_txn_first_offset < 0

@@ -24,18 +24,19 @@ producer state remembers the epoch, in its snapshots too). Versions 0-2 (v1+
 flexible); only brokers send it.
 
 Who may send it: with an authorizer, CLUSTER_ACTION on the cluster (else
-every partition is CLUSTER_AUTHORIZATION_FAILED, as Kafka). Whatever the
-authorizer, a marker is appended only where it closes something: a
-partition in which the producer has a transaction open (its data appended,
-no marker yet), or where the append refuses it (a fenced producer or
-coordinator epoch, answered as above). Elsewhere it is answered NONE and
-nothing is written —
-what a coordinator retrying a marker that already landed needs, and what
-leaves a client's forged marker for a producer with nothing open (or a
-made-up one) without effect. (On a cluster without an authorizer a client
-that knows an open transaction's producer id and epoch, which its batches
-carry, can still end it, as it could by InitProducerId with that
-transactional.id: only an authorizer tells a coordinator from a client.)
+every partition is CLUSTER_AUTHORIZATION_FAILED, as Kafka). A marker is
+appended as Kafka appends it, with one exception: a retry of a marker that
+already landed (this broker leads the partition, the producer is known
+there at the marker's epoch with nothing open) is answered NONE and not
+written again (``ReplicaManager.marker_closes_nothing``). A marker of a
+newer producer epoch, or for a producer the partition does not know, is
+written even with nothing open: the coordinator bumps the epoch when it
+aborts a transaction that timed out, and the marker is what fences a write
+of that transaction arriving late (else it would open a transaction no
+marker closes: KIP-890's hanging transaction). (On a cluster without an
+authorizer a client that knows a producer id can so fence it, as it could
+by InitProducerId with its transactional.id: only an authorizer tells a
+coordinator from a client.)
 """
 
 from __future__ import annotations
