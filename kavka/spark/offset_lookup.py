@@ -6,8 +6,21 @@ long-lived stream-reader process), never on executors' hot path. It uses
 Kavka's own client (``kavka.client``: Metadata and ListOffsets with the
 isolation level, so "latest" under read_committed is the last stable
 offset, KIP-98). ``OffsetLookup`` is a context manager owning a private
-event loop and one ``Cluster`` for its lifetime; it is synchronous and not
-thread-safe; it never pickles (readers create one per call).
+event loop and one ``Cluster`` (connections and metadata) for its
+lifetime, reused by every look-up: the batch planner makes one per call,
+the stream reader one for the life of the query. It is synchronous and
+not thread-safe; it never pickles.
+
+Reuse and broker restarts: the private loop runs only inside a look-up,
+so a pooled connection whose broker restarted in between still looks
+open until a request on it fails. A look-up that fails on a connection
+(``ClientConnectionError``) is therefore run once more on a new
+``Cluster``, as a lookup made afresh would; requests that go to a
+partition's leader (ListOffsets) already retry with fresh metadata
+(``Cluster.call``). Each Metadata request of ``listing`` names every topic
+it asks about and the broker answers each of them (an error code for an
+unknown one), so the cached snapshot it merges into holds no stale entry
+for those topics.
 
 Unknown partitions named in ``assign`` or in offsets JSON raise
 ``KavkaOptionError`` when a query starts; a subscribed topic that does not
@@ -21,17 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
 
 from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
+from kavka.client.errors import ClientConnectionError
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.spark.client_security import security_for
 from kavka.spark.lost_partitions import PartitionListing
 from kavka.spark.offsets import EARLIEST, LATEST
 from kavka.spark.options import Assign, KavkaOptionError, Position, Settings, SourceOptions, SubscribePattern, spelled
+
+T = TypeVar("T")
 
 
 def cluster_for(options_servers: str, client: Mapping[str, str], security: Settings = ()) -> Cluster:
@@ -50,10 +67,13 @@ class OffsetLookup:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._loop = asyncio.new_event_loop()
-        self._cluster = cluster_for(options.bootstrap_servers, dict(options.client), options.security)
-        self._admin = KafkaAdmin(self._cluster, timeout_ms=int(options.client_setting("default.api.timeout.ms",
-                                                                                          "60000")))
+        self._cluster, self._admin = self._client()
         self._started = False
+
+    def _client(self) -> tuple[Cluster, KafkaAdmin]:
+        cluster = cluster_for(self.options.bootstrap_servers, dict(self.options.client), self.options.security)
+        timeout_ms = int(self.options.client_setting("default.api.timeout.ms", "60000"))
+        return cluster, KafkaAdmin(cluster, timeout_ms=timeout_ms)
 
     def __enter__(self) -> OffsetLookup:
         return self
@@ -68,11 +88,25 @@ class OffsetLookup:
         finally:
             self._loop.close()
 
-    def _run(self, coro):
+    def _run(self, request: Callable[[], Awaitable[T]]) -> T:
+        """``request()`` on this lookup's client; once more on a new client
+        when a connection failed (see the module docstring)."""
+        try:
+            return self._attempt(request)
+        except ClientConnectionError:
+            self._reconnect()
+            return self._attempt(request)
+
+    def _attempt(self, request: Callable[[], Awaitable[T]]) -> T:
         if not self._started:
             self._loop.run_until_complete(self._cluster.start())
             self._started = True
-        return self._loop.run_until_complete(coro)
+        return self._loop.run_until_complete(request())
+
+    def _reconnect(self) -> None:
+        old, self._started = self._cluster, False
+        self._cluster, self._admin = self._client()
+        self._loop.run_until_complete(old.close())
 
     # -- partitions ---------------------------------------------------------------------
 
@@ -80,7 +114,8 @@ class OffsetLookup:
         """The subscription's partitions now, sorted."""
         sub = self.options.subscription
         if isinstance(sub, Assign):
-            md = self._run(self._cluster.refresh_metadata(sorted({tp.topic for tp in sub.partitions})))
+            topics = sorted({tp.topic for tp in sub.partitions})
+            md = self._run(lambda: self._cluster.refresh_metadata(topics))
             for tp in sub.partitions:
                 if md.partition(tp) is None:
                     known = md.partitions_of(tp.topic)
@@ -97,13 +132,13 @@ class OffsetLookup:
         fails: a failed answer proves nothing."""
         sub = self.options.subscription
         if isinstance(sub, SubscribePattern):
-            md = self._run(self._cluster.refresh_metadata(None))
+            md = self._run(lambda: self._cluster.refresh_metadata(None))
             pattern = re.compile(sub.pattern)
             names = [t for t, meta in md.topics.items()
                      if not meta.is_internal and not t.startswith("__") and pattern.fullmatch(t)]
         else:
             names = sorted({tp.topic for tp in sub.partitions}) if isinstance(sub, Assign) else list(sub.topics)
-            md = self._run(self._cluster.refresh_metadata(names))
+            md = self._run(lambda: self._cluster.refresh_metadata(names))
         certain = (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         unsure = frozenset(t for t in names if t not in md.topics or md.topics[t].error not in certain)
         listed = {TopicPartition(t, p.partition) for t in names
@@ -120,14 +155,20 @@ class OffsetLookup:
         if not specs:
             return {}
         isolation = 1 if self.options.read_committed else 0
-        found = self._run(self._admin.list_offsets(specs, isolation_level=isolation))
+        found = self._run(lambda: self._admin.list_offsets(specs, isolation_level=isolation))
         return {tp: listed.offset for tp, listed in found.items()}
 
     def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list({tp: OffsetSpec.EARLIEST for tp in tps})
 
-    def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The high watermark, or the last stable offset under read_committed."""
+    def latest(self, tps: Iterable[TopicPartition], *, fresh: bool = False) -> dict[TopicPartition, int]:
+        """The high watermark, or the last stable offset under read_committed.
+        ``fresh``: ask the leaders named by a new Metadata answer, not the
+        cached one (a deposed leader's answer must not be believed)."""
+        tps = list(tps)
+        if fresh and tps:
+            topics = sorted({tp.topic for tp in tps})
+            self._run(lambda: self._cluster.refresh_metadata(topics))
         return self._list({tp: OffsetSpec.LATEST for tp in tps})
 
     def resolve(self, position: Position, tps: list[TopicPartition], *, option: str,

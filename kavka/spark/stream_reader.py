@@ -31,6 +31,12 @@ executors (``range_reader``).
 ``commit(end)`` does nothing: Spark's checkpoint is the truth (the source
 never commits to a consumer group). Lives in Spark's long-lived
 stream-reader Python process; ``read()`` runs on executors; pickles.
+
+The planning side keeps one ``OffsetLookup`` (client connections and
+metadata) for the reader's life instead of connecting for every look-up;
+it reconnects by itself after a broker restart (``offset_lookup``) and is
+closed by ``stop()``, when Spark stops the query. It is made on first use
+and never pickled (executors make no look-ups).
 """
 
 from __future__ import annotations
@@ -84,13 +90,31 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._frozen: dict[TopicPartition, int] | None = None
         self._last_batch_at = time.monotonic()  # for minOffsetsPerTrigger / maxTriggerDelay
+        self._lookup: OffsetLookup | None = None
+
+    def __getstate__(self) -> dict:
+        # The lookup owns an event loop and sockets: the copy Spark sends
+        # to executors for read() travels without it.
+        return {**self.__dict__, "_lookup": None}
 
     # -- planning process ----------------------------------------------------------------
 
+    def _offsets(self) -> OffsetLookup:
+        """The reader's lookup, made on first use."""
+        if self._lookup is None:
+            self._lookup = OffsetLookup(self.options)
+        return self._lookup
+
+    def stop(self) -> None:
+        """Spark stops the query: close the lookup's connections."""
+        lookup, self._lookup = self._lookup, None
+        if lookup is not None:
+            lookup.close()
+
     def initialOffset(self) -> dict:
-        with OffsetLookup(self.options) as lookup:
-            tps = lookup.topic_partitions()
-            return to_json_dict(lookup.resolve(self.options.starting, tps, option="starting", ending=False))
+        lookup = self._offsets()
+        tps = lookup.topic_partitions()
+        return to_json_dict(lookup.resolve(self.options.starting, tps, option="starting", ending=False))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         # PySpark offers no composite limit: with both options the max is
@@ -106,8 +130,8 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _available(self) -> dict[TopicPartition, int]:
         """Latest offsets of every partition subscribed now."""
-        with OffsetLookup(self.options) as lookup:
-            return lookup.latest(sorted(lookup.listing().partitions))
+        lookup = self._offsets()
+        return lookup.latest(sorted(lookup.listing().partitions))
 
     def _check(self, begin: dict[TopicPartition, int]) -> OffsetCheck:
         """The batch's end offsets with gone and rewound partitions found
@@ -115,14 +139,13 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         look-up, after a back-off and with fresh metadata, shows it again
         (an answer from a deposed leader must not pass for a recreated
         topic)."""
-        with OffsetLookup(self.options) as lookup:
-            listing = lookup.listing()
-            latest = dict(self._frozen) if self._frozen is not None else lookup.latest(sorted(listing.partitions))
+        lookup = self._offsets()
+        listing = lookup.listing()
+        latest = dict(self._frozen) if self._frozen is not None else lookup.latest(sorted(listing.partitions))
         check = check_offsets(begin, latest, listing)
         if check.rewound:
             time.sleep(int(self.options.client_setting("retry.backoff.ms", "100")) / 1000)
-            with OffsetLookup(self.options) as lookup:
-                again = lookup.latest([r.topic_partition for r in check.rewound])
+            again = lookup.latest([r.topic_partition for r in check.rewound], fresh=True)
             latest.update(again)
             if self._frozen is not None:
                 self._frozen.update(again)
@@ -144,8 +167,7 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, (ReadMaxRows, ReadMinRows)):
             new = [tp for tp in latest if tp not in begin]
             if new:
-                with OffsetLookup(self.options) as lookup:
-                    begin = {**lookup.earliest(new), **begin}
+                begin = {**self._offsets().earliest(new), **begin}
         if minimum and self._frozen is None and isinstance(limit, (ReadMaxRows, ReadMinRows)):
             # Spark's Kafka source: wait for minOffsetsPerTrigger new offsets,
             # or until maxTriggerDelay has passed since the last batch.
@@ -166,8 +188,7 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin, finish = from_json_dict(start), from_json_dict(end)
         new = [tp for tp in finish if tp not in begin]
         if new:
-            with OffsetLookup(self.options) as lookup:
-                begin = {**lookup.earliest(new), **begin}
+            begin = {**self._offsets().earliest(new), **begin}
         ranges = []
         for tp in sorted(finish):
             lo, hi = begin[tp], finish[tp]
