@@ -19,9 +19,11 @@ Two kills, one after the other, each ``kill -9``:
 2. controller failover: the controller (then leading its own share plus
    what it took over in 1; the survivor leads everything afterwards).
 
-Before each kill a producer (acks=all, ``linger.ms=5``) has written one
-record to every partition the victim leads, so its connections and
-metadata are warm. At the kill it writes one more record to each of them,
+Before the kills the brokers' CPU is sampled for 5 s with no client
+(replication's idle fetch rounds at this partition count). Before each
+kill a producer (acks=all, ``linger.ms=5``) has written one record to
+every partition the victim leads (the warm-up, timed), so its connections
+and metadata are warm. At the kill it writes one more record to each of them,
 and the figures are:
 
 * detection: kill -> the victim's ZooKeeper registration

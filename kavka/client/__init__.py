@@ -10,10 +10,13 @@ Modules:
     ``connection``  ``BrokerConnection``: one socket (TLS when its
                     ``ClientSecurity`` says), KIP-511 ApiVersions
                     handshake, per-API version negotiation, pipelined
-                    requests matched by correlation id, timeouts.
+                    requests matched by correlation id, timeouts;
+                    responses received straight into their buffers
+                    (``kavka.protocol.framing.FrameReader``).
     ``sasl_authenticator``  the SASL exchange after ApiVersions
                     (SaslHandshake v1, SaslAuthenticate) and KIP-368's
-                    re-authentication point.
+                    re-authentication point; imported by the connections
+                    that authenticate.
     ``cluster``     ``Cluster``: bootstrap, Metadata, leader lookup, one
                     connection per node, ``call`` with retries and backoff.
     ``metadata``    immutable snapshots: ``ClusterMetadata``,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kavka.client import admin_requests as rq
 from kavka.client.admin_types import (
@@ -47,9 +47,14 @@ from kavka.client.metadata import ClusterMetadata, PartitionMetadata, TopicMetad
 from kavka.common.errors import ErrorCode, KafkaError, error_for
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
-from kavka.security.acl import AclBinding, AclBindingFilter
-from kavka.security.quota.entity import ClientQuotaEntity
-from kavka.security.sasl.credentials import ScramFormatter, ScramMechanism, secure_random_string
+
+if TYPE_CHECKING:
+    # The ACL, quota and SCRAM types are imported by the calls that use
+    # them: most users of this client list offsets and topics only (each
+    # Spark query's planning process among them).
+    from kavka.security.acl import AclBinding, AclBindingFilter
+    from kavka.security.quota.entity import ClientQuotaEntity
+    from kavka.security.sasl.credentials import ScramMechanism
 
 # Entity codes worth retrying in admin calls (metadata or a coordinator
 # moves, a coordinator still loading); other
@@ -400,6 +405,8 @@ class KafkaAdmin:
         """Each user's SCRAM mechanisms with their iterations, or the error
         the broker gave for that user; ``users`` None: every user that has
         a credential."""
+        from kavka.security.sasl import credentials
+
         wanted = None if users is None else list(users)
 
         async def send() -> Any:
@@ -417,7 +424,7 @@ class KafkaAdmin:
                 continue
             infos = []
             for c in r.credential_infos:
-                mechanism = ScramMechanism.of_type_id(c.mechanism)
+                mechanism = credentials.ScramMechanism.of_type_id(c.mechanism)
                 if mechanism is not None:
                     infos.append((mechanism, c.iterations))
             out[r.user] = infos
@@ -429,10 +436,12 @@ class KafkaAdmin:
         mechanism) credentials. The password never leaves this process:
         the broker gets a random salt and the salted password (KIP-554).
         AdminError names each user refused."""
+        from kavka.security.sasl import credentials
+
         prepared = []
         for user, mechanism, iterations, password in upsertions:
-            salt = secure_random_string().encode("ascii")
-            salted = ScramFormatter(mechanism).salted_password(password, salt, iterations)
+            salt = credentials.secure_random_string().encode("ascii")
+            salted = credentials.ScramFormatter(mechanism).salted_password(password, salt, iterations)
             prepared.append((user, mechanism, iterations, salt, salted))
         removed = list(deletions)
         users = list(dict.fromkeys([u for u, *_ in prepared] + [u for u, _ in removed]))

@@ -13,25 +13,20 @@ ranges); called on the event loop by ``KafkaAdmin``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kavka.client.admin_types import AbortTransactionSpec, ConfigEntry, ListedOffset, ProducerState
 from kavka.client.connection import BrokerConnection
 from kavka.client.errors import UnsupportedVersion
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
-from kavka.security.acl import (
-    AccessControlEntry,
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
-    ResourceType,
-    enum_code,
-)
-from kavka.security.quota.entity import ClientQuotaEntity
-from kavka.security.sasl.credentials import ScramMechanism
+
+if TYPE_CHECKING:
+    # The ACL, quota and SCRAM types are imported by the functions that
+    # build or parse those requests (see kavka.client.admin).
+    from kavka.security.acl import AclBinding, AclBindingFilter, PatternType
+    from kavka.security.quota.entity import ClientQuotaEntity
+    from kavka.security.sasl.credentials import ScramMechanism
 
 DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs config_source DEFAULT_CONFIG (KIP-226)
 
@@ -189,6 +184,8 @@ def parse_delete_records(resp) -> dict:
 # -- ACLs (KIP-140; pattern types from v1, KIP-290) --------------------------------------
 
 def _acl_version(api_key: int, patterns: Iterable[PatternType], conn: BrokerConnection) -> int:
+    from kavka.security.acl import PatternType
+
     version = conn.version_for(api_key)
     if version == 0 and any(p is not PatternType.LITERAL for p in patterns):
         raise UnsupportedVersion("the broker offers only v0 of the ACL APIs, which know LITERAL patterns only "
@@ -197,6 +194,8 @@ def _acl_version(api_key: int, patterns: Iterable[PatternType], conn: BrokerConn
 
 
 def describe_acls(binding_filter: AclBindingFilter, conn: BrokerConnection):
+    from kavka.security.acl import PatternType
+
     p, e = binding_filter.pattern, binding_filter.entry
     pattern_type = p.pattern_type
     if conn.version_for(29) == 0 and pattern_type is PatternType.ANY:
@@ -211,11 +210,25 @@ def describe_acls(binding_filter: AclBindingFilter, conn: BrokerConnection):
 
 
 def parse_describe_acls(resp) -> list[AclBinding]:
-    return [AclBinding(ResourcePattern(enum_code(ResourceType, r.resource_type), r.resource_name,
-                                       enum_code(PatternType, r.pattern_type)),
-                       AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
-                                          enum_code(AclPermissionType, a.permission_type)))
-            for r in resp.resources for a in r.acls]
+    return [_binding(r.resource_type, r.resource_name, r.pattern_type, a) for r in resp.resources for a in r.acls]
+
+
+def _binding(resource_type: int, resource_name: str, pattern_type: int, a) -> AclBinding:
+    from kavka.security.acl import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+        enum_code,
+    )
+
+    return AclBinding(ResourcePattern(enum_code(ResourceType, resource_type), resource_name,
+                                      enum_code(PatternType, pattern_type)),
+                      AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
+                                         enum_code(AclPermissionType, a.permission_type)))
 
 
 def create_acls(bindings: list[AclBinding], conn: BrokerConnection):
@@ -249,11 +262,7 @@ def delete_acls(filters: list[AclBindingFilter], conn: BrokerConnection):
 
 def parse_describe_acls_matches(matches) -> list[AclBinding]:
     """DeleteAcls' matching_acls as bindings."""
-    return [AclBinding(ResourcePattern(enum_code(ResourceType, a.resource_type), a.resource_name,
-                                       enum_code(PatternType, a.pattern_type)),
-                       AccessControlEntry(a.principal, a.host, enum_code(AclOperation, a.operation),
-                                          enum_code(AclPermissionType, a.permission_type)))
-            for a in matches]
+    return [_binding(a.resource_type, a.resource_name, a.pattern_type, a) for a in matches]
 
 
 # -- client quotas (KIP-546) and SCRAM credentials (KIP-554) ---------------------------
@@ -267,6 +276,8 @@ def describe_client_quotas(components: Iterable[tuple[str, int, str | None]], st
 
 
 def parse_describe_client_quotas(resp) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+    from kavka.security.quota.entity import ClientQuotaEntity
+
     return [(ClientQuotaEntity.from_components([(e.entity_type, e.entity_name) for e in entry.entity]),
              {v.key: v.value for v in entry.values}) for entry in resp.entries or ()]
 
@@ -283,6 +294,8 @@ def alter_client_quotas(entries: Iterable[tuple[ClientQuotaEntity, Mapping[str, 
 
 
 def parse_alter_client_quotas(resp) -> dict:
+    from kavka.security.quota.entity import ClientQuotaEntity
+
     return {ClientQuotaEntity.from_components([(e.entity_type, e.entity_name) for e in r.entity]):
             (r.error_code, r.error_message, None) for r in resp.entries}
 

@@ -49,7 +49,6 @@ import struct
 from dataclasses import dataclass
 from typing import TypeVar, cast, overload
 
-from kavka.client import sasl_authenticator
 from kavka.client.errors import (
     AuthenticationFailed,
     ConnectFailed,
@@ -61,7 +60,7 @@ from kavka.client.errors import (
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
-from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameDecoder, frame_parts
+from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameReader, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
 from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
 from kavka.protocol.schema import registry
@@ -101,17 +100,22 @@ class _Pending:
     timeout_ms: int
 
 
-class _KafkaProtocol(asyncio.Protocol):
-    """Transport glue: feeds bytes to the connection, reports loss, and
-    implements write flow control for ``drain``."""
+class _KafkaProtocol(asyncio.BufferedProtocol):
+    """Transport glue: the socket reads straight into the connection's
+    ``FrameReader`` buffers (a large response into its own buffer, no
+    staging copy), reports loss, and implements write flow control for
+    ``drain``."""
 
     def __init__(self, conn: BrokerConnection) -> None:
         self._conn = conn
         self._paused = False
         self._drain_waiters: list[asyncio.Future] = []
 
-    def data_received(self, data: bytes) -> None:
-        self._conn._on_data(data)
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._conn._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._conn._on_received(nbytes)
 
     def eof_received(self) -> bool:
         self._conn._on_lost(None)
@@ -176,7 +180,7 @@ class BrokerConnection:
         # KIP-368: loop time at which the next request re-authenticates first
         self._reauthenticate_at: float | None = None
         self._reauthenticating: asyncio.Future[None] | None = None
-        self._decoder = FrameDecoder(max_frame_size)
+        self._reader = FrameReader(max_frame_size)
         self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
         self._transport: asyncio.Transport | None = None
@@ -253,6 +257,11 @@ class BrokerConnection:
         """One SASL exchange; schedules the next one when the broker set a
         session lifetime (KIP-368)."""
         assert self._loop is not None
+        # Imported here, by the connections that authenticate: a plaintext
+        # or TLS-only client (a Spark query's planning process) skips the
+        # SASL mechanisms' imports.
+        from kavka.client import sasl_authenticator
+
         lifetime_ms = await sasl_authenticator.authenticate(
             self._send, self.version_for, self.security, f"{self.host}:{self.port}",
             reauthentication=reauthentication)
@@ -391,9 +400,9 @@ class BrokerConnection:
 
     # -- events from the transport -------------------------------------------------
 
-    def _on_data(self, data: bytes) -> None:
+    def _on_received(self, nbytes: int) -> None:
         try:
-            frames = self._decoder.feed(data)
+            frames = self._reader.received(nbytes)
         except DecodeError as e:
             self.close(ConnectionClosed(f"bad response frame from {self.host}:{self.port}: {e}"))
             return

@@ -4,8 +4,9 @@ Modules (entry points first):
 
 * ``headers`` — ``decode_request``, ``encode_request``, ``decode_response``,
   ``encode_response``: whole messages (header + body) without size prefix;
-* ``framing`` — ``frame``/``frame_parts`` and ``FrameDecoder`` (size prefix,
-  ``socket.request.max.bytes`` enforced before buffering);
+* ``framing`` — ``frame``/``frame_parts``, ``FrameDecoder`` and
+  ``FrameReader`` (size prefix, ``socket.request.max.bytes`` enforced before
+  buffering; the reader receives large frames straight into their buffers);
 * ``messages`` — generated message classes (``ProduceRequest``,
   ``FetchResponse.Responses.Partitions`` ...), naming scheme documented there;
   built by ``message_base`` (``Message``, ``build_struct``); type checkers see

@@ -11,10 +11,26 @@ plaintext port (its first bytes read as a size of about 369 million) or a
 hostile size costs nothing. After that error the decoder stays failed: the
 connection must be closed.
 
+``FrameReader`` is the same reader for a socket that receives into
+buffers it is given (``recv_into``, asyncio's ``BufferedProtocol``; the
+client's responses: the broker's requests go through
+``kavka.server.frame_receiver``, which also admits each frame against its
+memory pool before reading it): small
+frames are read through one fixed staging buffer, and a frame larger than
+that is received straight into its own buffer of exactly its size,
+allocated once its size has passed the same check, so the bytes of a large
+response (a Fetch of several MiB) are written once, by the kernel, and
+never staged or copied. That buffer is used again for a later large frame
+once nothing refers to the frame it held (no view of it is left): memory
+the process has already touched costs no page faults, and faulting in fresh
+pages cost more than the copy it replaced (bench/README.md, spark.py).
+
 One decoder per connection; not thread-safe (one event-loop task owns it).
 """
 
 from __future__ import annotations
+
+import sys
 
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import FrameSizeError
@@ -107,3 +123,104 @@ class FrameDecoder:
             )
             raise FrameSizeError(self._failed.reason)
         return size
+
+
+class FrameReader:
+    """Frames from a stream received into buffers this object hands out:
+    ``get_buffer()`` is where the next bytes go (writable, never empty),
+    ``received(n)`` says ``n`` bytes were written there and returns the
+    frames completed (possibly none). Frames of up to ``staging_bytes - 4``
+    bytes come out as ``bytes`` copied from the staging buffer; larger ones
+    as a read-only ``memoryview`` of their own buffer, which nothing
+    writes to again. Sizes are checked as ``FrameDecoder`` checks them,
+    before anything is allocated for the frame; after a ``FrameSizeError``
+    the receiver stays failed. ``buffered`` is how many bytes of incomplete
+    frames it holds."""
+
+    __slots__ = ("max_frame_size", "spare_bytes", "_staging", "_staged", "_frame", "_size", "_filled", "_spare",
+                 "_failed")
+
+    def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES, staging_bytes: int = 64 * 1024,
+                 spare_bytes: int = 16 * 1024 * 1024) -> None:
+        if max_frame_size < 0:
+            raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
+        if staging_bytes < 8:
+            raise ValueError(f"staging_bytes must be >= 8, got {staging_bytes}")
+        self.max_frame_size = max_frame_size
+        self.spare_bytes = spare_bytes  # the largest frame buffer kept for reuse
+        self._staging = bytearray(staging_bytes)
+        self._staged = 0  # _staging[:_staged]: the start of the next frame
+        self._frame: bytearray | None = None  # a large frame being received into _frame[:_size]
+        self._size = 0
+        self._filled = 0  # bytes of it received
+        self._spare: bytearray | None = None  # the last large frame's buffer, reused when free
+        self._failed: FrameSizeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        return self._staged + self._filled
+
+    def get_buffer(self) -> memoryview:
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled:self._size]
+        return memoryview(self._staging)[self._staged:]
+
+    def received(self, n: int) -> list[bytes | memoryview]:
+        if self._failed is not None:
+            raise FrameSizeError(self._failed.reason)
+        if self._frame is not None:
+            self._filled += n
+            if self._filled < self._size:
+                return []
+            frame, size = self._frame, self._size
+            self._frame, self._size, self._filled = None, 0, 0
+            done = memoryview(frame)
+            return [(done[:size] if size < len(frame) else done).toreadonly()]
+        frames: list[bytes | memoryview] = []
+        buf = self._staging
+        view = memoryview(buf)
+        end = self._staged + n
+        pos = 0
+        while end - pos >= 4:
+            size = _unpack_size(buf, pos)[0]
+            if size < 0 or size > self.max_frame_size:
+                self._staged = 0
+                what = "negative" if size < 0 else f"larger than the maximum {self.max_frame_size}"
+                self._failed = FrameSizeError(
+                    f"frame size {size} is {what} (socket.request.max.bytes); "
+                    "is the peer speaking TLS or another protocol to a plaintext Kafka port?")
+                raise FrameSizeError(self._failed.reason)
+            if end - pos - 4 >= size:
+                frames.append(bytes(view[pos + 4 : pos + 4 + size]))
+                pos += 4 + size
+            elif 4 + size > len(buf):
+                # Too large to stage: its own buffer (its size checked
+                # above) with what already arrived; the rest goes into it.
+                frame = self._frame_buffer(size)
+                have = end - pos - 4
+                frame[:have] = view[pos + 4 : end]
+                self._frame, self._size, self._filled = frame, size, have
+                pos = end
+            else:
+                break
+        # Keep the staging buffer's free space at its end: the start of the
+        # next frame (shorter than the buffer) moves to the front.
+        if 0 < pos < end:
+            view[: end - pos] = view[pos:end]
+        self._staged = end - pos
+        return frames
+
+    def _frame_buffer(self, size: int) -> bytearray:
+        """A buffer of at least ``size`` bytes for a large frame: the spare
+        when it is big enough and free, else a new one (kept as the spare
+        when at most ``spare_bytes``). Free means no reference to it is
+        left but ours (``sys.getrefcount``: the attribute, the local name and
+        the call's argument), so no view of a frame handed out earlier can see the new
+        bytes: every memoryview of it, and every slice of those, holds a
+        reference to it."""
+        spare = self._spare
+        if spare is not None and len(spare) >= size and sys.getrefcount(spare) == 3:  # + the local name
+            return spare
+        frame = bytearray(size)
+        self._spare = frame if size <= self.spare_bytes else None
+        return frame

@@ -53,9 +53,12 @@ from typing import Any
 from kavka.common.config import ConfigError, Password
 from kavka.security import tls
 from kavka.security.client_security import SECURITY_PROTOCOLS, ClientSecurity
-from kavka.security.sasl.factory import sasl_client_from_properties
-from kavka.security.sasl.jaas import load_jaas_entry, login_credentials
 from kavka.security.sasl.mechanism import OAUTHBEARER, SUPPORTED_MECHANISMS
+
+# The SASL mechanisms (kavka.security.sasl.factory, .jaas: SCRAM,
+# OAUTHBEARER and their dependencies) are imported by the functions that use
+# them, when the settings name a SASL protocol: a plaintext or TLS client (each
+# Spark query's planning process, an executor's reader) does not pay for them.
 
 SASL_KEYS: tuple[str, ...] = (
     "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password", "sasl.jaas.config",
@@ -246,6 +249,8 @@ def client_security_from_properties(props: Mapping[str, str], source: str = "cli
     mechanism = None
     factory = None
     if protocol in _SASL_PROTOCOLS:
+        from kavka.security.sasl.factory import sasl_client_from_properties
+
         sasl_props = {k: v for k, v in props.items() if k in SASL_KEYS}
         first = sasl_client_from_properties(sasl_props, source=source)  # checks the settings now
         mechanism = first.mechanism
@@ -297,6 +302,8 @@ def librdkafka_security_config(props: Mapping[str, str], source: str = "client p
             raise ValueError(f"{source}: sasl.jaas.config with OAUTHBEARER has no librdkafka equivalent here; "
                              "give sasl.oauthbearer.config with enable.sasl.oauthbearer.unsecure.jwt=true")
         assert mechanism.strip() in SUPPORTED_MECHANISMS
+        from kavka.security.sasl.jaas import load_jaas_entry, login_credentials
+
         entry = load_jaas_entry(props["sasl.jaas.config"], mechanism.strip(), f"{source}: sasl.jaas.config")
         out["sasl.username"], out["sasl.password"] = login_credentials(entry, f"{source}: sasl.jaas.config")
     if "ssl.endpoint.identification.algorithm" in props:

@@ -6,8 +6,9 @@ key or a bad value stops the broker with a message naming the key, where it
 came from and what is allowed. SIGTERM or SIGINT shuts the broker down
 cleanly (the log manager writes ``.kafka_cleanshutdown``); a second signal
 exits at once. Logs go to stderr; the state-change log (logger
-``kavka.state.change``) also goes to ``state-change.log`` in the first log
-directory. The authorizer's audit log (logger ``kafka.authorizer.logger``:
+``kavka.state.change``: a line per partition and replica state change,
+thousands at a failover) goes only to ``state-change.log`` in the first
+log directory, as Kafka's log4j.properties sends it (additivity false). The authorizer's audit log (logger ``kafka.authorizer.logger``:
 denied requests) goes only to ``kafka-authorizer.log`` there, as Kafka's
 log4j.properties sends it (rotated at 10 MB, five files kept, so a client
 hammering the broker with denied requests cannot fill the disk).
@@ -61,7 +62,9 @@ def _setup_logging(level: str, state_change_path: str | None, authorizer_path: s
         handler = logging.FileHandler(state_change_path)
         handler.setFormatter(logging.Formatter(fmt))
         for name in ("kavka.state.change", "state.change.logger"):
-            logging.getLogger(name).addHandler(handler)
+            state_change = logging.getLogger(name)
+            state_change.addHandler(handler)
+            state_change.propagate = False
     if authorizer_path:
         from kavka.security.acl_authorizer import AUDIT_LOGGER
 

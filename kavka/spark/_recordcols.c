@@ -30,11 +30,12 @@
 typedef struct {
     char *p;
     size_t len, cap;
+    size_t hint; /* the size of the last buffer take() handed out: where the next one starts */
 } Buf;
 
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 256;
+    size_t cap = b->cap ? b->cap : (b->hint > 256 ? b->hint : 256);
     while (cap < b->len + extra) cap *= 2;
     char *p = PyMem_Realloc(b->p, cap);
     if (!p) { PyErr_NoMemory(); return -1; }
@@ -61,13 +62,16 @@ typedef struct {
     size_t offsets_len, data_len;
 } VarMark;
 
-static int varcol_init(VarCol *c) {
+/* The leading 0 of an int32 offsets buffer, written before its first entry
+ * (take() hands a column's buffers over, so each batch starts empty). */
+static inline int offsets_start(Buf *b) {
     int32_t zero = 0;
-    return buf_put(&c->offsets, &zero, 4);
+    return b->len ? 0 : buf_put(b, &zero, 4);
 }
 
 static int varcol_add(VarCol *c, const uint8_t *src, int64_t len /* -1: null */) {
     Py_ssize_t i = c->n;
+    if (offsets_start(&c->offsets) < 0) return -1;
     if ((size_t)(i / 8) >= c->validity.len) {
         if (buf_reserve(&c->validity, 1) < 0) return -1;
         c->validity.p[c->validity.len++] = 0;
@@ -105,12 +109,6 @@ static void varcol_rollback(VarCol *c, VarMark m) {
     c->validity.len = (size_t)((m.n + 7) / 8);
 }
 
-static void varcol_reset(VarCol *c) {
-    c->n = c->nulls = 0;
-    c->data.len = c->validity.len = 0;
-    c->offsets.len = 4; /* the leading 0 offset, written by varcol_init, stays */
-}
-
 static void varcol_free(VarCol *c) {
     PyMem_Free(c->offsets.p);
     PyMem_Free(c->data.p);
@@ -119,7 +117,7 @@ static void varcol_free(VarCol *c) {
 
 typedef struct {
     PyObject_HEAD
-    int with_headers;
+    int with_headers, initialised;
     Py_ssize_t n;
     Buf offsets, timestamps, ts_types, header_lists;
     VarCol keys, values, header_keys, header_values;
@@ -223,24 +221,17 @@ static int valid_utf8(const uint8_t *s, int64_t n) {
 
 /* ---- Columns ---- */
 
-static int columns_init_bufs(Columns *self) {
-    if (varcol_init(&self->keys) < 0 || varcol_init(&self->values) < 0 || varcol_init(&self->header_keys) < 0 ||
-        varcol_init(&self->header_values) < 0)
-        return -1;
-    int32_t zero = 0;
-    return buf_put(&self->header_lists, &zero, 4);
-}
-
 static int Columns_init(Columns *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"with_headers", NULL};
     int with_headers = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "p", kwlist, &with_headers)) return -1;
-    if (self->keys.offsets.p) {
+    if (self->initialised) {
         PyErr_SetString(PyExc_RuntimeError, "Columns is already initialised");
         return -1;
     }
     self->with_headers = with_headers;
-    return columns_init_bufs(self);
+    self->initialised = 1;
+    return 0;
 }
 
 static void Columns_dealloc(Columns *self) {
@@ -264,7 +255,7 @@ static PyObject *Columns_add(Columns *self, PyObject *args) {
     Py_ssize_t count;
     long long base_offset, base_timestamp, max_timestamp, start, stop;
     int last_offset_delta, log_append_time;
-    if (!self->keys.offsets.p) {
+    if (!self->initialised) {
         PyErr_SetString(PyExc_RuntimeError, "Columns.__init__ was not called");
         return NULL;
     }
@@ -362,7 +353,7 @@ static PyObject *Columns_add(Columns *self, PyObject *args) {
                 goto fail;
             }
             int32_t hl = (int32_t)self->header_keys.n;
-            if (buf_put(&self->header_lists, &hl, 4) < 0) goto fail;
+            if (offsets_start(&self->header_lists) < 0 || buf_put(&self->header_lists, &hl, 4) < 0) goto fail;
         }
         self->n++;
     }
@@ -387,36 +378,144 @@ fail:
     return NULL;
 }
 
-static PyObject *bytes_of(const Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
+/* ---- take(): the filled buffers handed over, not copied ---- */
 
-/* (offsets, data, validity or None, null_count, length) of one column. */
-static PyObject *varcol_take(const VarCol *c) {
-    PyObject *validity = c->nulls ? bytes_of(&c->validity) : Py_NewRef(Py_None);
-    if (!validity) return NULL;
-    return Py_BuildValue("(NNNnn)", bytes_of(&c->offsets), bytes_of(&c->data), validity, c->nulls, c->n);
+/* A read-only buffer owning memory the columns filled (PyMem_Malloc'd);
+ * pyarrow.py_buffer wraps it without a copy, and the memory is freed when
+ * the last Arrow array over it goes. */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} Owned;
+
+static void Owned_dealloc(Owned *self) {
+    PyMem_Free(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Owned_getbuffer(Owned *self, Py_buffer *view, int flags) {
+    static char empty[8]; /* an empty buffer still points somewhere (Arrow wants a data pointer) */
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : empty, self->len, 1, flags);
+}
+
+static PyBufferProcs Owned_as_buffer = {.bf_getbuffer = (getbufferproc)Owned_getbuffer};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kavka.spark._recordcols.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column buffer handed over by Columns.take() (read-only buffer protocol).",
+    .tp_dealloc = (destructor)Owned_dealloc,
+    .tp_as_buffer = &Owned_as_buffer,
+};
+
+/* The buffers one take() hands over: wrappers made first, so that a failed
+ * allocation leaves the columns untouched; then every buffer moves. */
+#define MAX_TAKEN 16 /* 3 fixed columns, 3 variable ones of 3 buffers, the header lists */
+typedef struct {
+    Buf *bufs[MAX_TAKEN];
+    Owned *owned[MAX_TAKEN];
+    int n;
+} Taking;
+
+/* Index of b's wrapper, registered for the hand-over (-1 on failure). */
+static int taking_add(Taking *t, Buf *b) {
+    Owned *o = PyObject_New(Owned, &OwnedType);
+    if (!o) return -1;
+    o->p = NULL;
+    o->len = 0;
+    t->bufs[t->n] = b;
+    t->owned[t->n] = o;
+    return t->n++;
+}
+
+static void taking_abort(Taking *t) {
+    for (int i = 0; i < t->n; i++) Py_DECREF(t->owned[i]);
+    t->n = 0;
+}
+
+/* Moves every registered buffer into its wrapper; the Buf starts empty,
+ * reserving its last size on first use (fetches are alike in size). An
+ * empty buffer hands over nothing: Arrow gets a zero-length buffer. */
+static void taking_commit(Taking *t) {
+    for (int i = 0; i < t->n; i++) {
+        Buf *b = t->bufs[i];
+        Owned *o = t->owned[i];
+        if (b->len) {
+            o->p = b->p;
+            o->len = (Py_ssize_t)b->len;
+            b->hint = b->len;
+            b->p = NULL;
+            b->cap = 0;
+        }
+        b->len = 0;
+    }
+}
+
+/* (offsets, data, validity or None, null_count, length) of one column, its
+ * wrappers taken from t at *i. An empty column still has its leading 0
+ * offset (written now if no entry came). */
+typedef struct { int offsets, data, validity; } VarTaking;
+
+static int varcol_taking(Taking *t, VarCol *c, VarTaking *vt) {
+    if (offsets_start(&c->offsets) < 0) return -1;
+    vt->validity = -1;
+    if ((vt->offsets = taking_add(t, &c->offsets)) < 0 || (vt->data = taking_add(t, &c->data)) < 0) return -1;
+    if (c->nulls && (vt->validity = taking_add(t, &c->validity)) < 0) return -1;
+    return 0;
+}
+
+static PyObject *varcol_result(Taking *t, VarCol *c, const VarTaking *vt, Py_ssize_t nulls, Py_ssize_t n) {
+    PyObject *validity = vt->validity >= 0 ? (PyObject *)t->owned[vt->validity] : Py_None;
+    return Py_BuildValue("(OOOnn)", t->owned[vt->offsets], t->owned[vt->data], validity, nulls, n);
+}
+
+static void varcol_clear(VarCol *c) {
+    c->n = c->nulls = 0;
+    c->data.len = c->validity.len = c->offsets.len = 0;
 }
 
 static PyObject *Columns_take(Columns *self, PyObject *Py_UNUSED(ignored)) {
-    PyObject *headers;
-    if (self->with_headers) {
-        headers = Py_BuildValue("(NNN)", bytes_of(&self->header_lists), varcol_take(&self->header_keys),
-                                varcol_take(&self->header_values));
-    } else {
-        headers = Py_NewRef(Py_None);
-    }
-    if (!headers) return NULL;
-    PyObject *out = Py_BuildValue("(nNNNNNN)", self->n, bytes_of(&self->offsets), bytes_of(&self->timestamps),
-                                  bytes_of(&self->ts_types), varcol_take(&self->keys), varcol_take(&self->values),
-                                  headers);
-    if (!out) return NULL;
+    Taking t = {.n = 0};
+    VarTaking keys, values, hkeys, hvalues;
+    int offsets, timestamps, ts_types, lists = -1;
+    if ((offsets = taking_add(&t, &self->offsets)) < 0 || (timestamps = taking_add(&t, &self->timestamps)) < 0 ||
+        (ts_types = taking_add(&t, &self->ts_types)) < 0 || varcol_taking(&t, &self->keys, &keys) < 0 ||
+        varcol_taking(&t, &self->values, &values) < 0)
+        goto fail;
+    if (self->with_headers &&
+        (offsets_start(&self->header_lists) < 0 || (lists = taking_add(&t, &self->header_lists)) < 0 ||
+         varcol_taking(&t, &self->header_keys, &hkeys) < 0 || varcol_taking(&t, &self->header_values, &hvalues) < 0))
+        goto fail;
+    /* From here nothing fails before the columns are emptied: the tuples
+     * below only reference the wrappers, which then own the memory. */
+    Py_ssize_t n = self->n, kn = self->keys.nulls, vn = self->values.nulls;
+    Py_ssize_t hkn = self->header_keys.nulls, hkc = self->header_keys.n;
+    Py_ssize_t hvn = self->header_values.nulls, hvc = self->header_values.n;
+    taking_commit(&t);
     self->n = 0;
-    self->offsets.len = self->timestamps.len = self->ts_types.len = 0;
-    self->header_lists.len = 4; /* the leading 0 stays */
-    varcol_reset(&self->keys);
-    varcol_reset(&self->values);
-    varcol_reset(&self->header_keys);
-    varcol_reset(&self->header_values);
+    varcol_clear(&self->keys);
+    varcol_clear(&self->values);
+    varcol_clear(&self->header_keys);
+    varcol_clear(&self->header_values);
+    PyObject *headers = Py_None;
+    Py_INCREF(headers);
+    if (lists >= 0) {
+        Py_DECREF(headers);
+        headers = Py_BuildValue("(ONN)", t.owned[lists], varcol_result(&t, &self->header_keys, &hkeys, hkn, hkc),
+                                varcol_result(&t, &self->header_values, &hvalues, hvn, hvc));
+    }
+    PyObject *out = headers == NULL ? NULL
+        : Py_BuildValue("(nOOONNN)", n, t.owned[offsets], t.owned[timestamps], t.owned[ts_types],
+                        varcol_result(&t, &self->keys, &keys, kn, n), varcol_result(&t, &self->values, &values, vn, n),
+                        headers);
+    taking_abort(&t); /* the tuples hold their own references now */
     return out;
+
+fail:
+    taking_abort(&t);
+    return NULL;
 }
 
 static PyMethodDef Columns_methods[] = {
@@ -428,7 +527,8 @@ static PyMethodDef Columns_methods[] = {
     {"take", (PyCFunction)Columns_take, METH_NOARGS,
      "take() -> (n, offsets, timestamps_ms, ts_types, keys, values, headers) and start over; keys/values are "
      "(int32 offsets, data, validity bitmap or None, null_count, length); headers None or "
-     "(int32 list offsets, header keys, header values)."},
+     "(int32 list offsets, header keys, header values). Each buffer is handed over, not copied: a read-only "
+     "buffer object owning the memory."},
     {NULL}};
 
 static PyTypeObject ColumnsType = {
@@ -457,7 +557,7 @@ PyMODINIT_FUNC PyInit__recordcols(void) {
     PyErr_SetString(PyExc_ImportError, "kavka.spark._recordcols needs a little-endian machine");
     return NULL;
 #endif
-    if (PyType_Ready(&ColumnsType) < 0) return NULL;
+    if (PyType_Ready(&ColumnsType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Columns", (PyObject *)&ColumnsType) < 0) {

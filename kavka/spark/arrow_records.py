@@ -48,7 +48,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kavka.protocol.records import iter_batches
 from kavka.protocol.records.batch import CorruptRecordBatch, RecordBatchHeader, TimestampType
@@ -120,6 +119,8 @@ class ColumnBuilder:
 
 
 def _timestamps(ms: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc  # on first use: a planning process never decodes
+
     return pc.multiply(ms, 1000).cast(_TS_TYPE)
 
 
@@ -131,7 +132,9 @@ def _binary(kind: pa.DataType, parts) -> pa.Array:
 
 class _CColumns:
     """The C decoder's buffers. ``take(headers_type)`` -> ``(n, [key,
-    value, offset, timestamp, timestampType, headers if headers_type])``."""
+    value, offset, timestamp, timestampType, headers if headers_type])``:
+    the arrays wrap the buffers the decoder filled (handed over, not
+    copied)."""
 
     __slots__ = ("cols",)
 

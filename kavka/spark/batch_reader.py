@@ -22,7 +22,6 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kavka.spark.offset_lookup import OffsetLookup
 from kavka.spark.options import KavkaOptionError, SourceOptions
-from kavka.spark.range_reader import RangeReader
 from kavka.spark.ranges import OffsetRangePartition, plan_ranges, split_ranges
 
 
@@ -49,4 +48,8 @@ class KavkaBatchReader(DataSourceReader):
             # partitions() found nothing to read: PySpark then runs one task
             # with a placeholder InputPartition(None).
             return iter(())
+        # Imported here, on the executor: the planning process (the driver's
+        # Python runner, a fresh interpreter per streaming query) never reads.
+        from kavka.spark.range_reader import RangeReader
+
         return RangeReader(self.options, partition.offset_range).batches()

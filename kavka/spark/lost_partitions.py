@@ -28,6 +28,10 @@ watermark is below the start of its epoch (KIP-207), so "latest" never
 goes back across a leader change; the stream reader still asks twice
 before it believes a rewind.
 
+``DataLossError`` and ``data_loss_message`` are how any part of a read
+reports lost offsets (the stream's planner here, an executor's
+``range_reader``).
+
 Pure values and functions; any process.
 """
 
@@ -37,6 +41,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kavka.common.topic_partition import TopicPartition
+
+
+class DataLossError(RuntimeError):
+    """Offsets a query needs are gone from the partition."""
+
+
+def data_loss_message(tp: TopicPartition, detail: str) -> str:
+    return (f"{detail} in {tp}: some data may have been lost because it is no longer in Kavka (removed by "
+            "retention or DeleteRecords, or the topic was deleted or truncated) before the query read it. "
+            "If the query should skip lost data and go on, set the source option 'failOnDataLoss' to 'false'.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,9 +50,9 @@ from kavka.client.admin import KafkaAdmin
 from kavka.client.admin_types import OffsetSpec
 from kavka.client.cluster import Cluster
 from kavka.common.errors import ErrorCode, KafkaError, error_for
-from kavka.common.topic_partition import TopicPartition
 from kavka.protocol import messages as m
 from kavka.spark.arrow_records import ColumnBuilder
+from kavka.spark.lost_partitions import DataLossError, data_loss_message
 from kavka.spark.offset_lookup import cluster_for
 from kavka.spark.options import SourceOptions
 from kavka.spark.ranges import OffsetRange
@@ -64,16 +64,6 @@ _REFRESH_CODES = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_L
                             ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.LEADER_NOT_AVAILABLE,
                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.KAFKA_STORAGE_ERROR,
                             ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.OFFSET_NOT_AVAILABLE})
-
-
-class DataLossError(RuntimeError):
-    """Offsets a query needs are gone from the partition."""
-
-
-def data_loss_message(tp: TopicPartition, detail: str) -> str:
-    return (f"{detail} in {tp}: some data may have been lost because it is no longer in Kavka (removed by "
-            "retention or DeleteRecords, or the topic was deleted or truncated) before the query read it. "
-            "If the query should skip lost data and go on, set the source option 'failOnDataLoss' to 'false'.")
 
 
 class _Retry(KafkaError):

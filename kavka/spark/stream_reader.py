@@ -50,11 +50,10 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kavka.common.topic_partition import TopicPartition
-from kavka.spark.lost_partitions import OffsetCheck, check_offsets
+from kavka.spark.lost_partitions import DataLossError, OffsetCheck, check_offsets, data_loss_message
 from kavka.spark.offset_lookup import OffsetLookup
 from kavka.spark.offsets import from_json_dict, to_json_dict
 from kavka.spark.options import SourceOptions
-from kavka.spark.range_reader import DataLossError, RangeReader, data_loss_message
 from kavka.spark.ranges import OffsetRange, OffsetRangePartition, split_ranges
 
 log = logging.getLogger(__name__)
@@ -196,4 +195,8 @@ class KavkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # partitions() found nothing to read: PySpark then runs one task
             # with a placeholder InputPartition(None).
             return iter(())
+        # Imported here, on the executor: the planning process (the driver's
+        # Python runner, a fresh interpreter per streaming query) never reads.
+        from kavka.spark.range_reader import RangeReader
+
         return RangeReader(self.options, partition.offset_range).batches()

@@ -31,11 +31,13 @@ handler and the transaction markers):
 2. ``ProducerStateManager.check_leader_append``: producer fencing,
    sequence order and the coordinator epoch of markers; a duplicate (a
    producer's retry of a batch already in the log) is answered with its
-   original offsets and nothing is written;
+   original offsets and nothing is written (a lone batch without a
+   producer id skips this and step 5: there is nothing to check or record);
 3. ``maybe_roll``: a new active segment when the batches do not fit;
 4. ``LocalLog.append`` -> ``LogSegment.append``: one ``pwritev`` of the
-   batches to the ``.log``, an index entry every ``index.interval.bytes``,
-   LEO moves;
+   batches to the ``.log``, an index entry every ``index.interval.bytes``
+   (held in memory and written 64 at a time: ``index.index_file``), LEO
+   moves;
 5. ``ProducerStateManager.update_leader`` records the batches; aborts their
    markers closed are indexed in the ``.txnindex`` (``LocalLog.index_aborted``);
    the leader-epoch cache learns a new epoch's start offset;
@@ -95,6 +97,7 @@ from kavka.storage.producer_state.manager import ProducerStateManager
 from kavka.storage.segment import LogSegment
 
 logger = logging.getLogger(__name__)
+_new = tuple.__new__
 
 
 class Log:
@@ -296,8 +299,13 @@ class Log:
                 records, config, next_offset=local.log_end_offset, leader_epoch=leader_epoch, now_ms=now,
                 topic_partition=self.topic_partition, origin=origin, validator=validator,
             )
-            markers = coordinator_epochs(records, batches.headers)
-            duplicate = self.producer_state.check_leader_append(batches.headers, markers)
+            headers = batches.headers
+            # One batch without a producer id is neither idempotent nor a
+            # marker: the producer state has nothing to check or record (the
+            # common plain produce, spared the calls).
+            tracked = len(headers) > 1 or headers[0].producer_id >= 0
+            markers = coordinator_epochs(records, headers) if tracked else None
+            duplicate = self.producer_state.check_leader_append(headers, markers) if tracked else None
             if duplicate is not None:
                 # A producer's retry of a batch already in the log: answer with
                 # its original offsets and append nothing (KIP-98).
@@ -308,12 +316,14 @@ class Log:
                 )
             self.maybe_roll(batches.size, batches.max_timestamp, batches.first_offset, batches.last_offset, now)
             local.append(batches)
-            completed = self.producer_state.update_leader(batches.headers, batches.first_offset, append_time, markers)
-            if completed:
-                local.index_aborted(completed)
+            if tracked:
+                completed = self.producer_state.update_leader(headers, batches.first_offset, append_time, markers)
+                if completed:
+                    local.index_aborted(completed)
             if leader_epoch >= 0:
                 self.leader_epoch_cache.assign(leader_epoch, batches.first_offset)
-            info = LogAppendInfo(  # positional: this runs on every produce
+            # tuple.__new__: the named tuple's own __new__ is a Python call, and this runs on every produce
+            info = _new(LogAppendInfo, (
                 batches.first_offset,
                 batches.last_offset,
                 batches.max_timestamp,
@@ -321,10 +331,10 @@ class Log:
                 -1 if append_time is None else append_time,
                 self._log_start_offset,
                 batches.record_count,
-                len(batches.headers),
+                len(headers),
                 batches.size,
                 leader_epoch,
-            )
+            ))
         if local.unflushed_messages >= config.flush_messages:
             local.flush()
         return info

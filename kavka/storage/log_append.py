@@ -51,6 +51,9 @@ from kavka.storage.log_validator import LogValidator
 
 _INT32 = struct.Struct(">i")
 NO_TIMESTAMP = -1
+# named tuples made on every produce are made with tuple.__new__, without
+# their generated __new__'s Python call
+_new = tuple.__new__
 
 
 class LogAppendInfo(NamedTuple):
@@ -114,7 +117,9 @@ def validate_leader_batches(
     once (``validator``: one made earlier for this topic partition, kept by
     the caller, used when it was made for this config and origin). Nothing is returned
     (so nothing appended) unless every batch passes."""
-    view = records if type(records) is memoryview and records.format == "B" else memoryview(records).cast("B")
+    view = records if type(records) is memoryview else memoryview(records)
+    if view.format != "B":
+        view = view.cast("B")
     n = len(view)
     if n == 0:
         raise InvalidRecordError("the produce request holds no record batch")
@@ -162,7 +167,7 @@ def validate_leader_batches(
         count += header.record_count
         total += batch.size
         pos += size
-    return ValidatedBatches(parts, headers, next_offset, offset - 1, max_ts, offset_of_max_ts, count, total)
+    return _new(ValidatedBatches, (parts, headers, next_offset, offset - 1, max_ts, offset_of_max_ts, count, total))
 
 
 def validate_follower_batches(records: Buffer, *, log_end_offset: int) -> ValidatedBatches | None:

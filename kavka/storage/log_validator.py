@@ -97,7 +97,7 @@ _ATTRS = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
 _UINT32 = struct.Struct(">I")
 _UNCOMPRESSED = int(Compression.NONE)  # an int: an IntEnum member's lookup costs more than the compare
-_new_walk = tuple.__new__  # RecordWalk from the extension's tuple
+_new_walk = _new = tuple.__new__  # named tuples (RecordWalk from the extension's) without a Python-level __new__
 _CODECS = {"uncompressed": Compression.NONE, "gzip": Compression.GZIP, "snappy": Compression.SNAPPY,
            "lz4": Compression.LZ4, "zstd": Compression.ZSTD}
 
@@ -251,7 +251,8 @@ class LogValidator:
             return AssignedBatch([batch], len(batch), stored, max_ts, offset_of_max)
         prefix = _PREFIX.pack(base_offset, header.batch_length, leader_epoch)
         if attributes == header.attributes and max_ts == header.max_timestamp:
-            return AssignedBatch([prefix, view[pos + PREFIX_SIZE: pos + size]], size, stored, max_ts, offset_of_max)
+            return _new(AssignedBatch, ([prefix, view[pos + PREFIX_SIZE: pos + size]], size, stored, max_ts,
+                                        offset_of_max))
         records = view[pos + HEADER_SIZE: pos + size]
         # Attributes or max timestamp change: a new 61-byte header whose CRC
         # continues over the untouched records (Kafka's setMaxTimestamp).

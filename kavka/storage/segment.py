@@ -56,6 +56,7 @@ DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 _INT32 = struct.Struct(">i")
+_new = tuple.__new__  # a named tuple on the append path, without its Python-level __new__
 # A read's tail past its last indexed batch up to this size is read at once
 # to find the last whole batch; a longer tail is walked batch by batch.
 _TAIL_READ_BYTES = 64 * 1024
@@ -173,11 +174,8 @@ class LogSegment:
         return self.offset_index.lookup(offset)
 
     def _indexes_full(self) -> bool:
-        oi, ti = self.lazy_offset_index, self.lazy_time_index
-        if oi.known_empty and ti.known_empty:
-            # what the empty indexes say once opened at their full size
-            return oi.max_index_size < OFFSET_ENTRY_SIZE or ti.max_index_size < 2 * TIME_ENTRY_SIZE
-        return oi.get().is_full() or ti.get().is_full()
+        # the time index keeps a slot for the roll's final entry: room for one needs two
+        return self.lazy_offset_index.is_full(OFFSET_ENTRY_SIZE) or self.lazy_time_index.is_full(2 * TIME_ENTRY_SIZE)
 
     def become_active(self) -> None:
         """The loaded segment that is appended to: its indexes are opened
@@ -281,7 +279,7 @@ class LogSegment:
         if max_ts is None:
             max_ts = self.max_timestamp_so_far
         if largest_timestamp > max_ts.timestamp:
-            max_ts = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
+            max_ts = _new(TimestampOffset, (largest_timestamp, offset_of_max_timestamp))
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             oi, ti = self.lazy_offset_index.get(), self.lazy_time_index.get()
             oi_entries, ti_entries = oi.entries, ti.entries

@@ -212,7 +212,11 @@ async def test_a_response_with_an_unknown_correlation_id_closes_the_connection()
     async with BrokerConnection(b.host, b.port) as conn:
         pending = asyncio.ensure_future(conn.request(m.MetadataRequest(topics=[])))
         await asyncio.sleep(0)
-        conn._on_data(b"\x00\x00\x00\x04\x00\x00\x03\xe7")  # a frame answering id 999
+        # a frame answering id 999, received as the transport receives (into the protocol's buffer)
+        frame = b"\x00\x00\x00\x04\x00\x00\x03\xe7"
+        assert conn._protocol is not None
+        conn._protocol.get_buffer(-1)[:len(frame)] = frame
+        conn._protocol.buffer_updated(len(frame))
         with pytest.raises(ConnectionClosed, match="unknown correlation id 999"):
             await pending
     await b.stop()

@@ -1,4 +1,5 @@
-"""Size-prefixed framing and the sans-IO frame decoder."""
+"""Size-prefixed framing, the sans-IO frame decoder and the receiver that
+reads into its own buffers."""
 
 import struct
 
@@ -8,7 +9,7 @@ from hypothesis import strategies as st
 
 import schema_strategies as ss
 from kavka.protocol.errors import FrameSizeError
-from kavka.protocol.framing import FrameDecoder, frame, frame_parts
+from kavka.protocol.framing import FrameDecoder, FrameReader, frame, frame_parts
 
 
 def test_frame_adds_size_prefix():
@@ -79,3 +80,94 @@ def test_frame_over_several_reads_is_handed_out_read_only_and_stays_intact():
     assert dec.feed(stream[-3:]) == [b"partial"]
     assert dec.feed(frame(b"y" * 5000)[:100]) == []
     assert out == [big, b"next"]
+
+
+def _receive(rx: FrameReader, stream: bytes, cuts: list[int]) -> list:
+    """``stream`` written into ``rx``'s buffers as a socket would: each
+    read at most its cut and at most the buffer offered."""
+    out, pos, i = [], 0, 0
+    while pos < len(stream):
+        buf = rx.get_buffer()
+        assert len(buf) > 0 and not buf.readonly
+        n = min(cuts[i % len(cuts)], len(buf), len(stream) - pos)
+        buf[:n] = stream[pos:pos + n]
+        del buf
+        out += rx.received(n)
+        pos += n
+        i += 1
+    return out
+
+
+@ss.budget(4)
+@given(st.lists(st.binary(max_size=120), max_size=8), st.lists(st.integers(1, 70), min_size=1),
+       st.integers(8, 64))
+def test_receiver_any_chunking_yields_the_frames_the_decoder_does(payloads, cuts, staging):
+    stream = b"".join(frame(p) for p in payloads)
+    rx = FrameReader(max_frame_size=200, staging_bytes=staging)
+    assert _receive(rx, stream, cuts) == payloads
+    assert rx.buffered == 0
+
+
+def test_receiver_takes_a_large_frame_into_its_own_buffer_read_only():
+    big = bytes(range(256)) * 40
+    stream = frame(b"a") + frame(big) + frame(b"next")
+    rx = FrameReader(staging_bytes=1000)
+    assert rx.received(0) == []
+    out = _receive(rx, stream[:600], [600])
+    assert out == [b"a"] and rx.buffered == 600 - 5 - 4
+    buf = rx.get_buffer()
+    assert len(buf) == len(big) - rx.buffered  # the rest of that frame exactly: nothing read past it
+    out = _receive(rx, stream[600:], [4096])
+    assert out == [big, b"next"]
+    assert isinstance(out[0], memoryview)
+    with pytest.raises(TypeError):
+        out[0][0] = 0
+    assert _receive(rx, frame(b"z" * 2000), [3000]) == [b"z" * 2000]
+    assert out[0] == big  # later frames never write into a frame handed out
+
+
+def test_receiver_refuses_an_oversized_frame_before_allocating_it():
+    rx = FrameReader(max_frame_size=1024, staging_bytes=64)
+    with pytest.raises(FrameSizeError, match="larger than the maximum 1024"):
+        _receive(rx, struct.pack(">i", 1025), [4])
+    assert rx.buffered == 0 and len(rx.get_buffer()) == 64  # nothing of its size was allocated
+    with pytest.raises(FrameSizeError):  # stays failed
+        _receive(rx, frame(b"ok"), [10])
+    with pytest.raises(FrameSizeError, match="negative"):
+        _receive(FrameReader(), b"\xff\xff\xff\xfe", [4])
+    rx = FrameReader(max_frame_size=10)
+    assert _receive(rx, b"\x00\x00", [2]) == []
+    with pytest.raises(FrameSizeError):  # a size arriving in pieces is checked too
+        _receive(rx, b"\x00\x0b", [2])
+
+
+@ss.budget(4)
+@given(st.binary(max_size=300), st.lists(st.integers(1, 40), min_size=1))
+def test_receiver_random_streams_raise_frame_size_errors_only(stream, cuts):
+    rx = FrameReader(max_frame_size=64, staging_bytes=16)
+    try:
+        for f in _receive(rx, stream, cuts):
+            assert len(f) <= 64
+    except FrameSizeError:
+        return
+    assert rx.buffered <= 64 + 4
+
+
+def test_receiver_reuses_a_large_frame_buffer_only_once_nothing_refers_to_it():
+    rx = FrameReader(staging_bytes=64)
+    first = _receive(rx, frame(b"a" * 500), [1000])[0]
+    held = first.obj
+    kept = first[10:20]  # a slice of the frame handed out keeps its buffer
+    del first
+    second = _receive(rx, frame(b"b" * 300), [1000])[0]
+    assert second.obj is not held and bytes(kept) == b"a" * 10
+    del kept, held, second
+    third = _receive(rx, frame(b"c" * 400), [1000])[0]
+    assert bytes(third) == b"c" * 400 and len(third.obj) == 400  # the spare (300) was too small
+    del third
+    fourth = _receive(rx, frame(b"d" * 200), [1000])[0]
+    assert len(fourth.obj) == 400  # free again: the 400-byte buffer reused...
+    assert bytes(fourth) == b"d" * 200  # ...and the frame is exactly its own bytes
+    big = FrameReader(staging_bytes=64, spare_bytes=100)
+    assert _receive(big, frame(b"e" * 500), [1000]) == [b"e" * 500]
+    assert big._spare is None  # larger than spare_bytes: not kept

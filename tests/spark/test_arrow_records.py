@@ -252,3 +252,32 @@ def test_without_the_extension_the_aiokafka_path_is_used(monkeypatch):
     b.add_fetch(build_batch([SimpleRecord(b"k", b"v", 1)], base_offset=0), 10)
     assert isinstance(b._columns, arrow_records._ListColumns)
     assert b.record_batch().column("value").to_pylist() == [b"v"]
+
+
+@native_only
+def test_native_batches_own_their_buffers():
+    # take() hands its buffers to the arrays instead of copying them: each
+    # batch stays intact while the builder goes on filling new buffers (of
+    # other sizes, with and without nulls), and after the builder is gone.
+    import gc
+
+    fetches = [[SimpleRecord(None, b"x" * 50, 7, (("h", None),))] * 3,
+               [SimpleRecord(b"k%d" % i, None if i % 2 else b"v" * i, 9, ()) for i in range(200)],
+               [],
+               [SimpleRecord(b"", b"", 11, (("a", b"b"),))]]
+    b = ColumnBuilder("t", 0, True, 0, native=True)
+    kept, want, offset = [], [], 0
+    for recs in fetches:
+        if recs:
+            data = build_batch(recs, base_offset=offset)
+            want.append(_expected(data, 0, 2**40))
+            b.add_fetch(data, 2**40)
+            offset += len(recs)
+        else:
+            want.append([])
+        kept.append(b.record_batch())
+    del b
+    gc.collect()
+    for rb, w in zip(kept, want, strict=True):
+        rb.validate(full=True)
+        assert _rows(rb, True) == [(k, v, o, ts, tt, h) for k, v, o, ts, tt, h in w]

@@ -221,7 +221,8 @@ def validate_batch(
         # Compare the raw bits: Compression(5..7) itself would raise ValueError.
         raise InvalidRecordBatch(f"unknown compression codec id {codec_id}", pos)
     if check_crc:
-        actual = _crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+        view = buf if type(buf) is memoryview else memoryview(buf)
+        actual = _crc32c.crc32c(view[pos + CRC_START : pos + size])
         if actual != header.crc:
             raise CorruptRecordBatch(
                 f"CRC32C mismatch: header says {header.crc:#010x}, bytes give {actual:#010x}", pos

@@ -86,6 +86,18 @@ class LazyIndex(Generic[T]):
             return index.size_in_bytes
         return _file_length(self._path)
 
+    def is_full(self, min_bytes: int) -> bool:
+        """No room for another entry. An index not opened that holds none
+        answers without opening: what it says once opened at
+        ``max_index_size`` (``min_bytes``: the smallest size with room for
+        an entry)."""
+        index = self._index
+        if index is None:
+            if self._empty:
+                return self.max_index_size < min_bytes
+            index = self.get()
+        return index.is_full()
+
     # ---- loading -------------------------------------------------------------------------------------
     def get(self) -> T:
         """The index, opened and mapped on the first call."""
