@@ -113,9 +113,11 @@ class _Leaders:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.fenced = asyncio.Event()
 
     def session_fence(self, generation: int):
         self.calls.append(("fence", generation))
+        self.fenced.set()
         return [self._P(TopicPartition("__consumer_offsets", 7))]
 
     def session_unfence(self, generation: int):
@@ -140,9 +142,7 @@ async def test_the_driver_fences_after_the_grace_on_the_loop_and_unfences_on_rec
     fencing.start()
     store.emit(S.SUSPENDED)
     assert leaders.calls == []  # not before the grace
-    deadline = asyncio.get_running_loop().time() + 30
-    while not leaders.calls and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.02)
+    await asyncio.wait_for(leaders.fenced.wait(), 30)
     tp = TopicPartition("__consumer_offsets", 7)
     assert leaders.calls == [("fence", 1)] and coordinators.calls == [("stopped", [tp])]
     store.emit(S.RECONNECTED)
