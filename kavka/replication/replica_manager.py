@@ -272,10 +272,31 @@ class ReplicaManager:
             IsrChangePropagation(config.isr_propagation, self.clock.milliseconds()),
             self.clock,
             config.replica_lag_time_max_ms,
-            on_change=lambda p: self.complete_delayed_requests(p.topic_partition),
+            on_change=self._isr_changed,
             write_timeout_ms=config.isr_write_timeout_ms,
         )
         self._tasks: list[asyncio.Task[None]] = []
+        # Told the partitions that stop leading here on their own, with no
+        # LeaderAndIsr to say so (``add_leadership_listener``).
+        self._leadership_listeners: list[Callable[[list[TopicPartition]], None]] = []
+
+    def add_leadership_listener(self, listener: Callable[[list[TopicPartition]], None]) -> None:
+        """``listener(partitions)`` is called when partitions stop leading
+        here on their own: an ISR write found the state znode moved on
+        (seed 001 #3), so the controller has elected another leader this
+        broker has not heard of yet. The coordinators of the internal topics
+        unload them then, as they would on the LeaderAndIsr: a coordinator
+        whose partition can no longer be written answers NOT_COORDINATOR and
+        its clients look for the new one, instead of failing every write
+        (a group rebalancing again at once after each failed SyncGroup,
+        thousands of generations a minute)."""
+        self._leadership_listeners.append(listener)
+
+    def _isr_changed(self, partition: Partition) -> None:
+        self.complete_delayed_requests(partition.topic_partition)
+        if partition.fenced:
+            for listener in self._leadership_listeners:
+                listener([partition.topic_partition])
 
     # ---- the table ---------------------------------------------------------------------------
     def get_partition(self, tp: TopicPartition) -> Partition | None:

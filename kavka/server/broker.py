@@ -484,6 +484,7 @@ class KafkaServer:
         self.session_fencing = ZkSessionFencing(
             zk.store, ZkSessionFence.for_session_timeout(cfg["zookeeper.session.timeout.ms"]), rm, leadership)
         self.session_fencing.start()
+        rm.add_leadership_listener(leadership.stopped_leading)
 
         def metadata_updated(update: MetadataUpdate) -> None:
             # Delayed fetches may wait on a partition whose leader moved;

@@ -180,8 +180,9 @@ class CoordinatorLeadership:
 
     def stopped_leading(self, partitions: list[TopicPartition]) -> None:
         """This broker stopped leading these partitions on its own (its
-        ZooKeeper session may be gone: ``kavka.server.zk_session_fence``):
-        their coordinators unload them."""
+        ZooKeeper session may be gone: ``kavka.server.zk_session_fence``; an
+        ISR write found the state znode moved on: seed 001 #3): their
+        coordinators unload them."""
         for tp in partitions:
             owner = self.owners.get(tp.topic)
             if owner is not None:

@@ -233,14 +233,17 @@ def compare_replicas(cluster: LocalCluster, topic: str, replicas: dict[int, list
 
 
 def grep_logs(cluster: LocalCluster, needle: str) -> dict[int, list[str]]:
-    """Lines of each broker's broker.log containing ``needle``."""
+    """Lines of each broker's broker.log and state-change.log (in its first
+    log directory: the state-change logger writes only there, as Kafka's
+    log4j.properties sends it) containing ``needle``."""
     out: dict[int, list[str]] = defaultdict(list)
     for b in cluster.brokers.values():
-        try:
-            text = b.log_path.read_text(errors="replace")
-        except OSError:
-            continue
-        out[b.broker_id] = [ln for ln in text.splitlines() if needle in ln]
+        for path in (b.log_path, b.directory / "logs" / "state-change.log"):
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            out[b.broker_id] += [ln for ln in text.splitlines() if needle in ln]
     return dict(out)
 
 

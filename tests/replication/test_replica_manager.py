@@ -231,6 +231,8 @@ async def test_isr_expand_is_written_and_propagated(log_manager, clock):
 
 async def test_isr_write_conflict_fences_the_old_leader(log_manager, clock):
     rm = make_rm(log_manager, clock)
+    stopped: list[list[TopicPartition]] = []
+    rm.add_leadership_listener(stopped.append)  # the coordinators unload what stops leading
     rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3))], LIVE)
     rm.isr_updates._writer.versions[TP] = 5  # the controller moved the znode on (seed 001 #3)
     produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(1)}))
@@ -240,6 +242,7 @@ async def test_isr_write_conflict_fences_the_old_leader(log_manager, clock):
     await settle(rm)
     p = rm.get_partition(TP)
     assert not p.is_leader and p.isr == (1, 2, 3)
+    assert stopped == [[TP]]
     result = await asyncio.wait_for(produce, 5)
     assert result[TP].error is ErrorCode.NOT_LEADER_OR_FOLLOWER
     again = await rm.append_records(1000, 1, {TP: batch(1)})

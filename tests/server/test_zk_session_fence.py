@@ -113,9 +113,11 @@ class _Leaders:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.fenced = asyncio.Event()
 
     def session_fence(self, generation: int):
         self.calls.append(("fence", generation))
+        self.fenced.set()
         return [self._P(TopicPartition("__consumer_offsets", 7))]
 
     def session_unfence(self, generation: int):
@@ -139,9 +141,8 @@ async def test_the_driver_fences_after_the_grace_on_the_loop_and_unfences_on_rec
     fencing = ZkSessionFencing(store, ZkSessionFence(50), leaders, coordinators)  # type: ignore[arg-type]
     fencing.start()
     store.emit(S.SUSPENDED)
-    await asyncio.sleep(0.01)
-    assert leaders.calls == []
-    await asyncio.sleep(0.2)
+    assert leaders.calls == []  # not before the grace
+    await asyncio.wait_for(leaders.fenced.wait(), 30)
     tp = TopicPartition("__consumer_offsets", 7)
     assert leaders.calls == [("fence", 1)] and coordinators.calls == [("stopped", [tp])]
     store.emit(S.RECONNECTED)

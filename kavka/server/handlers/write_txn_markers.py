@@ -13,7 +13,8 @@ offset; an ABORT is indexed in the segment's ``.txnindex``.
 
 A COMMIT or ABORT reaching a ``__consumer_offsets`` partition is also
 handed to the group coordinator (``on_offsets_marker``): the producer's
-pending transactional offsets there become committed or are dropped.
+pending transactional offsets there become committed or are dropped —
+a retried marker that had already landed too (see ``__call__``).
 
 A partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER (the
 coordinator looks the leader up again and retries); a marker from an epoch
@@ -98,7 +99,15 @@ class WriteTxnMarkersHandler:
                 )
                 if entries else {}
             )
-            for tp, result in results.items():
+            # The group coordinator applies a marker to the producer's pending
+            # offsets once it is in the log: appended now, or a retry of one
+            # that landed before (``nothing_open``) — whose first append may
+            # have been answered with an error after it was written (the
+            # leader epoch moved while it waited for the ISR), so that the
+            # coordinator never applied it and a later marker of the
+            # producer's next transaction would have dropped or committed
+            # these offsets with its own.
+            for tp, result in [*results.items(), *nothing_open.items()]:
                 if tp.topic == OFFSETS_TOPIC and result.error is ErrorCode.NONE:
                     self.on_offsets_marker(tp.partition, marker.producer_id, bool(marker.transaction_result))
             topics = [
