@@ -125,6 +125,7 @@ class TransactionCoordinator:
         self.owned: dict[int, int] = {}  # partition -> coordinator epoch
         self.loading: dict[int, int] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._tasks_of: dict[int, set[asyncio.Task]] = {}  # the tasks of each owned partition's tenure
         self._expiry_task: asyncio.Task | None = None
 
     # -- time and ownership -------------------------------------------------------------------
@@ -146,10 +147,26 @@ class TransactionCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return ErrorCode.NONE
 
-    def _spawn(self, coro, name: str) -> None:
+    def _spawn(self, coro, name: str, partition: int) -> None:
+        """Run ``coro`` as work of this broker's tenure of ``partition``:
+        losing the partition cancels it (``_end_tenure``)."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        of_partition = self._tasks_of.setdefault(partition, set())
+        of_partition.add(task)
+        task.add_done_callback(of_partition.discard)
+
+    def _end_tenure(self, partition: int) -> None:
+        """Stop every task of this broker's tenure of ``partition``. Checking
+        the coordinator epoch is not enough: a broker that fenced itself
+        while its ZooKeeper session was in doubt and got the same session
+        back leads again at the same leader epoch, reloads the partition,
+        and a completion of the previous tenure still retrying would then
+        write its stale Complete* over a transaction begun since (the
+        transaction's partitions would never get their markers)."""
+        for task in self._tasks_of.pop(partition, ()):
+            task.cancel()
 
     # -- requests (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) -----------------------
     async def init_producer_id(self, tid: str, timeout_ms: int, producer_id: ProducerId = NO_PRODUCER_ID,
@@ -258,7 +275,7 @@ class TransactionCoordinator:
         if code is not ErrorCode.NONE:
             self.pending.discard(tid)
             return code
-        self._spawn(self._complete(tid, prepared, epoch), f"complete-{tid}")
+        self._spawn(self._complete(tid, prepared, epoch), f"complete-{tid}", self.partition_of(tid))
         return ErrorCode.NONE
 
     # -- what operators see (KIP-664) ---------------------------------------------------------------
@@ -318,11 +335,12 @@ class TransactionCoordinator:
         if self.owned.get(partition) == leader_epoch or self.loading.get(partition) == leader_epoch:
             return
         self.owned.pop(partition, None)
-        # Tasks of the previous epoch stop at their next ownership check;
-        # what they held pending is reloaded (and resumed) under the new one.
+        # Tasks of the previous tenure stop; what they held pending is
+        # reloaded (and resumed) under the new one.
+        self._end_tenure(partition)
         self._forget(partition)
         self.loading[partition] = leader_epoch
-        self._spawn(self._load(partition, leader_epoch), f"load-transactions-{partition}")
+        self._spawn(self._load(partition, leader_epoch), f"load-transactions-{partition}", partition)
         if self._expiry_task is None:
             self._expiry_task = asyncio.get_running_loop().create_task(self._abort_timed_out_loop(),
                                                                        name="transaction-timeouts")
@@ -330,6 +348,7 @@ class TransactionCoordinator:
     def on_resigned(self, partition: int) -> None:
         self.loading.pop(partition, None)
         self.owned.pop(partition, None)
+        self._end_tenure(partition)
         self._forget(partition)
         log.info("unloaded the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
 
@@ -379,9 +398,9 @@ class TransactionCoordinator:
         m = self.txns[tid]
         self.pending.add(tid)
         if m.state is S.PREPARE_EPOCH_FENCE:
-            self._spawn(self._abort_fenced(tid, epoch), f"fence-{tid}")
+            self._spawn(self._abort_fenced(tid, epoch), f"fence-{tid}", self.partition_of(tid))
         else:
-            self._spawn(self._complete(tid, m, epoch), f"complete-{tid}")
+            self._spawn(self._complete(tid, m, epoch), f"complete-{tid}", self.partition_of(tid))
 
     # -- persistence -----------------------------------------------------------------------------
     async def write(self, m: TransactionMetadata, coordinator_epoch: int | None = None) -> ErrorCode:
@@ -443,7 +462,8 @@ class TransactionCoordinator:
                                        partitions=frozenset())
             await self._write_until_done(done, epoch)
         finally:
-            if self.owned.get(partition) == epoch:
+            # A task of an ended tenure leaves ``pending`` to the new one.
+            if self.owned.get(partition) == epoch and asyncio.current_task() in self._tasks_of.get(partition, ()):
                 self.pending.discard(tid)
 
     def _backoff(self) -> Iterator[float]:
@@ -494,7 +514,7 @@ class TransactionCoordinator:
         if epoch is None:
             return False
         self.pending.add(tid)
-        self._spawn(self._fence(tid, m, epoch), f"fence-{tid}")
+        self._spawn(self._fence(tid, m, epoch), f"fence-{tid}", self.partition_of(tid))
         return True
 
     async def _fence(self, tid: str, m: TransactionMetadata, epoch: int) -> None:

@@ -151,3 +151,49 @@ async def test_a_fenced_coordinator_stops_sending_markers():
     await asyncio.sleep(0.05)
     assert markers.calls == 1 and c.txns[TID].state is S.PREPARE_COMMIT
     await c.shutdown()
+
+
+class LandsButTimesOut(MemoryLog):
+    """Writes a Complete* but answers REQUEST_TIMED_OUT ``times`` times (the
+    ISR did not confirm in time: the record is in the log all the same)."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        await super().append(partition, batch)
+        view = memoryview(batch)
+        for pos, _h in iter_batches(view):
+            for r in iter_records(view[pos:]):
+                if r.value is not None and decode_value(TID, bytes(r.value)).state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) \
+                        and self.times:
+                    self.times -= 1
+                    return ErrorCode.REQUEST_TIMED_OUT
+        return ErrorCode.NONE
+
+
+async def test_the_same_epoch_again_stops_the_previous_tenures_retries():
+    # A broker that fenced itself (its ZooKeeper session in doubt) and got
+    # the session back leads again at the same leader epoch: the completion
+    # still retrying from before must not write its Complete* over the
+    # transaction the producer began since the reload.
+    txn_log = LandsButTimesOut(times=10**6)
+    slow = TransactionConfig(num_partitions=4, retry_backoff_ms=100, max_retry_backoff_ms=100)
+    c = await owned(TransactionCoordinator(1, slow, txn_log, Markers(), coordinator(txn_log, Markers()).new_producer_id))
+    pid, epoch = await ongoing(c)
+    assert await c.end_txn(TID, pid, epoch, True) is ErrorCode.NONE
+    await asyncio.sleep(0.02)  # the Complete* landed, answered as timed out; its retry waits 100 ms
+    partition = partition_for(TID, 4)
+    c.on_resigned(partition)
+    txn_log.times = 0
+    await owned(c)  # the same epoch, 7
+    assert c.txns[TID].state is S.COMPLETE_COMMIT
+    _, pid2, epoch2 = await c.init_producer_id(TID, 60_000)
+    assert await c.add_partitions(TID, pid2, epoch2, frozenset({A})) is ErrorCode.NONE
+    await asyncio.sleep(0.25)  # past the old retry's pause
+    assert c.txns[TID].state is S.ONGOING and c.txns[TID].producer_epoch == epoch2
+    last = [decode_value(TID, bytes(r.value)) for b in txn_log.batches[partition]
+            for pos, _h in iter_batches(memoryview(b)) for r in iter_records(memoryview(b)[pos:])][-1]
+    assert last.state is S.ONGOING and last.producer_epoch == epoch2
+    await c.shutdown()
