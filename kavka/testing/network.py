@@ -22,8 +22,17 @@ added on the first cut of a pair and removed when the last one heals.
 iptables, nft and tc are not available on every machine kind this runs on
 (shared/reference/faults.md); routes and links are.
 
+The subnet never leaves the machine: the root namespace holds an
+``unreachable`` route for ``10.<N>.0.0/24`` from creation on, at a metric
+the bridge's own route beats, and keeps it after teardown. Without it a
+client left open at the end of a run (librdkafka reconnects on its own) or
+one connecting while the bridge is gone sends its packets by the default
+route, to whatever answers there (a proxy once answered a producer's
+ApiVersions with ``HTTP/1.1``); with it the connect fails at once
+(EHOSTUNREACH).
+
 ``close()`` kills every process still in the namespaces, deletes them, the
-bridge and the root namespace's routes; ``sweep_stale()`` does the same for
+bridge and the root namespace's cut routes; ``sweep_stale()`` does the same for
 networks whose owning process is dead (a run killed with SIGKILL), found by
 the owner pid written in ``/run/kavka-chaos/<bridge>`` (with the mounts to undo: ``own_mount``).
 
@@ -48,6 +57,9 @@ CLIENTS = "clients"  # the root namespace, where the workloads' clients run
 OWNERS = Path("/run/kavka-chaos")
 PREFIX = "kvc"
 FIRST_SUBNET, LAST_SUBNET = 200, 254
+# The metric of the subnet's unreachable route: above the bridge's own
+# (connected, metric 0), so it only answers when the bridge is gone.
+UNREACHABLE_METRIC = 4242
 
 
 class NetworkError(RuntimeError):
@@ -115,6 +127,7 @@ class Network:
                 break
         if subnet is None:
             raise NetworkError(f"no free bridge name {PREFIX}{FIRST_SUBNET}..{PREFIX}{LAST_SUBNET}")
+        _ip("route", "replace", "unreachable", f"10.{subnet}.0.0/24", "metric", str(UNREACHABLE_METRIC))
         OWNERS.mkdir(parents=True, exist_ok=True)
         (OWNERS / f"{PREFIX}{subnet}").write_text(str(os.getpid()))
         hosts = {CLIENTS: Host(CLIENTS, f"10.{subnet}.0.1", "", "")}

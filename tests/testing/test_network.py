@@ -5,6 +5,7 @@ otherwise)."""
 
 from __future__ import annotations
 
+import errno
 import socket
 import subprocess
 import sys
@@ -80,3 +81,14 @@ def test_a_link_left_by_the_bridges_previous_owner_is_replaced():
     # delay a next owner can run into)
     assert eventually(lambda: stale not in subprocess.run(["ip", "-br", "link"], capture_output=True,
                                                           text=True).stdout)
+
+
+def test_the_subnet_never_leaves_the_machine_after_teardown():
+    # A client still open after the run (librdkafka reconnects by itself)
+    # must not reach out by the default route once the bridge is gone.
+    net = Network.create(["a"])
+    address = net.address("a")
+    net.close()
+    with pytest.raises(OSError) as refused, socket.create_connection((address, 7000), timeout=5):
+        pass
+    assert refused.value.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH)
