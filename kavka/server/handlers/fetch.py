@@ -189,7 +189,7 @@ class FetchHandler:
         for topic_id, indexes in unknown_ids:
             responses.append(R.Responses(topic_id=topic_id, partitions=[
                 R.Responses.Partitions(partition_index=i, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
-                                       high_watermark=-1, records=None)
+                                       high_watermark=-1, records=b"")
                 for i in indexes]))
         response = R(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=responses)
         if version >= 16 and leaders_wanted:

@@ -133,3 +133,17 @@ async def test_follower_serves_while_in_the_isr_and_refuses_once_out(log_manager
     fetch.cache.isr = (1, 2)
     p = on_the_wire(10, await fetch(*request(10, "")))
     assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_an_unknown_topic_id_is_answered_with_empty_records_not_null(log_manager):
+    # librdkafka refuses a partition whose records are null ("invalid
+    # MessageSetSize -1") and drops the whole response: Kafka answers
+    # UNKNOWN_TOPIC_ID with empty records, as a broker just restarted
+    # (before its first UpdateMetadata) does for every topic.
+    import uuid
+
+    fetch, rm = handler(log_manager, 1, (1, 2))
+    ctx, body = request(13, "")
+    body.topics[0].topic_id = uuid.uuid4()
+    p = on_the_wire(13, await fetch(ctx, body))
+    assert p.error_code == ErrorCode.UNKNOWN_TOPIC_ID and p.records == b""
