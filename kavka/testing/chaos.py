@@ -51,6 +51,7 @@ SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false",
         "replica.truncation.mode": "leader-epoch"}
 UNSAFE = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true", "replica.truncation.mode": "hw"}
 WORKLOADS = ("queue", "txn", "acks1")
+PROGRESS_EVERY_S = 60.0  # how often a run says how far its workloads got
 
 
 @dataclass
@@ -209,11 +210,18 @@ def _conduct(conductor: Conductor, nemesis: Nemesis, clock: Clock, start: float,
     hold however late the run is) and says how late it ran."""
     lateness: list[float] = []
     early = 0
+    shown = start
     while True:
         now = clock.now() - start
         action = conductor.next_action(now)
         if isinstance(action, Done):
             break
+        if clock.now() - shown >= PROGRESS_EVERY_S:
+            # a workload whose count stops moving is stuck: seen while the run goes on
+            shown = clock.now()
+            ended = Counter(t.outcome for t in history.txns)
+            say(f"{shown:7.1f}s progress: {len(history.acks)} records acknowledged, {len(history.polls)} polled, "
+                f"transactions {dict(ended)}")
         if isinstance(action, Wait):
             _sleep_until(clock, start + action.until)
         elif isinstance(action, Heal):

@@ -34,8 +34,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -130,9 +132,15 @@ class _Threads:
         deadline = time.monotonic() + timeout
         for t in self._threads:
             t.join(max(0.1, deadline - time.monotonic()))
-        alive = [t.name for t in self._threads if t.is_alive()]
+        alive = [t for t in self._threads if t.is_alive()]
         if alive:
-            self.errors.append(f"threads still running after {timeout:.0f} s: {alive}")
+            # where each is stuck: the Python frame names the client call
+            # (librdkafka's own threads are not Python's to show)
+            frames = sys._current_frames()
+            where = {t.name: "".join(traceback.format_stack(frames[t.ident])[-3:]).strip()
+                     for t in alive if t.ident in frames}
+            self.errors.append(f"threads still running after {timeout:.0f} s: {[t.name for t in alive]}; "
+                               f"stuck at: {where}")
 
 
 def producer_is_dead(error: Any) -> bool:

@@ -71,6 +71,8 @@ def test_a_link_left_by_the_bridges_previous_owner_is_replaced():
     net = Network.create(["a"])
     try:
         stale = f"{net.bridge}h1"
+        # (an earlier test's host of that name may still be going away)
+        assert eventually(lambda: stale not in _links())
         subprocess.run(["ip", "link", "add", stale, "type", "veth", "peer", "name", f"{net.bridge}x1"], check=True)
         net._add_host("b", 1)
         subprocess.Popen(net.argv("b", [sys.executable, "-c", SERVER]))
@@ -79,8 +81,11 @@ def test_a_link_left_by_the_bridges_previous_owner_is_replaced():
         net.close()
     # (the kernel takes a moment to delete it after its namespace: the very
     # delay a next owner can run into)
-    assert eventually(lambda: stale not in subprocess.run(["ip", "-br", "link"], capture_output=True,
-                                                          text=True).stdout)
+    assert eventually(lambda: stale not in _links())
+
+
+def _links() -> str:
+    return subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
 
 
 def test_the_subnet_never_leaves_the_machine_after_teardown():
