@@ -24,4 +24,6 @@ Modules:
 * ``sanitizer`` — user and client-id names as they appear in ZooKeeper
   paths (Kafka's Sanitizer).
 * ``throttled_replicas`` — the replication-throttle topic settings (KIP-73).
+* ``fetch_metadata`` — a Fetch's session id and epoch (KIP-227): the
+  sentinels and ``next_epoch``.
 """

@@ -185,6 +185,7 @@ _d("connections.max.idle.ms", LONG, 600000, "A connection with no request in fli
 _d("request.timeout.ms", INT, 30000, "Timeout of requests this broker sends (controller to broker, follower fetch).", Range(0, None))
 _d("message.max.bytes", INT, 1048588, "Largest record batch accepted (topic-level max.message.bytes).", Range(0, None))
 _d("fetch.max.bytes", INT, 57671680, "Most bytes a Fetch answer holds whatever the request asks (its first batch goes whole, KIP-74); also caps the min_bytes a fetch waits for.", Range(1024, None))
+_d("max.incremental.fetch.session.cache.slots", INT, 1000, "Incremental fetch sessions (KIP-227) the broker keeps; 0 offers none (every Fetch is answered without a session).", Range(0, None))
 _d("compression.type", STRING, "producer", "Topic compression; producer keeps the producer's codec.", OneOf(COMPRESSION_TYPES))
 
 # -- metrics (Kavka's: Kafka exports JMX, scraped by the Prometheus JMX exporter agent) --

@@ -30,6 +30,10 @@ Modules, by Kafka concept:
 * ``delayed_produce`` — ``DelayedProduce``: acks=-1 waiting for the HW.
 * ``delayed_fetch`` — ``DelayedFetch`` (waiting for ``min_bytes``) and
   ``read_from_local_log``, the read across a Fetch's partitions.
+* ``fetch_session`` — incremental fetch sessions, the leader's side
+  (KIP-227): ``FetchManager``, ``FetchSessionCache`` and the fetch
+  contexts that say which partitions a Fetch reads and which its answer
+  carries.
 * ``quota`` — replication throttling (seed 002 §8, KIP-73): the
   ``ReplicationQuota`` token bucket, ``LeaderReplicationQuota``, which
   partitions each side throttles.
@@ -41,8 +45,9 @@ Modules, by Kafka concept:
   ``manager`` (``ReplicaFetcherManager``), ``task`` (``ReplicaFetcher``,
   one fetch task per leader), ``state`` (a partition's fetch state and
   KIP-279's truncation point), ``config`` (``ReplicaFetcherConfig``),
-  ``leader_endpoint`` (the ``LeaderEndPoint`` seam) and
-  ``remote_leader_endpoint`` (it over the Kafka wire).
+  ``leader_endpoint`` (the ``LeaderEndPoint`` seam),
+  ``remote_leader_endpoint`` (it over the Kafka wire) and
+  ``fetch_session_handler`` (the follower's half of a fetch session).
 
 Everything runs on the broker's asyncio event loop; the only blocking work
 is the log's page-cache appends and reads.

@@ -78,6 +78,7 @@ from kavka.metrics.event_loop import EventLoopMonitor
 from kavka.metrics.exporter import MetricsExporter
 from kavka.metrics.request_metrics import RequestMetrics
 from kavka.metrics.throttle_times import ThrottleTimes
+from kavka.replication.fetch_session import FetchManager, FetchSessionCache
 from kavka.replication.fetcher.manager import ReplicaFetcherManager
 from kavka.replication.isr import ZkIsrChangeNotifier, ZkIsrWriter
 from kavka.replication.log_dir_events import ZkLogDirEventNotifier
@@ -495,7 +496,11 @@ class KafkaServer:
 
         auto_create = admin.auto_create if cfg["auto.create.topics.enable"] else None
         quotas = self.quotas
-        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch, auth, fence)
+        fetch_sessions = FetchManager.for_request_size(
+            FetchSessionCache(cfg["max.incremental.fetch.session.cache.slots"]), SystemClock(),
+            cfg["socket.request.max.bytes"])
+        self.fetch_sessions = fetch_sessions
+        fetch_handler = fetch.FetchHandler(rm, cache, quotas.fetch, auth, fence, fetch_sessions)
         handlers: dict[int, Handler] = {
             # data path (kavka.replication)
             produce.API_KEY: produce.ProduceHandler(rm, cache, quotas.produce, auth),

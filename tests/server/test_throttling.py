@@ -166,7 +166,7 @@ async def test_a_fetch_throttled_by_its_request_quota_returns_no_data(monkeypatc
     monkeypatch.setattr(throttling.time, "perf_counter_ns", nanos)
     quotas = managers(request_percentage=0.0)
     quotas.update_quota(ClientQuotaEntity(DEFAULT), QuotaType.FETCH, 10_000.0)
-    fetch = FetchHandler(None, None, quotas.fetch, AuthHelper(None), None)  # only without_data is used here
+    fetch = FetchHandler(None, None, quotas.fetch, AuthHelper(None), None, None)  # only without_data is used here
     R = FetchResponse
     with_data = R(throttle_time_ms=0, error_code=0, session_id=0, responses=[R.Responses(topic="t", partitions=[
         R.Responses.Partitions(partition_index=0, high_watermark=5, records=b"x" * 4000)])])

@@ -15,6 +15,9 @@ leader epoch first (KIP-101/279).
   OffsetsForLeaderEpoch, ListOffsets as a replica).
 * ``remote_leader_endpoint`` — ``RemoteLeaderEndPoint``: it over the Kafka
   wire to the leader's inter-broker listener.
+* ``fetch_session_handler`` — ``FetchSessionHandler``: the follower's half
+  of an incremental fetch session with one leader (KIP-227): full, then
+  incremental requests.
 
 Event loop only.
 """

@@ -14,13 +14,24 @@ the replica id:
   which such a leader accepts only from a connection authenticated as this
   broker. Both carry ``current_leader_epoch`` (KIP-320) and
   ``last_fetched_epoch``, and are answered ``diverging_epoch`` (KIP-595's
-  truncation without OffsetsForLeaderEpoch). isolation_level 0, no fetch
-  session (session id 0, epoch -1: a full request every time);
+  truncation without OffsetsForLeaderEpoch). isolation_level 0. Through an
+  incremental fetch session whenever the leader's version has them (v7+;
+  a Kavka leader answers v12 and up)
+  (KIP-227, ``FetchSessionHandler`` of ``fetch_session_handler``): the
+  first request carries every partition and opens a session; the next
+  ones carry only the partitions added or whose fetch changed, and forget
+  the ones removed; a partition the answer leaves out had nothing new. A
+  session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+  FETCH_SESSION_TOPIC_ID_ERROR) answers no partition and the next fetch,
+  sent at once, is full; so is the one after any failed exchange;
 * OffsetForLeaderEpoch up to v4 (v3+ carries the replica id);
 * ListOffsets (replica id >= 0: the leader answers up to its log end).
 
 Any connection failure, timeout or undecodable response closes the
-connection and raises ``LeaderConnectionError``. Event loop only.
+connection and raises ``LeaderConnectionError``; the session, if any, is
+then closed by the next (full) fetch. A partition a full answer leaves
+out is taken as UNKNOWN_SERVER_ERROR (the fetcher backs it off); any other
+request-level error goes to every partition. Event loop only.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from typing import TypeVar
 
 from kavka.client.connection import BrokerConnection
 from kavka.common.errors import ErrorCode, KafkaError
+from kavka.common.fetch_metadata import FINAL_EPOCH, INVALID_SESSION_ID
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.errors import DecodeError
 from kavka.protocol.messages import (
@@ -40,6 +52,7 @@ from kavka.protocol.messages import (
     Request,
     Response,
 )
+from kavka.replication.fetcher.fetch_session_handler import FetchRequestData, FetchSessionHandler
 from kavka.replication.fetcher.leader_endpoint import (
     EpochEndOffsetResult,
     EpochRequest,
@@ -53,6 +66,9 @@ from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 FETCH_BY_NAME_MAX_VERSION = 12  # the last Fetch version naming topics
 FETCH_REPLICA_STATE_VERSION = 15  # replica id and epoch in replica_state (KIP-903)
 FETCH_MAX_VERSION = 16
+FETCH_SESSION_VERSION = 7  # session id and epoch (KIP-227)
+SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                            ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR})
 FETCH_KEY = 1
 ZERO_UUID = uuid.UUID(int=0)
 R = TypeVar("R", bound=Response)
@@ -74,6 +90,7 @@ class RemoteLeaderEndPoint:
         self.topic_id = topic_id  # a followed partition's topic id (None: not known)
         self.receive_buffer_bytes = receive_buffer_bytes  # replica.socket.receive.buffer.bytes
         self._conn: BrokerConnection | None = None
+        self.session = FetchSessionHandler(f"fetcher of broker {replica_id} from broker {leader.broker_id}")
 
     def __repr__(self) -> str:
         return f"RemoteLeaderEndPoint(broker {self.leader.broker_id} at {self.leader.host}:{self.leader.port})"
@@ -123,43 +140,59 @@ class RemoteLeaderEndPoint:
             self.close()
             raise LeaderConnectionError(f"{self!r}: Fetch failed: {e}") from e
         by_id = version > FETCH_BY_NAME_MAX_VERSION
+        with_session = version >= FETCH_SESSION_VERSION
+        if with_session:
+            request = self.session.build(partitions, by_id, lambda tp: ids[tp.topic])
+        else:
+            request = FetchRequestData(INVALID_SESSION_ID, FINAL_EPOCH,
+                                       {tp: (ids[tp.topic], fp) for tp, fp in partitions.items()}, [], partitions)
         topics: dict[str, list[FetchRequest.Topics.Partitions]] = {}
-        for tp, fp in partitions.items():
+        for tp, (_, fp) in request.to_send.items():
             topics.setdefault(tp.topic, []).append(Q.Topics.Partitions(
                 partition=tp.partition, current_leader_epoch=fp.current_leader_epoch, fetch_offset=fp.fetch_offset,
                 last_fetched_epoch=fp.last_fetched_epoch, log_start_offset=fp.log_start_offset,
                 partition_max_bytes=fp.max_bytes))
+        forgotten: dict[uuid.UUID | str, list[int]] = {}
+        for tp, topic_id in request.to_forget:
+            forgotten.setdefault((topic_id or ZERO_UUID) if by_id else tp.topic, []).append(tp.partition)
         body = Q(max_wait_ms=params.max_wait_ms, min_bytes=params.min_bytes,
-                 max_bytes=params.max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                 topics=[Q.Topics(topic=t, topic_id=ids[t] or ZERO_UUID, partitions=ps) for t, ps in topics.items()])
+                 max_bytes=params.max_bytes, isolation_level=0, session_id=request.session_id,
+                 session_epoch=request.epoch,
+                 topics=[Q.Topics(topic=t, topic_id=ids[t] or ZERO_UUID, partitions=ps) for t, ps in topics.items()],
+                 forgotten_topics_data=[
+                     Q.ForgottenTopicsData(topic_id=k, partitions=ps) if isinstance(k, uuid.UUID)
+                     else Q.ForgottenTopicsData(topic=k, partitions=ps) for k, ps in forgotten.items()])
         if version >= FETCH_REPLICA_STATE_VERSION:
             epoch = self.broker_epoch()
             body.replica_state = Q.ReplicaState(replica_id=params.replica_id, replica_epoch=-1 if epoch is None else epoch)
         else:
             body.replica_id = params.replica_id
         resp = await self._request(body, version=version)
-        if resp.error_code:
-            # A request-level error (e.g. a session error we never asked for)
-            # applies to every partition.
-            err = ErrorCode.of(resp.error_code)
-            return {tp: FetchPartitionData(err) for tp in partitions}
+        error = ErrorCode.of(resp.error_code)
         names = {i: t for t, i in ids.items() if i is not None}
         out: dict[TopicPartition, FetchPartitionData] = {}
-        for t in resp.responses:
+        stray = 0
+        for t in resp.responses if error is ErrorCode.NONE else ():
             name = names.get(t.topic_id) if by_id else t.topic
-            if name is None:
-                continue  # never asked: ignore rather than trust it
             for p in t.partitions:
-                tp = TopicPartition(name, p.partition_index)
-                if tp not in partitions:
-                    continue  # never asked: ignore rather than trust it
+                if name is None or (tp := TopicPartition(name, p.partition_index)) not in partitions:
+                    stray += 1  # never asked: ignore rather than trust it
+                    continue
                 div = p.diverging_epoch
                 diverging = EpochEndOffset(div.epoch, div.end_offset) if div is not None and div.epoch >= 0 else None
                 out[tp] = FetchPartitionData(
                     ErrorCode.of(p.error_code), p.high_watermark, p.last_stable_offset, p.log_start_offset,
                     p.records if p.records is not None else b"", diverging)
-        for tp in partitions:
-            out.setdefault(tp, FetchPartitionData(ErrorCode.UNKNOWN_SERVER_ERROR))  # the leader left it out
+        if with_session:
+            self.session.handle_response(request, error, resp.session_id, out.keys(), stray, resp.throttle_time_ms > 0)
+            if error in SESSION_ERRORS and not (request.is_full and request.session_id == INVALID_SESSION_ID):
+                return {}  # nothing applies; the next fetch is full, at once
+        if error is not ErrorCode.NONE:
+            # A request-level error applies to every partition.
+            return {tp: FetchPartitionData(error) for tp in partitions}
+        if request.is_full:
+            for tp in partitions:
+                out.setdefault(tp, FetchPartitionData(ErrorCode.UNKNOWN_SERVER_ERROR))  # the leader left it out
         return out
 
     async def fetch_epoch_end_offsets(
@@ -196,6 +229,7 @@ class RemoteLeaderEndPoint:
         return OffsetResult(ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def close(self) -> None:
+        self.session.handle_error()  # whatever the leader holds, start over with a full fetch
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -8,11 +8,20 @@ Versions 4-17: v4 is the first that carries record batch v2 and the
 isolation level. v13+ names topics by id (KIP-516); an unknown id gets
 UNKNOWN_TOPIC_ID. v17's replica directory id (KIP-853) is KRaft's: only
 fetches of its metadata quorum read it, as in Kafka, so a partition's
-fetch is answered as at v16. Incremental fetch sessions (KIP-227) are not offered:
-every response has session id 0, which tells a client to keep sending full
-requests; a request naming a session gets FETCH_SESSION_ID_NOT_FOUND, as
-Kafka answers for an evicted session. The records are the log's bytes,
-never decoded here.
+fetch is answered as at v16. The records are the log's bytes, never
+decoded here.
+
+Incremental fetch sessions (KIP-227, v7+): the request's session id and
+epoch go to the ``FetchManager`` (``kavka.replication.fetch_session``),
+whose context says which partitions to read — the request's, or every
+partition of the session, of which the request carries only the changes
+and ``forgotten_topics_data`` the removals — and which go in the answer:
+all of them, or in an incremental answer those with something to say.
+A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+FETCH_SESSION_TOPIC_ID_ERROR) is the response's top-level error, with no
+partitions. A session belongs to the replica id and principal that opened
+it. Every check below (authorization, the replica's proof, the ISR of a
+follower read by a consumer) applies to every partition read, each time.
 
 ``consumer_byte_rate`` (KIP-13, KIP-219) for consumers (not followers):
 ``max_bytes`` is capped to what the quota's window holds; the bytes
@@ -46,9 +55,8 @@ high watermark to move. A follower that the controller's last
 UpdateMetadata does not list in the ISR answers NOT_LEADER_OR_FOLLOWER,
 and one that no longer hosts the partition does as well, so the consumer
 goes back to the leader. ListOffsets and OffsetsForLeaderEpoch stay with
-the leader, as in Kafka (a consumer sends them to the leader). With no
-fetch sessions offered, a consumer moving between the leader and a
-follower holds no session state on either that could go stale.
+the leader, as in Kafka (a consumer sends them to the leader). A consumer
+keeps one session per broker it fetches from, as Kafka's.
 """
 
 from __future__ import annotations
@@ -59,6 +67,13 @@ import uuid
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.messages import FetchRequest, FetchResponse
+from kavka.replication.fetch_session import (
+    FetchContext,
+    FetchManager,
+    PartitionKey,
+    RequestedPartition,
+    SessionlessFetchContext,
+)
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.replica_selector import ClientMetadata
 from kavka.replication.requests import (
@@ -82,13 +97,17 @@ MAX_VERSION = 17
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger("kavka.server.fetch")
+# A partition of a topic id this broker does not know (KIP-516): empty
+# records, not null, which librdkafka refuses ('invalid MessageSetSize -1').
+UNKNOWN_ID = FetchPartitionData(ErrorCode.UNKNOWN_TOPIC_ID, records=b"")
 LOGGED_REFUSALS_MAX = 1024  # (peer host, replica id) pairs warned about; later ones are logged at DEBUG
 
 
 class FetchHandler:
     def __init__(self, replica_manager: ReplicaManager, cache: MetadataCache, quota: ClientQuotaManager,
-                 auth: AuthHelper, fence: InterBrokerFence) -> None:
+                 auth: AuthHelper, fence: InterBrokerFence, sessions: FetchManager) -> None:
         self.replica_manager = replica_manager
+        self.sessions = sessions
         self.cache = cache
         self.quota = quota
         self.auth = auth
@@ -101,35 +120,41 @@ class FetchHandler:
     async def __call__(self, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         version = ctx.api_version
         R = FetchResponse
-        if version >= 7 and request.session_id != 0:
-            return R(throttle_time_ms=0, error_code=int(ErrorCode.FETCH_SESSION_ID_NOT_FOUND), session_id=0,
-                     responses=[])
         if version >= 15:
             replica_id, replica_epoch = request.replica_state.replica_id, request.replica_state.replica_epoch
         else:
             replica_id, replica_epoch = request.replica_id, -1
-        partitions: dict[TopicPartition, FetchPartition] = {}
-        unknown_ids: list[tuple[uuid.UUID, list[int]]] = []
-        order: list[tuple[str, uuid.UUID, TopicPartition]] = []
+        by_id = version >= 13
+        fetch_data: dict[PartitionKey, RequestedPartition] = {}
         for t in request.topics:
-            if version >= 13:
-                name = self._topic_name(t.topic_id)
-                if name is None:
-                    unknown_ids.append((t.topic_id, [p.partition for p in t.partitions]))
-                    continue
-                topic_id = t.topic_id
-            else:
-                name, topic_id = t.topic, ZERO_UUID
+            topic_key: uuid.UUID | str = t.topic_id if by_id else t.topic
+            name = self._topic_name(t.topic_id) if by_id else t.topic
             for p in t.partitions:
-                tp = TopicPartition(name, p.partition)
-                partitions[tp] = FetchPartition(
+                fetch_data[(topic_key, p.partition)] = RequestedPartition(name, FetchPartition(
                     fetch_offset=p.fetch_offset,
                     max_bytes=p.partition_max_bytes,
                     current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
                     last_fetched_epoch=p.last_fetched_epoch if version >= 12 else -1,
                     log_start_offset=p.log_start_offset if version >= 5 else -1,
-                )
-                order.append((name, topic_id, tp))
+                ))
+        context: FetchContext
+        if version >= 7:
+            forgotten = [(f.topic_id if by_id else f.topic, i) for f in request.forgotten_topics_data
+                         for i in f.partitions]
+            context = self.sessions.new_context(request.session_id, request.session_epoch,
+                                                (replica_id, quota_user(ctx)), by_id, fetch_data, forgotten,
+                                                self._topic_name)
+        else:
+            context = SessionlessFetchContext(fetch_data)
+        if context.error is not ErrorCode.NONE:
+            return R(throttle_time_ms=0, error_code=int(context.error), session_id=0, responses=[])
+        partitions: dict[TopicPartition, FetchPartition] = {}
+        to_read = context.partitions()
+        tps: dict[PartitionKey, TopicPartition] = {}
+        for key, name, fp in to_read:
+            if name is not None:
+                tp = tps[key] = TopicPartition(name, key[1])
+                partitions[tp] = fp
         max_bytes, min_bytes = request.max_bytes, request.min_bytes
         user, client_id = quota_user(ctx), quota_client_id(ctx)
         quota_applies = replica_id < 0 and self.quota.enabled
@@ -159,39 +184,43 @@ class FetchHandler:
             if throttle > 0:
                 self.quota.unrecord(user, client_id, size)
                 ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
-                return R(throttle_time_ms=throttle, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
+                withheld = context.throttled()
+                return R(throttle_time_ms=throttle, error_code=int(withheld.error), session_id=withheld.session_id,
+                         responses=[])
+        answer = context.answer({key: data[known] if (known := tps.get(key)) is not None else UNKNOWN_ID
+                                 for key, _, _ in to_read})
+        if answer.error is not ErrorCode.NONE:
+            return R(throttle_time_ms=0, error_code=int(answer.error), session_id=answer.session_id, responses=[])
 
-        topics: dict[tuple[str, uuid.UUID], list] = {}
+        topics: dict[uuid.UUID | str, list] = {}
         leaders_wanted: set[int] = set()
-        for name, topic_id, tp in order:
-            d = data[tp]
+        for key, name, d in answer.partitions:
             part = R.Responses.Partitions(
-                partition_index=tp.partition, error_code=int(d.error), high_watermark=d.high_watermark,
+                partition_index=key[1], error_code=int(d.error), high_watermark=d.high_watermark,
                 last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
                 aborted_transactions=[
                     R.Responses.Partitions.AbortedTransactions(producer_id=t.producer_id, first_offset=t.first_offset)
                     for t in d.aborted_transactions
-                ] if version >= 4 else None, records=d.records)
+                ], records=d.records)
             if version >= 11:
                 part.preferred_read_replica = d.preferred_read_replica
             if version >= 12 and d.diverging_epoch is not None:
                 part.diverging_epoch = R.Responses.Partitions.DivergingEpoch(
                     epoch=d.diverging_epoch.epoch, end_offset=d.diverging_epoch.end_offset)
-            if version >= 12 and d.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                meta = self.cache.partition(tp.topic, tp.partition)
+            if version >= 12 and name is not None and d.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                                  ErrorCode.FENCED_LEADER_EPOCH):
+                meta = self.cache.partition(name, key[1])
                 if meta is not None and meta.leader >= 0:
                     part.current_leader = R.Responses.Partitions.CurrentLeader(
                         leader_id=meta.leader, leader_epoch=meta.leader_epoch)
                     leaders_wanted.add(meta.leader)
-            topics.setdefault((name, topic_id), []).append(part)
-        responses = [R.Responses(topic=name if version < 13 else "", topic_id=topic_id, partitions=parts)
-                     for (name, topic_id), parts in topics.items()]
-        for topic_id, indexes in unknown_ids:
-            responses.append(R.Responses(topic_id=topic_id, partitions=[
-                R.Responses.Partitions(partition_index=i, error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
-                                       high_watermark=-1, records=b"")
-                for i in indexes]))
-        response = R(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=responses)
+            topics.setdefault(key[0], []).append(part)
+        responses = [R.Responses(topic="" if by_id else str(topic_key),
+                                 topic_id=topic_key if isinstance(topic_key, uuid.UUID) else ZERO_UUID,
+                                 partitions=parts)
+                     for topic_key, parts in topics.items()]
+        response = R(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=answer.session_id,
+                     responses=responses)
         if version >= 16 and leaders_wanted:
             for broker_id in sorted(leaders_wanted):
                 b = self.cache.alive_broker(broker_id)
@@ -200,7 +229,6 @@ class FetchHandler:
                     response.node_endpoints.append(R.NodeEndpoints(node_id=broker_id, host=ep.host, port=ep.port,
                                                                    rack=b.rack))
         return response
-
 
     def _out_of_sync_follower(self, partitions: dict[TopicPartition, FetchPartition],
                               refused: dict[TopicPartition, FetchPartitionData]) -> dict[TopicPartition, FetchPartitionData]:
@@ -256,7 +284,8 @@ class FetchHandler:
         size = sum(len(p.records) for t in response.responses for p in t.partitions if p.records)
         if size and self.quota.enabled:
             self.quota.unrecord(quota_user(ctx), quota_client_id(ctx), size)
-        return FetchResponse(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=0, responses=[])
+        session_id = self.sessions.withdraw(response.session_id) if response.session_id else 0
+        return FetchResponse(throttle_time_ms=0, error_code=int(ErrorCode.NONE), session_id=session_id, responses=[])
 
 
 def register(dispatcher: Dispatcher, handler: FetchHandler) -> None:

@@ -99,6 +99,7 @@ class Node:
         self.reachable = True
         self.endpoints: list[LocalLeaderEndPoint] = []
         self.server = None
+        self.fetch_sessions = None  # the leader's FetchManager while serving (wire)
         self.address: tuple[str, int] | None = None
         self.rm = self._open()
 
@@ -139,6 +140,7 @@ class Node:
     async def serve(self) -> None:
         """Listen on a fresh loopback port with the broker's handlers of the
         follower's requests (``wire`` clusters)."""
+        from kavka.replication.fetch_session import FetchManager, FetchSessionCache
         from kavka.server.authorization import AuthHelper
         from kavka.server.handlers import api_versions, fetch, list_offsets, offset_for_leader_epoch
         from kavka.server.inter_broker_fence import InterBrokerFence
@@ -153,8 +155,11 @@ class Node:
                                  ZkBrokerEpochs(store), ZkControllerView(store), require_authenticated_replicas=False)
         d = Dispatcher()
         api_versions.register(d)
+        # a restart (unserve, serve) loses the sessions, as a broker's does
+        self.fetch_sessions = FetchManager(FetchSessionCache(self.cluster.fetch_session_slots), SystemClock(), 1 << 20)
         fetch.register(d, fetch.FetchHandler(
-            self.rm, cache, ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock()), auth, fence))
+            self.rm, cache, ClientQuotaManager(QuotaType.FETCH, QuotaWindow(), SystemClock()), auth, fence,
+            self.fetch_sessions))
         list_offsets.register(d, list_offsets.ListOffsetsHandler(self.rm, auth))
         offset_for_leader_epoch.register(d, offset_for_leader_epoch.OffsetForLeaderEpochHandler(self.rm, auth))
         self.server = SocketServer(d, NetworkConfig())
@@ -216,9 +221,11 @@ class Cluster:
     def __init__(
         self, root: Path, clock, ids=(1, 2), *, mode: str = "leader-epoch", wait_max_ms: int = 0,
         autostart: bool = False, num_fetchers: int = 1, throttled=None, now=None, backoff_ms: int = 50,
-        throttled_rate: int | None = None, wire: bool = False,
+        throttled_rate: int | None = None, wire: bool = False, fetch_session_slots: int = 1000,
     ) -> None:
         self.root = root
+        # wire: max.incremental.fetch.session.cache.slots of each leader (0: every fetch full, KIP-227)
+        self.fetch_session_slots = fetch_session_slots
         self.clock = clock
         self.znodes = MemoryIsrZnodes()
         extra = {} if throttled_rate is None else {"throttled_rate": throttled_rate}

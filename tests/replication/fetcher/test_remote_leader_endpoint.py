@@ -137,3 +137,56 @@ async def test_the_socket_to_the_leader_gets_replica_socket_receive_buffer_bytes
             assert got not in (32 * 1024, 64 * 1024)  # the OS default
         endpoint.close()
     await c.close()
+
+
+async def test_replication_through_an_incremental_fetch_session(tmp_path, clock):
+    """KIP-227 between a follower and a leader over sockets: one full fetch
+    opens the session, the next ones carry only what changed, a partition
+    with nothing new is left out of the answer, and a lost session (evicted,
+    the leader restarted) or a failed exchange costs one full fetch."""
+    c = await wire_cluster(tmp_path, clock)
+    tps = [TopicPartition("orders", p) for p in range(3)]
+    c.leader_and_isr([state(A, 0, (A, B), tp=tp) for tp in tps])
+    runner = c[B].runner(tps[0])
+    endpoint = runner.endpoint
+    sent: list[tuple[int, int, int, int]] = []  # session id, epoch, partitions carried, partitions answered
+    request = endpoint._request
+
+    async def spy(body, *, version=None):
+        resp = await request(body, version=version)
+        if body.API_NAME == "Fetch":
+            sent.append((body.session_id, body.session_epoch, sum(len(t.partitions) for t in body.topics),
+                         sum(len(t.partitions) for t in resp.responses)))
+        return resp
+
+    endpoint._request = spy
+
+    async def replicate(tp: TopicPartition, records: int) -> None:
+        await c[A].rm.append_records(30_000, 1, {tp: batch(records)})
+        for _ in range(3):
+            await runner.run_once()
+        assert c[B].batches(tp) == c[A].batches(tp) and c[B].log(tp).high_watermark == c[A].log(tp).log_end_offset
+
+    for _ in range(2):
+        await runner.run_once()
+    sid = endpoint.session.session_id
+    assert sid != 0 and sent[0] == (0, 0, 3, 3)
+    assert len(c[A].fetch_sessions.cache.get(sid).partitions) == 3
+    sent.clear()
+    await replicate(tps[1], 2)
+    # incremental: nothing changed (0 carried), then tps[1]'s new fetch offset (1 carried)
+    assert [s[:3] for s in sent[:2]] == [(sid, 2, 0), (sid, 3, 1)] and all(s[3] <= 1 for s in sent)
+
+    c[A].fetch_sessions.cache.remove(sid)  # evicted, or the leader lost it
+    await runner.run_once()
+    # FETCH_SESSION_ID_NOT_FOUND: nothing applied, and the next fetch is full, without an id
+    assert sent[-1][0] == sid and sent[-1][1] > 0 and sent[-1][3] == 0 and endpoint.session.session_id == 0
+    await replicate(tps[2], 1)
+    new_sid = endpoint.session.session_id
+    assert new_sid not in (0, sid) and any(s[:3] == (0, 0, 3) for s in sent)
+
+    endpoint.close()  # the exchange failed: the next fetch is full and closes the old session
+    await replicate(tps[0], 1)
+    assert c[A].fetch_sessions.cache.get(new_sid) is None and endpoint.session.session_id not in (0, new_sid)
+    assert len(c[A].fetch_sessions.cache) == 1
+    await c.close()

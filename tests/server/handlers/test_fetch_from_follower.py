@@ -19,6 +19,7 @@ from kavka.protocol.headers import RequestHeader, decode_response, encode_respon
 from kavka.protocol.messages import FetchRequest
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
+from kavka.replication.fetch_session import FetchManager, FetchSessionCache
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.replica_selector import RackAwareReplicaSelector
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
@@ -86,7 +87,8 @@ def handler(log_manager, broker_id: int, isr_published: tuple[int, ...]) -> tupl
                         replica_selector=RackAwareReplicaSelector(),
                         replica_rack=lambda b, listener: (True, RACKS[b]))
     quotas = QuotaManagers(QuotaWindow(), QuotaWindow(), ManualClock(0))
-    return FetchHandler(rm, Cache(broker_id, isr_published), quotas.fetch, AuthHelper(None), None), rm
+    sessions = FetchManager(FetchSessionCache(10), log_manager.clock, 1 << 20)
+    return FetchHandler(rm, Cache(broker_id, isr_published), quotas.fetch, AuthHelper(None), None, sessions), rm
 
 
 def request(version: int, rack: str, offset: int = 0) -> tuple[RequestContext, FetchRequest]:
