@@ -36,6 +36,7 @@ from kavka.group.coordinator import GroupCoordinator
 from kavka.metrics.event_loop import EventLoopMonitor
 from kavka.metrics.request_metrics import TIME_PARTS, RequestMetrics
 from kavka.metrics.throttle_times import ThrottleTimes
+from kavka.replication.fetch_session import FetchSessionCache
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.topic_stats import BrokerTopicStats
 from kavka.storage.flush_stats import LogFlushStats
@@ -110,6 +111,25 @@ class ReplicaManagerMetrics:
             pending.add_metric([name], purgatory.delayed)
         yield size
         yield pending
+
+
+class FetchSessionCacheMetrics:
+    """kafka.server FetchSessionCache (KIP-227): the incremental fetch
+    sessions held, the partitions they cache, and the sessions evicted to
+    make room for others."""
+
+    def __init__(self, cache: FetchSessionCache) -> None:
+        self._cache = cache
+
+    def collect(self) -> Iterator[Metric]:
+        cache = self._cache
+        yield gauge("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                    "Incremental fetch sessions this broker holds", len(cache))
+        yield gauge("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                    "Partitions the incremental fetch sessions hold", cache.num_partitions)
+        yield CounterMetricFamily("kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+                                  "Incremental fetch sessions evicted to make room for another",
+                                  value=cache.evictions)
 
 
 class BrokerTopicMetricsCollector:

@@ -76,6 +76,7 @@ from typing import Protocol
 from kavka.common.clock import Clock
 from kavka.common.errors import ErrorCode
 from kavka.common.fetch_metadata import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, is_full, next_epoch
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.requests import FetchPartition, FetchPartitionData
 
 log = logging.getLogger("kavka.replication.fetch_session")
@@ -95,10 +96,10 @@ SessionOwner = tuple[int, str]
 
 @dataclass(frozen=True, slots=True)
 class RequestedPartition:
-    """One partition of a Fetch request: its topic's name (None: a topic id
-    this broker does not know, answered UNKNOWN_TOPIC_ID) and what it asks."""
+    """One partition of a Fetch request: its name (None: a topic id this
+    broker does not know, answered UNKNOWN_TOPIC_ID) and what it asks."""
 
-    topic: str | None
+    tp: TopicPartition | None
     fetch: FetchPartition
 
 
@@ -106,11 +107,11 @@ class CachedPartition:
     """A session's partition: what the client last asked, and what it last
     heard (-1: nothing yet, so the first answer always carries it)."""
 
-    __slots__ = ("key", "topic", "fetch", "high_watermark", "last_stable_offset", "log_start_offset")
+    __slots__ = ("key", "tp", "fetch", "high_watermark", "last_stable_offset", "log_start_offset")
 
-    def __init__(self, key: PartitionKey, topic: str | None, fetch: FetchPartition) -> None:
+    def __init__(self, key: PartitionKey, tp: TopicPartition | None, fetch: FetchPartition) -> None:
         self.key = key
-        self.topic = topic
+        self.tp = tp
         self.fetch = fetch
         self.high_watermark = -1
         self.last_stable_offset = -1
@@ -173,11 +174,11 @@ class FetchSession:
         for key, req in fetch_data.items():
             cached = parts.get(key)
             if cached is None:
-                parts[key] = CachedPartition(key, req.topic, req.fetch)
+                parts[key] = CachedPartition(key, req.tp, req.fetch)
             else:
                 cached.fetch = req.fetch
-                if cached.topic is None:
-                    cached.topic = req.topic
+                if cached.tp is None:
+                    cached.tp = req.tp
         for key in forgotten:
             parts.pop(key, None)
 
@@ -189,7 +190,7 @@ class FetchAnswer:
 
     error: ErrorCode
     session_id: int
-    partitions: list[tuple[PartitionKey, str | None, FetchPartitionData]]
+    partitions: list[tuple[PartitionKey, TopicPartition | None, FetchPartitionData]]
 
 
 class FetchSessionCache:
@@ -284,8 +285,8 @@ class FetchContext(Protocol):
 
     error: ErrorCode  # NONE, or the session error the request is answered with
 
-    def partitions(self) -> list[tuple[PartitionKey, str | None, FetchPartition]]:
-        """Every partition to read, in order, with its topic's name (None:
+    def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
+        """Every partition to read, in order, with its name (None: an
         unknown topic id)."""
         ...
 
@@ -304,7 +305,7 @@ class SessionErrorContext:
     def __init__(self, error: ErrorCode) -> None:
         self.error = error
 
-    def partitions(self) -> list[tuple[PartitionKey, str | None, FetchPartition]]:
+    def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
         return []
 
     def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
@@ -320,12 +321,12 @@ class SessionlessFetchContext:
     def __init__(self, fetch_data: Mapping[PartitionKey, RequestedPartition]) -> None:
         self.fetch_data = fetch_data
 
-    def partitions(self) -> list[tuple[PartitionKey, str | None, FetchPartition]]:
-        return [(key, req.topic, req.fetch) for key, req in self.fetch_data.items()]
+    def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
+        return [(key, req.tp, req.fetch) for key, req in self.fetch_data.items()]
 
     def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
         return FetchAnswer(ErrorCode.NONE, INVALID_SESSION_ID,
-                           [(key, req.topic, data[key]) for key, req in self.fetch_data.items()])
+                           [(key, req.tp, data[key]) for key, req in self.fetch_data.items()])
 
     def throttled(self) -> FetchAnswer:
         return FetchAnswer(ErrorCode.NONE, INVALID_SESSION_ID, [])
@@ -347,8 +348,8 @@ class FullFetchContext(SessionlessFetchContext):
         if not out.partitions:
             return out  # a session of nothing would only hold a slot
         cached: dict[PartitionKey, CachedPartition] = {}
-        for key, topic, d in out.partitions:
-            c = cached[key] = CachedPartition(key, topic, self.fetch_data[key].fetch)
+        for key, tp, d in out.partitions:
+            c = cached[key] = CachedPartition(key, tp, self.fetch_data[key].fetch)
             c.heard(d)
         session = self._cache.maybe_create_session(self._clock.milliseconds(), self._owner, self._owner[0] >= 0,
                                                    self._uses_topic_ids, cached)
@@ -369,12 +370,14 @@ class IncrementalFetchContext:
         self._resolve = resolve
         self._expected_epoch = session.epoch
 
-    def partitions(self) -> list[tuple[PartitionKey, str | None, FetchPartition]]:
+    def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
         out = []
         for key, cached in self.session.partitions.items():
-            if cached.topic is None and isinstance(key[0], uuid.UUID):
-                cached.topic = self._resolve(key[0])  # the topic became known since (Kafka resolves it the same way)
-            out.append((key, cached.topic, cached.fetch))
+            if cached.tp is None and isinstance(key[0], uuid.UUID):
+                # the topic may have become known since (Kafka resolves it the same way)
+                name = self._resolve(key[0])
+                cached.tp = TopicPartition(name, key[1]) if name is not None else None
+            out.append((key, cached.tp, cached.fetch))
         return out
 
     def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
@@ -382,7 +385,7 @@ class IncrementalFetchContext:
         if session.epoch != self._expected_epoch:
             return FetchAnswer(ErrorCode.INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID, [])
         parts = session.partitions
-        sent: list[tuple[PartitionKey, str | None, FetchPartitionData]] = []
+        sent: list[tuple[PartitionKey, TopicPartition | None, FetchPartitionData]] = []
         undo: list[tuple[CachedPartition, tuple[int, int, int]]] = []
         with_records: list[CachedPartition] = []
         for key, d in data.items():
@@ -391,7 +394,7 @@ class IncrementalFetchContext:
                 continue
             undo.append((cached, cached.state()))
             cached.heard(d)
-            sent.append((key, cached.topic, d))
+            sent.append((key, cached.tp, d))
             if d.records:
                 with_records.append(cached)
         for cached in with_records:  # to the back of the session's order

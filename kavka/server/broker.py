@@ -67,6 +67,7 @@ from kavka.metrics.broker_metrics import (
     BrokerTopicMetricsCollector,
     ConsumerGroupMetrics,
     ControllerMetrics,
+    FetchSessionCacheMetrics,
     LogMetrics,
     QuotaMetrics,
     ReplicaManagerMetrics,
@@ -604,6 +605,7 @@ class KafkaServer:
 
         collectors = [
             ReplicaManagerMetrics(rm),
+            FetchSessionCacheMetrics(self.fetch_sessions.cache),
             BrokerTopicMetricsCollector(rm.topic_stats),
             LogMetrics(log_manager, LOG_FLUSH_STATS),
             ControllerMetrics(controller),

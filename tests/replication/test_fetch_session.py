@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kavka.common.clock import ManualClock
 from kavka.common.errors import ErrorCode
+from kavka.common.topic_partition import TopicPartition
 from kavka.replication.fetch_session import (
     MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS,
     CachedPartition,
@@ -30,7 +31,8 @@ TID = uuid.uuid5(uuid.NAMESPACE_URL, "orders")
 
 
 def parts(n: int, offset: int = 0) -> dict:
-    return {("orders", i): CachedPartition(("orders", i), "orders", FetchPartition(offset, 1 << 20)) for i in range(n)}
+    return {("orders", i): CachedPartition(("orders", i), TopicPartition("orders", i), FetchPartition(offset, 1 << 20))
+            for i in range(n)}
 
 
 def cache(slots: int) -> FetchSessionCache:
@@ -146,7 +148,7 @@ def manager(slots: int = 10, max_partitions: int = 1000) -> tuple[FetchManager, 
 
 
 def req(*indexes: int, offset: int = 0, topic="orders") -> dict:
-    return {(topic, i): RequestedPartition(topic, FetchPartition(offset, 1 << 20)) for i in indexes}
+    return {(topic, i): RequestedPartition(TopicPartition(topic, i), FetchPartition(offset, 1 << 20)) for i in indexes}
 
 
 def no_name(topic_id):
@@ -260,7 +262,7 @@ def test_an_unknown_topic_id_stays_in_the_session_and_is_named_once_known():
     answer = ctx.answer({(TID, 0): FetchPartitionData(ErrorCode.UNKNOWN_TOPIC_ID)})
     sid = answer.session_id
     ctx = m.new_context(sid, 1, FOLLOWER, True, {}, [], lambda i: "orders" if i == TID else None)
-    assert ctx.partitions() == [((TID, 0), "orders", FetchPartition(0, 100))]
+    assert ctx.partitions() == [((TID, 0), TopicPartition("orders", 0), FetchPartition(0, 100))]
 
 
 def test_a_withheld_answer_is_taken_back():

@@ -130,7 +130,8 @@ class FetchHandler:
             topic_key: uuid.UUID | str = t.topic_id if by_id else t.topic
             name = self._topic_name(t.topic_id) if by_id else t.topic
             for p in t.partitions:
-                fetch_data[(topic_key, p.partition)] = RequestedPartition(name, FetchPartition(
+                tp = TopicPartition(name, p.partition) if name is not None else None
+                fetch_data[(topic_key, p.partition)] = RequestedPartition(tp, FetchPartition(
                     fetch_offset=p.fetch_offset,
                     max_bytes=p.partition_max_bytes,
                     current_leader_epoch=p.current_leader_epoch if version >= 9 else -1,
@@ -150,11 +151,9 @@ class FetchHandler:
             return R(throttle_time_ms=0, error_code=int(context.error), session_id=0, responses=[])
         partitions: dict[TopicPartition, FetchPartition] = {}
         to_read = context.partitions()
-        tps: dict[PartitionKey, TopicPartition] = {}
-        for key, name, fp in to_read:
-            if name is not None:
-                tp = tps[key] = TopicPartition(name, key[1])
-                partitions[tp] = fp
+        for _, known, fp in to_read:
+            if known is not None:
+                partitions[known] = fp
         max_bytes, min_bytes = request.max_bytes, request.min_bytes
         user, client_id = quota_user(ctx), quota_client_id(ctx)
         quota_applies = replica_id < 0 and self.quota.enabled
@@ -187,14 +186,13 @@ class FetchHandler:
                 withheld = context.throttled()
                 return R(throttle_time_ms=throttle, error_code=int(withheld.error), session_id=withheld.session_id,
                          responses=[])
-        answer = context.answer({key: data[known] if (known := tps.get(key)) is not None else UNKNOWN_ID
-                                 for key, _, _ in to_read})
+        answer = context.answer({key: data[known] if known is not None else UNKNOWN_ID for key, known, _ in to_read})
         if answer.error is not ErrorCode.NONE:
             return R(throttle_time_ms=0, error_code=int(answer.error), session_id=answer.session_id, responses=[])
 
         topics: dict[uuid.UUID | str, list] = {}
         leaders_wanted: set[int] = set()
-        for key, name, d in answer.partitions:
+        for key, known, d in answer.partitions:
             part = R.Responses.Partitions(
                 partition_index=key[1], error_code=int(d.error), high_watermark=d.high_watermark,
                 last_stable_offset=d.last_stable_offset, log_start_offset=d.log_start_offset,
@@ -207,9 +205,9 @@ class FetchHandler:
             if version >= 12 and d.diverging_epoch is not None:
                 part.diverging_epoch = R.Responses.Partitions.DivergingEpoch(
                     epoch=d.diverging_epoch.epoch, end_offset=d.diverging_epoch.end_offset)
-            if version >= 12 and name is not None and d.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                                                                  ErrorCode.FENCED_LEADER_EPOCH):
-                meta = self.cache.partition(name, key[1])
+            if version >= 12 and known is not None and d.error in (ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                                                   ErrorCode.FENCED_LEADER_EPOCH):
+                meta = self.cache.partition(known.topic, known.partition)
                 if meta is not None and meta.leader >= 0:
                     part.current_leader = R.Responses.Partitions.CurrentLeader(
                         leader_id=meta.leader, leader_epoch=meta.leader_epoch)

@@ -140,10 +140,10 @@ def test_the_leader_and_the_fetcher_agree_and_nothing_new_is_left_out(slots, act
         key = (lambda tp, i: (i, tp.partition)) if by_id else (lambda tp, i: (tp.topic, tp.partition))
         ctx = manager.new_context(
             request.session_id, request.epoch, (2, "broker"), by_id,
-            {key(tp, i): RequestedPartition(tp.topic, f) for tp, (i, f) in request.to_send.items()},
+            {key(tp, i): RequestedPartition(tp, f) for tp, (i, f) in request.to_send.items()},
             [key(tp, i) for tp, i in request.to_forget], names.get)
         read = ctx.partitions()
-        tps = {k: TopicPartition(name, k[1]) for k, name, _ in read}
+        tps = {k: tp for k, tp, _ in read}
         if ctx.error is ErrorCode.NONE:
             # the leader reads exactly what the fetcher wants, as the fetcher last said it
             assert {tps[k]: f for k, _, f in read} == wanted
