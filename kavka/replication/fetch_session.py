@@ -49,9 +49,14 @@ the newcomer may evict — a follower's (privileged) session may evict a
 consumer's, any session may evict one that had been open longer than two
 minutes when last used — if the newcomer is worth more, ordering by
 (privileged, partition count, id): a consumer never pushes out a follower,
-and a session is only replaced by a larger one. Without a slot the full
-request is answered without a session (id 0), which is what a client
-then keeps sending.
+and a session is replaced only by one worth more (a follower's, or a larger
+one of the same kind). Without a slot the full request is answered without
+a session (id 0), which is what a client then keeps sending; so is a full
+request of no partition, which would only hold a slot.
+
+An answer built but not sent (the request quota throttled it, KIP-219) is
+taken back (``FetchManager.withdraw``): the partitions it carried are sent
+again, and a session it created is closed.
 
 Memory: a session holds no more partitions than one request could carry
 (``max_session_partitions``, from ``socket.request.max.bytes``); an
