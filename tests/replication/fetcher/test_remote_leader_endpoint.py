@@ -2,7 +2,8 @@
 speaking Fetch v12, OffsetForLeaderEpoch and ListOffsets to the broker's own
 handlers (``harness`` with ``wire=True``). Covers what the wire adds:
 version negotiation, the diverging epoch and records decoded from the
-response, the leader's address changing, a refused connection."""
+response, the leader's address changing, a refused connection, and the
+incremental fetch session (KIP-227) the fetcher keeps with its leader."""
 
 from __future__ import annotations
 
