@@ -70,6 +70,7 @@ from kavka.protocol.messages import FetchRequest, FetchResponse
 from kavka.replication.fetch_session import (
     FetchContext,
     FetchManager,
+    FullFetchContext,
     PartitionKey,
     RequestedPartition,
     SessionlessFetchContext,
@@ -171,6 +172,10 @@ class FetchHandler:
             max_bytes=max_bytes, isolation=FetchIsolation.of(replica_id, request.isolation_level),
             client_metadata=client)
         refused = await self._refused(ctx, replica_id, replica_epoch, partitions)
+        if replica_id >= 0 and refused and isinstance(context, FullFetchContext):
+            # A follower refused (not proven, or no CLUSTER_ACTION) reads
+            # nothing and gets no session, whose privilege could evict others'.
+            context = SessionlessFetchContext(context.fetch_data)
         if client is not None:
             refused.update(self._out_of_sync_follower(partitions, refused))
         wanted = {tp: p for tp, p in partitions.items() if tp not in refused}

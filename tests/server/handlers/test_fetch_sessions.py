@@ -79,14 +79,14 @@ def append(rm: ReplicaManager, partition: int) -> None:
 
 
 def request(version: int, session_id: int, epoch: int, offsets: dict[int, int], forget=(), wait_ms: int = 0,
-            user: str = "ANONYMOUS"):
+            user: str = "ANONYMOUS", replica: int = -1):
     by_id = version >= 13
     topic = R.Topics(topic_id=TOPIC_ID) if by_id else R.Topics(topic="orders")
     topic.partitions = [R.Topics.Partitions(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
                         for p, o in offsets.items()]
     forgotten = [R.ForgottenTopicsData(topic_id=TOPIC_ID, partitions=list(forget)) if by_id
                  else R.ForgottenTopicsData(topic="orders", partitions=list(forget))] if forget else []
-    body = R(replica_id=-1, max_wait_ms=wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+    body = R(replica_id=replica, max_wait_ms=wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
              session_id=session_id, session_epoch=epoch, topics=[topic] if offsets else [],
              forgotten_topics_data=forgotten)
     session = Session(KafkaPrincipal("User", user))
@@ -186,3 +186,25 @@ async def test_an_answer_withheld_by_the_request_quota_is_sent_again(broker):
     opened = await fetch(ctx, body)
     assert fetch.without_data(ctx, opened).session_id == 0
     assert fetch.sessions.cache.get(opened.session_id) is None
+
+
+class Fence:
+    """The inter-broker fence's answer, fixed."""
+
+    def __init__(self, proven: bool) -> None:
+        self.proven = proven
+
+    async def verified_replica(self, ctx, replica_id, replica_epoch, *, assigned):
+        return self.proven
+
+
+async def test_a_follower_gets_a_privileged_session_only_once_proven(broker):
+    fetch, rm = broker
+    fetch.fence = Fence(False)
+    r = wire(12, await fetch(*request(12, 0, 0, {0: 0}, replica=2)))
+    assert r.session_id == 0 and len(fetch.sessions.cache) == 0
+    assert [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.NOT_LEADER_OR_FOLLOWER]
+    fetch.fence = Fence(True)
+    r = wire(12, await fetch(*request(12, 0, 0, {0: 0}, replica=2)))
+    session = fetch.sessions.cache.get(r.session_id)
+    assert session is not None and session.privileged
