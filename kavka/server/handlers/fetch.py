@@ -178,7 +178,7 @@ class FetchHandler:
             context = SessionlessFetchContext(context.fetch_data)
         if client is not None:
             refused.update(self._out_of_sync_follower(partitions, refused))
-        wanted = {tp: p for tp, p in partitions.items() if tp not in refused}
+        wanted = {tp: p for tp, p in partitions.items() if tp not in refused} if refused else partitions
         data: dict[TopicPartition, FetchPartitionData] = dict(refused)
         if wanted:
             data.update(await self.replica_manager.fetch_messages(params, wanted))
