@@ -167,7 +167,7 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
         start = clock.now()
         steps = timeline if timeline is not None else [Planned(*s) for s in schedule or []]
         _conduct(Conductor(steps), nemesis, clock, start, history, injections, notes, say)
-        _sleep_until(clock, start + seconds)
+        _supervised_sleep(cluster, clock, start + seconds, notes, say)
         end = clock.now()
         nemesis.heal_everything()
         say(f"{clock.now():7.1f}s every fault healed; waiting for the cluster to recover")
@@ -222,8 +222,10 @@ def _conduct(conductor: Conductor, nemesis: Nemesis, clock: Clock, start: float,
             ended = Counter(t.outcome for t in history.txns)
             say(f"{shown:7.1f}s progress: {len(history.acks)} records acknowledged, {len(history.polls)} polled, "
                 f"transactions {dict(ended)}")
+        _supervise(nemesis.cluster, clock, notes, say)
         if isinstance(action, Wait):
-            _sleep_until(clock, start + action.until)
+            # a second at most: the supervisor and the progress line run between
+            _sleep_until(clock, min(start + action.until, clock.now() + 1.0))
         elif isinstance(action, Heal):
             f = action.fault
             heal = f.heal
@@ -254,6 +256,21 @@ def _conduct(conductor: Conductor, nemesis: Nemesis, clock: Clock, start: float,
         behind = sorted(lateness)
         notes.append(f"schedule: {len(behind)} injections, behind the plan by median {behind[len(behind) // 2]:.1f}s, "
                      f"max {behind[-1]:.1f}s; {early} faults healed early to keep the plan's overlaps")
+
+
+def _supervise(cluster: HostCluster, clock: Clock, notes: list[str], say: Callable[[str], None]) -> None:
+    for b, code in cluster.supervise():
+        line = f"supervisor: broker {b} exited by itself (code {code}); started again"
+        say(f"{clock.now():7.1f}s {line}")
+        notes.append(f"{line} at {clock.now():.1f}s")
+
+
+def _supervised_sleep(cluster: HostCluster, clock: Clock, t: float, notes: list[str],
+                      say: Callable[[str], None]) -> None:
+    """Until ``t``, the supervisor looking after the brokers every second."""
+    while clock.now() < t:
+        _supervise(cluster, clock, notes, say)
+        _sleep_until(clock, min(t, clock.now() + 1.0))
 
 
 def _sleep_until(clock: Clock, t: float) -> None:

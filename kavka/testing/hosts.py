@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,8 @@ class Broker:
     process: subprocess.Popen[bytes] | None = None
     tmpfs: Path | None = None
     log_start: int = 0  # size of broker.log when the running process started
+    wanted: bool = False  # whether its supervisor keeps it running (see HostCluster.supervise)
+    started_at: float = 0.0  # time.monotonic() of its last start
 
     @property
     def bootstrap(self) -> str:
@@ -81,6 +83,15 @@ class Broker:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no broker.log)"
+
+
+RESTART_SEC = 5.0  # a supervisor's pause before it starts an exited broker again
+
+
+def due_for_restart(brokers: Iterable[Broker], now: float, restart_sec: float = RESTART_SEC) -> list[int]:
+    """The ids of the brokers a supervisor starts again at ``now``: wanted
+    running, exited, last started at least ``restart_sec`` ago."""
+    return [b.broker_id for b in brokers if b.wanted and not b.running() and now - b.started_at >= restart_sec]
 
 
 class HostCluster:
@@ -196,8 +207,10 @@ class HostCluster:
 
     def start_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]
+        b.wanted = True
         if b.running():
             return
+        b.started_at = time.monotonic()
         assert self.network is not None
         b.log_start = b.log_path.stat().st_size if b.log_path.exists() else 0
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -214,6 +227,7 @@ class HostCluster:
 
     def kill_broker(self, broker_id: int) -> None:
         b = self.brokers[broker_id]
+        b.wanted = False
         if b.running():
             assert b.process is not None
             b.process.kill()
@@ -222,6 +236,7 @@ class HostCluster:
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """SIGTERM (a controlled shutdown), SIGKILL after ``timeout``."""
         b = self.brokers[broker_id]
+        b.wanted = False
         if b.running():
             assert b.process is not None
             b.process.send_signal(signal.SIGCONT)
@@ -232,12 +247,33 @@ class HostCluster:
                 b.process.kill()
                 b.process.wait(10)
 
+    def supervise(self, now: float | None = None) -> list[tuple[int, int | None]]:
+        """What a process supervisor (systemd's ``Restart=on-failure``) does
+        for brokers run in production: start again every broker that should
+        be running but exited by itself, ``RESTART_SEC`` after its last
+        start. A Kafka broker exits when it cannot reach ZooKeeper within
+        ``zookeeper.connection.timeout.ms`` of starting, as Kavka's does: a
+        broker started while its host is cut from the ensemble's majority
+        would otherwise stay down for the rest of the run. Returns the
+        (broker id, exit code) of each broker started again."""
+        now = time.monotonic() if now is None else now
+        restarted = []
+        for i in due_for_restart(self.brokers.values(), now):
+            process = self.brokers[i].process
+            code = process.returncode if process is not None else None
+            self.start_broker(i)
+            restarted.append((i, code))
+        return restarted
+
     # -- the disk ----------------------------------------------------------------------
     def fill_disk(self, broker_id: int) -> None:
-        """Fill the broker's tmpfs log directory to the last byte."""
+        """Fill the broker's tmpfs log directory to the last byte. The
+        broker halts when it next writes (KIP-112) and is not supervised
+        until ``start_broker``: an operator frees the disk first."""
         b = self.brokers[broker_id]
         if b.tmpfs is None:
             raise ValueError(f"broker {broker_id} has no size-limited log directory")
+        b.wanted = False
         with open(b.tmpfs / "ballast", "ab", buffering=0) as f:
             chunk = b"\0" * (1 << 20)
             with contextlib.suppress(OSError):

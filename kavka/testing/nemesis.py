@@ -29,6 +29,13 @@ directory goes offline and, being the last, the broker halts as Kafka's
 does (KIP-112); the heal frees the disk and starts the broker again if it
 halted).
 
+Between faults the brokers run as under a process supervisor
+(``HostCluster.supervise``, called by the run every second): a broker that
+exits by itself — one started while its host was cut from the ZooKeeper
+majority gives up after ``zookeeper.connection.timeout.ms``, as Kafka's
+does — is started again; a killed, stopped or disk-full broker is not
+until its heal.
+
 The schedule is ``kavka.testing.schedule`` (the kinds, ``plan``, the
 conductor); targets are picked when the fault starts, by a
 ``random.Random(target seed)`` among the hosts that play the role then

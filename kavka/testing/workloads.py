@@ -356,20 +356,31 @@ class TransactionalWorkload(_Threads):
         return self
 
     def _new_producer(self) -> Any:
+        """A producer with its transactional id initialised, retrying as an
+        application would for as long as the run goes on: while a
+        transaction's partition has no leader (its only in-sync replica
+        down, unclean election off) the coordinator cannot finish it and
+        answers CONCURRENT_TRANSACTIONS. None once the workload stops."""
         from confluent_kafka import Producer
 
         p = Producer({"bootstrap.servers": self.bootstrap, **CLIENT_BASE, "transactional.id": "chaos-txn-0",
                       "transaction.timeout.ms": self.transaction_timeout_ms, "message.timeout.ms": 10000,
                       "linger.ms": 2})
-        deadline = time.monotonic() + 120
-        while True:
+        began = self.clock.now()
+        last: Exception | None = None
+        while not self._stop_processing.is_set():
             try:
                 p.init_transactions(15)
-                return p
-            except Exception:
-                if time.monotonic() > deadline or self._stop_processing.is_set():
-                    raise
+            except Exception as e:  # noqa: BLE001 - retried; a long wait is noted below
+                last = e
                 time.sleep(1)
+                continue
+            if self.clock.now() - began > 60:
+                self.errors.append(f"txn-processor at {self.clock.now():.1f}s: init_transactions took "
+                                   f"{self.clock.now() - began:.0f} s (last error before it: {last!r})")
+            return p
+        _retire(p)
+        return None
 
     def _process(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -398,6 +409,9 @@ class TransactionalWorkload(_Threads):
 
         consumer = new_consumer()
         producer = self._new_producer()
+        if producer is None:  # stopped before the first producer was ready
+            consumer.close()
+            return
         txn_id = 0
         # partition -> (offset, transaction): the offsets the last committed
         # transaction sent (KIP-98 send_offsets_to_transaction): once
@@ -458,7 +472,7 @@ class TransactionalWorkload(_Threads):
                             outcome = "unknown"
                     if outcome == "unknown" or error.fatal():
                         _retire(producer)
-                        producer = self._new_producer()
+                        producer = self._new_producer()  # None once stopping: the loop ends
                 if outcome == "committed":
                     self.committed += 1
                     sent.update({tp.partition: (tp.offset, txn_id) for tp in offsets if tp.offset >= 0})

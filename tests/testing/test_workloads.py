@@ -225,3 +225,57 @@ def test_a_rewind_below_what_a_committed_transaction_sent_is_noted(monkeypatch):
     assert [x.outcome for x in history.txns] == ["committed", "committed", "aborted"]
     assert w.stale_rewinds == 1, w.errors
     assert "rewind read the committed offset 1 of txn-in[0], below the 2 committed transaction 2 sent" in w.errors[0]
+
+
+class SlowInitProducer:
+    """A transactional producer whose coordinator answers
+    CONCURRENT_TRANSACTIONS ``busy`` times: a transaction it cannot finish
+    while a partition of it has no leader."""
+
+    busy = 3
+    made: list[SlowInitProducer] = []
+
+    def __init__(self, config):
+        self.calls = 0
+        SlowInitProducer.made.append(self)
+
+    def init_transactions(self, timeout):
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise KafkaException(KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "a concurrent operation"))
+
+    def purge(self):
+        pass
+
+    def poll(self, timeout):
+        return 0
+
+
+class SteppingClock:
+    """A run clock that moves 100 s each time it is read."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def now(self):
+        self.t += 100.0
+        return self.t
+
+
+def test_the_transactional_producer_waits_out_a_long_unavailability(monkeypatch):
+    # A broker that was the only in-sync replica of a transaction's
+    # partition stayed down for minutes; the processor gave up after 120 s
+    # and the exactly-once workload stopped for the rest of the run.
+    monkeypatch.setattr(confluent_kafka, "Producer", SlowInitProducer)
+    monkeypatch.setattr("kavka.testing.workloads.time.sleep", lambda s: None)
+    w = TransactionalWorkload(History(topics={}), SteppingClock(), "127.0.0.1:1")
+    producer = w._new_producer()
+    assert producer is SlowInitProducer.made[-1] and producer.calls == SlowInitProducer.busy + 1
+    assert len(w.errors) == 1 and "init_transactions took" in w.errors[0] and "CONCURRENT_TRANSACTIONS" in w.errors[0]
+
+
+def test_the_transactional_producer_is_not_awaited_once_the_workload_stops(monkeypatch):
+    monkeypatch.setattr(confluent_kafka, "Producer", SlowInitProducer)
+    w = TransactionalWorkload(History(topics={}), Clock(), "127.0.0.1:1")
+    w._stop_processing.set()
+    assert w._new_producer() is None
