@@ -306,9 +306,15 @@ class QueueWorkload(_Producing):
                     self.history.polls.append(Poll(self.clock.now(), process, generation[0], self.topic,
                                                    m.partition(), m.offset(), m.value()))
                 if got:
-                    # a commit lost in a fault: the records are read again, which is allowed
+                    # A commit lost in a fault: the records are read again,
+                    # which is allowed. Asynchronous: librdkafka's synchronous
+                    # commit has no timeout, and one run's consumer waited in
+                    # it for over six minutes while the group's coordinator
+                    # served everyone else (its poll loop stopped, so it
+                    # left the group at max.poll.interval.ms); a commit
+                    # whose coordinator lookup stalls must not stop reading.
                     with contextlib.suppress(KafkaException):
-                        c.commit(asynchronous=False)
+                        c.commit(asynchronous=True)
         finally:
             c.close()
 

@@ -4,6 +4,7 @@ file, and nothing half-appended is ever served, now or after a restart."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 
@@ -130,3 +131,35 @@ def test_fsync_failure_does_not_advance_the_recovery_point(log_dir, clock, monke
     monkeypatch.undo()
     assert log.recovery_point == 0 and log.offline
     log.close_quietly()
+
+
+def test_a_log_with_a_preallocated_index_opens_on_a_full_tmpfs(small_tmpfs, clock):
+    # A broker restarted on its full tmpfs log directory died of SIGBUS while
+    # counting the entries of an active segment's preallocated index: a read
+    # through a mapping of a tmpfs hole must allocate a page, and a full
+    # tmpfs has none (a regular filesystem maps holes to the zero page). The
+    # count reads the file instead. In a child process: SIGBUS kills it.
+    import subprocess
+    import sys
+    import textwrap
+
+    log_dir = small_tmpfs / "idx-0"
+    cfg = small_config(**{"segment.bytes": 1 << 20, "segment.index.bytes": 64 * 1024, "index.interval.bytes": 1})
+    log = Log(log_dir, cfg, clock=clock)
+    for _ in range(PENDING_ENTRIES + 10):  # an entry each; the first PENDING_ENTRIES written together
+        log.append_as_leader(make_batch(2), 1)
+    log.close_quietly()  # as a crash leaves it: the index preallocated, no clean marker
+    index = next(log_dir.glob("*.index"))
+    assert index.stat().st_size == 64 * 1024 and index.stat().st_blocks * 512 < 64 * 1024  # sparse
+    with contextlib.suppress(OSError), open(small_tmpfs / "ballast", "wb", buffering=0) as f:
+        while True:
+            f.write(b"\0" * 4096)
+    code = textwrap.dedent(f"""
+        from kavka.storage.index.offset_index import OffsetIndex
+        from pathlib import Path
+        index = OffsetIndex(Path({str(index)!r}), 0, 64 * 1024)
+        print(index.entries)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert int(done.stdout) == PENDING_ENTRIES

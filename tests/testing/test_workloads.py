@@ -15,7 +15,14 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from kavka.testing.checker import History
-from kavka.testing.workloads import AcksOneWorkload, Clock, TransactionalWorkload, drain_reports, producer_is_dead
+from kavka.testing.workloads import (
+    AcksOneWorkload,
+    Clock,
+    QueueWorkload,
+    TransactionalWorkload,
+    drain_reports,
+    producer_is_dead,
+)
 
 
 class FakeProducer:
@@ -279,3 +286,43 @@ def test_the_transactional_producer_is_not_awaited_once_the_workload_stops(monke
     w = TransactionalWorkload(History(topics={}), Clock(), "127.0.0.1:1")
     w._stop_processing.set()
     assert w._new_producer() is None
+
+
+class StallingCommitConsumer:
+    """A consumer whose synchronous commit never returns (librdkafka's has no
+    timeout: it waits for a coordinator it may have stopped looking for)."""
+
+    def __init__(self, config):
+        self.left = 3
+        self.polls = 0
+
+    def subscribe(self, topics, on_assign=None):
+        pass
+
+    def consume(self, n, timeout):
+        self.polls += 1
+        if self.left:
+            self.left -= 1
+            return [FakeRecord(b"q%08d" % self.left, 0, self.left)]
+        return []
+
+    def commit(self, asynchronous=True):
+        if not asynchronous:
+            threading.Event().wait()
+
+    def close(self):
+        pass
+
+
+def test_a_queue_consumer_goes_on_reading_whatever_its_commits_do(monkeypatch):
+    monkeypatch.setattr(confluent_kafka, "Consumer", StallingCommitConsumer)
+    history = History(topics={})
+    w = QueueWorkload(history, Clock(), "127.0.0.1:1")
+    t = threading.Thread(target=w._consume, args=(0,), daemon=True)
+    t.start()
+    deadline = time.monotonic() + 10
+    while len(history.polls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    w._stop_consuming.set()
+    t.join(5)
+    assert len(history.polls) == 3 and not t.is_alive()

@@ -37,7 +37,9 @@ on a background thread never races a close on the event loop.
 
 Entry counting on open: valid entries are strictly increasing, so an all-zero
 entry can only be the first one; the first all-zero entry after slot 0 marks
-the end of the used part (a preallocated file left behind by a crash).
+the end of the used part (a preallocated file left behind by a crash). The
+binary search for it reads with ``pread``: lookups through the mapping only
+ever touch written entries, but the search probes the sparse tail.
 Truncation zeroes the dropped entries so stale ones never reappear.
 
 Not thread-safe by itself: the owning ``LogSegment`` is guarded by its
@@ -142,9 +144,11 @@ class IndexFile:
         return lo
 
     def _slot_bytes(self, n: int) -> bytes:
-        assert self._mmap is not None
-        start = n * self.entry_size
-        return self._mmap[start : start + self.entry_size]
+        # Read from the file, not the mapping: the search probes the
+        # preallocated tail, and on tmpfs a read through a mapping of a hole
+        # allocates a page, which a full tmpfs answers with SIGBUS (a read()
+        # of the hole copies zeros without allocating).
+        return os.pread(self._descriptor(), self.entry_size, n * self.entry_size)
 
     # ---- state ----------------------------------------------------------------
     @property
