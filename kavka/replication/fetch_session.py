@@ -58,12 +58,15 @@ An answer built but not sent (the request quota throttled it, KIP-219) is
 taken back (``FetchManager.withdraw``): the partitions it carried are sent
 again, and a session it created is closed.
 
-Memory: a session holds no more partitions than one request could carry
-(``max_session_partitions``, from ``socket.request.max.bytes``); an
-incremental request taking it past that closes it and is answered
+Memory: the sessions together hold no more partitions than one request
+could carry (``max_session_partitions``, from ``socket.request.max.bytes``),
+however many slots there are: every partition of an incremental request is
+kept, topics unknown to this broker too, so slots alone would let each of a
+thousand clients cache a request's worth. An incremental request taking a
+session or the cache past that closes the session and is answered
 FETCH_SESSION_ID_NOT_FOUND, so the client sends a full request, which the
-broker's request size limit bounds. The cache holds at most its slots of
-sessions.
+broker's request size limit bounds and which is then answered without a
+session while the cache is that full.
 
 Event loop only.
 """
@@ -341,8 +344,9 @@ class FullFetchContext(SessionlessFetchContext):
     """Every partition answered; a new session when the cache has room."""
 
     def __init__(self, cache: FetchSessionCache, clock: Clock, fetch_data: Mapping[PartitionKey, RequestedPartition],
-                 owner: SessionOwner, uses_topic_ids: bool) -> None:
+                 owner: SessionOwner, uses_topic_ids: bool, max_cached_partitions: int) -> None:
         super().__init__(fetch_data)
+        self._max_cached_partitions = max_cached_partitions
         self._cache = cache
         self._clock = clock
         self._owner = owner
@@ -352,6 +356,8 @@ class FullFetchContext(SessionlessFetchContext):
         out = super().answer(data)
         if not out.partitions:
             return out  # a session of nothing would only hold a slot
+        if self._cache.num_partitions + len(out.partitions) > self._max_cached_partitions:
+            return out  # the sessions hold a request's worth already (see Memory)
         cached: dict[PartitionKey, CachedPartition] = {}
         for key, tp, d in out.partitions:
             c = cached[key] = CachedPartition(key, tp, self.fetch_data[key].fetch)
@@ -440,7 +446,8 @@ class FetchManager:
                     cache.remove(session_id)
             if epoch == FINAL_EPOCH:
                 return SessionlessFetchContext(fetch_data)
-            return FullFetchContext(cache, self.clock, fetch_data, owner, uses_topic_ids)
+            return FullFetchContext(cache, self.clock, fetch_data, owner, uses_topic_ids,
+                                    self.max_session_partitions)
         session = cache.get(session_id)
         if session is None or session.owner != owner:
             return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
@@ -450,10 +457,12 @@ class FetchManager:
             return SessionErrorContext(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         session.undo = []
         session.update(fetch_data, forgotten)
-        if len(session.partitions) > self.max_session_partitions:
+        cached_after = cache.num_partitions + len(session.partitions) - max(session.cached_size, 0)
+        if len(session.partitions) > self.max_session_partitions or cached_after > self.max_session_partitions:
             cache.remove(session_id)
-            log.info("closed fetch session %d of %s: %d partitions, more than one request can carry (%d)",
-                     session_id, owner, len(session.partitions), self.max_session_partitions)
+            log.info("closed fetch session %d of %s: %d partitions (%d in every session), more than one request "
+                     "can carry (%d)", session_id, owner, len(session.partitions), cached_after,
+                     self.max_session_partitions)
             return SessionErrorContext(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if not session.partitions:
             cache.remove(session_id)  # nothing left to fetch: the session ends (Kafka's rule)

@@ -247,6 +247,21 @@ def test_a_session_grown_past_what_a_request_carries_is_closed():
     assert FetchManager.for_request_size(cache(1), ManualClock(0), 104857600).max_session_partitions == 6553600
 
 
+def test_the_sessions_together_hold_no_more_than_one_request_carries():
+    # Slots alone would let every client cache a request's worth of
+    # partitions, unknown topics included.
+    m, _ = manager(max_partitions=4)
+    a = open_session(m, n=3)
+    full = m.new_context(0, 0, CONSUMER, False, req(0, 1, topic="other"), [], no_name)
+    assert full.answer({("other", 0): data(), ("other", 1): data()}).session_id == 0  # 3 + 2 > 4: no session
+    b = m.new_context(0, 0, CONSUMER, False, req(0, topic="other"), [], no_name)
+    b_id = b.answer({("other", 0): data()}).session_id
+    assert b_id != 0 and m.cache.num_partitions == 4
+    grown = m.new_context(a, 1, FOLLOWER, False, req(3), [], no_name)  # 4 + 1 > 4
+    assert grown.error is ErrorCode.FETCH_SESSION_ID_NOT_FOUND and m.cache.get(a) is None
+    assert m.cache.num_partitions == 1 and m.cache.get(b_id) is not None
+
+
 def test_a_full_request_creates_no_session_when_the_cache_is_full_or_it_is_empty():
     m, _ = manager(slots=0)
     ctx = m.new_context(0, 0, FOLLOWER, False, req(0), [], no_name)
