@@ -222,11 +222,12 @@ async def test_a_response_with_an_unknown_correlation_id_closes_the_connection()
     await b.stop()
 
 
-async def _trickling_broker(chunks: list[int], pause: float):
+async def _trickling_broker(chunks: list[int], pause: float, hang_up_after: int | None = None):
     """A broker that answers ApiVersions at once and any other request
     with a large DescribeCluster response written in ``chunks`` (bytes,
     the last one what is left) with ``pause`` seconds between them, then
-    small answers at once."""
+    small answers at once. ``hang_up_after``: closes the connection after
+    that many chunks of the large response instead."""
     from kavka.protocol.framing import FrameDecoder, frame
     from kavka.protocol.headers import decode_request, encode_response
     from kavka.protocol.schema import registry
@@ -252,6 +253,9 @@ async def _trickling_broker(chunks: list[int], pause: float):
                 pieces = chunks if big else [len(out)]
                 pos = 0
                 for i, n in enumerate(pieces):
+                    if big and i == hang_up_after:
+                        writer.close()
+                        return
                     end = len(out) if i == len(pieces) - 1 else pos + n
                     writer.write(out[pos:end])
                     await writer.drain()
@@ -283,6 +287,22 @@ async def test_a_large_response_arriving_in_pieces_is_received_whole_and_the_nex
             small = await conn.request(m.DescribeClusterRequest())
             assert small.cluster_id == "x" * 10
             assert loop.time() - start < 4.0  # not held back by a low-water mark left set
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_broker_hanging_up_inside_a_large_response_fails_the_request_promptly():
+    """The low-water mark asks for more bytes than a closed connection will
+    ever bring: the close itself must still wake the client."""
+    server, port = await _trickling_broker([200_000, 3_000_000], 0.01, hang_up_after=1)
+    try:
+        async with BrokerConnection("127.0.0.1", port, request_timeout_ms=60_000) as conn:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(ConnectionClosed, match="lost|closed"):
+                await conn.request(m.DescribeClusterRequest())
+            assert loop.time() - start < 10.0
     finally:
         server.close()
         await server.wait_closed()
