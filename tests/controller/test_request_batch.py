@@ -9,11 +9,13 @@ import uuid
 
 import pytest
 
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.listeners import EndPoint
 from kavka.common.topic_partition import TopicPartition
-from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.controller.partition_state import PartitionState
+from kavka.controller.replica_state import ReplicaState
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
 from kavka.protocol.codec import decode_body, encode_body
@@ -147,3 +149,27 @@ def test_per_partition_sending_lines_are_debug_and_each_request_has_one_info_lin
         "[Controller id=9 epoch=0] Sending LeaderAndIsr to broker 2 for 2 partitions (1 become-leader, 1 become-follower)",
         "[Controller id=9 epoch=0] Sending StopReplica to broker 1 for 2 partitions",
     ]
+
+
+def test_replica_changes_and_partitions_going_offline_are_debug_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's state machines write these at TRACE: at INFO a broker failure
+    would cost a line per replica it hosted on the controller's loop."""
+    log = StateChangeLogger(9)
+    tp = TopicPartition("t", 0)
+    with caplog.at_level(logging.INFO, logger=STATE_CHANGE_LOGGER):
+        log.replica_change(PartitionReplica(tp, BrokerId(2)), ReplicaState.ONLINE, ReplicaState.OFFLINE)
+        log.partition_change(tp, PartitionState.ONLINE, PartitionState.OFFLINE)
+        log.partition_change(tp, PartitionState.OFFLINE, PartitionState.NON_EXISTENT)
+        log.partition_change(tp, PartitionState.NON_EXISTENT, PartitionState.NEW)
+        log.partition_change(tp, PartitionState.OFFLINE, PartitionState.ONLINE, LeaderAndIsr(1, 1, (1,)))
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
+    assert lines == ["[Controller id=9 epoch=0] Partition t-0 state changed from NonExistentPartition to NewPartition",
+                     "[Controller id=9 epoch=0] Partition t-0 state changed from OfflinePartition to OnlinePartition "
+                     "with leader 1, leader epoch 1, isr [1]"]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER):
+        log.replica_change(PartitionReplica(tp, BrokerId(2)), ReplicaState.ONLINE, ReplicaState.OFFLINE)
+        log.partition_change(tp, PartitionState.ONLINE, PartitionState.OFFLINE)
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
+    assert lines == ["[Controller id=9 epoch=0] Replica 2 of partition t-0 state changed from OnlineReplica to OfflineReplica",
+                     "[Controller id=9 epoch=0] Partition t-0 state changed from OnlinePartition to OfflinePartition"]
