@@ -26,9 +26,9 @@ help:
 	@echo "make spark-cluster - the flights pipeline on a Spark standalone cluster on hosts, two days, with the kills and the cut (root)"
 	@echo "make compat - librdkafka's integration suite against a local cluster (both group protocols; fails if an allowlisted test fails)"
 
-# setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate):
+# setup.py builds the C extensions (kavka.spark._recordcols, kavka.protocol.records._validate and _crc32c):
 # a changed source reinstalls.
-$(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/records/_validate.c
+$(STAMP): pyproject.toml setup.py kavka/spark/_recordcols.c kavka/protocol/records/_validate.c kavka/protocol/records/_crc32c.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'

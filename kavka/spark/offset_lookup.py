@@ -15,7 +15,9 @@ Reuse and broker restarts: the private loop runs only inside a look-up,
 so a pooled connection whose broker restarted in between still looks
 open until a request on it fails. A look-up that fails on a connection
 (``ClientConnectionError``) is therefore run once more on a new
-``Cluster``, as a lookup made afresh would; requests that go to a
+``Cluster``, as a lookup made afresh would, within what is left of the
+look-up's one ``default.api.timeout.ms``: a leader that cannot be reached
+fails the look-up after one deadline, not two; requests that go to a
 partition's leader (ListOffsets) already retry with fresh metadata
 (``Cluster.call``). Each Metadata request of ``listing`` names every topic
 it asks about and the broker answers each of them (an error code for an
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
@@ -70,10 +73,13 @@ class OffsetLookup:
         self._cluster, self._admin = self._client()
         self._started = False
 
+    @property
+    def _deadline_ms(self) -> int:
+        return int(self.options.client_setting("default.api.timeout.ms", "60000"))
+
     def _client(self) -> tuple[Cluster, KafkaAdmin]:
         cluster = cluster_for(self.options.bootstrap_servers, dict(self.options.client), self.options.security)
-        timeout_ms = int(self.options.client_setting("default.api.timeout.ms", "60000"))
-        return cluster, KafkaAdmin(cluster, timeout_ms=timeout_ms)
+        return cluster, KafkaAdmin(cluster, timeout_ms=self._deadline_ms)
 
     def __enter__(self) -> OffsetLookup:
         return self
@@ -83,25 +89,39 @@ class OffsetLookup:
 
     def close(self) -> None:
         try:
-            if self._started:
-                self._loop.run_until_complete(self._cluster.close())
+            # also after a start that failed or was cut off by the deadline:
+            # it may have opened connections
+            self._loop.run_until_complete(self._cluster.close())
         finally:
             self._loop.close()
 
     def _run(self, request: Callable[[], Awaitable[T]]) -> T:
         """``request()`` on this lookup's client; once more on a new client
-        when a connection failed (see the module docstring)."""
+        when a connection failed, within the same deadline (see the module
+        docstring)."""
+        started = time.monotonic()
         try:
             return self._attempt(request)
-        except ClientConnectionError:
+        except ClientConnectionError as failed:
+            left = self._deadline_ms / 1000 - (time.monotonic() - started)
+            if left <= 0:
+                raise
             self._reconnect()
-            return self._attempt(request)
+            try:
+                return self._attempt(request, within=left)
+            except TimeoutError:
+                raise ClientConnectionError(
+                    f"{failed}; tried again on new connections, no answer within the rest of "
+                    f"default.api.timeout.ms ({self._deadline_ms} ms)") from failed
 
-    def _attempt(self, request: Callable[[], Awaitable[T]]) -> T:
-        if not self._started:
-            self._loop.run_until_complete(self._cluster.start())
-            self._started = True
-        return self._loop.run_until_complete(request())
+    def _attempt(self, request: Callable[[], Awaitable[T]], within: float | None = None) -> T:
+        async def attempt() -> T:
+            if not self._started:
+                await self._cluster.start()
+                self._started = True
+            return await request()
+
+        return self._loop.run_until_complete(asyncio.wait_for(attempt(), within))
 
     def _reconnect(self) -> None:
         old, self._started = self._cluster, False

@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from crc32c import crc32c as crc32c_update
-
 from kavka.protocol.records.batch import (
     CRC_START,
     HEADER_SIZE,
@@ -26,6 +24,7 @@ from kavka.protocol.records.batch import (
     Compression,
     InvalidRecordBatch,
     RecordBatchHeader,
+    crc32c,
     parse_header,
     peek_size,
     validate_batch,
@@ -94,7 +93,7 @@ class SegmentRecovery:
             chunk = log.read(pos, min(CHUNK_BYTES, end - pos))
             if not chunk:
                 return None
-            crc = crc32c_update(chunk, crc)
+            crc = crc32c(chunk, crc)
             pos += len(chunk)
         return header if crc == header.crc else None
 

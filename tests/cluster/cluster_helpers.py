@@ -128,8 +128,11 @@ def leaders(cluster: LocalCluster, topic: str, timeout: float = 10.0) -> dict[in
 
 
 def produce(cluster: LocalCluster, topic: str, values_by_partition: dict[int, list[bytes]],
-            timeout: float = 20.0, acks: str = "all") -> None:
-    """Produce every value to its partition; fail unless every one is acknowledged."""
+            timeout: float = 20.0, acks: str = "all", idempotent: bool = False) -> None:
+    """Produce every value to its partition; fail unless every one is
+    acknowledged. Without ``idempotent`` librdkafka may write a retried
+    value twice (legal for a plain producer): tests that count values
+    exactly ask for an idempotent one."""
     from confluent_kafka import Producer
 
     errors: list[str] = []
@@ -143,7 +146,7 @@ def produce(cluster: LocalCluster, topic: str, values_by_partition: dict[int, li
             acked += 1
 
     p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": acks, "linger.ms": 5,
-                  "message.timeout.ms": int(timeout * 1000)})
+                  "message.timeout.ms": int(timeout * 1000), "enable.idempotence": idempotent})
     total = 0
     for partition, values in values_by_partition.items():
         for v in values:

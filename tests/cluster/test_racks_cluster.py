@@ -59,7 +59,9 @@ def in_sync(cluster) -> bool:
 
 class Reader:
     """A confluent-kafka consumer in rack r2 assigned every partition from
-    offset 0; ``seen`` counts each (partition, value) read."""
+    offset 0; ``seen`` lists the offsets each (partition, value) was read
+    at: a value at two offsets is in the log twice, one offset twice is
+    the consumer reading again."""
 
     def __init__(self, cluster) -> None:
         from confluent_kafka import Consumer, TopicPartition
@@ -70,7 +72,7 @@ class Reader:
             "topic.metadata.refresh.interval.ms": 2000, "fetch.wait.max.ms": 200,
         })
         self.consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-        self.seen: dict[tuple[int, bytes], int] = {}
+        self.seen: dict[tuple[int, bytes], list[int]] = {}
 
     def read(self, expected: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -79,8 +81,11 @@ class Reader:
             m = self.consumer.poll(0.2)
             if m is None or m.error() is not None:
                 continue
-            key = (m.partition(), m.value())
-            self.seen[key] = self.seen.get(key, 0) + 1
+            self.seen.setdefault((m.partition(), m.value()), []).append(m.offset())
+
+    def repeats(self) -> list[tuple[int, bytes, list[int]]]:
+        """(partition, value, offsets) of every value read more than once."""
+        return [(p, v[:16], offsets) for (p, v), offsets in self.seen.items() if len(offsets) > 1]
 
     def close(self) -> None:
         self.consumer.close()
@@ -117,7 +122,7 @@ def test_a_consumer_reads_from_the_replica_in_its_rack_and_falls_back_to_the_lea
     assert len(proposed) == 6 and all(len({RACKS[b] for b in p["replicas"]}) == 2 for p in proposed)
 
     wait_until(lambda: in_sync(cluster), 60, "every replica of the topic in sync")
-    produce(cluster, TOPIC, values("one", 200))
+    produce(cluster, TOPIC, values("one", 200), idempotent=True)
     assert set(leaders(cluster, TOPIC).values()) == {0, 1, 2}  # broker 2 leads some, follows the others
     before = {b: bytes_out(cluster, b) for b in range(3)}
     reader = Reader(cluster)
@@ -132,12 +137,12 @@ def test_a_consumer_reads_from_the_replica_in_its_rack_and_falls_back_to_the_lea
         # broker 2 dies while the consumer keeps reading: back to the leaders
         cluster.kill_broker(2)
         wait_until(lambda: set(leaders(cluster, TOPIC).values()) <= {0, 1}, 60, "leaders on brokers 0 and 1")
-        produce(cluster, TOPIC, values("two", 100))
+        produce(cluster, TOPIC, values("two", 100), idempotent=True)
         reader.read(PARTITIONS * 300, 90)
         time.sleep(1)  # anything read twice would arrive now
         reader.consumer.poll(1)
-        dup = {k: n for k, n in reader.seen.items() if n > 1}
-        assert not dup, list(dup.items())[:5]
+        repeats = reader.repeats()
+        assert not repeats, f"{len(repeats)} values read twice, first: {repeats[:10]}"
         expected = {(p, v) for phase, n in (("one", 200), ("two", 100)) for p, vs in values(phase, n).items()
                     for v in vs}
         assert set(reader.seen) == expected
@@ -182,7 +187,7 @@ def test_a_consumer_whose_follower_stalls_out_of_the_isr_loses_and_repeats_nothi
     cluster = make_cluster(brokers=3, config=CONFIG, racks=RACKS)
     create_topic(cluster, TOPIC, partitions=PARTITIONS, replication_factor=3)
     wait_until(lambda: in_sync(cluster), 60, "every replica of the topic in sync")
-    produce(cluster, TOPIC, values("one", 100))
+    produce(cluster, TOPIC, values("one", 100), idempotent=True)
     reader = Reader(cluster)
     try:
         reader.read(PARTITIONS * 100, 60)
@@ -193,15 +198,15 @@ def test_a_consumer_whose_follower_stalls_out_of_the_isr_loses_and_repeats_nothi
                 with ZkView(cluster) as zk:
                     return all(2 not in zk.partition_state(TOPIC, p).isr for p in range(PARTITIONS))
             wait_until(out_of_every_isr, 60, "broker 2 out of every ISR")
-            produce(cluster, TOPIC, values("two", 100))
+            produce(cluster, TOPIC, values("two", 100), idempotent=True)
         finally:
             cluster.resume_broker(2)
         reader.read(PARTITIONS * 200, 90)
-        produce(cluster, TOPIC, values("three", 50))
+        produce(cluster, TOPIC, values("three", 50), idempotent=True)
         reader.read(PARTITIONS * 250, 90)
         reader.consumer.poll(1)
-        dup = {k: n for k, n in reader.seen.items() if n > 1}
-        assert not dup, list(dup.items())[:5]
+        repeats = reader.repeats()
+        assert not repeats, f"{len(repeats)} values read twice, first: {repeats[:10]}"
         expected = {(p, v) for phase, n in (("one", 100), ("two", 100), ("three", 50))
                     for p, vs in values(phase, n).items() for v in vs}
         assert set(reader.seen) == expected

@@ -34,7 +34,10 @@ from collections.abc import Iterator
 from enum import IntEnum
 from typing import NamedTuple
 
-import crc32c as _crc32c
+try:  # the folding CRC32C where it is built and the CPU has SSE4.2 (setup.py)
+    from kavka.protocol.records._crc32c import crc32c as _crc32c_of
+except ImportError:
+    from crc32c import crc32c as _crc32c_of
 
 LOG_OVERHEAD = 12  # base_offset + batch_length
 HEADER_SIZE = 61
@@ -163,8 +166,11 @@ _new_header = tuple.__new__
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC32C (Castagnoli) in C; ``value``: the CRC of the bytes before
-    ``data``, to continue it (a rewritten header before untouched records)."""
-    return _crc32c.crc32c(data, value)
+    ``data``, to continue it (a rewritten header before untouched records).
+    ``kavka.protocol.records._crc32c`` where built (carry-less folding on
+    AVX-512 CPUs with VPCLMULQDQ, the crc32 instruction elsewhere), else
+    the ``crc32c`` package."""
+    return _crc32c_of(data, value)
 
 
 def peek_size(buf: bytes | bytearray | memoryview, pos: int = 0) -> int | None:
@@ -222,7 +228,7 @@ def validate_batch(
         raise InvalidRecordBatch(f"unknown compression codec id {codec_id}", pos)
     if check_crc:
         view = buf if type(buf) is memoryview else memoryview(buf)
-        actual = _crc32c.crc32c(view[pos + CRC_START : pos + size])
+        actual = _crc32c_of(view[pos + CRC_START : pos + size])
         if actual != header.crc:
             raise CorruptRecordBatch(
                 f"CRC32C mismatch: header says {header.crc:#010x}, bytes give {actual:#010x}", pos
@@ -234,7 +240,7 @@ def write_crc(buf: bytearray | memoryview, pos: int = 0) -> int:
     """Compute the CRC32C of the batch at ``pos`` (its length field must be
     set) and store it in the header; return it. For batch writers."""
     size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
-    crc = _crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+    crc = _crc32c_of(memoryview(buf)[pos + CRC_START : pos + size])
     _UINT32.pack_into(buf, pos + CRC_OFFSET, crc)
     return crc
 
