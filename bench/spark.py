@@ -222,13 +222,111 @@ def tree_cpu() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def timed(fn, cpu: list[float]) -> float:
-    """Wall seconds of ``fn()``; its CPU seconds (``tree_cpu``) appended to ``cpu``."""
+def _role(pid: int) -> str:
+    """Which part of the process tree ``pid`` is, from its command line."""
+    if pid == os.getpid():
+        return "bench driver (py4j)"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return "gone"
+    line = " ".join(args)
+    if "zookeeper" in line.lower():
+        return "ZooKeeper"
+    if "org.apache.spark" in line:
+        return "JVM (Spark)"
+    if "kavka server start" in line:
+        return "broker"
+    if "pyspark.daemon" in line:
+        return "Python workers"
+    if "-m" in args:
+        return "Python " + args[args.index("-m") + 1].rsplit(".", 1)[-1]
+    return os.path.basename(args[0]) if args and args[0] else "other"
+
+
+class TreeSampler:
+    """``--breakdown``: the CPU seconds of a query split by process role
+    (``_role``): a thread reads ``/proc`` every ``interval`` s and keeps
+    each live descendant's last utime+stime. A process that exits between
+    two samples loses its last interval; ``unsampled`` is what the exact
+    ``tree_cpu`` total holds beyond the sum of the roles."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        import threading
+
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.first: dict[tuple[int, int], float] = {}
+        self.last: dict[tuple[int, int], float] = {}
+        self.roles: dict[tuple[int, int], str] = {}
+
+    def _sweep(self, initial: bool) -> None:
+        stats = {}
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                stats[int(pid)] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]))
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        todo = [os.getpid()]
+        tick = os.sysconf("SC_CLK_TCK")
+        while todo:
+            pid = todo.pop()
+            todo.extend(children.get(pid, ()))
+            if pid not in stats:
+                continue
+            key = (pid, stats[pid][1])
+            cpu = stats[pid][2] / tick
+            if key not in self.roles:
+                self.roles[key] = _role(pid)
+                self.first[key] = cpu if initial else 0.0
+            self.last[key] = cpu
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sweep(False)
+
+    def __enter__(self) -> TreeSampler:
+        self._sweep(True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sweep(False)
+
+    def by_role(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, role in self.roles.items():
+            out[role] = out.get(role, 0.0) + self.last[key] - self.first[key]
+        return out
+
+
+def timed(fn, cpu: list[float], roles: list[dict[str, float]] | None = None) -> float:
+    """Wall seconds of ``fn()``; its CPU seconds (``tree_cpu``) appended to
+    ``cpu``, and with ``roles`` the split by process (``TreeSampler``)."""
+    sampler = TreeSampler() if roles is not None else None
+    if sampler is not None:
+        sampler.__enter__()
     c0 = tree_cpu()
     start = time.perf_counter()
     fn()
     wall = time.perf_counter() - start
-    cpu.append(tree_cpu() - c0)
+    total = tree_cpu() - c0
+    cpu.append(total)
+    if sampler is not None and roles is not None:
+        sampler.__exit__(None, None, None)
+        split = sampler.by_role()
+        split["unsampled"] = total - sum(split.values())
+        roles.append(split)
     return wall
 
 
@@ -238,6 +336,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also split each query's CPU seconds by process (JVM, Python workers, broker, ...)")
     args = ap.parse_args()
     n = args.records
     compile_kavka()
@@ -293,9 +393,11 @@ def main() -> None:
                 fn()
         best: dict[str, list[float]] = {}
         cpu: dict[tuple[str, int], list[float]] = {(name, side): [] for name in cases for side in range(3)}
+        roles: dict[tuple[str, int], list[dict[str, float]]] = {(name, side): [] for name in cases for side in range(3)}
         for _ in range(args.repeat):
             for name, fns in cases.items():
-                times = [timed(fn, cpu[name, side]) for side, fn in enumerate(fns)]
+                times = [timed(fn, cpu[name, side], roles[name, side] if args.breakdown else None)
+                         for side, fn in enumerate(fns)]
                 best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times, strict=True)]
         print(f"\nkavka.spark vs parquet, {n:,} rows of {args.size} B, {args.partitions} partitions, local[2], "
               f"best of {args.repeat}\n")
@@ -310,6 +412,15 @@ def main() -> None:
         for name in cases:
             ck, cp, cn = (statistics.median(cpu[name, side]) for side in range(3))
             print(f"{name:<12}{ck:>9.2f}{cp:>9.2f}{cn:>9.2f}{ck - cn:>14.2f}{cn / ck:>11.2f}x")
+        if args.breakdown:
+            print("\nCPU seconds per query by process (median of the runs; kavka / null; "
+                  "the sampler's own reads of /proc are in the bench driver)\n")
+            for name in cases:
+                kinds = sorted({r for side in (0, 2) for split in roles[name, side] for r in split})
+                print(f"{name}:")
+                for r in kinds:
+                    k, z = (statistics.median(split.get(r, 0.0) for split in roles[name, side]) for side in (0, 2))
+                    print(f"  {r:<28}{k:>8.3f}{z:>8.3f}{k - z:>+9.3f}")
         for name in ("count", "scan value"):
             tk, tp, tn = best[name]
             print(f"  goal {name} >= 0.5x parquet: {tp / tk:.2f}x {'met' if tp / tk >= 0.5 else 'NOT met'} "

@@ -217,10 +217,17 @@ class FrameReader:
         left but ours (``sys.getrefcount``: the attribute, the local name and
         the call's argument), so no view of a frame handed out earlier can see the new
         bytes: every memoryview of it, and every slice of those, holds a
-        reference to it."""
+        reference to it. A kept buffer has an eighth more room than its
+        frame (within ``spare_bytes``): successive fetch responses differ
+        by a few batches, and one a little larger than the last would
+        otherwise need a new buffer (zeroed and page-faulted in: as much
+        CPU as receiving it)."""
         spare = self._spare
         if spare is not None and len(spare) >= size and sys.getrefcount(spare) == 3:  # + the local name
             return spare
-        frame = bytearray(size)
-        self._spare = frame if size <= self.spare_bytes else None
+        if size > self.spare_bytes:
+            self._spare = None
+            return bytearray(size)
+        frame = bytearray(min(size + size // 8, self.spare_bytes))
+        self._spare = frame
         return frame

@@ -52,6 +52,7 @@ from kavka.replication.purgatory import DelayedOperation
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition, FetchPartitionData, LogReadResult
 from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import LogOffsetMetadata
+from kavka.storage.read_buffers import ReadBuffers
 
 if TYPE_CHECKING:
     from kavka.replication.partition import Partition
@@ -70,8 +71,10 @@ def read_from_local_log(
     partitions: Mapping[TopicPartition, FetchPartition],
     throttled: Throttled | None = None,
     preferred_read_replica: PreferredReadReplica | None = None,
+    buffers: ReadBuffers | None = None,
 ) -> dict[TopicPartition, LogReadResult]:
-    """Read every partition (see the module docstring)."""
+    """Read every partition (see the module docstring); ``buffers``: where
+    large reads land (``kavka.storage.read_buffers``)."""
     limit = params.max_bytes
     min_one_message = not params.hard_max_bytes_limit
     out: dict[TopicPartition, LogReadResult] = {}
@@ -94,6 +97,7 @@ def read_from_local_log(
             req.last_fetched_epoch,
             min_one_message,
             params.fetch_only_from_leader,
+            buffers,
         )
         if result.records and throttled is not None and throttled(partition):
             result = dataclasses.replace(result, records=b"")

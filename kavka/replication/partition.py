@@ -82,6 +82,7 @@ from kavka.storage.errors import StorageError
 from kavka.storage.fetch_data_info import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, TimestampAndOffset
 from kavka.storage.log import Log
 from kavka.storage.log_append import LogAppendInfo
+from kavka.storage.read_buffers import ReadBuffers
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -465,11 +466,14 @@ class Partition:
         last_fetched_epoch: int = -1,
         min_one_message: bool = True,
         fetch_only_from_leader: bool | None = None,
+        buffers: ReadBuffers | None = None,
     ) -> LogReadResult:
         """One partition's Fetch read (see the module docstring). Errors come
         back in the result, never raised. ``fetch_only_from_leader`` (default:
         everyone but a debugging consumer) False lets a consumer read this
-        replica as a follower, below its own high watermark (KIP-392)."""
+        replica as a follower, below its own high watermark (KIP-392).
+        ``buffers``: where a large read lands (``kavka.storage.read_buffers``:
+        the records are then a view of one of its buffers)."""
         if fetch_only_from_leader is None:
             fetch_only_from_leader = replica_id != DEBUGGING_CONSUMER_ID
         try:
@@ -521,7 +525,7 @@ class Partition:
                 FetchIsolation.HIGH_WATERMARK: hw,
                 FetchIsolation.TXN_COMMITTED: lso,
             }[isolation]
-            info = log.read(fetch_offset, max_bytes, limit, min_one_message)
+            info = log.read(fetch_offset, max_bytes, limit, min_one_message, buffers)
             aborted: tuple[AbortedTransaction, ...] = ()
             if isolation is FetchIsolation.TXN_COMMITTED and info.records:
                 # The consumer drops these producers' records (KIP-98); the
@@ -530,7 +534,7 @@ class Partition:
                     AbortedTransaction(t.producer_id, t.first_offset)
                     for t in log.collect_aborted_transactions(fetch_offset, lso)
                 )
-            return LogReadResult(ErrorCode.NONE, bytes(info.records), aborted_transactions=aborted,
+            return LogReadResult(ErrorCode.NONE, info.records, aborted_transactions=aborted,
                                  fetch_offset_metadata=info.fetch_offset_metadata, **snapshot)
         except (StorageError, NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError) as e:
             return LogReadResult(error_code_of(e), fetch_offset=fetch_offset, error_message=error_message_of(e))

@@ -104,6 +104,7 @@ from kavka.storage.fetch_data_info import TimestampAndOffset
 from kavka.storage.log_append import LogAppendInfo
 from kavka.storage.log_manager import LogManager
 from kavka.storage.producer_state.entry import ActiveProducer
+from kavka.storage.read_buffers import ReadBuffers
 
 logger = logging.getLogger(__name__)
 state_change_logger = logging.getLogger("kavka.state.change")
@@ -241,8 +242,11 @@ class ReplicaManager:
         replica_selector: ReplicaSelector | None = None,
         replica_rack: Callable[[int, str], tuple[bool, str | None]] | None = None,
         log_dir_event_notifier: LogDirEventNotifier | None = None,
+        read_buffers: ReadBuffers | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # Where the Fetch reads land (kavka.storage.read_buffers); None: a new bytes per read
+        self.read_buffers = read_buffers
         self.log_manager = log_manager
         self.config = config
         self.clock = clock or log_manager.clock or SystemClock()
@@ -468,7 +472,7 @@ class ReplicaManager:
     def _read(self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]) -> dict[TopicPartition, LogReadResult]:
         return read_from_local_log(
             self.get_partition, self.missing_partition_error, params, partitions, self._leader_throttled(params),
-            self._preferred_read_replica(params),
+            self._preferred_read_replica(params), self.read_buffers,
         )
 
     def _preferred_read_replica(self, params: FetchParams) -> PreferredReadReplica | None:

@@ -127,7 +127,7 @@ class LogReadResult:
     DelayedFetch measures new bytes from), None when nothing was read."""
 
     error: ErrorCode
-    records: bytes = b""
+    records: bytes | memoryview = b""  # a view of a ReadBuffers buffer when the read was given one
     fetch_offset: int = -1
     high_watermark: int = -1
     last_stable_offset: int = -1

@@ -182,6 +182,7 @@ from kavka.storage.flush_stats import LOG_FLUSH_STATS
 from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
+from kavka.storage.read_buffers import ReadBuffers
 from kavka.transaction.coordinator import TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator
 from kavka.zk.acl_store import ZkAclStore
 from kavka.zk.brokers import BrokerIdZNode
@@ -345,7 +346,7 @@ class KafkaServer:
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None,
             replica_selector=replica_selector("replica.selector.class", cfg["replica.selector.class"]),
-            replica_rack=replica_rack)
+            replica_rack=replica_rack, read_buffers=ReadBuffers())
         rm.start()
         # num.replica.fetchers changed live: the fetchers are resized at once
         configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))

@@ -117,7 +117,7 @@ class InternalTopicLog:
                 last = header
             if last is None:
                 return
-            yield chunk
+            yield bytes(chunk)  # read without ReadBuffers: already a bytes, so not copied
             offset = last.next_offset
 
 

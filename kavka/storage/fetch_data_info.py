@@ -64,7 +64,7 @@ class FetchDataInfo:
     batch did not fit ``max_bytes`` and ``min_one_message`` was false."""
 
     fetch_offset_metadata: LogOffsetMetadata
-    records: bytes
+    records: bytes | memoryview  # a read-only view of a ReadBuffers buffer when the read was given one
     first_entry_incomplete: bool = False
 
 

@@ -20,9 +20,13 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, overload
 
 from kavka.protocol.records.batch import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordBatch, RecordBatchHeader, parse_header
 from kavka.storage.errors import KafkaStorageError
+
+if TYPE_CHECKING:
+    from kavka.storage.read_buffers import ReadBuffers
 
 Buffer = bytes | bytearray | memoryview
 _INT32 = struct.Struct(">i")
@@ -85,12 +89,22 @@ class FileRecords:
         except OSError:
             pass
 
-    def read(self, position: int, size: int) -> bytes:
-        """Up to ``size`` bytes from ``position``, never past the logical end."""
+    @overload
+    def read(self, position: int, size: int) -> bytes: ...
+
+    @overload
+    def read(self, position: int, size: int, buffers: ReadBuffers) -> bytes | memoryview: ...
+
+    def read(self, position: int, size: int, buffers: ReadBuffers | None = None) -> bytes | memoryview:
+        """Up to ``size`` bytes from ``position``, never past the logical
+        end; with ``buffers``, a large read lands in one of its buffers (a
+        read-only view: see ``kavka.storage.read_buffers``)."""
         end = min(self._size, position + size)
         if position >= end:
             return b""
         try:
+            if buffers is not None:
+                return buffers.pread(self._fd, end - position, position)
             return os.pread(self._fd, end - position, position)
         except OSError as e:
             raise KafkaStorageError("read failed", self.path, e) from e

@@ -52,6 +52,7 @@ from kavka.storage.log_dir_failure_channel import LogDirFailureChannel
 from kavka.storage.log_segments import LogSegments
 from kavka.storage.producer_state.entry import CompletedTxn
 from kavka.storage.producer_state.snapshot import fsync_file
+from kavka.storage.read_buffers import ReadBuffers
 from kavka.storage.segment import DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 logger = logging.getLogger(__name__)
@@ -378,11 +379,13 @@ class LocalLog:
         self._dir_needs_fsync = True
 
     # ---- read ------------------------------------------------------------------------------------
-    def read(self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool) -> FetchDataInfo:
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool,
+             buffers: ReadBuffers | None = None) -> FetchDataInfo:
         """Whole batches from the one holding ``start_offset`` (within
         [first base, LEO]: the caller checks the range), up to ``max_bytes``
         (the first batch whole when ``min_one_message``: KIP-74), never a
-        batch reaching ``max_offset``."""
+        batch reaching ``max_offset``; ``buffers``: where a large read lands
+        (``kavka.storage.read_buffers``)."""
         end = self._next_offset
         if start_offset == end:
             active = self.segments.active
@@ -397,7 +400,7 @@ class LocalLog:
                 limit_position = found[0] if found is not None else limit_segment.size
         for segment in self.segments.from_floor(start_offset):
             max_position = limit_position if segment is limit_segment else None
-            fetched = segment.read(start_offset, max_bytes, max_position, min_one_message)
+            fetched = segment.read(start_offset, max_bytes, max_position, min_one_message, buffers)
             if fetched is not None:
                 meta = LogOffsetMetadata(start_offset, segment.base_offset, fetched.position)
                 return FetchDataInfo(meta, fetched.records, fetched.first_entry_incomplete)

@@ -94,6 +94,7 @@ from kavka.storage.log_validator import LogValidator
 from kavka.storage.producer_state.end_txn_marker import coordinator_epochs
 from kavka.storage.producer_state.entry import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ActiveProducer
 from kavka.storage.producer_state.manager import ProducerStateManager
+from kavka.storage.read_buffers import ReadBuffers
 from kavka.storage.segment import LogSegment
 
 logger = logging.getLogger(__name__)
@@ -449,13 +450,15 @@ class Log:
 
     # ---- read ------------------------------------------------------------------------------------
     def read(
-        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True,
+        buffers: ReadBuffers | None = None,
     ) -> FetchDataInfo:
         """Whole batches from the one holding ``start_offset``, up to
         ``max_bytes`` (the first batch whole when ``min_one_message``: KIP-74),
         never a batch reaching ``max_offset`` (the high watermark for
         consumers). Raises ``OffsetOutOfRangeError`` outside
-        [log start, LEO]."""
+        [log start, LEO]. ``buffers``: where a large read lands (a Fetch's:
+        ``kavka.storage.read_buffers``)."""
         with self._lock:
             local = self._local
             local.check_online()
@@ -465,7 +468,7 @@ class Log:
                     f"offset {start_offset} is outside the log range [{self._log_start_offset}, {end}] "
                     f"of {self.topic_partition}"
                 )
-            return local.read(start_offset, max_bytes, max_offset, min_one_message)
+            return local.read(start_offset, max_bytes, max_offset, min_one_message, buffers)
 
     def collect_aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Aborted transactions with data in [fetch_offset, upper_bound_offset)."""

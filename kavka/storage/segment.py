@@ -47,6 +47,7 @@ from kavka.storage.index.time_index import NO_TIMESTAMP, TimeIndex, TimestampOff
 from kavka.storage.index.transaction_index import TXN_INDEX_SUFFIX as TXN_INDEX_SUFFIX
 from kavka.storage.index.transaction_index import TransactionIndex
 from kavka.storage.log_config import LogConfig
+from kavka.storage.read_buffers import ReadBuffers
 from kavka.storage.segment_recovery import EpochAssigner, SegmentRecovery
 
 LOG_SUFFIX = ".log"
@@ -72,7 +73,7 @@ class FetchSlice:
     batch starts; ``first_entry_incomplete``: the first batch was larger than
     the byte limit and ``min_one_message`` was false, so nothing was read."""
 
-    records: bytes
+    records: bytes | memoryview  # a view of a ReadBuffers buffer when the read was given one
     base_offset: int  # the segment's base offset
     position: int
     first_entry_incomplete: bool = False
@@ -312,12 +313,13 @@ class LogSegment:
         return None
 
     def read(
-        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False
+        self, start_offset: int, max_size: int, max_position: int | None = None, min_one_message: bool = False,
+        buffers: ReadBuffers | None = None,
     ) -> FetchSlice | None:
         """Whole batches from the one containing ``start_offset``, at most
         ``max_size`` bytes (or the first batch whole if ``min_one_message``),
         never at or past ``max_position``. None: the offset is past this
-        segment."""
+        segment. ``buffers``: where a large read lands (``FileRecords.read``)."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
@@ -328,9 +330,12 @@ class LogSegment:
         if header.size > max_size:
             if not min_one_message or position + header.size > limit:
                 return FetchSlice(b"", self.base_offset, position, first_entry_incomplete=True)
-            return FetchSlice(self.log.read(position, header.size), self.base_offset, position)
+            return FetchSlice(self._read(position, header.size, buffers), self.base_offset, position)
         end = self._whole_batches_end(position, position + min(max_size, limit - position))
-        return FetchSlice(self.log.read(position, end - position), self.base_offset, position)
+        return FetchSlice(self._read(position, end - position, buffers), self.base_offset, position)
+
+    def _read(self, position: int, size: int, buffers: ReadBuffers | None) -> bytes | memoryview:
+        return self.log.read(position, size) if buffers is None else self.log.read(position, size, buffers)
 
     def _whole_batches_end(self, position: int, window_end: int) -> int:
         """End of the last batch that lies whole in [position, window_end),

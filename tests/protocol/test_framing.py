@@ -163,11 +163,27 @@ def test_receiver_reuses_a_large_frame_buffer_only_once_nothing_refers_to_it():
     assert second.obj is not held and bytes(kept) == b"a" * 10
     del kept, held, second
     third = _receive(rx, frame(b"c" * 400), [1000])[0]
-    assert bytes(third) == b"c" * 400 and len(third.obj) == 400  # the spare (300) was too small
+    assert bytes(third) == b"c" * 400 and len(third.obj) == 450  # the spare (337) was too small
+    third_buffer = id(third.obj)  # not the object: a reference to it would keep it busy
     del third
     fourth = _receive(rx, frame(b"d" * 200), [1000])[0]
-    assert len(fourth.obj) == 400  # free again: the 400-byte buffer reused...
+    assert id(fourth.obj) == third_buffer  # free again: the 450-byte buffer reused...
     assert bytes(fourth) == b"d" * 200  # ...and the frame is exactly its own bytes
     big = FrameReader(staging_bytes=64, spare_bytes=100)
     assert _receive(big, frame(b"e" * 500), [1000]) == [b"e" * 500]
     assert big._spare is None  # larger than spare_bytes: not kept
+
+
+def test_a_frame_a_little_larger_than_the_last_reuses_its_buffer():
+    """Fetch responses of one consumer differ by a few batches: the kept
+    buffer has room for a frame an eighth larger (within spare_bytes)."""
+    rx = FrameReader(staging_bytes=64, spare_bytes=1000)
+    first = _receive(rx, frame(b"a" * 800), [1000])[0]
+    buffer = id(first.obj)  # not the object: a reference to it would keep it busy
+    assert len(first.obj) == 900
+    del first
+    second = _receive(rx, frame(b"b" * 880), [1000])[0]
+    assert id(second.obj) == buffer and bytes(second) == b"b" * 880
+    del second
+    third = _receive(rx, frame(b"c" * 990), [1000])[0]  # past the room: a new one, capped at spare_bytes
+    assert len(third.obj) == 1000 and bytes(third) == b"c" * 990
