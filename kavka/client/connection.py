@@ -79,6 +79,9 @@ R = TypeVar("R", bound=Response)
 # topics by name. Every other API goes up to the schema table's maximum.
 CLIENT_MAX_VERSIONS: dict[int, int] = {1: 12}
 
+# SO_RCVLOWAT while a large response arrives (BrokerConnection._wake_later)
+LOWAT_BYTES = 1024 * 1024
+
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 
@@ -187,6 +190,9 @@ class BrokerConnection:
         self._protocol: _KafkaProtocol | None = None
         self._closed_error: KafkaError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # SO_RCVLOWAT while a large response arrives (plaintext only; see _wake_later)
+        self._lowat_socket: socket.socket | None = None
+        self._lowat = 1
 
     def __repr__(self) -> str:
         return f"BrokerConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -228,6 +234,8 @@ class BrokerConnection:
         sock = self._transport.get_extra_info("socket")
         if self.receive_buffer_bytes >= 0 and sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
+        if tls is None and sock is not None and hasattr(socket, "SO_RCVLOWAT"):
+            self._lowat_socket = sock
         try:
             await self._handshake()
         except KafkaError as e:
@@ -406,6 +414,8 @@ class BrokerConnection:
         except DecodeError as e:
             self.close(ConnectionClosed(f"bad response frame from {self.host}:{self.port}: {e}"))
             return
+        if self._lowat_socket is not None:
+            self._wake_later(self._reader.frame_remaining)
         for f in frames:
             if len(f) < 4:
                 self.close(ConnectionClosed(f"response frame of {len(f)} bytes has no correlation id"))
@@ -424,6 +434,25 @@ class BrokerConnection:
                 pending.future.set_result(self._decode(pending, f))
             except DecodeError as e:
                 pending.future.set_exception(e)
+
+    def _wake_later(self, remaining: int) -> None:
+        """While a large response arrives, have the socket report readable
+        only once ``LOWAT_BYTES`` of it (or all that is left of it, never
+        more) are there: the loop then wakes, and this protocol runs, a few
+        times per 8 MiB fetch instead of once per 100-200 KiB that loopback
+        TCP happens to hold (hundreds of event-loop turns per fetch). Never
+        more than the frame still owes, so the wait always ends (a closed
+        connection wakes it too). Plaintext only: under TLS the socket's
+        bytes are not the frame's."""
+        want = max(1, min(remaining, LOWAT_BYTES))
+        if want == self._lowat or self._lowat_socket is None:
+            return
+        try:
+            self._lowat_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, want)
+        except OSError:
+            self._lowat_socket = None  # not supported here: wake on every read, as before
+            return
+        self._lowat = want
 
     @staticmethod
     def _decode(pending: _Pending, f: Buffer) -> Message:

@@ -160,6 +160,13 @@ class FrameReader:
     def buffered(self) -> int:
         return self._staged + self._filled
 
+    @property
+    def frame_remaining(self) -> int:
+        """Bytes still to come of the large frame being received into its
+        own buffer (0 when none is): the least the stream owes before that
+        frame is complete."""
+        return self._size - self._filled if self._frame is not None else 0
+
     def get_buffer(self) -> memoryview:
         if self._frame is not None:
             return memoryview(self._frame)[self._filled:self._size]

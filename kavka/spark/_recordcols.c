@@ -33,9 +33,66 @@ typedef struct {
     size_t hint; /* the size of the last buffer take() handed out: where the next one starts */
 } Buf;
 
+/* ---- spare blocks: the memory of handed-over buffers, used again ----
+ *
+ * take() hands each filled buffer to Arrow, and the next batch needs
+ * buffers of about the same sizes. Freed and allocated again, blocks this
+ * large go back to the kernel (glibc's mmap threshold, or a trimmed heap
+ * top) and come back as fresh pages, each page-faulted in and zeroed on
+ * first write: in Spark's Python workers that was ~50,000 page faults per
+ * 1M records of 100 B, as much CPU as decoding them. So a block whose last
+ * Arrow array went away is kept here (up to SPARE_MAX blocks, SPARE_BYTES
+ * in all, each at least SPARE_MIN) and a new buffer starts in the smallest
+ * one that fits. Only touched with the GIL held (Owned's dealloc, add and
+ * take), which serialises it. */
+#define SPARE_MAX 32
+#define SPARE_MIN ((size_t)64 * 1024)
+#define SPARE_BYTES ((size_t)96 * 1024 * 1024)
+static struct { char *p; size_t cap; } spares[SPARE_MAX];
+static int n_spares = 0;
+static size_t spare_bytes = 0;
+
+/* Keep a block, or free it when it is small or the spares are full. */
+static void spare_put(char *p, size_t cap) {
+    if (!p) return;
+    if (cap >= SPARE_MIN && n_spares < SPARE_MAX && spare_bytes + cap <= SPARE_BYTES) {
+        spares[n_spares].p = p;
+        spares[n_spares].cap = cap;
+        n_spares++;
+        spare_bytes += cap;
+        return;
+    }
+    PyMem_Free(p);
+}
+
+/* The smallest kept block of at least want bytes (NULL if none). */
+static char *spare_take(size_t want, size_t *cap) {
+    int best = -1;
+    for (int i = 0; i < n_spares; i++)
+        if (spares[i].cap >= want && (best < 0 || spares[i].cap < spares[best].cap)) best = i;
+    if (best < 0) return NULL;
+    char *p = spares[best].p;
+    *cap = spares[best].cap;
+    spare_bytes -= spares[best].cap;
+    spares[best] = spares[--n_spares];
+    return p;
+}
+
+/* An empty buffer starts in a kept block of at least its last size (hint)
+ * or, failing one, in a new block an eighth larger than that: the next
+ * batches, a little larger or smaller, then fit the blocks kept. */
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : (b->hint > 256 ? b->hint : 256);
+    if (!b->p && b->hint + extra >= SPARE_MIN) {
+        size_t got;
+        char *kept = spare_take(b->hint > extra ? b->hint : extra, &got);
+        if (kept) {
+            b->p = kept;
+            b->cap = got;
+            if (b->len + extra <= b->cap) return 0;
+        }
+    }
+    size_t cap = b->cap ? b->cap : (b->hint > 256 ? b->hint + b->hint / 8 : 256);
     while (cap < b->len + extra) cap *= 2;
     char *p = PyMem_Realloc(b->p, cap);
     if (!p) { PyErr_NoMemory(); return -1; }
@@ -387,10 +444,11 @@ typedef struct {
     PyObject_HEAD
     char *p;
     Py_ssize_t len;
+    size_t cap; /* the block's allocated size: it may go back to the spares */
 } Owned;
 
 static void Owned_dealloc(Owned *self) {
-    PyMem_Free(self->p);
+    spare_put(self->p, self->cap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -425,6 +483,7 @@ static int taking_add(Taking *t, Buf *b) {
     if (!o) return -1;
     o->p = NULL;
     o->len = 0;
+    o->cap = 0;
     t->bufs[t->n] = b;
     t->owned[t->n] = o;
     return t->n++;
@@ -445,6 +504,7 @@ static void taking_commit(Taking *t) {
         if (b->len) {
             o->p = b->p;
             o->len = (Py_ssize_t)b->len;
+            o->cap = b->cap;
             b->hint = b->len;
             b->p = NULL;
             b->cap = 0;

@@ -17,6 +17,10 @@ keys and values with validity bitmaps, and the headers' list, key and
 value buffers when asked), checking every length against the bytes left
 exactly as ``kavka.protocol.records`` does; ``record_batch()`` wraps the
 buffers with ``pyarrow.Array.from_buffers``: no Python object per record.
+The buffers are handed to the arrays, not copied, and once the last array
+over one is gone its memory goes to the next batches' buffers (kept in the
+extension, at most 96 MiB): freed and allocated anew, blocks of megabytes
+come back from the kernel as fresh pages, one page fault each 4 KiB.
 Compressed batches are inflated in Python first
 (``kavka.protocol.records.reader.records_section``), then go the same way.
 Everything around the records stays in Python: batch framing and CRC32C

@@ -36,7 +36,8 @@ The log, by level of abstraction (as Kafka cuts it):
   ``log_loader`` (loading and recovery, seed 002 §5.3),
   ``log_offsets`` (ListOffsets by timestamp), ``retention`` (seed 002
   §5.4.1), ``leader_epoch_cache`` (KIP-101), ``log_config`` (topic-level
-  settings) and ``fetch_data_info`` (what reads return).
+  settings), ``fetch_data_info`` (what reads return) and
+  ``read_buffers`` (the reused buffers a Fetch's large reads land in).
 * ``log_manager``: ``LogManager``, every log of the broker over its
   ``log.dirs`` (each a ``log_dir``, with its ``checkpoint`` files), its
   periodic jobs and the cleaner it owns; settings in ``log_manager_config``.

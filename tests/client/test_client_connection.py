@@ -220,3 +220,89 @@ async def test_a_response_with_an_unknown_correlation_id_closes_the_connection()
         with pytest.raises(ConnectionClosed, match="unknown correlation id 999"):
             await pending
     await b.stop()
+
+
+async def _trickling_broker(chunks: list[int], pause: float, hang_up_after: int | None = None):
+    """A broker that answers ApiVersions at once and any other request
+    with a large DescribeCluster response written in ``chunks`` (bytes,
+    the last one what is left) with ``pause`` seconds between them, then
+    small answers at once. ``hang_up_after``: closes the connection after
+    that many chunks of the large response instead."""
+    from kavka.protocol.framing import FrameDecoder, frame
+    from kavka.protocol.headers import decode_request, encode_response
+    from kavka.protocol.schema import registry
+
+    big_answers = 0
+
+    async def serve(reader, writer):
+        nonlocal big_answers
+        decoder = FrameDecoder()
+        while data := await reader.read(65536):
+            for f in decoder.feed(data):
+                header, _body = decode_request(f)
+                if header.api_key == 18:
+                    R = m.ApiVersionsResponse
+                    resp = R(api_keys=[R.ApiKeys(api_key=k, min_version=a.min_version, max_version=a.max_version)
+                                       for k, a in registry().items()])
+                    writer.write(frame(encode_response(18, header.api_version, header.correlation_id, resp)))
+                    continue
+                big = big_answers == 0
+                big_answers += 1
+                resp = m.DescribeClusterResponse(cluster_id="x" * (sum(chunks) if big else 10))
+                out = frame(encode_response(header.api_key, header.api_version, header.correlation_id, resp))
+                pieces = chunks if big else [len(out)]
+                pos = 0
+                for i, n in enumerate(pieces):
+                    if big and i == hang_up_after:
+                        writer.close()
+                        return
+                    end = len(out) if i == len(pieces) - 1 else pos + n
+                    writer.write(out[pos:end])
+                    await writer.drain()
+                    pos = end
+                    await asyncio.sleep(pause)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+@pytest.mark.parametrize("chunks", [
+    [300_000, 900_000, 1_200_000, 400_000],  # a tail smaller than the low-water mark
+    [64 * 1024] * 40,  # many pieces each far below it
+    [2_500_000],  # one write
+])
+async def test_a_large_response_arriving_in_pieces_is_received_whole_and_the_next_small_one_promptly(chunks):
+    """While a large frame arrives the socket wakes the client only once
+    LOWAT_BYTES of it, or all that is left, are there (SO_RCVLOWAT): a
+    tail shorter than that must still complete the frame, and a small
+    answer after it must not wait for bytes that never come."""
+    server, port = await _trickling_broker(chunks, 0.01)
+    try:
+        async with BrokerConnection("127.0.0.1", port, request_timeout_ms=8000) as conn:
+            resp = await conn.request(m.DescribeClusterRequest())
+            assert resp.cluster_id == "x" * sum(chunks)
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            small = await conn.request(m.DescribeClusterRequest())
+            assert small.cluster_id == "x" * 10
+            assert loop.time() - start < 4.0  # not held back by a low-water mark left set
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_broker_hanging_up_inside_a_large_response_fails_the_request_promptly():
+    """The low-water mark asks for more bytes than a closed connection will
+    ever bring: the close itself must still wake the client."""
+    server, port = await _trickling_broker([200_000, 3_000_000], 0.01, hang_up_after=1)
+    try:
+        async with BrokerConnection("127.0.0.1", port, request_timeout_ms=60_000) as conn:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(ConnectionClosed, match="lost|closed"):
+                await conn.request(m.DescribeClusterRequest())
+            assert loop.time() - start < 10.0
+    finally:
+        server.close()
+        await server.wait_closed()

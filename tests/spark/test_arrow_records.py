@@ -281,3 +281,37 @@ def test_native_batches_own_their_buffers():
     for rb, w in zip(kept, want, strict=True):
         rb.validate(full=True)
         assert _rows(rb, True) == [(k, v, o, ts, tt, h) for k, v, o, ts, tt, h in w]
+
+
+def _large_fetch(offset: int, n: int, tag: int) -> bytes:
+    """``n`` records whose values (1 KiB each, ``tag`` in every byte of
+    the first) make buffers large enough for the decoder to keep their
+    blocks for later batches (_recordcols' spares, 64 KiB and up)."""
+    return build_batch([SimpleRecord(b"k%d" % i, bytes([tag % 256]) * 1024, 5, ()) for i in range(n)],
+                       base_offset=offset)
+
+
+@native_only
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(60, 400), st.booleans()), min_size=1, max_size=12))
+def test_native_blocks_used_again_never_reach_a_batch_still_held(steps):
+    """The memory of a batch Spark is done with goes to the next ones; a
+    batch still held keeps its bytes, whatever is decoded after it."""
+    import gc
+
+    b = ColumnBuilder("t", 0, False, 0, native=True)
+    held, offset = [], 0
+    for tag, (n, keep) in enumerate(steps):
+        data = _large_fetch(offset, n, tag)
+        b.add_fetch(data, 2**40)
+        rb = b.record_batch()
+        want = _expected(data, 0, 2**40)
+        offset += n
+        if keep:
+            held.append((rb, want))
+        del rb
+        gc.collect()
+        for kept, w in held:
+            assert _rows(kept, False) == [(k, v, o, ts, tt, None) for k, v, o, ts, tt, _h in w]
+    for kept, _w in held:
+        kept.validate(full=True)
