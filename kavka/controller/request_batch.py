@@ -174,7 +174,8 @@ class ControllerBrokerRequestBatch:
         L = LeaderAndIsrRequest
         by_topic: dict[str, list[LeaderAndIsrRequest.TopicStates.PartitionStates]] = {}
         leaders: set[BrokerId] = set()
-        logging = self.state_log.enabled  # the per-partition line costs more than the entry when nobody reads it
+        logging = self.state_log.sending_enabled  # the per-partition line costs more than the entry when nobody reads it
+        become_leader = 0
         for tp, e in sorted(entries.items()):
             lai = e.leadership.leader_and_isr
             key = (tp, id(e.leadership), id(e.assignment), e.is_new)  # the entries keep both objects alive
@@ -194,6 +195,7 @@ class ControllerBrokerRequestBatch:
                 )
             by_topic.setdefault(tp.topic, []).append(state)
             leaders.add(lai.leader)
+            become_leader += lai.leader == broker_id
             if logging:
                 self.state_log.sending(
                     "LeaderAndIsr", broker_id, tp,
@@ -205,6 +207,8 @@ class ControllerBrokerRequestBatch:
             ep = node.endpoint(self.listener_name) if node is not None else None
             if ep is not None:
                 live_leaders.append(L.LiveLeaders(broker_id=leader, host_name=ep.host, port=ep.port))
+        self.state_log.sent("LeaderAndIsr", broker_id, len(entries),
+                            f" ({become_leader} become-leader, {len(entries) - become_leader} become-follower)")
         return L(
             controller_id=self.controller_id,
             controller_epoch=epoch,
@@ -259,8 +263,9 @@ class ControllerBrokerRequestBatch:
             lai = self.context.leader_and_isr(tp)
             leader_epoch = EPOCH_DURING_DELETE if delete else (lai.leader_epoch if lai is not None else NO_EPOCH)
             by_topic.setdefault(tp.topic, []).append(S.TopicStates.PartitionStates(partition_index=tp.partition, leader_epoch=leader_epoch, delete_partition=delete))
-            if self.state_log.enabled:
+            if self.state_log.sending_enabled:
                 self.state_log.sending("StopReplica", broker_id, tp, f"delete {delete}, leader epoch {leader_epoch}")
+        self.state_log.sent("StopReplica", broker_id, len(parts), "")
         return S(
             controller_id=self.controller_id,
             controller_epoch=epoch,

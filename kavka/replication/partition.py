@@ -494,8 +494,11 @@ class Partition:
                 leader_end_offset=leo,
             )
             if last_fetched_epoch >= 0:
+                # Kafka's validateFetchOffsetAndEpoch: an epoch we do not know
+                # (newer than ours: -1, -1) diverges too; the follower then
+                # falls back to its high watermark, as after OffsetsForLeaderEpoch.
                 epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
-                if epoch >= 0 and (epoch < last_fetched_epoch or end < fetch_offset):
+                if epoch < last_fetched_epoch or end < fetch_offset:
                     return LogReadResult(ErrorCode.NONE, diverging_epoch=EpochEndOffset(epoch, end), **snapshot)
             if fetch_offset > leo and replica_id < 0 and current_leader_epoch < 0 and not self.is_leader:
                 # A consumer of Fetch v11 without KIP-320's leader epoch may

@@ -13,8 +13,8 @@ A partition whose leader is -1 (LeaderDuringDelete, -2, marks a topic being
 deleted) is reported with LEADER_NOT_AVAILABLE; a topic being deleted is
 dropped from the cache.
 
-Mutated only on the broker's event loop (``update``); read anywhere on the
-loop. Values handed out are immutable.
+Mutated only on the broker's event loop (``update``, which bumps
+``generation``); read anywhere on the loop. Values handed out are immutable.
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ class MetadataCache:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._topic_names: dict[uuid.UUID, str] = {}  # topic_ids reversed: Fetch v13+ asks per topic
         self._changed: asyncio.Event | None = None
+        # Bumped by every update: what was built from the cache before
+        # (the Metadata handler's per-topic answers) is stale once it moves.
+        self.generation = 0
 
     async def wait_until(self, predicate: Callable[[MetadataCache], bool], timeout_s: float) -> bool:
         """Wait (on the loop) until ``predicate(self)`` holds after some
@@ -148,6 +151,7 @@ class MetadataCache:
                 self.topic_ids[topic] = topic_id
                 self._topic_names[topic_id] = topic
             updated.append(tp)
+        self.generation += 1
         self._notify()
         return MetadataUpdate(tuple(updated), tuple(deleted))
 

@@ -64,12 +64,22 @@ async def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memo
     assert await c.state("t", 1) == PartitionStateZNode("t", 1, 1, 1, (1, 3), 1)
     # A dead follower only leaves the ISR (one epoch bump, same leader).
     assert await c.state("t", 2) == PartitionStateZNode("t", 2, 3, 1, (3, 1), 1)
-    assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 3]  # batched: one each
+    # Batched per broker, in Kafka's two steps: the elections (the new
+    # leaders are told at once), then the dead follower out of the ISR of p2.
+    assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 1, 3, 3]
     for b in (1, 3):
-        (req,) = c.transport.requests("LeaderAndIsr", b)
-        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(req).items()}
-        assert got == {("t", 0): (3, 1, [3, 1]), ("t", 1): (1, 1, [1, 3]), ("t", 2): (3, 1, [3, 1])}
-        assert not any(ps.is_new for ps in c.partitions_of(req).values())
+        elected, shrunk = c.transport.requests("LeaderAndIsr", b)
+        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(elected).items()}
+        assert got == {("t", 0): (3, 1, [3, 1]), ("t", 1): (1, 1, [1, 3])}
+        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(shrunk).items()}
+        assert got == {("t", 2): (3, 1, [3, 1])}
+        assert not any(ps.is_new for r in (elected, shrunk) for ps in c.partitions_of(r).values())
+    # Every live broker learns the new leaders before the ISR writes too.
+    for b in (1, 3):
+        kinds = [(r.API_NAME, set(c.partitions_of(r))) for to, r in c.transport.sent if to == b]
+        assert kinds[:3] == [("LeaderAndIsr", {("t", 0), ("t", 1)}), ("UpdateMetadata", {("t", 0), ("t", 1)}),
+                             ("LeaderAndIsr", {("t", 2)})]
+        assert [k for k, _ in kinds[3:]] == ["UpdateMetadata"] and ("t", 2) in kinds[3][1]
     assert 2 not in c.transport.brokers_sent("UpdateMetadata")
 
 

@@ -9,11 +9,13 @@ import uuid
 
 import pytest
 
+from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.listeners import EndPoint
 from kavka.common.topic_partition import TopicPartition
-from kavka.controller.context import ControllerContext, ReplicaAssignment
+from kavka.controller.context import ControllerContext, PartitionReplica, ReplicaAssignment
 from kavka.controller.partition_state import PartitionState
+from kavka.controller.replica_state import ReplicaState
 from kavka.controller.request_batch import ControllerBrokerRequestBatch
 from kavka.controller.state_change_log import STATE_CHANGE_LOGGER, StateChangeLogger
 from kavka.protocol.codec import decode_body, encode_body
@@ -117,7 +119,7 @@ def test_state_change_log_lines(caplog: pytest.LogCaptureFixture) -> None:
     ctx, sink = _context(), Sink()
     log = StateChangeLogger(9)
     log.epoch = 4
-    with caplog.at_level(logging.INFO, logger=STATE_CHANGE_LOGGER):
+    with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER):
         log.partition_change(TopicPartition("t", 0), PartitionState.NEW, PartitionState.ONLINE, LeaderAndIsr(1, 0, (1, 2)))
         ControllerBrokerRequestBatch(9, ctx, sink, "INTERNAL", log).add_stop_replica([1], TopicPartition("t", 1), delete=False)
         b = ControllerBrokerRequestBatch(9, ctx, sink, "INTERNAL", log)
@@ -126,3 +128,48 @@ def test_state_change_log_lines(caplog: pytest.LogCaptureFixture) -> None:
     lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
     assert lines[0] == "[Controller id=9 epoch=4] Partition t-0 state changed from NewPartition to OnlinePartition with leader 1, leader epoch 0, isr [1, 2]"
     assert lines[1] == "[Controller id=9 epoch=4] Sending LeaderAndIsr to broker 2 for partition t-1: leader 2, leader epoch 7, isr [2, 1], replicas [2, 1, 3]"
+    assert lines[2] == "[Controller id=9 epoch=4] Sending LeaderAndIsr to broker 2 for 1 partitions (1 become-leader, 0 become-follower)"
+
+
+def test_per_partition_sending_lines_are_debug_and_each_request_has_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's ControllerBrokerRequestBatch: a request's partitions at TRACE,
+    one line per request at INFO (a failover at 10,000 partitions would
+    otherwise write a line per partition and replica on the controller's loop)."""
+    ctx, sink = _context(), Sink()
+    log = StateChangeLogger(9)
+    with caplog.at_level(logging.INFO, logger=STATE_CHANGE_LOGGER):
+        b = ControllerBrokerRequestBatch(9, ctx, sink, "INTERNAL", log)
+        for tp in ctx.all_partitions():
+            b.add_leader_and_isr([1, 2], tp)
+            b.add_stop_replica([1], tp, delete=False)
+        b.send_requests()
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
+    assert lines == [  # t-0 is led by broker 1, t-1 by broker 2
+        "[Controller id=9 epoch=0] Sending LeaderAndIsr to broker 1 for 2 partitions (1 become-leader, 1 become-follower)",
+        "[Controller id=9 epoch=0] Sending LeaderAndIsr to broker 2 for 2 partitions (1 become-leader, 1 become-follower)",
+        "[Controller id=9 epoch=0] Sending StopReplica to broker 1 for 2 partitions",
+    ]
+
+
+def test_replica_changes_and_partitions_going_offline_are_debug_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka's state machines write these at TRACE: at INFO a broker failure
+    would cost a line per replica it hosted on the controller's loop."""
+    log = StateChangeLogger(9)
+    tp = TopicPartition("t", 0)
+    with caplog.at_level(logging.INFO, logger=STATE_CHANGE_LOGGER):
+        log.replica_change(PartitionReplica(tp, BrokerId(2)), ReplicaState.ONLINE, ReplicaState.OFFLINE)
+        log.partition_change(tp, PartitionState.ONLINE, PartitionState.OFFLINE)
+        log.partition_change(tp, PartitionState.OFFLINE, PartitionState.NON_EXISTENT)
+        log.partition_change(tp, PartitionState.NON_EXISTENT, PartitionState.NEW)
+        log.partition_change(tp, PartitionState.OFFLINE, PartitionState.ONLINE, LeaderAndIsr(1, 1, (1,)))
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
+    assert lines == ["[Controller id=9 epoch=0] Partition t-0 state changed from NonExistentPartition to NewPartition",
+                     "[Controller id=9 epoch=0] Partition t-0 state changed from OfflinePartition to OnlinePartition "
+                     "with leader 1, leader epoch 1, isr [1]"]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger=STATE_CHANGE_LOGGER):
+        log.replica_change(PartitionReplica(tp, BrokerId(2)), ReplicaState.ONLINE, ReplicaState.OFFLINE)
+        log.partition_change(tp, PartitionState.ONLINE, PartitionState.OFFLINE)
+    lines = [r.getMessage() for r in caplog.records if r.name == STATE_CHANGE_LOGGER]
+    assert lines == ["[Controller id=9 epoch=0] Replica 2 of partition t-0 state changed from OnlineReplica to OfflineReplica",
+                     "[Controller id=9 epoch=0] Partition t-0 state changed from OnlinePartition to OfflinePartition"]

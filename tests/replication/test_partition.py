@@ -285,6 +285,11 @@ def test_diverging_epoch_for_a_follower(log, clock):
     assert r.records == b""
     ok = p.read_records(3, 1 << 20, FetchIsolation.LOG_END, replica_id=2, last_fetched_epoch=1)
     assert ok.diverging_epoch is None and ok.records
+    # An epoch newer than every one we know (Kafka's validateFetchOffsetAndEpoch):
+    # diverging (-1, -1), and the follower falls back to its high watermark.
+    unknown = p.read_records(5, 1 << 20, FetchIsolation.LOG_END, replica_id=2, last_fetched_epoch=4)
+    assert unknown.diverging_epoch is not None
+    assert (unknown.diverging_epoch.epoch, unknown.diverging_epoch.end_offset) == (-1, -1) and unknown.records == b""
 
 
 def test_list_offsets_bounds(log, clock):

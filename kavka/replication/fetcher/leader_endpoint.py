@@ -9,7 +9,13 @@ A fetcher asks its leader three things, all as this broker's replica id:
   per partition (current leader epoch, our latest epoch) in, the leader's
   (error, epoch, end offset) out;
 * ``fetch_log_offset``: ListOffsets as a replica (earliest or latest: the
-  leader's log start or log end), for OFFSET_OUT_OF_RANGE handling.
+  leader's log start or log end), for OFFSET_OUT_OF_RANGE handling;
+
+and ``truncates_on_fetch``: whether the leader checks a Fetch's
+``last_fetched_epoch`` and answers a diverging epoch (Fetch v12+, KIP-595),
+so a new follower may fetch at once instead of asking
+OffsetsForLeaderEpoch first (Kafka's truncation on fetch, from
+inter-broker protocol 2.7).
 
 Per-partition errors come back as codes; a failure of the whole exchange
 (connection refused or lost, request timed out) raises
@@ -78,5 +84,7 @@ class LeaderEndPoint(Protocol):
     async def fetch_log_offset(
         self, tp: TopicPartition, current_leader_epoch: int, timestamp: int
     ) -> OffsetResult: ...
+
+    async def truncates_on_fetch(self) -> bool: ...
 
     def close(self) -> None: ...

@@ -64,6 +64,7 @@ from kavka.replication.state import BrokerEndPoint
 from kavka.security.client_security import PLAINTEXT_SECURITY, ClientSecurity
 
 FETCH_BY_NAME_MAX_VERSION = 12  # the last Fetch version naming topics
+TRUNCATION_ON_FETCH_VERSION = 12  # last_fetched_epoch and diverging_epoch (KIP-595)
 FETCH_REPLICA_STATE_VERSION = 15  # replica id and epoch in replica_state (KIP-903)
 FETCH_MAX_VERSION = 16
 FETCH_SESSION_VERSION = 7  # session id and epoch (KIP-227)
@@ -194,6 +195,12 @@ class RemoteLeaderEndPoint:
             for tp in partitions:
                 out.setdefault(tp, FetchPartitionData(ErrorCode.UNKNOWN_SERVER_ERROR))  # the leader left it out
         return out
+
+    async def truncates_on_fetch(self) -> bool:
+        """Whether the leader speaks Fetch v12+ (``last_fetched_epoch`` checked,
+        a diverging epoch answered): what it offers on the current connection."""
+        offered = (await self._connection(FetchRequest.API_NAME)).api_versions.get(FETCH_KEY)
+        return offered is not None and offered.max_version >= TRUNCATION_ON_FETCH_VERSION
 
     async def fetch_epoch_end_offsets(
         self, requests: Mapping[TopicPartition, EpochRequest]

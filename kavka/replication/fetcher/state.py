@@ -59,6 +59,10 @@ class PartitionFetchState:
     phase: FetchPhase
     delayed_until: float = 0.0
     lag: int | None = None
+    # Just added by a LeaderAndIsr (truncating before the first fetch): a
+    # leader that answers a diverging epoch in Fetch lets it fetch at once
+    # instead (KIP-595's truncation on fetch; ``ReplicaFetcher``).
+    new: bool = False
 
     def ready(self, now: float) -> bool:
         return now >= self.delayed_until

@@ -4,8 +4,11 @@ seed 000 §Follower 从 Leader Fetch 数据).
 
 Each round (``run_once``):
 
-1. Truncation (KIP-101/279, ``replica.truncation.mode=leader-epoch``): for the
-   partitions in the TRUNCATING phase, one OffsetsForLeaderEpoch with
+1. Truncation (KIP-101/279, ``replica.truncation.mode=leader-epoch``): a
+   partition just added goes FETCHING at once from its log end when the
+   leader answers diverging epochs in Fetch (v12+: KIP-595's truncation on
+   fetch, as Kafka from inter-broker protocol 2.7; step 3 truncates). For
+   the other partitions in the TRUNCATING phase, one OffsetsForLeaderEpoch with
    (current leader epoch, our latest epoch); truncate each log to
    ``truncation_offset`` (through the log manager, which pauses the
    cleaner) and go on FETCHING from the new log end — or ask again when we
@@ -112,8 +115,9 @@ class ReplicaFetcher:
     # ---- partitions (the manager calls these, on the loop) --------------------------------------
     def add_partitions(self, states: Mapping[TopicPartition, InitialFetchState]) -> None:
         for tp, s in states.items():
-            phase = FetchPhase.TRUNCATING if s.truncate_first and self._config().by_leader_epoch else FetchPhase.FETCHING
-            self._states[tp] = PartitionFetchState(s.fetch_offset, s.leader_epoch, phase)
+            truncating = s.truncate_first and self._config().by_leader_epoch
+            phase = FetchPhase.TRUNCATING if truncating else FetchPhase.FETCHING
+            self._states[tp] = PartitionFetchState(s.fetch_offset, s.leader_epoch, phase, new=truncating)
         self._wakeup.set()
 
     def adopt(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
@@ -227,6 +231,7 @@ class ReplicaFetcher:
         now = self._now()
         requests: dict[TopicPartition, EpochRequest] = {}
         sent: dict[TopicPartition, PartitionFetchState] = {}
+        on_fetch: bool | None = None  # asked of the leader once, when a new partition needs it
         for tp, state in list(self._states.items()):
             if state.phase is not FetchPhase.TRUNCATING or not state.ready(now):
                 continue
@@ -239,6 +244,20 @@ class ReplicaFetcher:
                 self._truncate(tp, partition, partition.log.high_watermark, "no leader epoch recorded")
                 self._states[tp] = state.fetching_from(partition.log.log_end_offset)
                 continue
+            if state.new:
+                if on_fetch is None:
+                    on_fetch = await self.endpoint.truncates_on_fetch()
+                    if self._states.get(tp) is not state:
+                        continue  # replaced while we asked: the next round sees it
+                if on_fetch:
+                    # Kafka's truncation on fetch (KIP-595, inter-broker
+                    # protocol 2.7+): fetch from our log end with our latest
+                    # epoch; where our log diverged the leader answers the
+                    # diverging epoch, with no records, and we truncate then
+                    # (``_process_data``). A failover saves a round trip to
+                    # every new leader for every partition it moved.
+                    self._states[tp] = state.fetching_from(partition.log.log_end_offset)
+                    continue
             requests[tp] = EpochRequest(state.leader_epoch, latest)
             sent[tp] = state
         if not requests:

@@ -32,6 +32,7 @@ error code, which a broker sets only to make a client rebootstrap
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -63,6 +64,10 @@ class MetadataHandler:
         self.cluster_id = cluster_id
         self.auto_create = auto_create
         self.auth = auth
+        # (topic, version) -> its entry as built from the cache at
+        # ``_entries_generation``; at most one per topic and version.
+        self._entries: dict[tuple[str, int], MetadataResponse.Topics] = {}
+        self._entries_generation = -1
 
     async def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         version = ctx.api_version
@@ -99,6 +104,7 @@ class MetadataHandler:
 
         def listed(entry):
             if include_ops and entry.name is not None:
+                entry = copy.copy(entry)  # the shared entry of _topic stays as built
                 entry.topic_authorized_operations = self.auth.authorized_operations(
                     ctx, ResourceType.TOPIC, entry.name)
             topics.append(entry)
@@ -162,7 +168,23 @@ class MetadataHandler:
             cluster_authorized_operations=cluster_ops,
         )
 
-    def _topic(self, name: str, version: int):
+    def _topic(self, name: str, version: int) -> MetadataResponse.Topics:
+        """The topic's entry at ``version``, built once per cache update and
+        shared by the answers until the next: a client's refresh and every
+        listing would otherwise build an object per partition each time (at
+        10,000 partitions a failover's metadata polls cost the broker more
+        than its election work). Answers only read it."""
+        cache = self.cache
+        if self._entries_generation != cache.generation:
+            self._entries.clear()
+            self._entries_generation = cache.generation
+        key = (name, version)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = self._build_topic(name, version)
+        return entry
+
+    def _build_topic(self, name: str, version: int) -> MetadataResponse.Topics:
         R = MetadataResponse
         cache = self.cache
         partitions = []

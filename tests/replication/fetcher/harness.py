@@ -86,6 +86,11 @@ class LocalLeaderEndPoint:
             return OffsetResult(e.code)
         return OffsetResult(ErrorCode.NONE, found.offset if found is not None else -1)
 
+    async def truncates_on_fetch(self) -> bool:
+        # Off unless a test asks (``Cluster.truncation_on_fetch``): most
+        # truncation tests are about OffsetsForLeaderEpoch (KIP-101/279).
+        return self.cluster.truncation_on_fetch
+
     def close(self) -> None:
         pass
 
@@ -222,8 +227,12 @@ class Cluster:
         self, root: Path, clock, ids=(1, 2), *, mode: str = "leader-epoch", wait_max_ms: int = 0,
         autostart: bool = False, num_fetchers: int = 1, throttled=None, now=None, backoff_ms: int = 50,
         throttled_rate: int | None = None, wire: bool = False, fetch_session_slots: int = 1000,
+        truncation_on_fetch: bool = False,
     ) -> None:
         self.root = root
+        # in-process leaders: whether they let a new follower skip OffsetsForLeaderEpoch (KIP-595);
+        # over the wire the leader's Fetch versions decide (a Kavka leader does)
+        self.truncation_on_fetch = truncation_on_fetch
         # wire: max.incremental.fetch.session.cache.slots of each leader (0: every fetch full, KIP-227)
         self.fetch_session_slots = fetch_session_slots
         self.clock = clock

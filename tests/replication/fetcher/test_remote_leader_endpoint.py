@@ -51,8 +51,10 @@ async def test_fetch_over_the_wire_and_a_leader_that_moves_to_another_port(tmp_p
 
 async def test_epoch_truncation_and_diverging_epoch_over_the_wire(tmp_path, clock):
     """KIP-101 scenario 2 over sockets: B lost m2 and leads epoch 1 with m3;
-    A asks OffsetForLeaderEpoch and truncates. Then the same divergence met
-    through Fetch v12's diverging_epoch."""
+    A, new to epoch 1, fetches at once from its log end with its last epoch
+    (B speaks Fetch v12+: KIP-595's truncation on fetch, no
+    OffsetForLeaderEpoch), is told where epoch 0 ends and truncates. Then
+    the same divergence met by a partition already fetching."""
 
     c = await wire_cluster(tmp_path, clock)
     c.leader_and_isr([state(B, 0, (B, A))])
@@ -71,7 +73,9 @@ async def test_epoch_truncation_and_diverging_epoch_over_the_wire(tmp_path, cloc
     c.leader_and_isr([state(B, 1, (B,), (B, A), zk_version=1)], to=[A])
     runner = c[A].runner(TP)
     assert runner.fetch_state(TP).phase is FetchPhase.TRUNCATING
-    await runner.run_once()  # OffsetForLeaderEpoch: epoch 0 ends at 1 on B
+    await runner.run_once()  # Fetch from 2 with last_fetched_epoch 0: epoch 0 ends at 1 on B
+    assert c[A].log(TP).log_end_offset == 1 and runner.fetch_state(TP).phase is FetchPhase.FETCHING
+    await runner.run_once()
     assert c[A].log(TP).log_end_offset == 2 and c[A].batches(TP) == c[B].batches(TP)
 
     # A gets a tail in epoch 1 past B's end (as after B lost it), and fetches

@@ -40,9 +40,11 @@ def values(c: Cluster, broker: int) -> list[bytes]:
     return [bytes(r.value) for pos, _ in iter_batches(data) for r in iter_records(data[pos:])]
 
 
-@pytest.mark.parametrize("mode", ["hw", "leader-epoch"])
-async def test_kip101_scenario_1_restart_with_a_stale_hw(tmp_path, clock, mode):
-    c = Cluster(tmp_path, clock, (A, B), mode=mode)
+@pytest.mark.parametrize(("mode", "on_fetch"), [("hw", False), ("leader-epoch", False), ("leader-epoch", True)])
+async def test_kip101_scenario_1_restart_with_a_stale_hw(tmp_path, clock, mode, on_fetch):
+    """on_fetch: the leader answers diverging epochs in Fetch, so a new
+    follower skips OffsetsForLeaderEpoch (KIP-595); the outcome is the same."""
+    c = Cluster(tmp_path, clock, (A, B), mode=mode, truncation_on_fetch=on_fetch)
     c.leader_and_isr([state(B, 0, (B, A), (B, A))])
     await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
     await replicate(c, A, leo=1, hw=1)
@@ -82,9 +84,9 @@ async def test_kip101_scenario_1_restart_with_a_stale_hw(tmp_path, clock, mode):
     await c.close()
 
 
-@pytest.mark.parametrize("mode", ["hw", "leader-epoch"])
-async def test_kip101_scenario_2_both_crash_and_lose_unflushed_data(tmp_path, clock, mode):
-    c = Cluster(tmp_path, clock, (A, B), mode=mode)
+@pytest.mark.parametrize(("mode", "on_fetch"), [("hw", False), ("leader-epoch", False), ("leader-epoch", True)])
+async def test_kip101_scenario_2_both_crash_and_lose_unflushed_data(tmp_path, clock, mode, on_fetch):
+    c = Cluster(tmp_path, clock, (A, B), mode=mode, truncation_on_fetch=on_fetch)
     c.leader_and_isr([state(B, 0, (B, A), (B, A))])
     await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
     await replicate(c, A, leo=1, hw=1)
@@ -107,16 +109,18 @@ async def test_kip101_scenario_2_both_crash_and_lose_unflushed_data(tmp_path, cl
     else:
         assert values(c, A) == values(c, B) == [b"m1", b"m3"]
         assert c[A].batches(TP) == c[B].batches(TP)
-        assert "OffsetsForLeaderEpoch" in c[A].calls()
+        assert ("OffsetsForLeaderEpoch" in c[A].calls()) is not on_fetch
     await c.close()
 
 
-async def test_epoch_bump_with_the_same_leader_re_truncates(tmp_path, clock):
+@pytest.mark.parametrize("on_fetch", [False, True])
+async def test_epoch_bump_with_the_same_leader_re_truncates(tmp_path, clock, on_fetch):
     """KAFKA-7164: A misses the LeaderAndIsr of epoch 1 (C led, B truncated);
     when B leads again at epoch 2, A's leader id did not change but it must
-    re-check its log, dropping m2 which no longer exists on B."""
+    re-check its log, dropping m2 which no longer exists on B: through
+    OffsetsForLeaderEpoch, or (on_fetch, KIP-595) its first Fetch's diverging epoch."""
 
-    c = Cluster(tmp_path, clock, (A, B, C))
+    c = Cluster(tmp_path, clock, (A, B, C), truncation_on_fetch=on_fetch)
     c.leader_and_isr([state(B, 0, (B, A, C))])
     await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
     for _ in range(3):
@@ -140,7 +144,8 @@ async def test_epoch_bump_with_the_same_leader_re_truncates(tmp_path, clock):
     calls_before = len(c[A].calls())
     for _ in range(3):
         await c[A].runner(TP).run_once()
-    assert c[A].calls()[calls_before] == "OffsetsForLeaderEpoch"
+    assert c[A].calls()[calls_before] == ("Fetch" if on_fetch else "OffsetsForLeaderEpoch")
+    assert ("OffsetsForLeaderEpoch" in c[A].calls()[calls_before:]) is not on_fetch
     assert values(c, A) == [b"m1", b"m3"]
     assert c[A].batches(TP) == c[B].batches(TP)
     await c.close()
@@ -176,7 +181,8 @@ async def test_diverging_epoch_in_a_fetch_response_truncates(tmp_path, clock):
     await c.close()
 
 
-async def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_leader(tmp_path, clock):
+@pytest.mark.parametrize("on_fetch", [False, True])
+async def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_leader(tmp_path, clock, on_fetch):
     """A becomes leader of epoch 1 (its epoch cache gets 1 -> its log end)
     and loses leadership before writing anything; B leads epoch 2 and writes.
     B never heard of epoch 1, so it answers A's epoch 1 with its epoch 0 and
@@ -186,7 +192,7 @@ async def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_leader(
     epoch diverges, truncates nothing, and A never catches up (a chaos run
     found the follower stuck out of the ISR for good)."""
 
-    c = Cluster(tmp_path, clock, (A, B))
+    c = Cluster(tmp_path, clock, (A, B), truncation_on_fetch=on_fetch)
     c.leader_and_isr([state(B, 0, (B, A))])
     await c[B].rm.append_records(30_000, 1, {TP: batch(1, b"m1")})
     await replicate(c, A, leo=1, hw=1)

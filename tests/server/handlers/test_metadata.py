@@ -15,7 +15,7 @@ from kavka.protocol.headers import RequestHeader, decode_response, encode_respon
 from kavka.protocol.messages import MetadataRequest
 from kavka.server.admin_manager import AdminManager
 from kavka.server.authorization import AuthHelper
-from kavka.server.handlers.metadata import API_KEY, MetadataHandler
+from kavka.server.handlers.metadata import API_KEY, INT32_MIN, MetadataHandler
 from kavka.server.metadata_cache import MetadataCache
 from kavka.server.network import RequestContext
 from kavka.zk.client import KavkaZkClient
@@ -82,3 +82,42 @@ async def test_offline_replicas_name_dead_brokers_and_replicas_in_failed_log_dir
     _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
     (p,) = decoded.topics[0].partitions
     assert (p.leader_id, p.replica_nodes, p.isr_nodes, p.offline_replicas) == (1, [1, 2, 3], [1], [2, 3])
+
+
+def _update(cache: MetadataCache, leader: int, leader_epoch: int) -> None:
+    """An UpdateMetadata v7 naming brokers 1 and 2 and t-0's leader."""
+    from kavka.protocol.messages import UpdateMetadataRequest as U
+
+    cache.update(U(controller_id=1, controller_epoch=1, broker_epoch=-1, topic_states=[U.TopicStates(
+        topic_name="t", partition_states=[U.TopicStates.PartitionStates(
+            partition_index=0, controller_epoch=1, leader=leader, leader_epoch=leader_epoch, isr=[leader],
+            zk_version=leader_epoch, replicas=[1, 2], offline_replicas=[])])],
+        live_brokers=[U.LiveBrokers(id=b, endpoints=[U.LiveBrokers.Endpoints(port=9000 + b, host="h",
+                                                                             listener="PLAINTEXT", security_protocol=0)])
+                      for b in (1, 2)]), 7)
+
+
+async def test_a_topic_entry_is_built_once_per_cache_update_and_shared_until_the_next():
+    """A client's refresh (and a listing of every topic) reuses each topic's
+    entry while the cache has not changed: at 10,000 partitions building
+    them was most of a Metadata answer's cost. An update is seen at once, and
+    a request for authorized operations gets its own copy."""
+    cache = MetadataCache(1)
+    _update(cache, leader=1, leader_epoch=3)
+    handler = MetadataHandler(cache, lambda: "cluster", None, AuthHelper(None))
+    first = await handler(_context(12), MetadataRequest(topics=None))
+    again = await handler(_context(12), MetadataRequest(topics=[MetadataRequest.Topics(name="t")]))
+    assert again.topics[0] is first.topics[0]
+    assert (first.topics[0].partitions[0].leader_id, first.topics[0].partitions[0].leader_epoch) == (1, 3)
+    older = await handler(_context(1), MetadataRequest(topics=None))  # per version: v1 has no leader epoch
+    assert older.topics[0] is not first.topics[0] and older.topics[0].partitions[0].leader_epoch == -1
+    _update(cache, leader=2, leader_epoch=4)
+    moved = await handler(_context(12), MetadataRequest(topics=None))
+    assert (moved.topics[0].partitions[0].leader_id, moved.topics[0].partitions[0].leader_epoch) == (2, 4)
+    with_ops = MetadataRequest(topics=None, include_topic_authorized_operations=True)
+    asked = await handler(_context(12), with_ops)
+    assert asked.topics[0] is not moved.topics[0]
+    assert moved.topics[0].topic_authorized_operations == INT32_MIN != asked.topics[0].topic_authorized_operations
+    for version, response in ((12, moved), (12, asked), (1, older)):
+        _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
+        assert [t.name for t in decoded.topics] == ["t"]
