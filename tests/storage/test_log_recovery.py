@@ -8,7 +8,7 @@ import random
 from itertools import pairwise
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kavka.protocol.records.batch import validate_batch
@@ -101,6 +101,7 @@ def test_index_without_log_is_deleted(log_dir, clock):
 
 @STORAGE_SETTINGS
 @given(k=st.integers(0, 29), inside=st.floats(0, 0.999), seed=st.integers(0, 2**32))
+@example(k=0, inside=0.9921875, seed=1651)  # the last byte of batch 0, drawn equal to itself
 def test_random_bytes_from_inside_batch_k_keep_offsets_before_it(tmp_path_factory, k, inside, seed):
     from kavka.common.clock import ManualClock
 
@@ -114,7 +115,10 @@ def test_random_bytes_from_inside_batch_k_keep_offsets_before_it(tmp_path_factor
     data = seg_path.read_bytes()
     pos = data.index(raw) + int(inside * len(raw))
     rng = random.Random(seed)
-    seg_path.write_bytes(data[:pos] + bytes(rng.getrandbits(8) for _ in range(len(data) - pos)))
+    # the first byte replaced always changes: a draw equal to the byte it
+    # replaces left the last byte of batch k intact, and the batch valid
+    first = (data[pos] + 1 + rng.randrange(255)) % 256
+    seg_path.write_bytes(data[:pos] + bytes([first]) + bytes(rng.getrandbits(8) for _ in range(len(data) - pos - 1)))
     log = reopen(log_dir, clock)
     served = read_all(log)
     assert [h.base_offset for h, _ in served] == list(range(k))
