@@ -6,7 +6,7 @@ partition directory) has seed 002's checkpoint format with ``epoch
 start_offset`` lines and is rewritten on every change: durably at once on
 truncation; on a new epoch (``assign``), once ``sync_assignments_with`` is
 set, neither written nor fsynced by ``assign`` itself: it hands
-``write_pending`` to the log, whose periodic flusher (every second, on a
+``take_pending`` to the log, whose periodic flusher (every second, on a
 background thread), flush and close write the file and whose flush makes
 it durable before the recovery point passes the epoch's records. Kafka
 (KAFKA-15046) leaves only the fsync to later; the write goes too here
@@ -26,7 +26,15 @@ with the log (``truncate_from_end`` on log truncation, ``truncate_from_start``
 when the log start offset moves).
 
 Thread-safe (own lock): the log appends under its lock while replication
-reads from the event loop.
+reads from the event loop. A deferred write copies the entries under that
+lock (``take_pending``) and writes the file holding only ``_file_lock``,
+which serializes every write of the file: the event loop's reads
+(``end_offset_for`` on every follower fetch, the log's offsets under the
+log's lock) never wait for the disk. A failover hands the flusher a write
+per partition whose epoch changed (thousands, 2-3 ms each on a loaded
+disk), and a read of a partition that waited for one stalled the loop. A
+copy older than what the file already holds is not written (``_version``:
+a truncation's durable write may land between the copy and its write).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from kavka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
@@ -48,15 +57,25 @@ class EpochEntry:
     start_offset: int
 
 
+# A copy of a cache's entries waiting to be written (``take_pending``):
+# calling it writes the file unless a newer version is already there and
+# returns the file, for the caller to fsync. Raises ``KafkaStorageError``.
+PendingWrite = Callable[[], list[Path]]
+
+
 class LeaderEpochFileCache:
     """See the module docstring."""
 
     def __init__(self, directory: Path, *, persist: bool = True) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(Path(directory) / LEADER_EPOCH_CHECKPOINT)
         self._persist = persist
-        self._defer_write: Callable[[Callable[[], list[Path]]], None] | None = None
+        self._defer_write: Callable[[Callable[[], PendingWrite | None]], None] | None = None
         self._unwritten = False  # entries assigned since the file was last written
         self._lock = threading.RLock()
+        # Serializes the file's writes; taken after ``_lock`` when both are held.
+        self._file_lock = threading.Lock()
+        self._version = 0  # bumped by every change of the entries
+        self._written_version = 0  # the version the file holds (under _file_lock)
         self._entries: list[EpochEntry] = []
         if persist:
             for epoch, start in self._checkpoint.read():
@@ -82,33 +101,50 @@ class LeaderEpochFileCache:
                 return
         self._entries.append(entry)
 
-    def sync_assignments_with(self, defer_write: Callable[[Callable[[], list[Path]]], None]) -> None:
+    def sync_assignments_with(self, defer_write: Callable[[Callable[[], PendingWrite | None]], None]) -> None:
         """From now on ``assign`` only marks the file stale and hands
-        ``write_pending`` to ``defer_write`` (the log's; see the module
+        ``take_pending`` to ``defer_write`` (the log's; see the module
         docstring)."""
         self._defer_write = defer_write
 
     def _flush(self, deferred: bool = False) -> None:
+        """Called under ``_lock`` after every change of the entries."""
+        self._version += 1
         if not self._persist:
             return
         if deferred and self._defer_write is not None:
             if not self._unwritten:
                 self._unwritten = True
-                self._defer_write(self.write_pending)
+                self._defer_write(self.take_pending)
             return
-        self._checkpoint.write((e.epoch, e.start_offset) for e in self._entries)
+        with self._file_lock:
+            self._checkpoint.write((e.epoch, e.start_offset) for e in self._entries)
+            self._written_version = self._version
         self._unwritten = False
 
-    def write_pending(self) -> list[Path]:
-        """Write the file, without fsync, if ``assign`` changed the entries
-        since it was last written; the files written (for the caller to
-        fsync)."""
+    def take_pending(self) -> PendingWrite | None:
+        """The entries as they are now, for a write of the file (without
+        fsync) outside every lock the event loop takes; None if ``assign``
+        changed nothing since the file was last written."""
         with self._lock:
             if not self._unwritten:
-                return []
-            self._checkpoint.write(((e.epoch, e.start_offset) for e in self._entries), sync=False)
+                return None
             self._unwritten = False
-            return [self._checkpoint.path]
+            return partial(self._write_version, self._version, [(e.epoch, e.start_offset) for e in self._entries])
+
+    def _write_version(self, version: int, entries: list[tuple[int, int]]) -> list[Path]:
+        with self._file_lock:
+            if version > self._written_version:
+                self._checkpoint.write(entries, sync=False)
+                self._written_version = version
+        return [self._checkpoint.path]
+
+    def write_pending(self) -> list[Path]:
+        """Write the file now, without fsync, if ``assign`` changed the
+        entries since it was last written; the files written (for the
+        caller to fsync)."""
+        pending = self.take_pending()
+        return pending() if pending is not None else []
 
     # ---- queries ------------------------------------------------------------------
     def entries(self) -> list[EpochEntry]:

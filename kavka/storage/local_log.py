@@ -34,6 +34,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -93,7 +94,15 @@ class LocalLog:
         self._last_flush_ms = clock.milliseconds()
         self._dir_needs_fsync = False
         self._unsynced_files: list[Path] = []  # fsynced by the next flush
-        self._unwritten: list[Callable[[], list[Path]]] = []  # writers of files the next flush writes first
+        # What takes a copy of a file the next flush writes first (the copy is
+        # written outside the lock). A deque: a new leader's epoch is handed
+        # over from the event loop without the log's lock (its append and
+        # the flusher's popleft are each atomic; nothing handed over is lost).
+        self._unwritten: deque[Callable[[], Callable[[], list[Path]] | None]] = deque()
+        # Held from taking those copies until their files are written and
+        # registered for fsync: a flush cannot collect its files (and pass
+        # their records with the recovery point) while a write is in flight.
+        self._writing = threading.Lock()
         self._roll_flush_offset: int | None = None  # a roll's end, flushed at the next maybe_flush
         self._pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment renamed .deleted)
         self._offline: KafkaStorageError | None = None
@@ -218,34 +227,75 @@ class LocalLog:
         their directory, off the event loop."""
         self._unsynced_files.extend(paths)
 
-    def write_with_next_flush(self, write: Callable[[], list[Path]]) -> None:
+    def write_with_next_flush(self, take: Callable[[], Callable[[], list[Path]] | None]) -> None:
         """A file (the leader-epoch checkpoint after a new epoch) that the
         periodic flusher, the next flush or close writes, off the event
-        loop; ``write`` returns what it wrote, for the flush to fsync."""
-        self._unwritten.append(write)
+        loop: ``take`` (called under the log's lock) returns a write of the
+        file as it is then, or None; the write (run outside the lock)
+        returns what it wrote, for the flush to fsync."""
+        self._unwritten.append(take)
+
+    def _take_unwritten(self) -> list[Callable[[], list[Path]]]:
+        """Under the log's lock (and ``_writing``): copies of the files
+        handed to ``write_with_next_flush``. A copy taken with the log end
+        holds the epochs of every record below it (an append assigns its
+        epoch under the lock)."""
+        writes = []
+        unwritten = self._unwritten
+        while unwritten:
+            write = unwritten.popleft()()
+            if write is not None:
+                writes.append(write)
+        return writes
+
+    def _write(self, writes: list[Callable[[], list[Path]]]) -> list[Path]:
+        """Run the writes (outside the log's lock, under ``_writing``); a
+        failure takes the log offline."""
+        written: list[Path] = []
+        for write in writes:
+            try:
+                written.extend(write())
+            except KafkaStorageError as e:
+                with self._lock:
+                    raise self.failed(e) from None
+        return written
 
     def write_pending(self) -> None:
-        """Write the files handed to ``write_with_next_flush`` (under the
-        log's lock: an append's new epoch is written before a flush's
-        recovery point passes its records). A failure takes the log offline."""
-        with self._lock:
-            writers, self._unwritten = self._unwritten, []
-            for write in writers:
-                try:
-                    self._unsynced_files.extend(write())
-                except KafkaStorageError as e:
-                    raise self.failed(e) from None
+        """Write the files handed to ``write_with_next_flush`` now, for the
+        next flush to fsync. The event loop's reads, which take the log's
+        lock, do not wait for the disk: the files are copied under the lock
+        and written outside it. A failure takes the log offline."""
+        with self._writing:
+            with self._lock:
+                writes = self._take_unwritten()
+            if writes:
+                written = self._write(writes)
+                with self._lock:
+                    self._unsynced_files.extend(written)
 
     def flush(self, up_to_offset: int | None = None) -> bool:
         """fsync every segment holding offsets in [recovery point, up_to)
         (LEO by default), the files handed to ``sync_with_next_flush`` and,
         after a new file, the directory; then advance the recovery point.
+        The files handed to ``write_with_next_flush`` are written first,
+        as they are when the target is taken: the recovery point passes an
+        epoch's records only once its checkpoint is written and fsynced.
         Returns whether it did anything. An fsync failure takes the log
         offline."""
+        with self._writing:
+            with self._lock:
+                self.check_online()
+                writes = self._take_unwritten()
+                target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+            written = self._write(writes) if writes else []
+            with self._lock:
+                self._unsynced_files.extend(written)
+        return self._flush_to(target)
+
+    def _flush_to(self, target: int) -> bool:
+        """``flush`` once the files pending at ``target`` are written and
+        registered for fsync (the fsyncs run outside the log's lock)."""
         with self._lock:
-            self.check_online()
-            self.write_pending()
-            target = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
             if target <= self._recovery_point and not self._dir_needs_fsync and not self._unsynced_files:
                 return False
             todo = self.segments.overlapping(self._recovery_point, target)
@@ -288,9 +338,9 @@ class LocalLog:
     def maybe_flush(self, now_ms: int) -> bool:
         """The periodic flusher: ``flush.ms`` since the last flush, or the
         segment rolled since (Kafka flushes a rolled segment right away)."""
+        if self._unwritten and self._offline is None:
+            self.write_pending()
         with self._lock:
-            if self._unwritten and self._offline is None:
-                self.write_pending()
             due = now_ms - self._last_flush_ms >= self.config.flush_ms and self.unflushed_messages > 0
             rolled = self._roll_flush_offset
         if due:
@@ -454,15 +504,20 @@ class LocalLog:
         closed too (their ``.deleted`` files go at the next startup), the
         files still to write are written."""
         if self._offline is None and self.dir.is_dir():
-            self.write_pending()
-        self._unwritten = []
+            # Not ``write_pending``: the caller holds the log's lock, which
+            # ``_writing`` must not be taken under (a flush takes them in the
+            # other order). A write in flight is ordered by the file's own lock.
+            with self._lock:
+                writes = self._take_unwritten()
+            self._write(writes)
+        self._unwritten.clear()
         for segment in self.segments:
             segment.close()
         self._close_pending_deletes()
 
     def close_quietly(self) -> None:
         """Release descriptors without trimming (tests simulate a crash)."""
-        self._unwritten = []
+        self._unwritten.clear()
         for segment in self.segments:
             segment.close_quietly()
         self._close_pending_deletes()

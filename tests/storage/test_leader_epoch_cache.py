@@ -125,3 +125,110 @@ def test_a_log_killed_before_its_epoch_file_was_written_re_learns_the_epochs_fro
         assert again.leader_epoch_cache.entries() == [EpochEntry(7, 0)]
     finally:
         again.close()
+
+
+def _log_with_a_new_epoch(tmp_path):
+    from kavka.protocol.records.builder import SimpleRecord, build_batch
+    from kavka.storage.log import Log
+    from kavka.storage.log_config import LogConfig
+
+    log = Log(tmp_path / "t-0", LogConfig())
+    log.append_as_leader(build_batch([SimpleRecord(b"k", b"v", 0)]), leader_epoch=3)
+    return log
+
+
+def _blocking_epoch_file_writes(monkeypatch):
+    """The checkpoint's writes wait for ``release`` (a slow disk);
+    ``started`` is set when one is under way."""
+    import threading
+
+    from kavka.storage.checkpoint import LeaderEpochCheckpointFile
+
+    started, release = threading.Event(), threading.Event()
+    real = LeaderEpochCheckpointFile.write
+
+    def slow(self, entries, sync=True):
+        started.set()
+        assert release.wait(30)
+        real(self, entries, sync)
+
+    monkeypatch.setattr(LeaderEpochCheckpointFile, "write", slow)
+    return started, release
+
+
+def test_the_event_loops_reads_do_not_wait_for_an_epoch_file_being_written(tmp_path, monkeypatch):
+    # A failover hands the flusher one file per partition whose epoch
+    # changed; every follower fetch reads each partition's log end (the
+    # log's lock) and its epochs (the cache's). Neither waits for the disk.
+    import threading
+
+    log = _log_with_a_new_epoch(tmp_path)
+    started, release = _blocking_epoch_file_writes(monkeypatch)
+    flusher = threading.Thread(target=log.maybe_flush, args=(0,))
+    flusher.start()
+    try:
+        assert started.wait(30)
+        reads: list = []
+        reader = threading.Thread(target=lambda: reads.append(
+            (log.log_end_offset_metadata().message_offset, log.end_offset_for_epoch(3), log.high_watermark_metadata())))
+        reader.start()
+        reader.join(5)
+        waited = reader.is_alive()
+    finally:
+        release.set()
+        flusher.join(30)
+    reader.join(30)
+    assert not waited, "a read of the log waited for its leader-epoch-checkpoint write"
+    assert [r[:2] for r in reads] == [(1, (3, 1))]
+    assert LeaderEpochFileCache(log.dir).entries() == [EpochEntry(3, 0)]
+    log.close()
+
+
+def test_a_flush_waits_for_an_epoch_file_in_flight_and_fsyncs_it_before_passing_its_records(tmp_path, monkeypatch):
+    # The recovery point may pass an epoch's records only once its
+    # checkpoint is written and fsynced: a flush on another thread while
+    # the flusher writes the file waits for that write.
+    import threading
+
+    from kavka.storage import local_log
+
+    log = _log_with_a_new_epoch(tmp_path)
+    started, release = _blocking_epoch_file_writes(monkeypatch)
+    fsynced: list = []
+    real_fsync_file = local_log.fsync_file
+    monkeypatch.setattr(local_log, "fsync_file", lambda path: (fsynced.append(path), real_fsync_file(path))[1])
+    flusher = threading.Thread(target=log.maybe_flush, args=(0,))
+    flusher.start()
+    flushed: list = []
+    try:
+        assert started.wait(30)
+        flushing = threading.Thread(target=lambda: flushed.append(log.flush()))
+        flushing.start()
+        flushing.join(0.5)
+        assert flushing.is_alive() and log.recovery_point == 0
+    finally:
+        release.set()
+        flusher.join(30)
+    flushing.join(30)
+    assert flushed == [True] and log.recovery_point == 1
+    assert log.leader_epoch_cache.path in fsynced
+    assert LeaderEpochFileCache(log.dir).entries() == [EpochEntry(3, 0)]
+    log.close()
+
+
+def test_a_copy_of_the_epochs_taken_before_a_truncation_does_not_overwrite_it(tmp_path):
+    # The flusher writes a copy taken under the lock; a truncation's
+    # durable write may land between the copy and its write.
+    cache = LeaderEpochFileCache(tmp_path)
+    deferred: list = []
+    cache.sync_assignments_with(deferred.append)
+    assert cache.assign(3, 0) and cache.assign(4, 5)
+    assert len(deferred) == 1
+    write = deferred.pop()()
+    assert write is not None and cache.take_pending() is None
+    assert cache.truncate_from_end(5)
+    assert write() == [cache.path]
+    assert LeaderEpochFileCache(tmp_path).entries() == [EpochEntry(3, 0)]
+    assert cache.assign(6, 7)
+    deferred.pop()()()
+    assert LeaderEpochFileCache(tmp_path).entries() == [EpochEntry(3, 0), EpochEntry(6, 7)]
