@@ -261,6 +261,10 @@ class TreeSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.first: dict[tuple[int, int], float] = {}
         self.last: dict[tuple[int, int], float] = {}
+        # minor page faults (each a zeroed page mapped in: memory the
+        # process had handed back, or never touched)
+        self.first_faults: dict[tuple[int, int], int] = {}
+        self.last_faults: dict[tuple[int, int], int] = {}
         self.roles: dict[tuple[int, int], str] = {}
 
     def _sweep(self, initial: bool) -> None:
@@ -272,9 +276,10 @@ class TreeSampler:
                         fields = f.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
-                stats[int(pid)] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]))
+                stats[int(pid)] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]),
+                                   int(fields[7]))
         children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _) in stats.items():
+        for pid, (ppid, _, _, _) in stats.items():
             children.setdefault(ppid, []).append(pid)
         todo = [os.getpid()]
         tick = os.sysconf("SC_CLK_TCK")
@@ -285,10 +290,13 @@ class TreeSampler:
                 continue
             key = (pid, stats[pid][1])
             cpu = stats[pid][2] / tick
+            faults = stats[pid][3]
             if key not in self.roles:
                 self.roles[key] = _role(pid)
                 self.first[key] = cpu if initial else 0.0
+                self.first_faults[key] = faults if initial else 0
             self.last[key] = cpu
+            self.last_faults[key] = faults
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -310,10 +318,18 @@ class TreeSampler:
             out[role] = out.get(role, 0.0) + self.last[key] - self.first[key]
         return out
 
+    def faults_by_role(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key, role in self.roles.items():
+            out[role] = out.get(role, 0) + self.last_faults[key] - self.first_faults[key]
+        return out
 
-def timed(fn, cpu: list[float], roles: list[dict[str, float]] | None = None) -> float:
+
+def timed(fn, cpu: list[float], roles: list[dict[str, float]] | None = None,
+          faults: list[dict[str, int]] | None = None) -> float:
     """Wall seconds of ``fn()``; its CPU seconds (``tree_cpu``) appended to
-    ``cpu``, and with ``roles`` the split by process (``TreeSampler``)."""
+    ``cpu``, and with ``roles`` the split by process (``TreeSampler``),
+    with ``faults`` its minor page faults by process."""
     sampler = TreeSampler() if roles is not None else None
     if sampler is not None:
         sampler.__enter__()
@@ -328,6 +344,8 @@ def timed(fn, cpu: list[float], roles: list[dict[str, float]] | None = None) -> 
         split = sampler.by_role()
         split["unsampled"] = total - sum(split.values())
         roles.append(split)
+        if faults is not None:
+            faults.append(sampler.faults_by_role())
     return wall
 
 
@@ -395,6 +413,7 @@ def main() -> None:
         best: dict[str, list[float]] = {}
         cpu: dict[tuple[str, int], list[float]] = {(name, side): [] for name in cases for side in range(3)}
         roles: dict[tuple[str, int], list[dict[str, float]]] = {(name, side): [] for name in cases for side in range(3)}
+        faults: dict[tuple[str, int], list[dict[str, int]]] = {(name, side): [] for name in cases for side in range(3)}
         for r in range(args.repeat):
             for name, fns in cases.items():
                 # The side that goes first in a case changes with each
@@ -405,7 +424,8 @@ def main() -> None:
                 # ran first), which a fixed order charges to one side.
                 times = [0.0] * 3
                 for side in ((r + i) % 3 for i in range(3)):
-                    times[side] = timed(fns[side], cpu[name, side], roles[name, side] if args.breakdown else None)
+                    times[side] = timed(fns[side], cpu[name, side], roles[name, side] if args.breakdown else None,
+                                        faults[name, side] if args.breakdown else None)
                 best[name] = [min(a, b) for a, b in zip(best.get(name, [float("inf")] * 3), times, strict=True)]
         print(f"\nkavka.spark vs parquet, {n:,} rows of {args.size} B, {args.partitions} partitions, local[2], "
               f"best of {args.repeat}\n")
@@ -422,13 +442,16 @@ def main() -> None:
             print(f"{name:<12}{ck:>9.2f}{cp:>9.2f}{cn:>9.2f}{ck - cn:>14.2f}{cn / ck:>11.2f}x")
         if args.breakdown:
             print("\nCPU seconds per query by process (median of the runs; kavka / null; "
-                  "the sampler's own reads of /proc are in the bench driver)\n")
+                  "the sampler's own reads of /proc are in the bench driver), "
+                  "then minor page faults (kavka / null)\n")
             for name in cases:
                 kinds = sorted({r for side in (0, 2) for split in roles[name, side] for r in split})
                 print(f"{name}:")
                 for r in kinds:
                     k, z = (statistics.median(split.get(r, 0.0) for split in roles[name, side]) for side in (0, 2))
-                    print(f"  {r:<28}{k:>8.3f}{z:>8.3f}{k - z:>+9.3f}")
+                    fk, fz = (statistics.median(split.get(r, 0) for split in faults[name, side]) for side in (0, 2))
+                    faults_col = f"{fk:>10,.0f}{fz:>10,.0f}" if r != "unsampled" else ""
+                    print(f"  {r:<28}{k:>8.3f}{z:>8.3f}{k - z:>+9.3f}{faults_col}")
         for name in ("count", "scan value"):
             tk, tp, tn = best[name]
             print(f"  goal {name} >= 0.5x parquet: {tp / tk:.2f}x {'met' if tp / tk >= 0.5 else 'NOT met'} "

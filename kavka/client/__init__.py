@@ -12,7 +12,9 @@ Modules:
                     handshake, per-API version negotiation, pipelined
                     requests matched by correlation id, timeouts;
                     responses received straight into their buffers
-                    (``kavka.protocol.framing.FrameReader``).
+                    (``kavka.protocol.framing.FrameReader``), buffers
+                    handed on between the process's connections
+                    (``RESPONSE_BUFFERS``).
     ``sasl_authenticator``  the SASL exchange after ApiVersions
                     (SaslHandshake v1, SaslAuthenticate) and KIP-368's
                     re-authentication point; imported by the connections

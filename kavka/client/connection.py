@@ -37,6 +37,12 @@ NetworkClient does), or ``ConnectionClosed`` when the socket dies or
 guide): it is written and ``request`` returns None. Frames larger than
 ``max_frame_size`` close the connection before they are buffered.
 
+Large responses are received into buffers of the process's
+``RESPONSE_BUFFERS`` pool (``kavka.protocol.frame_buffers``): a closed
+connection leaves its buffer there for the next one, so short-lived
+connections (a Spark task's) do not page-fault in a new ~9 MiB buffer
+each.
+
 One event loop; all methods are called from the loop that connected.
 """
 
@@ -60,6 +66,7 @@ from kavka.client.errors import (
 from kavka.common.errors import ErrorCode, KafkaError
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError
+from kavka.protocol.frame_buffers import FrameBuffers
 from kavka.protocol.framing import SOCKET_REQUEST_MAX_BYTES, FrameReader, frame_parts
 from kavka.protocol.headers import RequestHeader, decode_response, encode_request
 from kavka.protocol.messages import ApiVersionsRequest, Message, ProduceRequest, ProduceResponse, Request, Response
@@ -84,6 +91,11 @@ LOWAT_BYTES = 1024 * 1024
 
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+
+
+# The large-response buffers connections of this process hand on to one
+# another (bounded: kavka.protocol.frame_buffers.MAX_POOL_BYTES).
+RESPONSE_BUFFERS = FrameBuffers()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +166,10 @@ class BrokerConnection:
     ``node_id`` is informational (the cluster layer sets it; -1 for a
     bootstrap address). ``api_versions`` maps API key to the broker's
     ``VersionRange`` once connected. ``receive_buffer_bytes``: the socket's
-    SO_RCVBUF (a follower's ``replica.socket.receive.buffer.bytes``)."""
+    SO_RCVBUF (a follower's ``replica.socket.receive.buffer.bytes``).
+    ``frame_buffers``: where large responses' buffers come from and go back
+    to when the connection closes (the process's ``RESPONSE_BUFFERS``; None
+    keeps them to this connection)."""
 
     def __init__(
         self,
@@ -168,6 +183,7 @@ class BrokerConnection:
         node_id: int = -1,
         security: ClientSecurity = PLAINTEXT_SECURITY,
         receive_buffer_bytes: int = -1,
+        frame_buffers: FrameBuffers | None = RESPONSE_BUFFERS,
     ) -> None:
         if request_timeout_ms <= 0 or connect_timeout_ms <= 0:
             raise ValueError("request_timeout_ms and connect_timeout_ms must be > 0")
@@ -183,7 +199,7 @@ class BrokerConnection:
         # KIP-368: loop time at which the next request re-authenticates first
         self._reauthenticate_at: float | None = None
         self._reauthenticating: asyncio.Future[None] | None = None
-        self._reader = FrameReader(max_frame_size)
+        self._reader = FrameReader(max_frame_size, buffers=frame_buffers)
         self._pending: dict[int, _Pending] = {}
         self._next_correlation_id = 0
         self._transport: asyncio.Transport | None = None
@@ -494,3 +510,4 @@ class BrokerConnection:
             self._transport.close()
         if self._protocol is not None:
             self._protocol._wake_writers()
+        self._reader.release()

@@ -7,6 +7,8 @@ Modules (entry points first):
 * ``framing`` — ``frame``/``frame_parts``, ``FrameDecoder`` and
   ``FrameReader`` (size prefix, ``socket.request.max.bytes`` enforced before
   buffering; the reader receives large frames straight into their buffers);
+* ``frame_buffers`` — ``FrameBuffers``: those buffers handed on from a
+  closed connection's reader to the process's next one (bounded);
 * ``messages`` — generated message classes (``ProduceRequest``,
   ``FetchResponse.Responses.Partitions`` ...), naming scheme documented there;
   built by ``message_base`` (``Message``, ``build_struct``); type checkers see

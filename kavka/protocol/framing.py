@@ -24,6 +24,10 @@ never staged or copied. That buffer is used again for a later large frame
 once nothing refers to the frame it held (no view of it is left): memory
 the process has already touched costs no page faults, and faulting in fresh
 pages cost more than the copy it replaced (bench/README.md, spark.py).
+Given a ``kavka.protocol.frame_buffers.FrameBuffers``, a reader takes
+that buffer from it instead of allocating one, and gives its kept buffer
+back there when it is replaced or when the connection is done
+(``release``), so the next connection of the process starts with it.
 
 One decoder per connection; not thread-safe (one event-loop task owns it).
 """
@@ -34,6 +38,7 @@ import sys
 
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import FrameSizeError
+from kavka.protocol.frame_buffers import FrameBuffers
 from kavka.protocol.primitives import INT32
 
 SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024  # Kafka's default
@@ -135,13 +140,15 @@ class FrameReader:
     writes to again. Sizes are checked as ``FrameDecoder`` checks them,
     before anything is allocated for the frame; after a ``FrameSizeError``
     the receiver stays failed. ``buffered`` is how many bytes of incomplete
-    frames it holds."""
+    frames it holds. ``buffers``: a pool shared with other readers of the
+    process, where large-frame buffers come from and go back to
+    (``release`` when the stream is done)."""
 
     __slots__ = ("max_frame_size", "spare_bytes", "_staging", "_staged", "_frame", "_size", "_filled", "_spare",
-                 "_failed")
+                 "_buffers", "_failed")
 
     def __init__(self, max_frame_size: int = SOCKET_REQUEST_MAX_BYTES, staging_bytes: int = 64 * 1024,
-                 spare_bytes: int = 16 * 1024 * 1024) -> None:
+                 spare_bytes: int = 16 * 1024 * 1024, buffers: FrameBuffers | None = None) -> None:
         if max_frame_size < 0:
             raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
         if staging_bytes < 8:
@@ -154,6 +161,7 @@ class FrameReader:
         self._size = 0
         self._filled = 0  # bytes of it received
         self._spare: bytearray | None = None  # the last large frame's buffer, reused when free
+        self._buffers = buffers
         self._failed: FrameSizeError | None = None
 
     @property
@@ -217,10 +225,20 @@ class FrameReader:
         self._staged = end - pos
         return frames
 
+    def release(self) -> None:
+        """The stream is done: the kept buffer goes to the shared pool
+        (if any), for the process's next reader. Frames handed out stay
+        valid: the pool hands the buffer out again only once no view of
+        them is left."""
+        spare, self._spare = self._spare, None
+        if spare is not None and self._buffers is not None:
+            self._buffers.give(spare)
+
     def _frame_buffer(self, size: int) -> bytearray:
         """A buffer of at least ``size`` bytes for a large frame: the spare
-        when it is big enough and free, else a new one (kept as the spare
-        when at most ``spare_bytes``). Free means no reference to it is
+        when it is big enough and free, else one taken from the shared pool,
+        else a new one (either kept as the spare when at most
+        ``spare_bytes``; the spare it replaces goes to the pool). Free means no reference to it is
         left but ours (``sys.getrefcount``: the attribute, the local name and
         the call's argument), so no view of a frame handed out earlier can see the new
         bytes: every memoryview of it, and every slice of those, holds a
@@ -232,9 +250,16 @@ class FrameReader:
         spare = self._spare
         if spare is not None and len(spare) >= size and sys.getrefcount(spare) == 3:  # + the local name
             return spare
+        kept: bytearray | None = None
         if size > self.spare_bytes:
-            self._spare = None
-            return bytearray(size)
-        frame = bytearray(min(size + size // 8, self.spare_bytes))
-        self._spare = frame
+            frame = bytearray(size)
+        else:
+            if self._buffers is not None:
+                kept = self._buffers.take(size)
+            if kept is None:
+                kept = bytearray(min(size + size // 8, self.spare_bytes))
+            frame = kept
+        self._spare = kept
+        if spare is not None and self._buffers is not None:
+            self._buffers.give(spare)
         return frame

@@ -306,3 +306,28 @@ async def test_a_broker_hanging_up_inside_a_large_response_fails_the_request_pro
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_closed_connections_response_buffer_serves_the_next_connection():
+    """A Spark task's connections live as long as its range: the next
+    task's connection in the same process receives its large responses
+    into the buffer the last one left (kavka.protocol.frame_buffers), not
+    a new one to page-fault in; a response still referenced keeps its
+    buffer out of reach."""
+    from kavka.protocol.frame_buffers import FrameBuffers
+
+    pool = FrameBuffers()
+    buffers = []  # ids: a reference to a buffer would keep it busy
+    for _ in range(2):
+        server, port = await _trickling_broker([1_000_000], 0.0)
+        try:
+            async with BrokerConnection("127.0.0.1", port, frame_buffers=pool) as conn:
+                await conn.request(m.DescribeClusterRequest())
+                buffers.append(id(conn._reader._spare))
+                assert pool.pooled_bytes == 0  # the first's buffer was taken, not a new one made
+
+            assert pool.pooled_bytes >= 1_000_000  # closed: its buffer is in the pool
+        finally:
+            server.close()
+            await server.wait_closed()
+    assert buffers[0] == buffers[1]

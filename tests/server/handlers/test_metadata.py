@@ -121,3 +121,34 @@ async def test_a_topic_entry_is_built_once_per_cache_update_and_shared_until_the
     for version, response in ((12, moved), (12, asked), (1, older)):
         _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
         assert [t.name for t in decoded.topics] == ["t"]
+
+
+@pytest.mark.parametrize("allow_creation", [False, True])
+async def test_a_broker_without_its_first_update_answers_a_named_topic_leader_not_available(
+        monkeypatch, allow_creation):
+    """Restarted while cut off from the controller, a broker knows no topic:
+    a topic asked for by name is retriable LEADER_NOT_AVAILABLE (librdkafka
+    took UNKNOWN_TOPIC_OR_PARTITION for a deletion and emptied its group's
+    assignment), nothing is created; once the update came, a topic the
+    cluster does not have is UNKNOWN_TOPIC_OR_PARTITION again."""
+    from kavka.server.handlers import metadata
+
+    monkeypatch.setattr(metadata, "FIRST_UPDATE_WAIT_S", 0.05)
+    created: list[list[str]] = []
+
+    async def auto_create(names: list[str]) -> dict[str, ErrorCode]:
+        created.append(names)
+        return {n: ErrorCode.LEADER_NOT_AVAILABLE for n in names}
+
+    cache = MetadataCache(1)
+    handler = MetadataHandler(cache, lambda: "cluster", auto_create, AuthHelper(None))
+    request = MetadataRequest(topics=[MetadataRequest.Topics(name="queue")],
+                              allow_auto_topic_creation=allow_creation)
+    before = await handler(_context(12), request)
+    assert [(t.name, t.error_code) for t in before.topics] == [("queue", int(ErrorCode.LEADER_NOT_AVAILABLE))]
+    assert before.controller_id == -1 and created == []
+    _update(cache, leader=1, leader_epoch=1)
+    after = await handler(_context(12), request)
+    expected = ErrorCode.LEADER_NOT_AVAILABLE if allow_creation else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert [(t.name, t.error_code) for t in after.topics] == [("queue", int(expected))]
+    assert created == ([["queue"]] if allow_creation else [])
