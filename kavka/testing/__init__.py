@@ -16,6 +16,9 @@ of what they saw.
 - ``kavka.testing.checker``: the history and its Jepsen-style checker.
 - ``kavka.testing.duplicates``: why a value is stored twice (the broker's
   fault, or a resend by the client under a new producer epoch).
+- ``kavka.testing.zookeeper_history``: ZooKeeper's own transaction logs
+  read for committed transactions it lost (a session writing after its
+  close).
 - ``kavka.testing.chaos``: a whole run (``make chaos``) and its table.
 - ``kavka.testing.spark_cluster``: ``SparkStandalone``, a Spark master and
   workers on hosts of the same network (workers beside brokers).

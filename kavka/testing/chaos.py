@@ -6,7 +6,10 @@ the seeded random schedule of faults (``kavka.testing.schedule``, kept by
 its conductor however late the run falls; ``kavka.testing.nemesis``), then
 every fault healed, the workloads stopped, every topic read back in full,
 the replicas' segment files fingerprinted, ``kavka replica-verification``
-run, and the whole history checked (``kavka.testing.checker``). Prints
+run, ZooKeeper's own transaction logs read for transactions it lost
+(``kavka.testing.zookeeper_history``: a loss the checker finds may be the
+coordination service's; a line among the notes), and the whole history
+checked (``kavka.testing.checker``). Prints
 the seed first (``--seed`` replays a run's schedule), then a table:
 injections by kind; per topic the records acknowledged, reported failed
 (the delivery report's error), read, lost, duplicated (``dup``: a
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kavka.protocol.records.batch import iter_batches
+from kavka.testing import zookeeper_history
 from kavka.testing.checker import BatchPrint, History, NemesisEvent, Report, check
 from kavka.testing.hosts import HostCluster
 from kavka.testing.nemesis import Nemesis
@@ -194,6 +198,8 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
                 prints = _settled_prints(cluster, t, p, assignment[p])
                 history.replicas[(t, p)] = prints
         verification = _replica_verification(cluster, list(topics))
+        if cluster.ensemble is not None:
+            notes += _zookeeper_history(cluster.ensemble.data_dirs())
         report = check(history)
         for f in report.findings:
             if f.kind == "divergent":
@@ -302,6 +308,15 @@ def _replica_verification(cluster: HostCluster, topics: list[str]) -> str:
         return "did not finish within 90 s"
     lines = (done.stdout + done.stderr).strip().splitlines()
     return f"exit {done.returncode}: {lines[-1] if lines else '(no output)'}"
+
+
+def _zookeeper_history(data_dirs: dict[str, Path]) -> list[str]:
+    """What ZooKeeper's own transaction logs say (``zookeeper_history``): a
+    loss the checker reports may be the coordination service's."""
+    try:
+        return zookeeper_history.check(data_dirs)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as e:
+        return [f"zookeeper-history: the members' logs could not be read: {e}"]
 
 
 def table(result: RunResult, *, unsafe: bool) -> str:

@@ -52,6 +52,10 @@ class ZooKeeperEnsemble:
     def _member_dir(self, host: str) -> Path:
         return self.directory / f"zk-{self.myid(host)}"
 
+    def data_dirs(self) -> dict[str, Path]:
+        """Member host -> its ``dataDir`` (snapshots and transaction logs)."""
+        return {h: self._member_dir(h) / "data" for h in self.hosts}
+
     def log_path(self, host: str) -> Path:
         return self._member_dir(host) / "zookeeper.log"
 
@@ -66,7 +70,9 @@ class ZooKeeperEnsemble:
             f"clientPort={CLIENT_PORT}", f"clientPortAddress={self.network.address(host)}",
             "maxClientCnxns=0", "admin.enableServer=false",
             f"4lw.commands.whitelist={FOUR_LETTER_WORDS}",
-            "autopurge.snapRetainCount=3", "autopurge.purgeInterval=1",
+            # every transaction log kept: the run's end reads them all
+            # (kavka.testing.zookeeper_history); a run writes a few MiB
+            "autopurge.purgeInterval=0",
             # a member that lost its quorum refuses clients rather than serving stale reads
             "readonlymode.enabled=false",
         ]
