@@ -203,24 +203,31 @@ def tree_cpu() -> float:
     utime+stime of each live one, plus cutime+cstime, which holds the
     reaped children's). Unlike wall time it does not count the time the
     neighbours on a shared machine take."""
+    stats = _tree_stats()
+    return sum(sum(int(x) for x in fields[11:15]) for fields in stats.values()) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_stats() -> dict[int, list[str]]:
+    """``/proc/<pid>/stat`` fields (after the command name) of this process
+    and every live descendant."""
     stats = {}
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
+                    stats[int(pid)] = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            stats[int(pid)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in stats.items():
-        children.setdefault(ppid, []).append(pid)
-    total, todo = 0, [os.getpid()]
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    tree, todo = {}, [os.getpid()]
     while todo:
         pid = todo.pop()
-        total += stats.get(pid, (0, 0))[1]
         todo.extend(children.get(pid, ()))
-    return total / os.sysconf("SC_CLK_TCK")
+        if pid in stats:
+            tree[pid] = stats[pid]
+    return tree
 
 
 def _role(pid: int) -> str:
@@ -268,29 +275,11 @@ class TreeSampler:
         self.roles: dict[tuple[int, int], str] = {}
 
     def _sweep(self, initial: bool) -> None:
-        stats = {}
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    with open(f"/proc/{pid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                stats[int(pid)] = (int(fields[1]), int(fields[19]), int(fields[11]) + int(fields[12]),
-                                   int(fields[7]))
-        children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _, _) in stats.items():
-            children.setdefault(ppid, []).append(pid)
-        todo = [os.getpid()]
         tick = os.sysconf("SC_CLK_TCK")
-        while todo:
-            pid = todo.pop()
-            todo.extend(children.get(pid, ()))
-            if pid not in stats:
-                continue
-            key = (pid, stats[pid][1])
-            cpu = stats[pid][2] / tick
-            faults = stats[pid][3]
+        for pid, fields in _tree_stats().items():
+            key = (pid, int(fields[19]))  # (pid, start time): a reused pid is another process
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            faults = int(fields[7])
             if key not in self.roles:
                 self.roles[key] = _role(pid)
                 self.first[key] = cpu if initial else 0.0
