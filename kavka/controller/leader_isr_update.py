@@ -12,7 +12,11 @@ version — seed 001's "batch with multi"); partitions that lost a version
 race are re-read together and decided again, up to ``max_rounds`` rounds.
 
 A state written by a controller with a higher epoch means this one is
-deposed: ``ControllerMovedError``. Runs on the controller's event task.
+deposed: ``ControllerMovedError``. Runs on the controller's event task;
+with a ``LoopSlice`` (``kavka.common.loop_slice``) the reading, deciding and
+recording of many partitions hand the event loop a turn every slice, so the
+broker's requests are served meanwhile (the elections pass none: their
+LeaderAndIsr goes out first).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kavka.common.loop_slice import LoopSlice
 from kavka.common.topic_partition import TopicPartition
 from kavka.controller.context import ControllerContext
 from kavka.zk.brokers import PartitionStateZNode
@@ -52,12 +57,14 @@ def _check_epoch(context: ControllerContext, tp: TopicPartition, entry: LeaderIs
         raise ControllerMovedError(claim.epoch_zk_version)
 
 
-async def read_partition_states(zk: KavkaZkClient, keys: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[PartitionStateZNode, int]]:
+async def read_partition_states(
+    zk: KavkaZkClient, keys: list[tuple[str, int]], loop_slice: LoopSlice | None = None
+) -> dict[tuple[str, int], tuple[PartitionStateZNode, int]]:
     """States and znode versions of ``keys`` (all read at once). A state
     znode holding malformed data is logged and left out, as if missing,
     instead of failing the whole read."""
     try:
-        return await zk.get_partition_states(keys)
+        return await zk.get_partition_states(keys, loop_slice)
     except ZnodeDataError:
         pass
     found: dict[tuple[str, int], tuple[PartitionStateZNode, int]] = {}
@@ -69,10 +76,12 @@ async def read_partition_states(zk: KavkaZkClient, keys: list[tuple[str, int]]) 
     return found
 
 
-async def reload_leadership(zk: KavkaZkClient, context: ControllerContext, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+async def reload_leadership(
+    zk: KavkaZkClient, context: ControllerContext, tps: Iterable[TopicPartition], loop_slice: LoopSlice | None = None
+) -> list[TopicPartition]:
     """Re-read partitions' states into the context; returns those without a (valid) state znode."""
     keys = [(tp.topic, tp.partition) for tp in tps]
-    found = await read_partition_states(zk, keys)
+    found = await read_partition_states(zk, keys, loop_slice)
     missing = []
     for topic, partition in keys:
         tp = TopicPartition(topic, partition)
@@ -82,6 +91,8 @@ async def reload_leadership(zk: KavkaZkClient, context: ControllerContext, tps: 
             continue
         znode, version = got
         context.leadership[tp] = znode.leader_isr_and_controller_epoch(version)
+        if loop_slice is not None:
+            await loop_slice.pause()
     return missing
 
 
@@ -93,6 +104,7 @@ async def update_leader_and_isr(
     decide: Decide,
     *,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    loop_slice: LoopSlice | None = None,
 ) -> UpdateResult:
     """See module doc."""
     result = UpdateResult()
@@ -104,7 +116,7 @@ async def update_leader_and_isr(
     # change" or "no live replica in the isr" never reaches the version check
     # below, so a dead broker the leader had just put back in the ISR would
     # stay there, or a live one be missed in an election.
-    for tp in await reload_leadership(zk, context, remaining):
+    for tp in await reload_leadership(zk, context, remaining, loop_slice):
         result.failed[tp] = "its state znode does not exist"
         remaining.remove(tp)
     for _ in range(max_rounds):
@@ -127,10 +139,12 @@ async def update_leader_and_isr(
                 decided[tp] = verdict
                 znode = PartitionStateZNode(tp.topic, tp.partition, verdict.leader, verdict.leader_epoch, verdict.isr, context.epoch)
                 updates.append((znode, entry.leader_and_isr.zk_version))
+            if loop_slice is not None:
+                await loop_slice.pause()
         if not updates:
             remaining = []
             break
-        writes = await zk.update_partition_states(claim, updates)
+        writes = await zk.update_partition_states(claim, updates, loop_slice)
         conflicts: list[TopicPartition] = []
         for tp, new in decided.items():
             w = writes[(tp.topic, tp.partition)]
@@ -142,8 +156,10 @@ async def update_leader_and_isr(
                 result.failed[tp] = "its state znode does not exist"
             else:
                 conflicts.append(tp)
+            if loop_slice is not None:
+                await loop_slice.pause()
         # Seed 000 3.3: the version moved (a leader changed the ISR): re-read and decide again.
-        for tp in await reload_leadership(zk, context, conflicts):
+        for tp in await reload_leadership(zk, context, conflicts, loop_slice):
             result.failed[tp] = "its state znode disappeared"
             conflicts.remove(tp)
         remaining = conflicts

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -132,3 +133,56 @@ async def test_conflicting_isr_write_is_reread_and_retried(memory_cluster) -> No
     await c.until(lambda: _leader_is(c, "t", 0, 1), "re-elected from the re-read ISR")
     # Broker 3 left the ISR, so only broker 1 was eligible.
     assert await c.state("t", 0) == PartitionStateZNode("t", 0, 1, 1, (1,), 1)
+
+
+async def test_a_dead_followers_isr_removals_hand_the_event_loop_turns(memory_cluster, monkeypatch) -> None:
+    """The dead replica leaves the ISR of every partition it followed in
+    slices of the loop's time (``LoopSlice``): requests on the controller's
+    broker are served between them. The elections before them take no slice,
+    and the outcome is the same as in one stretch."""
+    import kavka.controller.replica_state_machine as rsm
+    from kavka.common.loop_slice import LoopSlice
+
+    slices: list[LoopSlice] = []
+
+    def every_pause_yields() -> LoopSlice:
+        s = LoopSlice(slice_s=1e-9)
+        slices.append(s)
+        return s
+
+    monkeypatch.setattr(rsm, "LoopSlice", every_pause_yields)
+    c = memory_cluster
+    await c.boot((1, 2, 3))
+    n = 60
+    # Broker 2 leads the even partitions and follows in the odd ones.
+    await c.create_topic("t", {p: ((2, 3, 1) if p % 2 == 0 else (3, 2, 1)) for p in range(n)})
+    await c.until(lambda: c.state("t", n - 1), "partition states")
+    await c.settle()
+    slices.clear()
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await c.kill_broker(2)
+    await c.until(lambda: _isr_is(c, "t", 1, (3, 1)), "broker 2 out of the ISR of the partitions it followed")
+    await c.settle()
+    stop.set()
+    await task
+    (used,) = slices
+    # A turn per replica moved OFFLINE, per partition decided and per ISR
+    # written, at least: the loop ran other tasks (the ticker) in between.
+    assert used.turns >= 2 * n
+    assert ticks >= used.turns
+    for p in range(n):  # elected (even) or shrunk (odd): leader 3, ISR [3, 1], one epoch bump
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
+
+
+async def _isr_is(c, topic: str, partition: int, isr: tuple[int, ...]) -> bool:
+    s = await c.state(topic, partition)
+    return s is not None and tuple(s.isr) == isr

@@ -224,3 +224,38 @@ async def test_user_and_client_entity_configs(backend):
     with pytest.raises(ValueError):
         await a.update_entity_config("users", "alice", refuse)
     assert len(await a.store.get_children("/config/changes")) == 9
+
+
+async def test_partition_states_read_and_written_in_slices_of_the_loop(backend):
+    """With a ``LoopSlice`` the decoding of the states read and the encoding
+    of the states written hand the event loop turns (other tasks run in
+    between); what is read and written is the same."""
+    from kavka.common.loop_slice import LoopSlice
+
+    (client,) = await started(backend, 1)
+    claim = await client.try_become_controller(1)
+    n = 40
+    await client.create_topic(TopicZNode("t", {p: (1, 2) for p in range(n)}), {})
+    states = [PartitionStateZNode("t", p, 1, 0, (1, 2), claim.epoch) for p in range(n)]
+    await client.create_partition_states(claim, states)
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    every = LoopSlice(slice_s=1e-9)  # every pause is due
+    written = await client.update_partition_states(claim, [(PartitionStateZNode("t", p, 2, 1, (2,), claim.epoch), 0) for p in range(n)], every)
+    assert every.turns >= n and all(w.zk_version == 1 for w in written.values())
+    turns = every.turns
+    read = await client.get_partition_states([("t", p) for p in range(n)], every)
+    assert every.turns - turns >= n
+    stop.set()
+    await task
+    assert ticks >= every.turns
+    assert read == await client.get_partition_states([("t", p) for p in range(n)])
+    assert all(z.leader == 2 and version == 1 for z, version in read.values())
