@@ -26,4 +26,6 @@ Modules:
 * ``throttled_replicas`` — the replication-throttle topic settings (KIP-73).
 * ``fetch_metadata`` — a Fetch's session id and epoch (KIP-227): the
   sentinels and ``next_epoch``.
+* ``loop_slice`` — ``LoopSlice``: long synchronous work on the event loop
+  handing the loop a turn every few milliseconds.
 """

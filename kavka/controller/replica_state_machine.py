@@ -16,7 +16,9 @@ What each move does besides updating the table and ``state-change.log``:
   leadership if it led: leader -1, seed 000 §Broker failover 3.2 "all
   replicas down") by a conditional write; LeaderAndIsr to the remaining
   live replicas of partitions that changed, UpdateMetadata to every live
-  broker for all of them.
+  broker for all of them. This is a broker failure's longest work (every
+  partition the broker followed), so it hands the event loop a turn every
+  slice of it (``kavka.common.loop_slice``).
 - -> ``DELETION_STARTED``: StopReplica with delete to its broker; the answer
   comes back as an event for the topic deletion manager.
 - -> ``NON_EXISTENT``: the replica leaves the assignment.
