@@ -53,6 +53,7 @@ from kavka.protocol.message_base import (
     Message,
     Request,
     Response,
+    SharedStruct,
     build_struct,
     camel,
     default_of,
@@ -61,7 +62,7 @@ from kavka.protocol.message_base import (
 from kavka.protocol.schema import registry
 from kavka.protocol.schema.dsl import Api
 
-__all__ = ["FRESH", "REQUEST", "RESPONSE", "ZERO_UUID", "Message", "Request", "Response", "build_struct", "camel",
+__all__ = ["FRESH", "REQUEST", "RESPONSE", "ZERO_UUID", "Message", "Request", "Response", "SharedStruct", "build_struct", "camel",
            "default_of", "merged", "message_class", "request_class", "response_class"]
 
 

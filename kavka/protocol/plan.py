@@ -8,7 +8,8 @@ reads lengths inline (checked against the remaining bytes before any
 slice or loop), and loops over arrays of structs inline; arrays of "leaf"
 structs (only scalar fields, no tagged ones) get the element code itself
 inlined in the loop — the Produce/Fetch partitions cost one ``unpack_from``
-and one object each. Everything else (arrays of primitives, uuids, single
+and one object each. An element of an array of non-leaf structs may be a
+``SharedStruct``: its bytes are encoded once per plan and appended as they are. Everything else (arrays of primitives, uuids, single
 structs, tagged fields) goes through ``kavka.protocol.fieldio``.
 
 Generated decoder: ``d(buf, pos, budget) -> (message, pos)``, charging
@@ -41,7 +42,7 @@ from kavka.protocol.budget import DecodeBudget
 from kavka.protocol.buffers import Buffer
 from kavka.protocol.errors import DecodeError, EncodeError
 from kavka.protocol.fieldio import field_kind as kind
-from kavka.protocol.message_base import FRESH, Message, camel, default_of
+from kavka.protocol.message_base import FRESH, Message, SharedStruct, camel, default_of
 from kavka.protocol.schema.dsl import Field
 
 # The compiled functions of one (API, side, version); see the module docstring.
@@ -84,7 +85,7 @@ class Compiler:
             "_walen": fio.array_len_writer(flexible),
             "_uvarint": p.read_uvarint, "_length_error": p.length_error,
             "_I16": p.INT16.unpack_from, "_I32": p.INT32.unpack_from,
-            "_P32": p.INT32.pack, "_wuvarint": p.write_uvarint,
+            "_P32": p.INT32.pack, "_wuvarint": p.write_uvarint, "_Shared": SharedStruct,
         }
         self.src: list[str] = []
         self.late: list[tuple[str, Callable[[dict[str, Any]], object]]] = []
@@ -386,8 +387,9 @@ class Compiler:
 
     def enc_array(self, cls: type[Message], f: Field, children: Children, obj: str, ind: str) -> list[str]:
         inner = ind + "        "
-        if f.name in children:
-            loop = [f"{inner}{children[f.name]}(el, out)"]
+        if f.name in children:  # a SharedStruct element: its remembered bytes
+            loop = [f"{inner}if el.__class__ is _Shared: a(el.encoded({children[f.name]}))",
+                    f"{inner}else: {children[f.name]}(el, out)"]
         else:  # a leaf element: its code inlined
             ccls = self.child_class(cls, f)
             body, _ = self.split(ccls, f.struct_fields)

@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_names import validate_topic_name
-from kavka.protocol.messages import ZERO_UUID, MetadataRequest, MetadataResponse
+from kavka.protocol.messages import ZERO_UUID, MetadataRequest, MetadataResponse, SharedStruct
 from kavka.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kavka.server.authorization import AUTHORIZED_OPERATIONS_OMITTED, AuthHelper
 from kavka.server.metadata_cache import MetadataCache
@@ -74,8 +74,9 @@ class MetadataHandler:
         self.auto_create = auto_create
         self.auth = auth
         # (topic, version) -> its entry as built from the cache at
-        # ``_entries_generation``; at most one per topic and version.
-        self._entries: dict[tuple[str, int], MetadataResponse.Topics] = {}
+        # ``_entries_generation``, with its encoding once made; at most one
+        # per topic and version.
+        self._entries: dict[tuple[str, int], SharedStruct] = {}
         self._entries_generation = -1
 
     async def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
@@ -113,6 +114,8 @@ class MetadataHandler:
 
         def listed(entry):
             if include_ops and entry.name is not None:
+                if isinstance(entry, SharedStruct):
+                    entry = entry.struct
                 entry = copy.copy(entry)  # the shared entry of _topic stays as built
                 entry.topic_authorized_operations = self.auth.authorized_operations(
                     ctx, ResourceType.TOPIC, entry.name)
@@ -178,12 +181,15 @@ class MetadataHandler:
             cluster_authorized_operations=cluster_ops,
         )
 
-    def _topic(self, name: str, version: int) -> MetadataResponse.Topics:
+    def _topic(self, name: str, version: int) -> SharedStruct:
         """The topic's entry at ``version``, built once per cache update and
-        shared by the answers until the next: a client's refresh and every
-        listing would otherwise build an object per partition each time (at
-        10,000 partitions a failover's metadata polls cost the broker more
-        than its election work). Answers only read it."""
+        shared by the answers until the next, as a ``SharedStruct``: encoded
+        by the first answer and appended as bytes by the others. A client's
+        refresh and every listing would otherwise build and encode an object
+        per partition each time (at 10,000 partitions a failover's metadata
+        polls cost the broker more than its election work). Answers only
+        read it; one that must change it (KIP-430's authorized operations)
+        copies its struct."""
         cache = self.cache
         if self._entries_generation != cache.generation:
             self._entries.clear()
@@ -191,7 +197,7 @@ class MetadataHandler:
         key = (name, version)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = self._build_topic(name, version)
+            entry = self._entries[key] = SharedStruct(self._build_topic(name, version))
         return entry
 
     def _build_topic(self, name: str, version: int) -> MetadataResponse.Topics:

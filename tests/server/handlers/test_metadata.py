@@ -100,8 +100,10 @@ def _update(cache: MetadataCache, leader: int, leader_epoch: int) -> None:
 async def test_a_topic_entry_is_built_once_per_cache_update_and_shared_until_the_next():
     """A client's refresh (and a listing of every topic) reuses each topic's
     entry while the cache has not changed: at 10,000 partitions building
-    them was most of a Metadata answer's cost. An update is seen at once, and
-    a request for authorized operations gets its own copy."""
+    them was most of a Metadata answer's cost, and so is encoding them: the
+    first answer's encoding of an entry is appended by the next. An update
+    is seen at once, and a request for authorized operations gets its own
+    copy."""
     cache = MetadataCache(1)
     _update(cache, leader=1, leader_epoch=3)
     handler = MetadataHandler(cache, lambda: "cluster", None, AuthHelper(None))
@@ -121,6 +123,13 @@ async def test_a_topic_entry_is_built_once_per_cache_update_and_shared_until_the
     for version, response in ((12, moved), (12, asked), (1, older)):
         _, decoded = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, response))
         assert [t.name for t in decoded.topics] == ["t"]
+    # the shared entry is encoded by the first answer, the next appends its bytes
+    again = await handler(_context(12), MetadataRequest(topics=None))
+    assert again.topics[0] is moved.topics[0]
+    assert moved.topics[0]._memo is not None
+    encoded = moved.topics[0]._memo[1]
+    assert encode_response(API_KEY, 12, 7, again) == encode_response(API_KEY, 12, 7, moved)
+    assert moved.topics[0]._memo[1] is encoded
 
 
 @pytest.mark.parametrize("allow_creation", [False, True])
