@@ -4,30 +4,12 @@ slice of it has run, and only then."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import pytest
 
 from kavka.common.loop_slice import DEFAULT_SLICE_S, LoopSlice
-
-
-class Ticker:
-    """A task that counts the loop turns it gets."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-        self.task = asyncio.create_task(self._run())
-
-    async def _run(self) -> None:
-        while True:
-            self.ticks += 1
-            await asyncio.sleep(0)
-
-    async def stop(self) -> None:
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
+from tests.common.loop_ticker import Ticker
 
 
 def busy(seconds: float) -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
 from kavka.zk.brokers import PartitionStateZNode
+from tests.common.loop_ticker import Ticker
 
 
 async def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_cluster) -> None:
@@ -159,21 +159,12 @@ async def test_a_dead_followers_isr_removals_hand_the_event_loop_turns(memory_cl
     await c.until(lambda: c.state("t", n - 1), "partition states")
     await c.settle()
     slices.clear()
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
+    ticker = Ticker()
     await c.kill_broker(2)
     await c.until(lambda: _isr_is(c, "t", 1, (3, 1)), "broker 2 out of the ISR of the partitions it followed")
     await c.settle()
-    stop.set()
-    await task
+    await ticker.stop()
+    ticks = ticker.ticks
     (used,) = slices
     # A turn per replica moved OFFLINE, per partition decided and per ISR
     # written, at least: the loop ran other tasks (the ticker) in between.

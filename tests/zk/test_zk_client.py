@@ -13,6 +13,7 @@ from kavka.zk.brokers import BrokerIdZNode, PartitionStateZNode, TopicZNode
 from kavka.zk.client import BrokerIdConflictError, ControllerMovedError, KavkaZkClient
 from kavka.zk.config_nodes import ConfigEntityZNode
 from kavka.zk.controller_nodes import ControllerZNode
+from tests.common.loop_ticker import Ticker
 
 
 def broker(i: int) -> BrokerIdZNode:
@@ -238,24 +239,14 @@ async def test_partition_states_read_and_written_in_slices_of_the_loop(backend):
     await client.create_topic(TopicZNode("t", {p: (1, 2) for p in range(n)}), {})
     states = [PartitionStateZNode("t", p, 1, 0, (1, 2), claim.epoch) for p in range(n)]
     await client.create_partition_states(claim, states)
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
+    ticker = Ticker()
     every = LoopSlice(slice_s=1e-9)  # every pause is due
     written = await client.update_partition_states(claim, [(PartitionStateZNode("t", p, 2, 1, (2,), claim.epoch), 0) for p in range(n)], every)
     assert every.turns >= n and all(w.zk_version == 1 for w in written.values())
     turns = every.turns
     read = await client.get_partition_states([("t", p) for p in range(n)], every)
     assert every.turns - turns >= n
-    stop.set()
-    await task
-    assert ticks >= every.turns
+    await ticker.stop()
+    assert ticker.ticks >= every.turns
     assert read == await client.get_partition_states([("t", p) for p in range(n)])
     assert all(z.leader == 2 and version == 1 for z, version in read.values())
