@@ -38,31 +38,22 @@ from kavka.common.buffer_pool import BufferPool
 MAX_POOL_BYTES = 32 * 1024 * 1024
 
 
-class FrameBuffers:
-    """See the module docstring."""
+class FrameBuffers(BufferPool):
+    """See the module docstring: a ``BufferPool`` whose buffers change
+    owner (``take`` removes one, ``give`` pools one again)."""
 
-    __slots__ = ("_pool",)
+    __slots__ = ()
 
     def __init__(self, max_bytes: int = MAX_POOL_BYTES) -> None:
-        if max_bytes < 0:
-            raise ValueError(f"FrameBuffers needs max_bytes >= 0, got {max_bytes}")
-        self._pool = BufferPool(max_bytes)
-
-    @property
-    def max_bytes(self) -> int:
-        return self._pool.max_bytes
-
-    @property
-    def pooled_bytes(self) -> int:
-        return self._pool.pooled_bytes
+        super().__init__(max_bytes)
 
     def take(self, size: int) -> bytearray | None:
         """The smallest free pooled buffer of at least ``size`` bytes,
         removed from the pool (the caller owns it), or None."""
-        return self._pool.find(size, take=True)
+        return self.find(size, take=True)
 
     def give(self, buf: bytearray) -> None:
         """Keep ``buf`` (which the caller no longer writes to) for a later
         ``take``, within ``max_bytes``: free buffers smaller than it are
         dropped (smallest first) when that makes room, else ``buf`` is."""
-        self._pool.keep(buf)
+        self.keep(buf)

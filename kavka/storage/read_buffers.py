@@ -37,24 +37,17 @@ MIN_POOLED_BYTES = 256 * 1024
 MAX_POOL_BYTES = 64 * 1024 * 1024  # eight consumer fetches of 8 MiB in flight, or 64 follower fetches of 1 MiB
 
 
-class ReadBuffers:
-    """See the module docstring."""
+class ReadBuffers(BufferPool):
+    """See the module docstring: a ``BufferPool`` lending views of its
+    buffers to log reads."""
 
-    __slots__ = ("min_bytes", "_pool")
+    __slots__ = ("min_bytes",)
 
     def __init__(self, min_bytes: int = MIN_POOLED_BYTES, max_bytes: int = MAX_POOL_BYTES) -> None:
-        if min_bytes < 1 or max_bytes < 0:
-            raise ValueError(f"ReadBuffers needs min_bytes >= 1 and max_bytes >= 0, got {min_bytes}, {max_bytes}")
+        if min_bytes < 1:
+            raise ValueError(f"ReadBuffers needs min_bytes >= 1, got {min_bytes}")
+        super().__init__(max_bytes)
         self.min_bytes = min_bytes
-        self._pool = BufferPool(max_bytes)
-
-    @property
-    def max_bytes(self) -> int:
-        return self._pool.max_bytes
-
-    @property
-    def pooled_bytes(self) -> int:
-        return self._pool.pooled_bytes
 
     def pread(self, fd: int, size: int, position: int) -> bytes | memoryview:
         """``os.pread(fd, size, position)``, into a pooled buffer when
@@ -62,10 +55,10 @@ class ReadBuffers:
         read; shorter at the end of the file, as ``pread``)."""
         if size < self.min_bytes:
             return os.pread(fd, size, position)
-        buf = self._pool.find(size, take=False)
+        buf = self.find(size, take=False)
         if buf is None:
             buf = bytearray(size)
-            self._pool.keep(buf)
+            self.keep(buf)
         view = memoryview(buf)[:size]
         n = os.preadv(fd, [view], position)
         return view[:n].toreadonly()
