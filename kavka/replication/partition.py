@@ -295,8 +295,8 @@ class Partition:
         """Record a follower's fetch (seed 002 §6.6 (1)). Returns whether the
         follower's LEO moved (its first fetch after a leadership change
         counts): only then can the fetch move the HW, the leader's own
-        appends, ISR changes and a lifted session fence recomputing it
-        themselves (Kafka's Partition.updateFollowerFetchState). An idle follower asks again
+        appends and ISR changes recomputing it themselves (Kafka's
+        Partition.updateFollowerFetchState). An idle follower asks again
         every ``replica.fetch.wait.max.ms`` for every partition it follows,
         at the same offsets. False also when ``replica_id`` is not an
         assigned follower or this broker does not lead."""
