@@ -325,16 +325,8 @@ class ReplicaManager:
 
     def session_unfence(self, generation: int) -> list[Partition]:
         """The session fence ``generation`` feared lost is back: lead again
-        what it stopped. Returns the partitions that lead again.
-
-        Their HW is recomputed: an ISR write that completed during the
-        fence could not move it (a fenced partition does not lead), and a
-        follower's fetch recomputes it only when its LEO moves."""
-        again = [p for p in self._partitions.values() if p.session_unfence(generation)]
-        for partition in again:
-            if partition.maybe_increment_hw():
-                self.complete_delayed_requests(partition.topic_partition)
-        return again
+        what it stopped. Returns the partitions that lead again."""
+        return [p for p in self._partitions.values() if p.session_unfence(generation)]
 
     def under_replicated_partitions(self) -> list[TopicPartition]:
         """Partitions led here whose ISR is smaller than their replica set."""

@@ -13,8 +13,8 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.replication.requests import FetchPartition
 
-from .conftest import LAG_MS, TP, batch, state
-from .test_replica_manager import LIVE, TP1, consumer, follower, make_rm, settle
+from .conftest import TP, batch, state
+from .test_replica_manager import LIVE, TP1, consumer, follower, make_rm
 
 
 async def test_a_fenced_leader_refuses_produce_and_fetch_and_answers_the_waiting_produce(log_manager, clock):
@@ -42,23 +42,6 @@ async def test_the_same_session_back_leads_again(log_manager, clock):
     assert [p.topic_partition for p in rm.session_unfence(1)] == [TP]
     r = await rm.append_records(1000, 1, {TP: batch(1)})
     assert r[TP].error is ErrorCode.NONE
-
-
-async def test_an_isr_shrink_written_during_the_fence_moves_the_hw_when_the_fence_lifts(log_manager, clock):
-    """The shrink completes while the partition does not lead, so it cannot
-    move the HW then; lifting the fence does (no follower fetch will: the
-    follower left the ISR)."""
-    rm = make_rm(log_manager, clock)
-    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2))], LIVE)
-    await rm.append_records(1000, 1, {TP: batch(2)})
-    p = rm.get_partition(TP)
-    clock.advance(LAG_MS + 1)
-    assert rm.maybe_shrink_isrs() == 1
-    rm.session_fence(1)
-    await settle(rm)
-    assert p.isr == (1,) and p.log.high_watermark == 0
-    assert [q.topic_partition for q in rm.session_unfence(1)] == [TP]
-    assert p.log.high_watermark == 2
 
 
 def test_after_a_new_session_the_controller_decides(log_manager, clock):
