@@ -134,10 +134,7 @@ class RemoteLeaderEndPoint:
     ) -> dict[TopicPartition, FetchPartitionData]:
         Q = FetchRequest
         conn = await self._connection(Q.API_NAME)
-        ids: dict[str, uuid.UUID | None] = {}
-        for tp in partitions:  # a lookup a topic, not a partition (a session holds thousands), until one knows it
-            if ids.get(tp.topic) is None:
-                ids[tp.topic] = self.topic_id(tp)
+        ids = {tp.topic: self.topic_id(tp) for tp in partitions}
         try:
             version = self._fetch_version(conn, ids)
         except KafkaError as e:
