@@ -80,11 +80,11 @@ class IsrUpdates:
         except TimeoutError:
             logger.warning("%s: writing isr %s got no answer within %d ms; the next check retries",
                            tp, list(proposal.leader_and_isr.isr), self.write_timeout_ms)
-            self._retry_later(partition, proposal)
+            partition.fail_isr_update(proposal, conflict=False)
             return
         except Exception as e:
             logger.warning("%s: writing isr %s failed (%s); the next check retries", tp, list(proposal.leader_and_isr.isr), e)
-            self._retry_later(partition, proposal)
+            partition.fail_isr_update(proposal, conflict=False)
             return
         if version is None:
             if partition.fail_isr_update(proposal, conflict=True):
@@ -98,15 +98,6 @@ class IsrUpdates:
                 self.shrinks += 1
             self.propagation.record(tp, self._clock.milliseconds())
             partition.maybe_increment_hw()
-            self._on_change(partition)
-
-    def _retry_later(self, partition: Partition, proposal: LeaderIsrAndControllerEpoch) -> None:
-        """A write that failed without a conflict: the ISR stays as it was
-        and the next check proposes again. An expansion held the HW at the
-        newcomer's LEO while in flight; without it the HW may move now,
-        which a follower's fetch would not redo unless its LEO moved."""
-        partition.fail_isr_update(proposal, conflict=False)
-        if partition.maybe_increment_hw():
             self._on_change(partition)
 
     def maybe_shrink_isrs(self, partitions: Iterable[Partition]) -> int:

@@ -125,9 +125,6 @@ class Partition:
         # fence's generation, not leading until that session is back or a
         # controller confirms; None when not fenced so.
         self._session_fence: int | None = None
-        # The last answer to a fetch at the log end (nothing to read): one
-        # value while the offsets stay (``_nothing_to_read``).
-        self._nothing_read: LogReadResult | None = None
 
     # ---- role ------------------------------------------------------------------------------
     @property
@@ -292,20 +289,13 @@ class Partition:
     def update_follower_fetch_state(
         self, replica_id: int, fetch_offset: int, follower_start_offset: int, fetch_time_ms: int, leader_end_offset: int
     ) -> bool:
-        """Record a follower's fetch (seed 002 §6.6 (1)). Returns whether the
-        follower's LEO moved (its first fetch after a leadership change
-        counts): only then can the fetch move the HW, the leader's own
-        appends and ISR changes recomputing it themselves (Kafka's
-        Partition.updateFollowerFetchState). An idle follower asks again
-        every ``replica.fetch.wait.max.ms`` for every partition it follows,
-        at the same offsets. False also when ``replica_id`` is not an
-        assigned follower or this broker does not lead."""
+        """Record a follower's fetch (seed 002 §6.6 (1)). Returns False when
+        ``replica_id`` is not an assigned follower or this broker does not lead."""
         replica = self._remote.get(replica_id)
         if replica is None or not self.is_leader:
             return False
-        before = replica.log_end_offset
         replica.update_fetch_state(fetch_offset, follower_start_offset, fetch_time_ms, leader_end_offset)
-        return replica.log_end_offset != before
+        return True
 
     def maybe_expand_isr(self, replica_id: BrokerId) -> LeaderIsrAndControllerEpoch | None:
         """Propose adding a follower that caught up: its LEO reached the HW
@@ -466,21 +456,6 @@ class Partition:
         """min(HW, first offset of the earliest open transaction) (KIP-98)."""
         return self.log.last_stable_offset
 
-    def _nothing_to_read(self, hw: int, lso: int, start: int, leo: int) -> LogReadResult:
-        """The answer to a fetch at the log end: the offsets, and the log
-        end's position, where a DelayedFetch counts new bytes from. The same
-        value while they stay, so an idle partition's answer (and its
-        ``to_partition_data``) is built once, not at every follower fetch."""
-        end = self.log.log_end_offset_metadata()
-        last = self._nothing_read
-        if (last is None or last.fetch_offset_metadata is not end or last.high_watermark != hw
-                or last.last_stable_offset != lso or last.log_start_offset != start or last.fetch_offset != leo):
-            last = self._nothing_read = LogReadResult(
-                ErrorCode.NONE, fetch_offset=leo, high_watermark=hw, last_stable_offset=lso, log_start_offset=start,
-                leader_end_offset=leo, fetch_offset_metadata=end,
-            )
-        return last
-
     def read_records(
         self,
         fetch_offset: int,
@@ -511,19 +486,6 @@ class Partition:
             log = self.log
             hw, leo, start = log.high_watermark, log.log_end_offset, log.log_start_offset
             lso = self.last_stable_offset()
-            diverging = None
-            if last_fetched_epoch >= 0:
-                # Kafka's validateFetchOffsetAndEpoch: an epoch we do not know
-                # (newer than ours: -1, -1) diverges too; the follower then
-                # falls back to its high watermark, as after OffsetsForLeaderEpoch.
-                epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
-                if epoch < last_fetched_epoch or end < fetch_offset:
-                    diverging = EpochEndOffset(epoch, end)
-            if diverging is None and fetch_offset == leo and start <= leo:
-                # Nothing to read under any isolation (each bound is at most
-                # the LEO): a follower's idle fetch asks this of every
-                # partition it follows, twice a second.
-                return self._nothing_to_read(hw, lso, start, leo)
             snapshot = _ReadOffsets(
                 fetch_offset=fetch_offset,
                 high_watermark=hw,
@@ -531,8 +493,13 @@ class Partition:
                 log_start_offset=start,
                 leader_end_offset=leo,
             )
-            if diverging is not None:
-                return LogReadResult(ErrorCode.NONE, diverging_epoch=diverging, **snapshot)
+            if last_fetched_epoch >= 0:
+                # Kafka's validateFetchOffsetAndEpoch: an epoch we do not know
+                # (newer than ours: -1, -1) diverges too; the follower then
+                # falls back to its high watermark, as after OffsetsForLeaderEpoch.
+                epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
+                if epoch < last_fetched_epoch or end < fetch_offset:
+                    return LogReadResult(ErrorCode.NONE, diverging_epoch=EpochEndOffset(epoch, end), **snapshot)
             if fetch_offset > leo and replica_id < 0 and current_leader_epoch < 0 and not self.is_leader:
                 # A consumer of Fetch v11 without KIP-320's leader epoch may
                 # have come here on stale metadata rather than sent by the
@@ -547,6 +514,12 @@ class Partition:
                     error_message=f"fetch offset {fetch_offset} of {self.topic_partition} is outside [{start}, {leo}]",
                     **snapshot,
                 )
+            if fetch_offset == leo:
+                # Nothing to read under any isolation (each bound is at most
+                # the LEO): a follower's idle fetch asks this of every
+                # partition it follows, twice a second. The log end's
+                # position is where a DelayedFetch counts new bytes from.
+                return LogReadResult(ErrorCode.NONE, fetch_offset_metadata=log.log_end_offset_metadata(), **snapshot)
             limit = {
                 FetchIsolation.LOG_END: None,
                 FetchIsolation.HIGH_WATERMARK: hw,

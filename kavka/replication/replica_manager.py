@@ -581,9 +581,8 @@ class ReplicaManager:
     def _update_follower_fetch_states(
         self, replica_id: int, partitions: Mapping[TopicPartition, FetchPartition], results: Mapping[TopicPartition, LogReadResult]
     ) -> None:
-        """Seed 002 §6.6 (1)-(2): a follower's fetch offset is its LEO. The
-        HW is recomputed only where that LEO moved, and delayed requests
-        are re-checked only where the high watermark moved
+        """Seed 002 §6.6 (1)-(2): a follower's fetch offset is its LEO.
+        Delayed requests are re-checked only where the high watermark moved
         (Kafka's Partition.updateFollowerFetchState): nothing else a fetch
         records can complete one, and a re-check walks every partition of
         each fetch parked on the partition, so re-checking all of them on
@@ -593,17 +592,15 @@ class ReplicaManager:
             if result.error is not ErrorCode.NONE or result.diverging_epoch is not None:
                 continue
             partition = self.get_partition(tp)
-            if partition is None:
-                continue
             req = partitions[tp]
-            moved = partition.update_follower_fetch_state(
+            if partition is None or not partition.update_follower_fetch_state(
                 replica_id, req.fetch_offset, req.log_start_offset, now, result.leader_end_offset
-            )
-            # Every fetch: a caught-up follower whose last proposal failed is proposed again.
+            ):
+                continue
             proposal = partition.maybe_expand_isr(BrokerId(replica_id))
             if proposal is not None:
                 _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
-            if moved and partition.maybe_increment_hw():
+            if partition.maybe_increment_hw():
                 self.complete_delayed_requests(tp)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:

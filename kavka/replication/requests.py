@@ -18,7 +18,7 @@ Frozen, slotted values; any thread.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from kavka.common.errors import ErrorCode, KafkaError
@@ -138,26 +138,19 @@ class LogReadResult:
     aborted_transactions: tuple[AbortedTransaction, ...] = ()
     fetch_offset_metadata: LogOffsetMetadata | None = None
     preferred_read_replica: int = -1  # KIP-392: set by a leader instead of reading
-    # Derived from the fields above on first use: a partition with nothing
-    # to read answers the same result round after round (Partition._nothing_to_read).
-    _partition_data: FetchPartitionData | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_partition_data(self) -> FetchPartitionData:
-        data = self._partition_data
-        if data is None:
-            data = FetchPartitionData(
-                self.error,
-                self.high_watermark,
-                self.last_stable_offset,
-                self.log_start_offset,
-                self.records,
-                self.diverging_epoch,
-                self.error_message,
-                self.aborted_transactions,
-                self.preferred_read_replica,
-            )
-            object.__setattr__(self, "_partition_data", data)  # a cache of a frozen value's own fields
-        return data
+        return FetchPartitionData(
+            self.error,
+            self.high_watermark,
+            self.last_stable_offset,
+            self.log_start_offset,
+            self.records,
+            self.diverging_epoch,
+            self.error_message,
+            self.aborted_transactions,
+            self.preferred_read_replica,
+        )
 
 
 @dataclass(frozen=True, slots=True)

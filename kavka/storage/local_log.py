@@ -106,9 +106,6 @@ class LocalLog:
         self._roll_flush_offset: int | None = None  # a roll's end, flushed at the next maybe_flush
         self._pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment renamed .deleted)
         self._offline: KafkaStorageError | None = None
-        # The last log end position handed out: one value while nothing
-        # changes (an idle partition's every fetch asks for it).
-        self._end_metadata = LogOffsetMetadata(next_offset)
 
     # ---- state -----------------------------------------------------------------------------------
     def update_config(self, config: LogConfig) -> None:
@@ -133,12 +130,7 @@ class LocalLog:
 
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         active = self.segments.active
-        last = self._end_metadata
-        size = active.size
-        if (last.message_offset != self._next_offset or last.relative_position_in_segment != size
-                or last.segment_base_offset != active.base_offset):
-            last = self._end_metadata = LogOffsetMetadata(self._next_offset, active.base_offset, size)
-        return last
+        return LogOffsetMetadata(self._next_offset, active.base_offset, active.size)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Where ``offset`` (within [first base, LEO]: the caller checks the

@@ -24,47 +24,7 @@ from .conftest import LAG_MS, T0, batch, log_config, make_partition, state
 
 def fetch(p, replica_id: int, offset: int) -> None:
     """A follower fetch at ``offset`` as the replica manager records it."""
-    p.update_follower_fetch_state(replica_id, offset, 0, p._clock.milliseconds(), p.log.log_end_offset)
-    assert p.replica(replica_id).log_end_offset == offset
-
-
-def test_a_follower_fetch_says_whether_the_followers_leo_moved(log, clock):
-    """Only a fetch that moved the follower's LEO can move the HW, so the
-    replica manager recomputes it only then."""
-    p = make_partition(log, clock)
-    p.make_leader(state(1, 0, (1, 2), (1, 2)))
-    p.append_records_to_leader(batch(3), required_acks=1)
-    now = clock.milliseconds()
-    assert p.update_follower_fetch_state(2, 0, 0, now, 3)  # the first fetch of the epoch
-    assert not p.update_follower_fetch_state(2, 0, 0, now, 3)  # idle: the same offset again
-    assert p.update_follower_fetch_state(2, 3, 0, now, 3)
-    assert not p.update_follower_fetch_state(9, 3, 0, now, 3)  # not an assigned follower
-    p.make_follower(state(2, 1, (1, 2), (1, 2)))
-    assert not p.update_follower_fetch_state(2, 4, 0, now, 3)  # no longer leading
-
-
-def test_a_read_at_the_log_end_is_one_value_while_the_offsets_stay(log, clock):
-    """A follower's idle fetch reads every partition it follows at its log
-    end: the answer is built once and handed out again until an offset or
-    the log end's position moves."""
-    p = make_partition(log, clock)
-    p.make_leader(state(1, 0, (1, 2), (1, 2)))
-    p.append_records_to_leader(batch(3), required_acks=1)
-
-    def at_end():
-        return p.read_records(p.log.log_end_offset, 1 << 20, FetchIsolation.LOG_END, 2, 0, 0)
-
-    first = at_end()
-    assert first.records == b"" and first.fetch_offset == first.leader_end_offset == 3 and first.high_watermark == 0
-    assert at_end() is first and first.to_partition_data() is first.to_partition_data()
-    fetch(p, 2, 3)
-    p.maybe_increment_hw()
-    moved = at_end()
-    assert moved is not first and moved.high_watermark == 3 and moved.to_partition_data().high_watermark == 3
-    p.append_records_to_leader(batch(1), required_acks=1)
-    after = at_end()
-    assert after.fetch_offset == 4 and after.fetch_offset_metadata == p.log.log_end_offset_metadata()
-    assert after.fetch_offset_metadata.relative_position_in_segment > moved.fetch_offset_metadata.relative_position_in_segment
+    assert p.update_follower_fetch_state(replica_id, offset, 0, p._clock.milliseconds(), p.log.log_end_offset)
 
 
 # ---- roles and epochs --------------------------------------------------------------------------

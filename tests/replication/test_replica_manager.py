@@ -296,43 +296,6 @@ async def test_an_isr_write_without_an_answer_is_given_up_and_retried(log_manage
     assert p.isr == (1,) and p.zk_version == 1 and rm.isr_updates.shrinks == 1
 
 
-class FailingWhenReleasedWriter(MemoryIsrZnodes):
-    """Every write waits for ``release`` and then fails (ZooKeeper lost)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = asyncio.Event()
-
-    async def write_isr(self, tp, leader_and_isr, zk_version):
-        await self.release.wait()
-        raise ConnectionError("the ZooKeeper connection is lost")
-
-
-async def test_a_failed_isr_expansion_lets_the_hw_move_without_a_fetch(log_manager, clock):
-    """While an expansion is in flight the newcomer's LEO holds the HW; when
-    the write fails the HW moves at once, though no follower's LEO moved
-    (a follower fetch recomputes the HW only when its LEO moves)."""
-    rm = ReplicaManager(1, log_manager, ReplicaManagerConfig(replica_lag_time_max_ms=LAG_MS),
-                        isr_writer=FailingWhenReleasedWriter(), isr_change_listener=RecordingIsrListener(),
-                        clock=clock)
-    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2), (1, 2, 3))], LIVE)
-    await rm.append_records(1000, 1, {TP: batch(3)})
-    await rm.fetch_messages(follower(2), {TP: FetchPartition(3, 1 << 20)})
-    p = rm.get_partition(TP)
-    assert p.log.high_watermark == 3
-    await rm.fetch_messages(follower(3), {TP: FetchPartition(3, 1 << 20)})  # caught up: proposed
-    assert p.pending_isr is not None and p.pending_isr.leader_and_isr.isr == (1, 2, 3)
-    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(3)}))
-    await asyncio.sleep(0)
-    await rm.fetch_messages(follower(2), {TP: FetchPartition(6, 1 << 20)})
-    assert p.log.high_watermark == 3 and not produce.done()  # held by follower 3, in the ISR being written
-    rm.isr_updates._writer.release.set()
-    await settle(rm)
-    assert p.pending_isr is None and p.isr == (1, 2) and p.log.high_watermark == 6
-    result = await asyncio.wait_for(produce, 5)
-    assert result[TP].error is ErrorCode.NONE and result[TP].base_offset == 3
-
-
 # ---- fetch --------------------------------------------------------------------------------------------
 async def test_delayed_fetch_completes_on_append_and_on_timeout(log_manager, clock):
     rm = make_rm(log_manager, clock)

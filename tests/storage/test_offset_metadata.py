@@ -77,30 +77,3 @@ def test_log_offset_metadata_comparisons():
     assert unknown.message_offset_only
     with pytest.raises(ValueError):
         unknown.on_older_segment(a)
-
-
-def test_the_log_end_position_is_one_value_until_the_end_moves(log_dir, clock):
-    """The log end's position is handed out as one value while the log end
-    stays (a follower's idle fetches ask for it every round), and follows
-    every append, truncation, re-append to the same offset and roll."""
-    log = Log(log_dir, small_config(), clock=clock)
-    try:
-        for _ in range(3):
-            log.append_as_leader(make_batch(2), leader_epoch=0)
-        end = log.log_end_offset_metadata()
-        assert log.log_end_offset_metadata() is end
-
-        def matches_the_files(meta: LogOffsetMetadata) -> bool:
-            active = log.active_segment
-            return (meta.message_offset, meta.segment_base_offset, meta.relative_position_in_segment) == \
-                (log.log_end_offset, active.base_offset, active.size)
-
-        log.truncate_to(4)
-        log.append_as_leader(make_batch(2, value=b"w" * 300), leader_epoch=0)  # back to offset 6, more bytes
-        again = log.log_end_offset_metadata()
-        assert again.message_offset == end.message_offset and again != end and matches_the_files(again)
-        log.roll()
-        assert matches_the_files(log.log_end_offset_metadata())
-        assert log.log_end_offset_metadata().segment_base_offset == 6
-    finally:
-        log.close()
