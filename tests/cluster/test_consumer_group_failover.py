@@ -99,7 +99,9 @@ def test_the_group_continues_on_the_new_coordinator_with_its_epochs(make_cluster
                    "a new coordinator")
         for read in s.read.values():
             read.clear()
-        produce(cluster, topic, {p: [f"new-{p}-{i}".encode() for i in range(5)] for p in range(PARTITIONS)})
+        # idempotent: the records are counted exactly below, after a kill
+        produce(cluster, topic, {p: [f"new-{p}-{i}".encode() for i in range(5)] for p in range(PARTITIONS)},
+                idempotent=True)
 
         def all_new_read() -> bool:
             s.owned()

@@ -55,7 +55,8 @@ def _serves_its_partition(cluster, topic: str, broker_id: int, before: list[byte
     serves the old ones."""
     wait_until(lambda: leaders(cluster, topic).get(broker_id) == broker_id, 30,
                f"broker {broker_id} to lead partition {broker_id} of {topic} again")
-    produce(cluster, topic, {broker_id: [b"after-expiry"]})
+    # idempotent: the partition is read back exactly, and the broker has just come back
+    produce(cluster, topic, {broker_id: [b"after-expiry"]}, idempotent=True)
     got = consume(cluster, topic, [broker_id], len(before) + 1)
     assert got[broker_id] == before + [b"after-expiry"]
 
