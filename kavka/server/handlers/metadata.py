@@ -15,15 +15,17 @@ registered and the controller's update is on its way) holds the answer for
 up to ``FIRST_UPDATE_WAIT_S``: answered at once it would name no controller
 and no brokers, and librdkafka's admin client then waits out its whole
 timeout for a controller instead of asking again. If the update still has
-not come (the broker restarted while cut off from the controller), a topic
-asked for by name that it does not know is LEADER_NOT_AVAILABLE, retriable,
-not UNKNOWN_TOPIC_OR_PARTITION, and no creation is attempted: it cannot
-know whether the topic exists, and librdkafka takes UNKNOWN_TOPIC_OR_PARTITION
-for the topic's deletion (its partition count drops to 0; its consumers'
-assignments empty, and can stay so) where LEADER_NOT_AVAILABLE leaves its
-view of the topic as it was. Kafka's ZooKeeper-mode broker gives the same
-LEADER_NOT_AVAILABLE there when topic auto-creation is on (its creation
-finds the topic's znode).
+not come (the broker restarted while cut off from the controller), it knows
+neither the cluster's brokers nor its topics, and answers with none of
+either (no creation is attempted). Every client discards such an answer
+and asks again: the Java client and kafka-python ignore an answer without
+brokers, librdkafka one without brokers and topics. Any part of it would
+be taken as the truth: librdkafka drops every broker an answer does not
+list (its connections, and the requests in flight on them, go; an
+idempotent producer's partitions then wait for those requests on its
+internal broker, and in chaos runs some never left it), and takes
+UNKNOWN_TOPIC_OR_PARTITION for the topic's deletion (its consumers'
+assignments empty, and can stay so).
 Authorization (Kafka's handleTopicMetadataRequest): a listing of every
 topic holds only the topics the session may DESCRIBE; a topic asked for by
 name that the session may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED
@@ -82,9 +84,12 @@ class MetadataHandler:
     async def __call__(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         version = ctx.api_version
         cache = self.cache
+        R = MetadataResponse
         if cache.controller_id < 0:
             await cache.wait_until(lambda c: c.controller_id >= 0, FIRST_UPDATE_WAIT_S)
-        R = MetadataResponse
+            if cache.controller_id < 0:  # still uninformed: an answer every client discards (above)
+                return R(throttle_time_ms=0, brokers=[], cluster_id=self.cluster_id(), controller_id=-1, topics=[],
+                         cluster_authorized_operations=INT32_MIN)
         requested = request.topics
         all_topics = requested is None or (version == 0 and not requested)
         if all_topics or requested is None:
@@ -136,9 +141,8 @@ class MetadataHandler:
             listed(self._topic(name, version))
 
         if missing:
-            informed = cache.controller_id >= 0
             allow = request.allow_auto_topic_creation if version >= 4 else True
-            auto_create = self.auto_create if allow and not all_topics and informed else None
+            auto_create = self.auto_create if allow and not all_topics else None
             may_create: set[str] = set(missing)
             if auto_create is not None and not self.auth.authorize_cluster(ctx, AclOperation.CREATE,
                                                                            log_if_denied=False):
@@ -156,8 +160,8 @@ class MetadataHandler:
                         topics.append(R.Topics(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name,
                                                topic_authorized_operations=INT32_MIN))
                 else:
-                    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if informed else ErrorCode.LEADER_NOT_AVAILABLE
-                    listed(R.Topics(error_code=int(unknown), name=name, topic_authorized_operations=INT32_MIN))
+                    listed(R.Topics(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name,
+                                    topic_authorized_operations=INT32_MIN))
             answers = await auto_create(creatable) if creatable and auto_create is not None else {}
             for name in creatable:
                 code = answers.get(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

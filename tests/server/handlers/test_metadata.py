@@ -132,14 +132,16 @@ async def test_a_topic_entry_is_built_once_per_cache_update_and_shared_until_the
     assert moved.topics[0]._memo[1] is encoded
 
 
+@pytest.mark.parametrize("version", [1, 4, 9, 12, 13])
 @pytest.mark.parametrize("allow_creation", [False, True])
-async def test_a_broker_without_its_first_update_answers_a_named_topic_leader_not_available(
-        monkeypatch, allow_creation):
-    """Restarted while cut off from the controller, a broker knows no topic:
-    a topic asked for by name is retriable LEADER_NOT_AVAILABLE (librdkafka
-    took UNKNOWN_TOPIC_OR_PARTITION for a deletion and emptied its group's
-    assignment), nothing is created; once the update came, a topic the
-    cluster does not have is UNKNOWN_TOPIC_OR_PARTITION again."""
+async def test_a_broker_without_its_first_update_answers_with_no_brokers_and_no_topics(
+        monkeypatch, version, allow_creation):
+    """Restarted while cut off from the controller, a broker knows neither
+    the brokers nor the topics: it names none of either, an answer every
+    client discards (librdkafka drops each broker an answer leaves out, and
+    takes UNKNOWN_TOPIC_OR_PARTITION for a deletion), and creates nothing;
+    once the update came, a topic the cluster does not have is
+    UNKNOWN_TOPIC_OR_PARTITION (or created) again."""
     from kavka.server.handlers import metadata
 
     monkeypatch.setattr(metadata, "FIRST_UPDATE_WAIT_S", 0.05)
@@ -151,13 +153,18 @@ async def test_a_broker_without_its_first_update_answers_a_named_topic_leader_no
 
     cache = MetadataCache(1)
     handler = MetadataHandler(cache, lambda: "cluster", auto_create, AuthHelper(None))
-    request = MetadataRequest(topics=[MetadataRequest.Topics(name="queue")],
-                              allow_auto_topic_creation=allow_creation)
-    before = await handler(_context(12), request)
-    assert [(t.name, t.error_code) for t in before.topics] == [("queue", int(ErrorCode.LEADER_NOT_AVAILABLE))]
-    assert before.controller_id == -1 and created == []
+    request = _request(version, "queue")
+    if version >= 4:
+        request.allow_auto_topic_creation = allow_creation
+    answer = await handler(_context(version), request)
+    _, before = decode_response(API_KEY, version, encode_response(API_KEY, version, 7, answer))
+    assert before.brokers == [] and before.topics == [] and before.controller_id == -1 and created == []
+    listing = await handler(_context(version), MetadataRequest(topics=None if version >= 1 else []))
+    assert listing.brokers == [] and listing.topics == []
     _update(cache, leader=1, leader_epoch=1)
-    after = await handler(_context(12), request)
-    expected = ErrorCode.LEADER_NOT_AVAILABLE if allow_creation else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    after = await handler(_context(version), request)
+    creates = allow_creation or version < 4
+    expected = ErrorCode.LEADER_NOT_AVAILABLE if creates else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert [(t.name, t.error_code) for t in after.topics] == [("queue", int(expected))]
-    assert created == ([["queue"]] if allow_creation else [])
+    assert [b.node_id for b in after.brokers] == [1, 2] and after.controller_id == 1
+    assert created == ([["queue"]] if creates else [])
