@@ -5,7 +5,8 @@ GroupMetadataManager).
 Ownership per partition: LOADING (COORDINATOR_LOAD_IN_PROGRESS) -> OWNED;
 a partition not owned answers NOT_COORDINATOR (``group_error``). ``load``
 reads a partition's log back into groups (offsets, group metadata with its
-members, transactional offsets still waiting for their marker); ``unload``
+members, transactional offsets still waiting for their marker) and owns
+it once all it read is committed (``GroupLog.wait_committed``); ``unload``
 drops them, failing the requests parked on them. Records go through the
 ``GroupLog`` seam, which the server implements with the replica manager
 (acks=-1, internal topics allowed: seed 002 §6.5); ``write`` maps append
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from kavka.common.errors import ErrorCode
@@ -61,11 +62,15 @@ class GroupLog(Protocol):
     """Where the coordinator's records go. ``append`` writes one batch to a
     ``__consumer_offsets`` partition and returns once every in-sync replica
     has it (or the error); ``read_all`` yields the partition's raw batch
-    bytes from its log start to its end (called from a worker thread)."""
+    bytes from its log start to its end (called from a worker thread);
+    ``wait_committed`` returns once what a load read is committed (False
+    when ``still_wanted`` gives the load up)."""
 
     async def append(self, partition: int, batch: bytes) -> ErrorCode: ...
 
     def read_all(self, partition: int) -> Iterator[bytes]: ...
+
+    async def wait_committed(self, partition: int, still_wanted: Callable[[], bool]) -> bool: ...
 
 
 class GroupMetadataManager:
@@ -127,6 +132,12 @@ class GroupMetadataManager:
             return None
         if self.loading.get(partition) != epoch:
             return None  # resigned (or re-elected) meanwhile
+        # Served only once committed: a group or offset read from the tail
+        # above the high watermark could vanish with this leader.
+        if not await self.group_log.wait_committed(partition, lambda: self.loading.get(partition) == epoch):
+            if self.loading.get(partition) == epoch:  # the partition is gone
+                del self.loading[partition]
+            return None
         now = self.now_ms()
         loaded = []
         for group_id in set(offsets) | set(metas):

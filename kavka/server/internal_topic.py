@@ -13,7 +13,10 @@ coordinators' partitions.
   ``TransactionLog``) — appends with acks=-1 and internal topics allowed,
   bounded by the coordinator's timeout (``offsets.commit.timeout.ms`` for
   groups, ``TRANSACTION_APPEND_TIMEOUT_MS`` for transactions); reads a
-  partition's whole local log in ``load_buffer_size`` chunks for a load.
+  partition's whole local log in ``load_buffer_size`` chunks for a load,
+  and waits, before the coordinator serves what it loaded, until all of it
+  is committed (``wait_committed``): the log's tail above the high
+  watermark may still be lost with this leader.
 - ``InternalTopic``: where the coordinator of a key is (the leader of the
   key's partition). The topic is created the first time a client asks;
   like Kafka, with fewer live brokers than the replication factor the answer
@@ -80,6 +83,11 @@ class InternalTopicSettings:
                     "segment.bytes": str(config["transaction.state.log.segment.bytes"])})
 
 
+# How often a load waiting for its log to be committed looks at the high
+# watermark: followers move it at most once per fetch round.
+COMMITTED_POLL_S = 0.02
+
+
 class PartitionOwner(Protocol):
     """A coordinator that loads a partition of its topic when this broker
     leads it and unloads it otherwise."""
@@ -104,6 +112,26 @@ class InternalTopicLog:
         results = await self.replica_manager.append_records(self.append_timeout_ms, -1, {tp: batch},
                                                             internal_topics_allowed=True)
         return results[tp].error
+
+    async def wait_committed(self, partition: int, still_wanted: Callable[[], bool]) -> bool:
+        """Wait until the partition's high watermark reaches its log end as
+        it is now (a load read up to there); True then, False once
+        ``still_wanted`` says the load was given up (this broker resigned or
+        was elected again) or the partition is gone. While it waits, its
+        coordinator answers COORDINATOR_LOAD_IN_PROGRESS: a record above the
+        high watermark is lost if leadership moves to a replica without it,
+        and state served from it (a transaction's partitions, a pending
+        offset) would be lost with it after the client was answered."""
+        tp = TopicPartition(self.topic, partition)
+        p = self.replica_manager.get_partition(tp)
+        if p is None:
+            return False
+        end = p.log.log_end_offset
+        while p.log.high_watermark < end:
+            await asyncio.sleep(COMMITTED_POLL_S)
+            if not still_wanted() or self.replica_manager.get_partition(tp) is not p:
+                return False
+        return still_wanted()
 
     def read_all(self, partition: int) -> Iterator[bytes]:
         p = self.replica_manager.get_partition(TopicPartition(self.topic, partition))

@@ -9,8 +9,10 @@ CompleteCommit/CompleteAbort written.
 Ownership per partition: LOADING (COORDINATOR_LOAD_IN_PROGRESS) -> OWNED,
 with the partition's leader epoch as the coordinator epoch stamped in the
 markers; a partition not owned answers NOT_COORDINATOR. Failover: a newly
-elected coordinator loads the latest value of every id and resumes the
-markers of every transaction found in a Prepare state.
+elected coordinator loads the latest value of every id, owns the partition
+once all it read is committed (a value above the high watermark could be
+lost with this leader after a retried AddPartitionsToTxn was answered from
+it), and resumes the markers of every transaction found in a Prepare state.
 
 Every change of an id's metadata is written (``TransactionLog`` seam,
 acks=-1) before it takes effect in memory; while the write is in flight the
@@ -68,11 +70,15 @@ S = TransactionState
 class TransactionLog(Protocol):
     """Where the coordinator's records go: ``append`` writes one batch to a
     ``__transaction_state`` partition and returns once the ISR has it (or
-    the error); ``read_all`` yields its raw batches (from a worker thread)."""
+    the error); ``read_all`` yields its raw batches (from a worker thread);
+    ``wait_committed`` returns once what a load read is committed (False
+    when ``still_wanted`` gives the load up)."""
 
     async def append(self, partition: int, batch: bytes) -> ErrorCode: ...
 
     def read_all(self, partition: int) -> Iterator[bytes]: ...
+
+    async def wait_committed(self, partition: int, still_wanted: Callable[[], bool]) -> bool: ...
 
 
 class CoordinatorFencedError(Exception):
@@ -367,6 +373,13 @@ class TransactionCoordinator:
             return
         if self.loading.get(partition) != epoch:
             return  # resigned (or re-elected) meanwhile
+        # Served only once committed: a transaction's partitions read from
+        # the tail above the high watermark could vanish with this leader
+        # after a retried AddPartitionsToTxn was answered from them.
+        if not await self.txn_log.wait_committed(partition, lambda: self.loading.get(partition) == epoch):
+            if self.loading.get(partition) == epoch:  # the partition is gone
+                del self.loading[partition]
+            return
         for tid, m in found.items():
             self.txns[tid] = m
         del self.loading[partition]

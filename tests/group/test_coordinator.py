@@ -32,6 +32,9 @@ class MemoryGroupLog:
     def read_all(self, partition: int):
         yield from self.batches.get(partition, [])
 
+    async def wait_committed(self, partition, still_wanted) -> bool:
+        return still_wanted()  # every append here is committed at once
+
 
 async def owned(store: MemoryGroupLog | None = None, config: GroupConfig = CONFIG) -> GroupCoordinator:
     c = GroupCoordinator(1, config, store or MemoryGroupLog())
@@ -142,6 +145,50 @@ async def test_offsets_are_written_then_reloaded_and_deleted_with_tombstones():
     assert (await c.delete_groups(["g", "nope"])) == {"g": ErrorCode.NONE, "nope": ErrorCode.GROUP_ID_NOT_FOUND}
     c3 = await owned(store)
     assert "g" not in c3.groups and c3.fetch_offsets("g", None) == (ErrorCode.NONE, {})
+
+
+class UncommittedTailLog(MemoryGroupLog):
+    """A log whose tail is not committed until ``commit`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commit = asyncio.Event()
+
+    async def wait_committed(self, partition, still_wanted) -> bool:
+        while not self.commit.is_set():
+            if not still_wanted():
+                return False
+            await asyncio.sleep(0.01)
+        return still_wanted()
+
+
+async def test_a_load_serves_nothing_until_what_it_read_is_committed():
+    """A new leader's log may end above its high watermark: the groups and
+    offsets read from there are served only once committed (until then
+    COORDINATOR_LOAD_IN_PROGRESS), and a load given up by resigning owns
+    nothing."""
+    store = UncommittedTailLog()
+    store.commit.set()
+    c = await owned(store)
+    await c.commit_offsets("g", -1, "", None, {("t", 0): (5, -1, None)})
+    store.commit.clear()
+    c2 = GroupCoordinator(1, CONFIG, store)
+    c2.on_elected(0, 2)
+    await asyncio.sleep(0.05)
+    assert c2.fetch_offsets("g", None)[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert (await c2.join_group(join())).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    c2.on_resigned(0)
+    await asyncio.sleep(0.05)
+    assert c2.fetch_offsets("g", None)[0] is ErrorCode.NOT_COORDINATOR and "g" not in c2.groups
+    c2.on_elected(0, 3)
+    await asyncio.sleep(0.05)
+    assert c2.fetch_offsets("g", None)[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    store.commit.set()
+    for _ in range(100):
+        if 0 in c2.owned:
+            break
+        await asyncio.sleep(0.01)
+    assert c2.fetch_offsets("g", [("t", 0)])[1][("t", 0)].offset == 5
 
 
 async def test_ownership_errors():

@@ -58,6 +58,9 @@ class NoLog:
     def read_all(self, partition):
         return iter(())
 
+    async def wait_committed(self, partition, still_wanted) -> bool:
+        return still_wanted()  # every append here is committed at once
+
 
 CONFIG = {"offsets.topic.replication.factor": 3, "offsets.topic.num.partitions": 4,
           "offsets.topic.segment.bytes": 1 << 20}
@@ -110,3 +113,51 @@ def test_transaction_state_topic_settings_follow_the_broker_config():
     assert (s.topic, s.num_partitions, s.replication_factor, s.rf_key) == (
         "__transaction_state", 50, 3, "transaction.state.log.replication.factor")
     assert dict(s.configs) == {"cleanup.policy": "compact", "min.insync.replicas": "2", "segment.bytes": str(1 << 20)}
+
+
+class _Log:
+    def __init__(self, hw: int, leo: int) -> None:
+        self.high_watermark, self.log_end_offset = hw, leo
+
+
+class _Partition:
+    def __init__(self, hw: int, leo: int) -> None:
+        self.log = _Log(hw, leo)
+
+
+class _Replicas:
+    def __init__(self, partition) -> None:
+        self.partition = partition
+
+    def get_partition(self, tp):
+        return self.partition
+
+
+async def test_a_load_waits_until_the_log_end_it_read_is_committed():
+    """``wait_committed`` returns True once the high watermark reaches the
+    log end as it was when asked (not a later one), False when the load is
+    given up or the partition is replaced or gone."""
+    from kavka.server.internal_topic import InternalTopicLog
+
+    p = _Partition(hw=3, leo=5)
+    replicas = _Replicas(p)
+    log = InternalTopicLog(replicas, "__consumer_offsets", 1000, 1 << 16)
+    waiting = asyncio.ensure_future(log.wait_committed(0, lambda: True))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    p.log.log_end_offset = 9  # appended after the load read: not waited for
+    p.log.high_watermark = 5
+    assert await asyncio.wait_for(waiting, 1) is True
+
+    wanted = True
+    given_up = asyncio.ensure_future(log.wait_committed(0, lambda: wanted))
+    await asyncio.sleep(0.05)
+    wanted = False
+    assert await asyncio.wait_for(given_up, 1) is False
+
+    replaced = asyncio.ensure_future(log.wait_committed(0, lambda: True))
+    await asyncio.sleep(0.05)
+    replicas.partition = _Partition(hw=9, leo=9)
+    assert await asyncio.wait_for(replaced, 1) is False
+    replicas.partition = None
+    assert await log.wait_committed(0, lambda: True) is False

@@ -30,6 +30,9 @@ class MemoryLog:
     def read_all(self, partition: int):
         yield from self.batches.get(partition, [])
 
+    async def wait_committed(self, partition, still_wanted) -> bool:
+        return still_wanted()  # every append here is committed at once
+
 
 class Markers:
     def __init__(self, hold: bool = False) -> None:
@@ -227,3 +230,47 @@ def test_state_names_are_kafkas():
                                          "CompleteAbort", "Dead", "PrepareEpochFence"]
     assert all(S.from_kafka_name(s.kafka_name) is s for s in S)
     assert S.from_kafka_name("ongoing") is None
+
+
+class UncommittedTailLog(MemoryLog):
+    """A log whose tail is not committed until ``commit`` is set: a load's
+    ``wait_committed`` waits for it (or for the load to be given up)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commit = asyncio.Event()
+
+    async def wait_committed(self, partition, still_wanted) -> bool:
+        while not self.commit.is_set():
+            if not still_wanted():
+                return False
+            await asyncio.sleep(0.01)
+        return still_wanted()
+
+
+async def test_a_reload_serves_nothing_until_what_it_read_is_committed():
+    """Re-elected at a new leader epoch, the coordinator reloads its log up
+    to its end, where a partition's addition may not be committed yet: it
+    answers COORDINATOR_LOAD_IN_PROGRESS until it is, so a retried
+    AddPartitionsToTxn is never answered from a value the next leader may
+    not have; given up when it resigns meanwhile."""
+    txn_log = UncommittedTailLog()
+    txn_log.commit.set()
+    c = await owned(coordinator(txn_log))
+    _, pid, epoch = await c.init_producer_id(TID, 60_000)
+    assert await c.add_partitions(TID, pid, epoch, frozenset({A, B})) is ErrorCode.NONE
+    txn_log.commit.clear()
+    c.on_elected(partition_for(TID, 4), 8)  # the same leader at a new epoch: a reload
+    await asyncio.sleep(0.05)
+    assert c.ownership_error(TID) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert await c.add_partitions(TID, pid, epoch, frozenset({A})) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    c.on_resigned(partition_for(TID, 4))
+    await asyncio.sleep(0.05)
+    assert c.ownership_error(TID) is ErrorCode.NOT_COORDINATOR and TID not in c.txns
+    c.on_elected(partition_for(TID, 4), 9)
+    await asyncio.sleep(0.05)
+    assert c.ownership_error(TID) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    txn_log.commit.set()
+    await owned(c, epoch=9)
+    assert await c.add_partitions(TID, pid, epoch, frozenset({A})) is ErrorCode.NONE  # committed now
+    await c.shutdown()
