@@ -12,6 +12,7 @@ from kavka.common.errors import ErrorCode
 from kavka.group.coordinator import GroupConfig, GroupCoordinator
 from kavka.group.membership import JoinRequest
 from kavka.group.state import GroupState
+from tests.commit_gate import CommitGate
 
 CONFIG = GroupConfig(num_partitions=1, min_session_timeout_ms=10, initial_rebalance_delay_ms=0,
                      offsets_retention_ms=1000)
@@ -148,18 +149,14 @@ async def test_offsets_are_written_then_reloaded_and_deleted_with_tombstones():
 
 
 class UncommittedTailLog(MemoryGroupLog):
-    """A log whose tail is not committed until ``commit`` is set."""
+    """A log whose tail is not committed until ``gate`` opens."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.commit = asyncio.Event()
+        self.gate = CommitGate()
 
     async def wait_committed(self, partition, still_wanted) -> bool:
-        while not self.commit.is_set():
-            if not still_wanted():
-                return False
-            await asyncio.sleep(0.01)
-        return still_wanted()
+        return await self.gate.wait(still_wanted)
 
 
 async def test_a_load_serves_nothing_until_what_it_read_is_committed():
@@ -168,10 +165,10 @@ async def test_a_load_serves_nothing_until_what_it_read_is_committed():
     COORDINATOR_LOAD_IN_PROGRESS), and a load given up by resigning owns
     nothing."""
     store = UncommittedTailLog()
-    store.commit.set()
+    store.gate.opened.set()
     c = await owned(store)
     await c.commit_offsets("g", -1, "", None, {("t", 0): (5, -1, None)})
-    store.commit.clear()
+    store.gate.opened.clear()
     c2 = GroupCoordinator(1, CONFIG, store)
     c2.on_elected(0, 2)
     await asyncio.sleep(0.05)
@@ -183,7 +180,7 @@ async def test_a_load_serves_nothing_until_what_it_read_is_committed():
     c2.on_elected(0, 3)
     await asyncio.sleep(0.05)
     assert c2.fetch_offsets("g", None)[0] is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    store.commit.set()
+    store.gate.opened.set()
     for _ in range(100):
         if 0 in c2.owned:
             break

@@ -13,6 +13,7 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.coordinator import TransactionConfig, TransactionCoordinator
 from kavka.transaction.state import TransactionState, partition_for
+from tests.commit_gate import CommitGate
 
 S = TransactionState
 A, B = TopicPartition("out", 0), TopicPartition("out", 1)
@@ -233,19 +234,14 @@ def test_state_names_are_kafkas():
 
 
 class UncommittedTailLog(MemoryLog):
-    """A log whose tail is not committed until ``commit`` is set: a load's
-    ``wait_committed`` waits for it (or for the load to be given up)."""
+    """A log whose tail is not committed until ``gate`` opens."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.commit = asyncio.Event()
+        self.gate = CommitGate()
 
     async def wait_committed(self, partition, still_wanted) -> bool:
-        while not self.commit.is_set():
-            if not still_wanted():
-                return False
-            await asyncio.sleep(0.01)
-        return still_wanted()
+        return await self.gate.wait(still_wanted)
 
 
 async def test_a_reload_serves_nothing_until_what_it_read_is_committed():
@@ -255,11 +251,11 @@ async def test_a_reload_serves_nothing_until_what_it_read_is_committed():
     AddPartitionsToTxn is never answered from a value the next leader may
     not have; given up when it resigns meanwhile."""
     txn_log = UncommittedTailLog()
-    txn_log.commit.set()
+    txn_log.gate.opened.set()
     c = await owned(coordinator(txn_log))
     _, pid, epoch = await c.init_producer_id(TID, 60_000)
     assert await c.add_partitions(TID, pid, epoch, frozenset({A, B})) is ErrorCode.NONE
-    txn_log.commit.clear()
+    txn_log.gate.opened.clear()
     c.on_elected(partition_for(TID, 4), 8)  # the same leader at a new epoch: a reload
     await asyncio.sleep(0.05)
     assert c.ownership_error(TID) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -270,7 +266,7 @@ async def test_a_reload_serves_nothing_until_what_it_read_is_committed():
     c.on_elected(partition_for(TID, 4), 9)
     await asyncio.sleep(0.05)
     assert c.ownership_error(TID) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    txn_log.commit.set()
+    txn_log.gate.opened.set()
     await owned(c, epoch=9)
     assert await c.add_partitions(TID, pid, epoch, frozenset({A})) is ErrorCode.NONE  # committed now
     await c.shutdown()
