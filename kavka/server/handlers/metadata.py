@@ -23,7 +23,7 @@ brokers, librdkafka one without brokers and topics. Any part of it would
 be taken as the truth: librdkafka drops every broker an answer does not
 list (its connections, and the requests in flight on them, go; an
 idempotent producer's partitions then wait for those requests on its
-internal broker, and in chaos runs some never left it), and takes
+internal broker, and can stay there), and takes
 UNKNOWN_TOPIC_OR_PARTITION for the topic's deletion (its consumers'
 assignments empty, and can stay so).
 Authorization (Kafka's handleTopicMetadataRequest): a listing of every
