@@ -13,7 +13,8 @@ looked through):
   ``--print-data-log`` its key, value and headers; ``--offsets-decoder``
   decodes ``__consumer_offsets`` records as JSON
   (``kavka.tools.offsets_decoder``: offsets, classic groups and the
-  consumer-protocol groups of KIP-848);
+  consumer-protocol groups of KIP-848) and ``--transaction-log-decoder``
+  those of ``__transaction_state`` (``kavka.tools.transaction_log_decoder``);
 * ``<base>.index`` (8-byte entries: relative offset, position) and
   ``<base>.timeindex`` (12-byte entries: timestamp, relative offset);
 * ``--verify-index``: checks both indexes of a segment against its
@@ -56,6 +57,7 @@ from kavka.protocol.records.reader import DEFAULT_MAX_DECOMPRESSED, iter_records
 from kavka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, OffsetCheckpointFile
 from kavka.storage.errors import CheckpointFormatError
 from kavka.tools.offsets_decoder import decode_offsets_record
+from kavka.tools.transaction_log_decoder import decode_transaction_log_record
 
 DESCRIPTION = (
     "Print the record batches of .log segments, the entries of .index/.timeindex files, "
@@ -90,10 +92,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--print-data-log", action="store_true", help="print record keys, values and headers (implies --deep-iteration)"
     )
-    parser.add_argument(
+    decoders = parser.add_mutually_exclusive_group()
+    decoders.add_argument(
         "--offsets-decoder", action="store_true",
         help="decode __consumer_offsets records (offsets, classic and consumer-protocol groups) as JSON "
              "(implies --print-data-log)",
+    )
+    decoders.add_argument(
+        "--transaction-log-decoder", action="store_true",
+        help="decode __transaction_state records (each transactional id's state) as JSON (implies --print-data-log)",
     )
     parser.add_argument("--verify-index", action="store_true", help="check .index/.timeindex entries against the .log")
     parser.add_argument(
@@ -179,7 +186,7 @@ def dump_file(path: Path, args: argparse.Namespace, out: TextIO) -> int:
             print(f"error: cannot verify {path.name}: {log_path.name} is missing", file=out)
             return UNREADABLE
         quiet = argparse.Namespace(deep_iteration=False, print_data_log=False, offsets_decoder=False,
-                                   max_message_bytes=args.max_message_bytes)
+                                   transaction_log_decoder=False, max_message_bytes=args.max_message_bytes)
         log_code, batches = dump_log_file(log_path, quiet, None)
         code = max(code, log_code, verify(path, kind, batches, out))
     return code
@@ -230,9 +237,10 @@ def _print_records(h: RecordBatchHeader, data: bytes, args, out: TextIO, positio
                     line += f" endTxnMarker: {marker.kind.name} coordinatorEpoch: {marker.coordinator_epoch}"
                 except InvalidControlRecord as e:
                     line += f" controlRecord: unreadable ({e})"
-            elif args.offsets_decoder:
-                key, payload = decode_offsets_record(None if rec.key is None else bytes(rec.key),
-                                                     None if rec.value is None else bytes(rec.value))
+            elif args.offsets_decoder or args.transaction_log_decoder:
+                decode = decode_offsets_record if args.offsets_decoder else decode_transaction_log_record
+                key, payload = decode(None if rec.key is None else bytes(rec.key),
+                                      None if rec.value is None else bytes(rec.value))
                 line += f" key: {key} payload: {payload}"
             elif args.print_data_log:
                 line += f" key: {_text(rec.key)} payload: {_text(rec.value)}"
@@ -248,7 +256,7 @@ def _print_records(h: RecordBatchHeader, data: bytes, args, out: TextIO, positio
 def dump_log_file(path: Path, args, out: TextIO | None) -> tuple[int, list[BatchInfo]]:
     """Walk the batches of a ``.log`` (printing unless ``out`` is None);
     return the exit code and the batches whose header could be read."""
-    deep = args.deep_iteration or args.print_data_log or args.offsets_decoder
+    deep = args.deep_iteration or args.print_data_log or args.offsets_decoder or args.transaction_log_decoder
     code = OK
     batches: list[BatchInfo] = []
     say = (lambda s: print(s, file=out)) if out is not None else (lambda s: None)
