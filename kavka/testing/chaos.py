@@ -4,7 +4,9 @@ Brokers and a ZooKeeper ensemble on their own hosts (``HostCluster``), the
 queue, transactional and acks=1 workloads (``kavka.testing.workloads``),
 the seeded random schedule of faults (``kavka.testing.schedule``, kept by
 its conductor however late the run falls; ``kavka.testing.nemesis``), then
-every fault healed, the workloads stopped, every topic read back in full,
+every fault healed and the cluster waited for (a supervisor starting
+again any broker that exits by itself, as throughout the run), the
+workloads stopped, every topic read back in full,
 the replicas' segment files fingerprinted, ``kavka replica-verification``
 run, ZooKeeper's own transaction logs read for transactions it lost
 (``kavka.testing.zookeeper_history``: a loss the checker finds may be the
@@ -56,6 +58,7 @@ SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false",
 UNSAFE = {"min.insync.replicas": "1", "unclean.leader.election.enable": "true", "replica.truncation.mode": "hw"}
 WORKLOADS = ("queue", "txn", "acks1")
 PROGRESS_EVERY_S = 60.0  # how often a run says how far its workloads got
+READY_CHECK_S = 5.0  # after a heal, how long each readiness check waits before the supervisor looks again
 
 
 @dataclass
@@ -106,14 +109,23 @@ def _create_topics(cluster: HostCluster, topics: dict[str, int], topic_config: d
         f.result(60)
 
 
-def _wait_healthy(cluster: HostCluster, topics: dict[str, int], timeout: float, say: Callable[[str], None]) -> bool:
-    """Every broker ready and every partition's ISR full again."""
+def _wait_healthy(cluster: HostCluster, topics: dict[str, int], timeout: float, clock: Clock, notes: list[str],
+                  say: Callable[[str], None]) -> bool:
+    """Every broker ready and every partition's ISR full again. The
+    supervisor goes on meanwhile: a broker started by the last heal may
+    still give up on a ZooKeeper that is only now reachable again, and is
+    started again as during the run."""
     deadline = time.monotonic() + timeout
-    try:
-        cluster.wait_ready(set(cluster.brokers), timeout)
-    except Exception as e:  # noqa: BLE001 - reported, and the checker still runs
-        say(f"brokers not all ready after the heal: {e}")
-        return False
+    while True:
+        _supervise(cluster, clock, notes, say)
+        try:
+            cluster.wait_ready(set(cluster.brokers), max(0.0, min(READY_CHECK_S, deadline - time.monotonic())))
+            break
+        except Exception as e:  # noqa: BLE001 - reported, and the checker still runs
+            if time.monotonic() >= deadline:
+                say(f"brokers not all ready after the heal: {e}")
+                return False
+            time.sleep(1)
     while time.monotonic() < deadline:
         try:
             short = [(t, p) for t in topics for p, s in cluster.partition_states(t).items()
@@ -175,7 +187,7 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
         end = clock.now()
         nemesis.heal_everything()
         say(f"{clock.now():7.1f}s every fault healed; waiting for the cluster to recover")
-        healthy = _wait_healthy(cluster, topics, 180, say)
+        healthy = _wait_healthy(cluster, topics, 180, clock, notes, say)
         if not healthy:
             notes.append("the cluster did not fully recover within 180 s of the heal")
         for w in running:
@@ -190,7 +202,7 @@ def run(*, seconds: float, seed: int, brokers: int = 5, zookeepers: int = 3, uns
             except Exception as e:  # noqa: BLE001 - the checker reports what could not be read as lost
                 notes.append(f"final read of {t} failed: {e!r}")
                 history.final.setdefault(t, [])
-        _wait_healthy(cluster, topics, 60, say)
+        _wait_healthy(cluster, topics, 60, clock, notes, say)
         divergent: Counter[str] = Counter()
         for t, n in topics.items():
             assignment = cluster.assignment(t)
