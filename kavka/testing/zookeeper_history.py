@@ -16,7 +16,8 @@ finding that looks like a broker's fault. This check says when the
 coordination service itself broke its promise.
 
 Checked: a session that wrote after a member logged ZooKeeper's close of it
-(``closeSession``): the close, and what followed it in that epoch, are not
+(``closeSession``; a request refused after the close is logged as an
+``error`` transaction, which writes nothing): the close, and what followed it in that epoch, are not
 in the history the ensemble went on with. A log holds proposals, not
 commits: a close that a crashing leader never got acknowledged is dropped
 by design, so the finding counts the transactions of other sessions that
@@ -47,6 +48,10 @@ _TXN = re.compile(r"session (0x[0-9a-fA-F]+) cxid (0x[0-9a-fA-F]+) zxid (0x[0-9a
 _PATH = re.compile(r"(/[\w./-]+)")
 _CREATE_SESSION = "createSession"
 _CLOSE_SESSION = "closeSession"
+# ZooKeeper logs a request it refused as an error transaction (the error
+# code, e.g. -112 SESSIONEXPIRED for a request of a session closing): no
+# znode changes, so it is no write after a close.
+_ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,7 @@ def resurrected_sessions(txns: Iterable[Txn]) -> list[ResurrectedSession]:
             closes.setdefault(t.session, []).append(t)
     found: dict[int, ResurrectedSession] = {}
     for t in txns:
-        if t.session in found or t.op in (_CLOSE_SESSION, _CREATE_SESSION) or t.session not in closes:
+        if t.session in found or t.op in (_CLOSE_SESSION, _CREATE_SESSION, _ERROR) or t.session not in closes:
             continue
         earlier = [c for c in closes[t.session] if c.zxid < t.zxid]
         if earlier:

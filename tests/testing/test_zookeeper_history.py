@@ -52,3 +52,13 @@ def test_the_same_close_logged_by_several_members_names_them_all():
 
 def test_lines_that_are_not_transactions_are_skipped():
     assert parse("zk1", "ZooKeeper Transactional Log File\n\x00\x01garbage\nEOF Processed 0 txns\n") == []
+
+
+def test_requests_refused_after_the_close_are_no_write():
+    """ZooKeeper logs the requests of a closing session it refused as error
+    transactions (-112: SESSIONEXPIRED) right after the close."""
+    dump = ZK1.splitlines()[2] + "\n" + ZK1.splitlines()[3] + "\n" + (
+        "11/27/26, 12:13:26 PM UTC session 0x200036891760005 cxid 0x3e zxid 0x700000007 error -112\n")
+    txns = parse("zk1", dump)
+    assert [t.op for t in txns] == ["closeSession", "multi", "error"]
+    assert resurrected_sessions(txns) == []
