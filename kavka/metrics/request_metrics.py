@@ -8,11 +8,12 @@ For each request, as Kafka's RequestChannel splits it (times in ms):
   (waiting behind the connection's earlier requests: a connection's
   requests are handled in order);
 - LocalTimeMs: its handler, from decoding to the response or to the
-  delayed operation it parked in a purgatory;
-- RemoteTimeMs: waiting in the purgatory (acks=all produce, long-poll
-  fetch) until the delayed response is ready, including any wait behind
-  an earlier response of the connection (Kavka writes responses in
-  order);
+  delayed operation it parked in a purgatory; a Fetch waits out its long
+  poll (the DelayedFetch) inside its handler, so here, unlike in Kafka,
+  a fetch's park is local time;
+- RemoteTimeMs: waiting in the purgatory (acks=all produce) until the
+  delayed response is ready, including any wait behind an earlier
+  response of the connection (Kavka writes responses in order);
 - ResponseQueueTimeMs: a ready response waiting for the connection's
   writer;
 - ResponseSendTimeMs: encoding it and handing it to the transport;
