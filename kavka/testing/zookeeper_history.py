@@ -17,9 +17,9 @@ coordination service itself broke its promise.
 
 Checked: a session that wrote after a member logged ZooKeeper's close of it
 (``closeSession``; a request refused after the close is logged as an
-``error`` transaction, which writes nothing): the close, and what followed it in that epoch, are not
-in the history the ensemble went on with. A log holds proposals, not
-commits: a close that a crashing leader never got acknowledged is dropped
+``error`` transaction, which writes nothing): the close, and what followed
+it in that epoch, are not in the history the ensemble went on with. A log
+holds proposals, not commits: a close that a crashing leader never got acknowledged is dropped
 by design, so the finding counts the transactions of other sessions that
 followed the close in its epoch; when brokers acted on one of them (a
 controller elected, a leader written: their logs say so), ZooKeeper lost

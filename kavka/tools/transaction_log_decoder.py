@@ -13,9 +13,15 @@ A record this broker cannot read is shown with the reason
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 
-from kavka.transaction.records import KEY_VERSION, VALUE_VERSION, InvalidTransactionRecord, decode_key, decode_value
+from kavka.transaction.records import (
+    KEY_VERSION,
+    VALUE_VERSION,
+    InvalidTransactionRecord,
+    decode_key,
+    decode_value,
+    partitions_by_topic,
+)
 
 __all__ = ["decode_transaction_log_record"]
 
@@ -26,13 +32,10 @@ def _json(obj: object) -> str:
 
 def _value(transactional_id: str, value: bytes) -> dict:
     m = decode_value(transactional_id, value)
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for tp in m.partitions:
-        by_topic[tp.topic].append(tp.partition)
     return {"version": str(VALUE_VERSION), "data": {
         "producerId": m.producer_id, "producerEpoch": m.producer_epoch, "transactionTimeoutMs": m.timeout_ms,
         "transactionStatus": int(m.state),
-        "transactionPartitions": [{"topic": t, "partitionIds": sorted(ps)} for t, ps in sorted(by_topic.items())],
+        "transactionPartitions": [{"topic": t, "partitionIds": ids} for t, ids in partitions_by_topic(m.partitions)],
         "transactionLastUpdateTimestampMs": m.last_update_ms, "transactionStartTimestampMs": m.start_ms}}
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from collections.abc import Iterable
 
 from kavka.common.topic_partition import TopicPartition
 from kavka.transaction.state import TransactionMetadata, TransactionState
@@ -48,14 +49,20 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">h", KEY_VERSION) + _string(transactional_id)
 
 
-def encode_value(m: TransactionMetadata) -> bytes:
+def partitions_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+    """The value's transaction_partitions as written: per topic (sorted)
+    its partition ids (sorted)."""
     by_topic: dict[str, list[int]] = defaultdict(list)
-    for tp in m.partitions:
+    for tp in partitions:
         by_topic[tp.topic].append(tp.partition)
+    return [(topic, sorted(ids)) for topic, ids in sorted(by_topic.items())]
+
+
+def encode_value(m: TransactionMetadata) -> bytes:
+    topics = partitions_by_topic(m.partitions)
     out = bytearray(_HEAD.pack(VALUE_VERSION, m.producer_id, m.producer_epoch, m.timeout_ms, int(m.state)))
-    out += struct.pack(">i", len(by_topic))
-    for topic in sorted(by_topic):
-        ids = sorted(by_topic[topic])
+    out += struct.pack(">i", len(topics))
+    for topic, ids in topics:
         out += _string(topic) + struct.pack(f">i{len(ids)}i", len(ids), *ids)
     out += _TIMES.pack(m.last_update_ms, m.start_ms)
     return bytes(out)
