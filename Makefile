@@ -71,20 +71,31 @@ lint: venv
 # images) every broker, CLI and xdist process would otherwise compile all of
 # kavka again (~0.5 s CPU each, hundreds of times) and every xdist worker
 # would rewrite every test module (~5 s CPU each).
-# tests/spark runs in its own process (PySpark's JVM does not mix with xdist),
-# and the Spark standalone cluster test (make spark-cluster: two days of
-# flights with a worker and a broker killed) in another, as the smoke of
-# that suite (one SparkSession per process; it skips without namespaces).
 # The librdkafka test runner behind tests/compat's smoke is built (or found in
 # .cache) before pytest starts: a first build takes minutes of both cores, which
 # inside an xdist worker would race the tests around it. Exit 2 means the
 # librdkafka source is missing; the smoke then skips and says where to put it.
+# tests/spark runs in its own process (PySpark's JVM does not mix with xdist),
+# then the Spark standalone cluster test (make spark-cluster: two days of
+# flights with a worker and a broker killed) in another, as the smoke of that
+# suite (one SparkSession per process; it skips without namespaces). Both wait
+# on Spark's JVM more than they use a core, so they run beside the main suite
+# (in a session of their own, stopped with it on an interrupt), their output
+# going to $(SPARK_LOG), shown when they end. The fault matrix's
+# full_matrix half runs in make chaos (the cells make test runs cover every
+# fault and target).
+SPARK_LOG := .cache/test-spark.log
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests pipelines >/dev/null
 	$(BIN)/python -m kavka.tools.compat --build-only || test $$? -eq 2
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark --ignore=tests/spark_cluster -m "not chaos_unsafe" $(PYTEST_ARGS)
-	PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
+	@mkdir -p .cache; echo "tests/spark and tests/spark_cluster run beside the main suite (output: $(SPARK_LOG))"; \
+	setsid bash -c 'PYTHONDONTWRITEBYTECODE= SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:xdist tests/spark && \
+	  PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster' >$(SPARK_LOG) 2>&1 & spark=$$!; \
+	trap 'kill -TERM -- -$$spark 2>/dev/null' EXIT INT TERM; \
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n 4 --ignore=tests/spark --ignore=tests/spark_cluster \
+	  -m "not chaos_unsafe and not full_matrix" $(PYTEST_ARGS); suite=$$?; \
+	echo "== tests/spark, tests/spark_cluster:"; wait $$spark; spark_status=$$?; trap - EXIT INT TERM; \
+	cat $(SPARK_LOG); test $$suite -eq 0 && test $$spark_status -eq 0
 
 bench: venv deps
 	@for b in bench/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -112,7 +123,8 @@ spark-cluster: venv deps
 	$(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
 
 # The chaos tests (tests/chaos: the smoke make test runs too, and the unsafe
-# configuration's losses found by the checker), the Spark cluster test
+# configuration's losses found by the checker), every cell of the fault
+# matrix (tests/cluster/test_fault_matrix.py, half of which make test runs), the Spark cluster test
 # (tests/spark_cluster, make spark-cluster), then the chaos run
 # (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
 # each in its own network namespace on a bridge (needs root and iproute2's
@@ -127,6 +139,7 @@ CHAOS_SEED ?=
 CHAOS_ARGS ?=
 chaos: venv deps
 	$(BIN)/python -m pytest -q -p no:xdist tests/chaos
+	$(BIN)/python -m pytest -q -n 2 tests/cluster/test_fault_matrix.py
 	$(BIN)/python -m pytest -q -p no:xdist tests/spark_cluster
 	$(BIN)/python -m kavka.testing.chaos --minutes $(CHAOS_MINUTES) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED)) $(CHAOS_ARGS)
 
