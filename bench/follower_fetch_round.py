@@ -11,6 +11,9 @@ Three rounds, alternating, each timed over ``--rounds`` fetches:
   the purgatory, is checked, waits and is answered by its timeout, as a
   follower's idle fetch is every ``replica.fetch.wait.max.ms`` (the 5 ms
   wait is subtracted);
+- idle, parked, in a session: the same parked fetch as the second of an
+  incremental session (KIP-227) that read every partition quietly before:
+  the partitions are skipped, not read (``kavka.replication.quiet_partitions``);
 - the reference, in the same run: every partition with one new 100-record
   batch to read (the follower's previous fetch took the one before), which
   the follower's next fetch then acknowledges.
@@ -37,6 +40,7 @@ from kavka.common.leader_and_isr import LeaderIsrAndControllerEpoch
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.builder import build_batch
 from kavka.protocol.records.record import SimpleRecord
+from kavka.replication.quiet_partitions import QuietPartitions
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint, PartitionState
@@ -92,6 +96,17 @@ async def _measure(partitions: int, rounds: int, pairs: int) -> None:
                 await rm.fetch_messages(params, at_end)
             return (time.perf_counter() - t0) / rounds - wait_ms / 1000
 
+        async def idle_in_session() -> float:
+            first = QuietPartitions({})
+            await rm.fetch_messages(now, at_end, first)  # the session's first read: every partition quiet
+            assert len(first.found) == len(at_end), "a partition was not read quietly"
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                quiet = QuietPartitions(first.found)
+                answer = await rm.fetch_messages(parked, at_end, quiet)
+                assert not answer and len(quiet.found) == len(at_end), "a quiet partition was read"
+            return (time.perf_counter() - t0) / rounds - PARKED_MS / 1000
+
         async def with_records() -> float:
             nonlocal at_end
             spent = 0.0
@@ -110,18 +125,20 @@ async def _measure(partitions: int, rounds: int, pairs: int) -> None:
         await with_records()
         print(f"leader's side of one follower fetch of {partitions:,} partitions, {rounds} fetches a figure "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-        print(f"{'':6s}{'idle':>22s}{'idle, parked':>22s}{'one batch each (ref)':>24s}   idle / ref")
+        print(f"{'':6s}{'idle':>22s}{'idle, parked':>22s}{'parked, in a session':>24s}"
+              f"{'one batch each (ref)':>24s}   idle / ref")
         for i in range(pairs):
             # Alternating: the reference first in odd pairs.
             if i % 2:
                 ref = await with_records()
-                a, b = await idle(now, 0), await idle(parked, PARKED_MS)
+                a, b, c = await idle(now, 0), await idle(parked, PARKED_MS), await idle_in_session()
             else:
-                a, b = await idle(now, 0), await idle(parked, PARKED_MS)
+                a, b, c = await idle(now, 0), await idle(parked, PARKED_MS), await idle_in_session()
                 ref = await with_records()
             per = 1e6 / partitions
             print(f"pair {i + 1}{a * 1e3:12.1f} ms {a * per:5.1f} us{b * 1e3:12.1f} ms {b * per:5.1f} us"
-                  f"{ref * 1e3:12.1f} ms {ref * per:6.1f} us   {a / ref:.2f}, {b / ref:.2f}")
+                  f"{c * 1e3:14.1f} ms {c * per:5.1f} us{ref * 1e3:12.1f} ms {ref * per:6.1f} us"
+                  f"   {a / ref:.2f}, {b / ref:.2f}, {c / ref:.2f}")
         logs.shutdown()
 
 

@@ -34,7 +34,9 @@ the purgatory checked since (an append, a HW or leadership move, an
 offline log directory: nothing else gives a partition something to read),
 the others keeping that first answer, whose log start offset (retention
 and DeleteRecords move it without a check) reaches the fetcher with its
-next fetch.
+next fetch. A follower's partitions that were not read at all
+(``kavka.replication.quiet_partitions``) count nothing until checked and
+are answered only when checked since.
 
 Event loop only.
 """
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
@@ -149,6 +151,7 @@ class DelayedFetch(DelayedOperation):
         throttled: Throttled | None = None,
         start: Mapping[TopicPartition, LogOffsetMetadata | None] | None = None,
         first: Mapping[TopicPartition, LogReadResult] | None = None,
+        quiet: Collection[TopicPartition] = (),
     ) -> None:
         super().__init__(params.max_wait_ms)
         self.params = params
@@ -168,6 +171,10 @@ class DelayedFetch(DelayedOperation):
         self._first = dict(first) if first is not None and not any(r.records for r in first.values()) else None
         self._touched: set[TopicPartition] = set()
         self._checked = False
+        # partitions not read at all (kavka.replication.quiet_partitions):
+        # nothing new at the log end; counted 0 until checked, and left out
+        # of the answer unless checked since
+        self._quiet = quiet
 
     def _start_of(self, tp: TopicPartition, partition: Partition, fetch_offset: int) -> LogOffsetMetadata:
         meta = self._start.get(tp)
@@ -178,11 +185,13 @@ class DelayedFetch(DelayedOperation):
     def try_complete(self) -> bool:
         if self._checked:
             self._first = None  # checked as a whole: read as a whole
+        first_check = not self._checked
         self._checked = True
         self._counted.clear()
         self._accumulated = 0
+        quiet = self._quiet if first_check else ()
         for tp, req in self.partitions.items():
-            if self._count(tp, req):
+            if tp not in quiet and self._count(tp, req):
                 return self.force_complete()
         return False
 
@@ -252,7 +261,12 @@ class DelayedFetch(DelayedOperation):
             return self._read(self.partitions)
         changed = {tp: req for tp, req in self.partitions.items() if tp in self._touched}
         fresh = self._read(changed) if changed else {}
-        return {tp: fresh[tp] if tp in fresh else first[tp] for tp in self.partitions}
+        out: dict[TopicPartition, LogReadResult] = {}
+        for tp in self.partitions:
+            result = fresh[tp] if tp in fresh else first.get(tp)
+            if result is not None:  # else a quiet partition nothing touched: left out
+                out[tp] = result
+        return out
 
     def __repr__(self) -> str:
         return f"DelayedFetch(replica={self.params.replica_id}, partitions={[str(tp) for tp in self.partitions]})"

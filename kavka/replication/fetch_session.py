@@ -77,7 +77,7 @@ import logging
 import random
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -113,9 +113,11 @@ class RequestedPartition:
 
 class CachedPartition:
     """A session's partition: what the client last asked, and what it last
-    heard (-1: nothing yet, so the first answer always carries it)."""
+    heard (-1: nothing yet, so the first answer always carries it); for a
+    follower, the partition's mark when its last read was quiet (None:
+    read it; ``kavka.replication.quiet_partitions``)."""
 
-    __slots__ = ("key", "tp", "fetch", "high_watermark", "last_stable_offset", "log_start_offset")
+    __slots__ = ("key", "tp", "fetch", "high_watermark", "last_stable_offset", "log_start_offset", "quiet_mark")
 
     def __init__(self, key: PartitionKey, tp: TopicPartition | None, fetch: FetchPartition) -> None:
         self.key = key
@@ -124,6 +126,7 @@ class CachedPartition:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+        self.quiet_mark: Hashable | None = None
 
     def must_respond(self, data: FetchPartitionData) -> bool:
         """Whether an incremental answer must carry ``data`` (Kafka's
@@ -185,6 +188,7 @@ class FetchSession:
                 parts[key] = CachedPartition(key, req.tp, req.fetch)
             else:
                 cached.fetch = req.fetch
+                cached.quiet_mark = None  # a new request: read it
                 if cached.tp is None:
                     cached.tp = req.tp
         for key in forgotten:
@@ -298,9 +302,18 @@ class FetchContext(Protocol):
         unknown topic id)."""
         ...
 
-    def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
-        """The response to send for ``data`` (one entry per partition of
-        ``partitions``); updates the session."""
+    def quiet_marks(self) -> dict[TopicPartition, Hashable]:
+        """The partitions this request need not read, with the mark each
+        had at its last quiet read (``kavka.replication.quiet_partitions``):
+        only a follower's incremental session has any."""
+        ...
+
+    def answer(self, data: Mapping[PartitionKey, FetchPartitionData],
+               quiet: Mapping[TopicPartition, Hashable] | None = None) -> FetchAnswer:
+        """The response to send for ``data`` (an entry per partition of
+        ``partitions`` except the quiet ones skipped, which have nothing to
+        say); updates the session, with ``quiet``: the marks of this
+        answer's quiet partitions."""
         ...
 
     def throttled(self) -> FetchAnswer:
@@ -316,7 +329,11 @@ class SessionErrorContext:
     def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
         return []
 
-    def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
+    def quiet_marks(self) -> dict[TopicPartition, Hashable]:
+        return {}
+
+    def answer(self, data: Mapping[PartitionKey, FetchPartitionData],
+               quiet: Mapping[TopicPartition, Hashable] | None = None) -> FetchAnswer:
         return FetchAnswer(self.error, INVALID_SESSION_ID, [])
 
     def throttled(self) -> FetchAnswer:
@@ -332,7 +349,11 @@ class SessionlessFetchContext:
     def partitions(self) -> list[tuple[PartitionKey, TopicPartition | None, FetchPartition]]:
         return [(key, req.tp, req.fetch) for key, req in self.fetch_data.items()]
 
-    def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
+    def quiet_marks(self) -> dict[TopicPartition, Hashable]:
+        return {}  # every partition is read: the request names them all
+
+    def answer(self, data: Mapping[PartitionKey, FetchPartitionData],
+               quiet: Mapping[TopicPartition, Hashable] | None = None) -> FetchAnswer:
         return FetchAnswer(ErrorCode.NONE, INVALID_SESSION_ID,
                            [(key, req.tp, data[key]) for key, req in self.fetch_data.items()])
 
@@ -352,7 +373,8 @@ class FullFetchContext(SessionlessFetchContext):
         self._owner = owner
         self._uses_topic_ids = uses_topic_ids
 
-    def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
+    def answer(self, data: Mapping[PartitionKey, FetchPartitionData],
+               quiet: Mapping[TopicPartition, Hashable] | None = None) -> FetchAnswer:
         out = super().answer(data)
         if not out.partitions:
             return out  # a session of nothing would only hold a slot
@@ -362,6 +384,8 @@ class FullFetchContext(SessionlessFetchContext):
         for key, tp, d in out.partitions:
             c = cached[key] = CachedPartition(key, tp, self.fetch_data[key].fetch)
             c.heard(d)
+            if quiet is not None and tp is not None:
+                c.quiet_mark = quiet.get(tp)
         session = self._cache.maybe_create_session(self._clock.milliseconds(), self._owner, self._owner[0] >= 0,
                                                    self._uses_topic_ids, cached)
         if session is None:
@@ -391,7 +415,12 @@ class IncrementalFetchContext:
             out.append((key, cached.tp, cached.fetch))
         return out
 
-    def answer(self, data: Mapping[PartitionKey, FetchPartitionData]) -> FetchAnswer:
+    def quiet_marks(self) -> dict[TopicPartition, Hashable]:
+        return {cached.tp: cached.quiet_mark for cached in self.session.partitions.values()
+                if cached.quiet_mark is not None and cached.tp is not None}
+
+    def answer(self, data: Mapping[PartitionKey, FetchPartitionData],
+               quiet: Mapping[TopicPartition, Hashable] | None = None) -> FetchAnswer:
         session = self.session
         if session.epoch != self._expected_epoch:
             return FetchAnswer(ErrorCode.INVALID_FETCH_SESSION_EPOCH, INVALID_SESSION_ID, [])
@@ -411,6 +440,9 @@ class IncrementalFetchContext:
         for cached in with_records:  # to the back of the session's order
             del parts[cached.key]
             parts[cached.key] = cached
+        if quiet is not None:
+            for cached in parts.values():
+                cached.quiet_mark = quiet.get(cached.tp) if cached.tp is not None else None
         session.undo = undo
         return FetchAnswer(ErrorCode.NONE, session.id, sent)
 
@@ -485,5 +517,7 @@ class FetchManager:
             return INVALID_SESSION_ID
         for cached, state in session.undo:
             cached.restore(state)
+        for cached in session.partitions.values():
+            cached.quiet_mark = None  # the answer's marks go with it: read everything again
         session.undo = []
         return session_id

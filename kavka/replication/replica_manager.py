@@ -82,6 +82,7 @@ from kavka.replication.isr_updates import IsrUpdates
 from kavka.replication.log_dir_events import LogDirEventNotifier
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
+from kavka.replication.quiet_partitions import QuietPartitions, is_quiet_read
 from kavka.replication.quota import LeaderReplicationQuota
 from kavka.replication.replica_selector import PartitionView, ReplicaSelector, ReplicaView
 from kavka.replication.requests import (
@@ -542,18 +543,30 @@ class ReplicaManager:
         return answer
 
     async def fetch_messages(
-        self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition]
+        self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition],
+        quiet: QuietPartitions | None = None,
     ) -> dict[TopicPartition, FetchPartitionData]:
         """Serve a Fetch from a consumer (replica_id -1) or a follower.
         The answer holds at most ``fetch.max.bytes`` whatever the request
         asks, and the fetch waits for no more than that (Kafka's
-        fetchMaxBytes and fetchMinBytes, followers included)."""
+        fetchMaxBytes and fetchMinBytes, followers included).
+
+        ``quiet``: a follower's session's partitions that need not be read
+        again (``kavka.replication.quiet_partitions``); the answer leaves
+        out those skipped, and ``quiet.found`` gets the marks of this
+        answer's quiet partitions."""
         max_bytes = min(params.max_bytes, self.config.fetch_max_bytes)
         if max_bytes != params.max_bytes or params.min_bytes > max_bytes:
             params = dataclasses.replace(params, max_bytes=max_bytes, min_bytes=min(params.min_bytes, max_bytes))
-        results = self._read(params, partitions)
+        if not params.is_from_follower:
+            quiet = None
+        to_read, skipped = self._skip_quiet(partitions, quiet) if quiet is not None else (partitions, {})
+        # The marks are taken with the read, before this fetch moves the
+        # HW: the follower hears of that move by the next fetch's read.
+        results = self._read_noting_quiet(params, to_read, quiet)
         if params.is_from_follower:
-            self._update_follower_fetch_states(params.replica_id, partitions, results)
+            self._update_follower_fetch_states(params.replica_id, to_read, results)
+            self._record_skipped_fetches(params.replica_id, skipped)
         readable = sum(len(r.records) for r in results.values())
         answer_now = (
             params.max_wait_ms <= 0
@@ -571,12 +584,64 @@ class ReplicaManager:
                 epochs[tp] = partition.leader_epoch
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
         op = DelayedFetch(
-            params, partitions, epochs, self.get_partition, lambda some: self._read(params, some), future,
-            self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
-            first=results,
+            params, partitions, epochs, self.get_partition, lambda some: self._read_noting_quiet(params, some, quiet),
+            future, self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
+            first=results, quiet=skipped.keys(),
         )
         self.fetch_purgatory.try_complete_else_watch(op, list(partitions))
         return self._record_leader_quota(params, await future)
+
+    def _skip_quiet(
+        self, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions
+    ) -> tuple[Mapping[TopicPartition, FetchPartition], dict[TopicPartition, FetchPartition]]:
+        """(the partitions to read, those skipped): a partition is skipped
+        when its state still has the mark the session last noted."""
+        known = quiet.known
+        if not known:
+            return partitions, {}
+        to_read: dict[TopicPartition, FetchPartition] = {}
+        skipped: dict[TopicPartition, FetchPartition] = {}
+        found = quiet.found
+        for tp, req in partitions.items():
+            mark = known.get(tp)
+            partition = self.get_partition(tp) if mark is not None else None
+            if partition is not None and partition.fetch_state_mark() == mark:
+                skipped[tp] = req
+                found[tp] = mark
+            else:
+                to_read[tp] = req
+        return to_read, skipped
+
+    def _read_noting_quiet(
+        self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions | None
+    ) -> dict[TopicPartition, LogReadResult]:
+        """Read; with ``quiet``, note the mark of each partition read quietly
+        (and forget the mark of one that was not)."""
+        results = self._read(params, partitions)
+        if quiet is not None:
+            found = quiet.found
+            for tp, result in results.items():
+                partition = self.get_partition(tp) if is_quiet_read(result) else None
+                if partition is not None:
+                    found[tp] = partition.fetch_state_mark()
+                else:
+                    found.pop(tp, None)
+        return results
+
+    def _record_skipped_fetches(self, replica_id: int, skipped: Mapping[TopicPartition, FetchPartition]) -> None:
+        """What a read of each skipped partition would have recorded: the
+        follower fetched at the log end now (its LEO, the ISR and the HW
+        cannot have moved: the mark holds them), and the topic's fetch count."""
+        if not skipped:
+            return
+        now = self.clock.milliseconds()
+        stats = self.topic_stats
+        for tp, req in skipped.items():
+            partition = self.get_partition(tp)
+            if partition is not None:
+                partition.update_follower_fetch_state(replica_id, req.fetch_offset, req.log_start_offset, now,
+                                                      req.fetch_offset)
+            stats.record_fetch(tp.topic, False)
 
     def _update_follower_fetch_states(
         self, replica_id: int, partitions: Mapping[TopicPartition, FetchPartition], results: Mapping[TopicPartition, LogReadResult]

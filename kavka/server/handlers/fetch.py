@@ -16,7 +16,9 @@ epoch go to the ``FetchManager`` (``kavka.replication.fetch_session``),
 whose context says which partitions to read — the request's, or every
 partition of the session, of which the request carries only the changes
 and ``forgotten_topics_data`` the removals — and which go in the answer:
-all of them, or in an incremental answer those with something to say.
+all of them, or in an incremental answer those with something to say
+(a follower's session does not even read a partition it read quietly and
+that has not changed since: ``kavka.replication.quiet_partitions``).
 A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
 FETCH_SESSION_TOPIC_ID_ERROR) is the response's top-level error, with no
 partitions. A session belongs to the replica id and principal that opened
@@ -75,6 +77,7 @@ from kavka.replication.fetch_session import (
     RequestedPartition,
     SessionlessFetchContext,
 )
+from kavka.replication.quiet_partitions import QuietPartitions
 from kavka.replication.replica_manager import ReplicaManager
 from kavka.replication.replica_selector import ClientMetadata
 from kavka.replication.requests import (
@@ -180,8 +183,11 @@ class FetchHandler:
             refused.update(self._out_of_sync_follower(partitions, refused))
         wanted = {tp: p for tp, p in partitions.items() if tp not in refused} if refused else partitions
         data: dict[TopicPartition, FetchPartitionData] = dict(refused)
+        # A follower's session skips the partitions it read quietly and
+        # that did not change since (kavka.replication.quiet_partitions).
+        quiet = QuietPartitions(context.quiet_marks()) if replica_id >= 0 else None
         if wanted:
-            data.update(await self.replica_manager.fetch_messages(params, wanted))
+            data.update(await self.replica_manager.fetch_messages(params, wanted, quiet))
         if quota_applies:
             size = sum(len(d.records) for d in data.values() if d.records)
             throttle = self.quota.record_and_get_throttle_ms(user, client_id, size)
@@ -191,7 +197,9 @@ class FetchHandler:
                 withheld = context.throttled()
                 return R(throttle_time_ms=throttle, error_code=int(withheld.error), session_id=withheld.session_id,
                          responses=[])
-        answer = context.answer({key: data[known] if known is not None else UNKNOWN_ID for key, known, _ in to_read})
+        answer = context.answer({key: data[known] if known is not None else UNKNOWN_ID
+                                 for key, known, _ in to_read if known is None or known in data},
+                                quiet.found if quiet is not None else None)
         if answer.error is not ErrorCode.NONE:
             return R(throttle_time_ms=0, error_code=int(answer.error), session_id=answer.session_id, responses=[])
 
