@@ -54,9 +54,15 @@ one of the same kind). Without a slot the full request is answered without
 a session (id 0), which is what a client then keeps sending; so is a full
 request of no partition, which would only hold a slot.
 
+A follower's session also keeps, for each partition read quietly (at the
+log end, nothing to say), the partition's mark at that read: the next
+request does not read it again while the mark and the request stay
+(``kavka.replication.quiet_partitions``). A partition the request updates
+loses its mark.
+
 An answer built but not sent (the request quota throttled it, KIP-219) is
 taken back (``FetchManager.withdraw``): the partitions it carried are sent
-again, and a session it created is closed.
+again (every partition is read again), and a session it created is closed.
 
 Memory: the sessions together hold no more partitions than one request
 could carry (``max_session_partitions``, from ``socket.request.max.bytes``),

@@ -304,3 +304,23 @@ def test_a_throttled_answer_keeps_the_session_and_teaches_it_nothing():
     assert len(ctx.answer({("orders", 0): data(hw=1)}).partitions) == 1
     full = m.new_context(0, 0, CONSUMER, False, req(0), [], no_name)
     assert full.throttled().session_id == 0 and len(m.cache) == 1
+
+
+# ---- quiet partitions (kavka.replication.quiet_partitions) ---------------------------------------
+
+def test_quiet_marks_are_kept_per_partition_and_lost_when_the_request_changes_it_or_the_answer_is_withheld():
+    m, _ = manager()
+    ctx = m.new_context(0, 0, FOLLOWER, False, req(0, 1, 2), [], no_name)
+    assert ctx.quiet_marks() == {}  # a full request reads everything
+    t = [TopicPartition("orders", i) for i in range(3)]
+    sid = ctx.answer({k: data() for k, _, _ in ctx.partitions()}, {t[0]: "m0", t[1]: "m1"}).session_id
+    ctx = m.new_context(sid, 1, FOLLOWER, False, {}, [], no_name)
+    assert ctx.quiet_marks() == {t[0]: "m0", t[1]: "m1"}
+    # partition 0 skipped (absent from the data), 1 read and no longer quiet, 2 read quietly
+    answer = ctx.answer({("orders", 1): data(records=b"x"), ("orders", 2): data()}, {t[0]: "m0", t[2]: "m2"})
+    assert [k for k, _, _ in answer.partitions] == [("orders", 1)]
+    ctx = m.new_context(sid, 2, FOLLOWER, False, req(2, offset=5), [], no_name)  # the request changes 2
+    assert ctx.quiet_marks() == {t[0]: "m0"}
+    ctx.answer({k: data() for k, _, _ in ctx.partitions()}, {t[0]: "m0", t[1]: "m1", t[2]: "m2"})
+    assert m.withdraw(sid) == sid
+    assert m.new_context(sid, 3, FOLLOWER, False, {}, [], no_name).quiet_marks() == {}
