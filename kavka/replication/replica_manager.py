@@ -584,7 +584,7 @@ class ReplicaManager:
                 epochs[tp] = partition.leader_epoch
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
         op = DelayedFetch(
-            params, partitions, epochs, self.get_partition, lambda some: self._read_noting_quiet(params, some, quiet),
+            params, partitions, epochs, self.get_partition, lambda some: self._read_unnoting_quiet(params, some, quiet),
             future, self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
             first=results, quiet=skipped.keys(),
         )
@@ -626,6 +626,21 @@ class ReplicaManager:
                     found[tp] = partition.fetch_state_mark()
                 else:
                     found.pop(tp, None)
+        return results
+
+    def _read_unnoting_quiet(
+        self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions | None
+    ) -> dict[TopicPartition, LogReadResult]:
+        """A parked fetch's answer re-reading ``partitions``: their marks are
+        dropped, so the next fetch reads them. A mark stands for a read the
+        follower's fetch state was recorded after (an ISR it may join, a HW
+        it may move); a read at completion records nothing, and a mark
+        taken then would skip the partition with its ISR expansion never
+        proposed."""
+        results = self._read(params, partitions)
+        if quiet is not None:
+            for tp in results:
+                quiet.found.pop(tp, None)
         return results
 
     def _record_skipped_fetches(self, replica_id: int, skipped: Mapping[TopicPartition, FetchPartition]) -> None:

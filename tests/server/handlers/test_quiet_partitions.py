@@ -229,6 +229,58 @@ async def test_every_change_a_fetch_answers_makes_the_partition_read_again(broke
     assert reads[0] == before + 1
 
 
+class GatedIsrZnodes(IsrZnodes):
+    """ISR writes that land only when the test opens the gate."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+
+    async def write_isr(self, tp, state, zk_version):
+        await self.gate.wait()
+        return zk_version + 1
+
+
+async def test_a_follower_refused_an_isr_expansion_during_a_park_is_read_again_and_joins(tmp_path):
+    """Follower 3 catches up while follower 2's expansion is being written,
+    so its own is not proposed; the write lands while 3's next fetch is
+    parked. The re-read that answers it records no fetch state, so it must
+    not let the partition be skipped: the fetch after reads it, and 3 joins."""
+    gated = GatedIsrZnodes()
+    clock = ManualClock(1_700_000_000_000)
+    logs = LogManager(LogManagerConfig(log_dirs=(str(tmp_path / "data"),)),
+                      LogConfig.from_props({"segment.bytes": 1 << 20}), clock=clock)
+    rm = ReplicaManager(1, logs, ReplicaManagerConfig(), isr_writer=gated, isr_change_listener=gated, clock=clock)
+    try:
+        rm.become_leader_or_follower(0, 1, [PartitionState("orders", 0, 1, 1, 0, (1,), 0, (1, 2, 3),
+                                                           topic_id=TOPIC_ID)], LIVE)
+        quotas = QuotaManagers(QuotaWindow(), QuotaWindow(), ManualClock(0))
+        fetch = FetchHandler(rm, Cache(), quotas.fetch, AuthHelper(None), Proven(),
+                             FetchManager(FetchSessionCache(10), clock, 1000))
+        partition = rm.get_partition(TopicPartition("orders", 0))
+
+        def as_follower(replica: int, session_id: int, epoch: int, offsets: dict[int, int], wait_ms: int = 0):
+            ctx, body = request(session_id, epoch, offsets, wait_ms)
+            body.replica_id = replica
+            return ctx, body
+
+        await fetch(*as_follower(2, 0, 0, {0: 0}))  # proposes (1, 2): the write waits at the gate
+        assert partition.pending_isr is not None
+        sid = (await fetch(*as_follower(3, 0, 0, {0: 0}))).session_id  # caught up, but a write is in flight
+        parked = asyncio.ensure_future(fetch(*as_follower(3, sid, 1, {}, wait_ms=300)))
+        await asyncio.sleep(0.05)
+        gated.gate.set()  # (1, 2) lands while 3's fetch is parked
+        await asyncio.wait_for(parked, 10)
+        assert partition.isr == (1, 2)
+        await fetch(*as_follower(3, sid, 2, {}))  # read again: proposes (1, 2, 3)
+        for _ in range(100):
+            if partition.isr == (1, 2, 3):
+                break
+            await asyncio.sleep(0.01)
+        assert partition.isr == (1, 2, 3)
+    finally:
+        logs.shutdown()
+
+
 # ---- the property -------------------------------------------------------------------------------
 
 # Each step changes something (or nothing), then the follower fetches 0-3
