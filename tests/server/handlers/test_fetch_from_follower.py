@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fetch_handler_doubles import TOPIC_ID, IsrZnodes, OrdersTopicCache
 
 from kavka.common.clock import ManualClock
 from kavka.common.errors import ErrorCode
@@ -35,12 +36,11 @@ from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
 
 TP = TopicPartition("orders", 0)
-TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_URL, "orders")
 LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2)}
 RACKS = {1: "r1", 2: "r2"}
 
 
-class Cache:
+class Cache(OrdersTopicCache):
     """The metadata cache as the handler asks it: this broker, the ISR the
     controller last published, topic ids."""
 
@@ -50,22 +50,6 @@ class Cache:
 
     def partition(self, topic, partition):
         return SimpleNamespace(leader=1, leader_epoch=0, isr=self.isr) if (topic, partition) == ("orders", 0) else None
-
-    def topic_by_id(self, topic_id):
-        return "orders" if topic_id == TOPIC_ID else None
-
-    def alive_broker(self, broker_id):
-        return None
-
-
-class IsrZnodes:
-    """ISR writes that always succeed, changes nobody hears of."""
-
-    async def write_isr(self, tp, state, zk_version):
-        return zk_version + 1
-
-    async def isr_changed(self, partitions):
-        pass
 
 
 @pytest.fixture
@@ -142,7 +126,6 @@ async def test_an_unknown_topic_id_is_answered_with_empty_records_not_null(log_m
     # MessageSetSize -1") and drops the whole response: Kafka answers
     # UNKNOWN_TOPIC_ID with empty records, as a broker just restarted
     # (before its first UpdateMetadata) does for every topic.
-    import uuid
 
     fetch, rm = handler(log_manager, 1, (1, 2))
     ctx, body = request(13, "")

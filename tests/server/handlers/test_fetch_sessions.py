@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fetch_handler_doubles import TOPIC_ID, IsrZnodes, OrdersTopicCache
 
 from kavka.common.clock import ManualClock
 from kavka.common.errors import ErrorCode
@@ -32,30 +33,15 @@ from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
 
-TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_URL, "orders")
 LIVE = {1: BrokerEndPoint(1, "127.0.0.1", 9091)}
 R = FetchRequest
 
 
-class Cache:
+class Cache(OrdersTopicCache):
     broker_id = 1
 
     def partition(self, topic, partition):
         return SimpleNamespace(leader=1, leader_epoch=0, isr=(1,))
-
-    def topic_by_id(self, topic_id):
-        return "orders" if topic_id == TOPIC_ID else None
-
-    def alive_broker(self, broker_id):
-        return None
-
-
-class IsrZnodes:
-    async def write_isr(self, tp, state, zk_version):
-        return zk_version + 1
-
-    async def isr_changed(self, partitions):
-        pass
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fetch_handler_doubles import TOPIC_ID, IsrZnodes, OrdersTopicCache
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +40,6 @@ from kavka.storage.log_config import LogConfig
 from kavka.storage.log_manager import LogManager
 from kavka.storage.log_manager_config import LogManagerConfig
 
-TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_URL, "orders")
 LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2)}
 FOLLOWER = 2
 PARTITIONS = 3
@@ -48,25 +47,11 @@ LAG_MS = 30_000
 R = FetchRequest
 
 
-class Cache:
+class Cache(OrdersTopicCache):
     broker_id = 1
 
     def partition(self, topic, partition):
         return SimpleNamespace(leader=1, leader_epoch=0, isr=(1, 2))
-
-    def topic_by_id(self, topic_id):
-        return "orders" if topic_id == TOPIC_ID else None
-
-    def alive_broker(self, broker_id):
-        return None
-
-
-class IsrZnodes:
-    async def write_isr(self, tp, state, zk_version):
-        return zk_version + 1
-
-    async def isr_changed(self, partitions):
-        pass
 
 
 class Proven:
