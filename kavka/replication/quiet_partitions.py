@@ -17,6 +17,12 @@ an incremental answer leaves out every partition with nothing to say. A
 fetch that waits (``DelayedFetch``) still waits on the skipped partitions:
 an append to one completes it, and the answer reads that partition.
 
+A mark is noted only by a read after which the follower's fetch state is
+recorded, because what that recording does (propose the follower for the
+ISR, move the high watermark) depends on the state the mark holds: a
+parked fetch's re-read when it completes records nothing, so it drops the
+marks of the partitions it reads, which the next fetch then reads.
+
 ``QuietPartitions`` carries the session's marks into
 ``ReplicaManager.fetch_messages`` (``known``: only partitions this request
 did not change) and the marks of this answer back out (``found``), which
