@@ -25,17 +25,25 @@ marks of the partitions it reads, which the next fetch then reads.
 
 ``QuietPartitions`` carries the session's marks into
 ``ReplicaManager.fetch_messages`` (``known``: only partitions this request
-did not change) and the marks of this answer back out (``found``), which
+did not change), splits the request into what to read and what to skip
+(``split``), and carries the marks of this answer back out (``found``:
+``note`` after the read, ``forget`` for a parked fetch's re-read), which
 the session keeps for the next request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
-from kavka.replication.requests import LogReadResult
+from kavka.replication.requests import FetchPartition, LogReadResult
+
+if TYPE_CHECKING:
+    from kavka.replication.partition import Partition
+
+GetPartition = Callable[[TopicPartition], "Partition | None"]
 
 
 class QuietPartitions:
@@ -46,6 +54,44 @@ class QuietPartitions:
     def __init__(self, known: Mapping[TopicPartition, Hashable]) -> None:
         self.known = known
         self.found: dict[TopicPartition, Hashable] = {}
+
+    def split(
+        self, partitions: Mapping[TopicPartition, FetchPartition], get_partition: GetPartition
+    ) -> tuple[Mapping[TopicPartition, FetchPartition], dict[TopicPartition, FetchPartition]]:
+        """(the partitions to read, those skipped): a partition is skipped
+        when its state still has the mark the session noted."""
+        known = self.known
+        if not known:
+            return partitions, {}
+        to_read: dict[TopicPartition, FetchPartition] = {}
+        skipped: dict[TopicPartition, FetchPartition] = {}
+        found = self.found
+        for tp, req in partitions.items():
+            mark = known.get(tp)
+            partition = get_partition(tp) if mark is not None else None
+            if partition is not None and partition.fetch_state_mark() == mark:
+                skipped[tp] = req
+                found[tp] = mark
+            else:
+                to_read[tp] = req
+        return to_read, skipped
+
+    def note(self, results: Mapping[TopicPartition, LogReadResult], get_partition: GetPartition) -> None:
+        """A read the follower's fetch state is recorded after: the mark of
+        each partition it read quietly, and none for the others."""
+        found = self.found
+        for tp, result in results.items():
+            partition = get_partition(tp) if is_quiet_read(result) else None
+            if partition is not None:
+                found[tp] = partition.fetch_state_mark()
+            else:
+                found.pop(tp, None)
+
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
+        """A read nothing is recorded after (a parked fetch's answer): no
+        mark for these, so the next fetch reads them."""
+        for tp in partitions:
+            self.found.pop(tp, None)
 
 
 def is_quiet_read(result: LogReadResult) -> bool:

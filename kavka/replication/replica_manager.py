@@ -82,7 +82,7 @@ from kavka.replication.isr_updates import IsrUpdates
 from kavka.replication.log_dir_events import LogDirEventNotifier
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
-from kavka.replication.quiet_partitions import QuietPartitions, is_quiet_read
+from kavka.replication.quiet_partitions import QuietPartitions
 from kavka.replication.quota import LeaderReplicationQuota
 from kavka.replication.replica_selector import PartitionView, ReplicaSelector, ReplicaView
 from kavka.replication.requests import (
@@ -560,9 +560,11 @@ class ReplicaManager:
             params = dataclasses.replace(params, max_bytes=max_bytes, min_bytes=min(params.min_bytes, max_bytes))
         if not params.is_from_follower:
             quiet = None
-        to_read, skipped = self._skip_quiet(partitions, quiet) if quiet is not None else (partitions, {})
+        to_read, skipped = quiet.split(partitions, self.get_partition) if quiet is not None else (partitions, {})
         # The marks are taken with the read, before this fetch moves the
-        # HW: the follower hears of that move by the next fetch's read.
+        # HW: the follower hears of that move by the next fetch's read. A
+        # parked fetch's answer re-reads after recording nothing: it notes
+        # no mark (kavka.replication.quiet_partitions).
         results = self._read_noting_quiet(params, to_read, quiet)
         if params.is_from_follower:
             self._update_follower_fetch_states(params.replica_id, to_read, results)
@@ -584,63 +586,27 @@ class ReplicaManager:
                 epochs[tp] = partition.leader_epoch
         future: asyncio.Future[dict[TopicPartition, FetchPartitionData]] = asyncio.get_running_loop().create_future()
         op = DelayedFetch(
-            params, partitions, epochs, self.get_partition, lambda some: self._read_unnoting_quiet(params, some, quiet),
+            params, partitions, epochs, self.get_partition, lambda some: self._read_forgetting_quiet(params, some, quiet),
             future, self._leader_throttled(params), {tp: r.fetch_offset_metadata for tp, r in results.items()},
             first=results, quiet=skipped.keys(),
         )
         self.fetch_purgatory.try_complete_else_watch(op, list(partitions))
         return self._record_leader_quota(params, await future)
 
-    def _skip_quiet(
-        self, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions
-    ) -> tuple[Mapping[TopicPartition, FetchPartition], dict[TopicPartition, FetchPartition]]:
-        """(the partitions to read, those skipped): a partition is skipped
-        when its state still has the mark the session last noted."""
-        known = quiet.known
-        if not known:
-            return partitions, {}
-        to_read: dict[TopicPartition, FetchPartition] = {}
-        skipped: dict[TopicPartition, FetchPartition] = {}
-        found = quiet.found
-        for tp, req in partitions.items():
-            mark = known.get(tp)
-            partition = self.get_partition(tp) if mark is not None else None
-            if partition is not None and partition.fetch_state_mark() == mark:
-                skipped[tp] = req
-                found[tp] = mark
-            else:
-                to_read[tp] = req
-        return to_read, skipped
-
     def _read_noting_quiet(
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions | None
     ) -> dict[TopicPartition, LogReadResult]:
-        """Read; with ``quiet``, note the mark of each partition read quietly
-        (and forget the mark of one that was not)."""
         results = self._read(params, partitions)
         if quiet is not None:
-            found = quiet.found
-            for tp, result in results.items():
-                partition = self.get_partition(tp) if is_quiet_read(result) else None
-                if partition is not None:
-                    found[tp] = partition.fetch_state_mark()
-                else:
-                    found.pop(tp, None)
+            quiet.note(results, self.get_partition)
         return results
 
-    def _read_unnoting_quiet(
+    def _read_forgetting_quiet(
         self, params: FetchParams, partitions: Mapping[TopicPartition, FetchPartition], quiet: QuietPartitions | None
     ) -> dict[TopicPartition, LogReadResult]:
-        """A parked fetch's answer re-reading ``partitions``: their marks are
-        dropped, so the next fetch reads them. A mark stands for a read the
-        follower's fetch state was recorded after (an ISR it may join, a HW
-        it may move); a read at completion records nothing, and a mark
-        taken then would skip the partition with its ISR expansion never
-        proposed."""
         results = self._read(params, partitions)
         if quiet is not None:
-            for tp in results:
-                quiet.found.pop(tp, None)
+            quiet.forget(results)
         return results
 
     def _record_skipped_fetches(self, replica_id: int, skipped: Mapping[TopicPartition, FetchPartition]) -> None:
