@@ -99,7 +99,7 @@ class FetchSessionHandler:
             if prev is None:
                 changed[tp] = (ids[tp], fp)
                 added += 1
-            elif prev[1] != fp or prev[0] != ids[tp]:
+            elif (prev[1] is not fp and prev[1] != fp) or prev[0] != ids[tp]:
                 changed[tp] = (ids[tp], fp)
                 if prev[0] != ids[tp]:
                     forget.append((tp, prev[0]))

@@ -134,7 +134,10 @@ class RemoteLeaderEndPoint:
     ) -> dict[TopicPartition, FetchPartitionData]:
         Q = FetchRequest
         conn = await self._connection(Q.API_NAME)
-        ids = {tp.topic: self.topic_id(tp) for tp in partitions}
+        ids: dict[str, uuid.UUID | None] = {}
+        for tp in partitions:  # a lookup a topic, not a partition (a session holds thousands), until one knows it
+            if ids.get(tp.topic) is None:
+                ids[tp.topic] = self.topic_id(tp)
         try:
             version = self._fetch_version(conn, ids)
         except KafkaError as e:

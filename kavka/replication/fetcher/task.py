@@ -109,6 +109,9 @@ class ReplicaFetcher:
         self._throttled = throttled
         self._now = now
         self._states: dict[TopicPartition, PartitionFetchState] = {}
+        # The last request's partitions: one unchanged is asked with the
+        # same value, which the fetch session then skips without comparing.
+        self._asked: dict[TopicPartition, FetchPartition] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -282,6 +285,7 @@ class ReplicaFetcher:
         now = self._now()
         parts: dict[TopicPartition, FetchPartition] = {}
         sent: dict[TopicPartition, PartitionFetchState] = {}
+        asked = self._asked
         for tp, state in list(self._states.items()):
             if state.phase is not FetchPhase.FETCHING or not state.ready(now):
                 continue
@@ -297,12 +301,17 @@ class ReplicaFetcher:
                                self.name, tp, state.fetch_offset, log.log_end_offset)
                 state = state.fetching_from(log.log_end_offset, state.lag)
                 self._states[tp] = state
-            last_epoch = log.leader_epoch_cache.latest_epoch() if cfg.by_leader_epoch else None
-            parts[tp] = FetchPartition(
-                state.fetch_offset, cfg.fetch_max_bytes, state.leader_epoch,
-                -1 if last_epoch is None else last_epoch, log.log_start_offset,
-            )
+            latest = log.leader_epoch_cache.latest_epoch() if cfg.by_leader_epoch else None
+            last_epoch = -1 if latest is None else latest
+            start = log.log_start_offset
+            fetch = asked.get(tp)
+            if (fetch is None or fetch.fetch_offset != state.fetch_offset or fetch.log_start_offset != start
+                    or fetch.current_leader_epoch != state.leader_epoch or fetch.last_fetched_epoch != last_epoch
+                    or fetch.max_bytes != cfg.fetch_max_bytes):
+                fetch = FetchPartition(state.fetch_offset, cfg.fetch_max_bytes, state.leader_epoch, last_epoch, start)
+            parts[tp] = fetch
             sent[tp] = state
+        self._asked = parts
         return parts, sent
 
     async def _fetch_step(self, cfg: ReplicaFetcherConfig) -> bool:
