@@ -301,15 +301,17 @@ class Partition:
         """Everything a follower's read of this partition answers from,
         besides its request: the log (and whether it is offline), the
         leadership (epoch, role, fences), the assignment, the ISR and an
-        ISR change in flight, and the log end, high watermark, last stable
-        offset and log start. Two equal marks mean the same request reads
-        the same answer (``kavka.replication.quiet_partitions``); the ISR
-        is in it because a read of a follower outside the ISR proposes
-        adding it."""
+        ISR change in flight, and the log end, high watermark and log
+        start. Two equal marks mean the same request reads the same answer
+        (``kavka.replication.quiet_partitions``); the ISR is in it because
+        a read of a follower outside the ISR proposes adding it. The last
+        stable offset is not: it follows the open transactions, which only
+        an append, a truncation or a load of the log changes (each moves
+        the log end or replaces the log), and the high watermark and log
+        start, all in the mark."""
         log = self.log
         return (log, log.offline, self.leader_epoch, self.is_leader, self.assigned_replicas, self.isr,
-                self._pending_isr, log.log_end_offset, log.high_watermark, log.last_stable_offset,
-                log.log_start_offset)
+                self._pending_isr, log.log_end_offset, log.high_watermark, log.log_start_offset)
 
     def maybe_expand_isr(self, replica_id: BrokerId) -> LeaderIsrAndControllerEpoch | None:
         """Propose adding a follower that caught up: its LEO reached the HW
