@@ -19,10 +19,11 @@ Two kills, one after the other, each ``kill -9``:
 2. controller failover: the controller (then leading its own share plus
    what it took over in 1; the survivor leads everything afterwards).
 
-Before the kills the brokers' CPU is sampled, 5 s at a time with no
-client, until it has settled (``settled_idle_cpu``): what replication's
-idle fetch rounds cost at this partition count, and a cluster that has
-finished creating its partitions when the first kill comes. Before each
+Before the kills the benchmark waits until every broker has made every
+partition's log (``wait_for_logs``), then samples the brokers' CPU, 5 s at
+a time with no client, until it has settled (``settled_idle_cpu``): what
+replication's idle fetch rounds cost at this partition count, and a
+cluster done creating its partitions when the first kill comes. Before each
 kill a producer (acks=all, ``linger.ms=5``) has written one record to
 every partition the victim leads (the warm-up, timed), so its connections
 and metadata are warm. At the kill it writes one more record to each of them,
@@ -125,13 +126,28 @@ def idle_cpu(cluster: LocalCluster, seconds: float = 5.0) -> list[float]:
     return [(cpu_seconds(p) - b) / seconds for p, b in zip(pids, before, strict=True)]
 
 
-def settled_idle_cpu(cluster: LocalCluster, readings: int = 12) -> list[float]:
-    """The brokers' idle CPU once the cluster has settled: right after the
-    topics are created each broker still works through their creation (the
-    logs' first flushes and checkpoints, the followers' first rounds) for
-    tens of seconds at 10,000 partitions, and a kill then would time that
-    work as well as the failover's. 5 s readings until one is within 15%
-    of the one before (in total over the brokers), at most ``readings``."""
+def wait_for_logs(cluster: LocalCluster, names: list[str], count: int, timeout: float) -> None:
+    """Until every broker has created every partition's log. Metadata names
+    a partition's leader and full ISR as soon as the controller has written
+    them, while each broker is still working through its LeaderAndIsr: at
+    10,000 partitions, tens of seconds of opening logs that a kill would
+    otherwise be timed against."""
+    dirs = [b.directory / "logs" for b in cluster.brokers.values()]
+    topics = set(names)
+    deadline = time.monotonic() + timeout
+    while True:
+        made = [sum(1 for entry in os.listdir(d) if entry.rpartition("-")[0] in topics) for d in dirs]
+        if all(m >= count for m in made):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the brokers made {made} of {count} logs each in {timeout:.0f} s")
+        say("logs made on each broker: " + ", ".join(f"{m}/{count}" for m in made))
+        time.sleep(2)
+
+
+def settled_idle_cpu(cluster: LocalCluster, readings: int = 6) -> list[float]:
+    """The brokers' idle CPU: 5 s readings until one is within 15% of the
+    one before (in total over the brokers), at most ``readings``."""
     last = idle_cpu(cluster)
     say("idle brokers' CPU (share of a core, 5 s, no client): " + ", ".join(f"{c:.2f}" for c in last))
     for _ in range(readings - 1):
@@ -264,6 +280,8 @@ def run(args: argparse.Namespace) -> None:
         t0 = time.monotonic()
         names = create_partitions(cluster, args.partitions, args.timeout)
         say(f"{args.partitions} partitions x RF 3 ready in {time.monotonic() - t0:.0f} s")
+        wait_for_logs(cluster, names, args.partitions, args.timeout)
+        say(f"every broker has made its {args.partitions} logs, {time.monotonic() - t0:.0f} s after the first topic")
         idle = settled_idle_cpu(cluster)
         zk = KazooClient(hosts=cluster.zk_connect)
         zk.start(15)
