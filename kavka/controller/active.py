@@ -279,14 +279,20 @@ class ActiveController:
                 errors.append(pe)
         offline: set[TopicPartition] = set()
         online: set[TopicPartition] = set()
+        held = 0
         for pe in errors:
             tp = TopicPartition(pe.topic_name, pe.partition_index)
             if pe.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
                 offline.add(tp)
             elif pe.error_code == ErrorCode.NONE:
                 online.add(tp)
+            elif pe.error_code == ErrorCode.STALE_CONTROLLER_EPOCH:
+                held += 1
+                continue
             if pe.error_code:
                 self.state_log.response_error("LeaderAndIsr", broker_id, tp, ErrorCode.of(pe.error_code).name)
+        if held:
+            self.state_log.already_held("LeaderAndIsr", broker_id, held)
         ctx = self.context
         b = BrokerId(broker_id)
         if b not in ctx.live_brokers:

@@ -738,6 +738,7 @@ class ReplicaManager:
         self.controller_epoch = controller_epoch
         errors: dict[TopicPartition, int] = {}
         accepted: dict[TopicPartition, PartitionState] = {}
+        held: list[TopicPartition] = []
         # Step 2: keep entries with a newer leader epoch that name this broker.
         for state in states:
             tp = state.topic_partition
@@ -769,12 +770,24 @@ class ReplicaManager:
             else:
                 # Seed 000 2.2 names StaleLeaderEpochCode, which later protocol
                 # versions fold into STALE_CONTROLLER_EPOCH (seed 002 §6.8 (1)).
-                state_change_logger.warning(
-                    "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: leader epoch %d is not newer "
-                    "than the current %d", self.broker_id, tp, controller_id, controller_epoch,
-                    state.leader_epoch, local_epoch,
-                )
+                if state.leader_epoch == local_epoch:
+                    held.append(tp)  # the state this broker has: counted below
+                else:
+                    state_change_logger.warning(
+                        "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: leader epoch %d is older "
+                        "than the current %d", self.broker_id, tp, controller_id, controller_epoch,
+                        state.leader_epoch, local_epoch,
+                    )
                 errors[tp] = int(ErrorCode.STALE_CONTROLLER_EPOCH)
+        if held:
+            # A new controller sends every replica's state (seed 000 §Controller
+            # failover): a broker that lived through it already holds most of
+            # them, thousands of partitions, so one line for them all.
+            state_change_logger.info(
+                "broker %d kept its state of %d partitions from LeaderAndIsr of controller %d epoch %d, whose leader "
+                "epochs it already holds (the first: %s)", self.broker_id, len(held), controller_id, controller_epoch,
+                ", ".join(map(str, held[:5])),
+            )
         for tp, state in accepted.items():
             if state.topic_id is not None:
                 self._topic_names[state.topic_id] = tp.topic
