@@ -71,6 +71,25 @@ def test_stale_leader_epoch_and_unassigned_partition(log_manager, clock):
     assert newer.partition_errors == {TP: ErrorCode.NONE} and not rm.get_partition(TP).is_leader
 
 
+def test_held_leader_epochs_are_one_state_change_line_and_older_ones_one_each(log_manager, clock, caplog):
+    """A new controller re-sends every replica's state: the partitions whose
+    leader epoch the broker already holds are answered STALE_CONTROLLER_EPOCH
+    each but logged in one line; an older epoch still gets its own warning."""
+    rm = make_rm(log_manager, clock)
+    tps = [TopicPartition("orders", p) for p in range(6)]
+    rm.become_leader_or_follower(0, 1, [state(1, 3, (1, 2), tp=tp) for tp in tps], LIVE)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="kavka.state.change"):
+        again = rm.become_leader_or_follower(
+            1, 2, [state(1, 3, (1, 2), tp=tp) for tp in tps[:5]] + [state(1, 2, (1, 2), tp=tps[5])], LIVE)
+    assert again.partition_errors == dict.fromkeys(tps, ErrorCode.STALE_CONTROLLER_EPOCH)
+    lines = [r.getMessage() for r in caplog.records if r.name == "kavka.state.change"]
+    held = [line for line in lines if "kept its state of 5 partitions" in line]
+    older = [line for line in lines if "leader epoch 2 is older than the current 3" in line]
+    assert len(lines) == 2 and len(held) == 1 and len(older) == 1
+    assert "orders-0" in held[0] and "orders-5" not in held[0] and "orders-5" in older[0]
+
+
 def test_followers_get_fetchers_from_live_leaders(log_manager, clock):
     rm = make_rm(log_manager, clock)
     fetchers = rm.fetcher_manager
