@@ -3,7 +3,8 @@
 ``FakeTransport`` — a ``BrokerTransport`` double that records every request
 and answers like a healthy broker (or refuses connections for brokers in
 ``down``, or answers StopReplica with chosen errors, or LeaderAndIsr with
-KAFKA_STORAGE_ERROR for replicas in ``offline_log_dir_replicas``).
+KAFKA_STORAGE_ERROR for replicas in ``offline_log_dir_replicas`` and
+STALE_CONTROLLER_EPOCH for those in ``held_replicas``).
 
 ``memory_cluster`` runs on the in-memory ZooKeeper double; ``real_cluster``
 on the real ZooKeeper of tests/conftest.py, one chroot per test. Both give a
@@ -42,6 +43,8 @@ class FakeTransport:
         self.stop_replica_errors: dict[tuple[int, str, int], int] = {}
         # (broker, topic, partition) in a failed log directory: LeaderAndIsr answers KAFKA_STORAGE_ERROR (KIP-112)
         self.offline_log_dir_replicas: set[tuple[int, str, int]] = set()
+        # (broker, topic, partition) whose leader epoch the broker already holds: STALE_CONTROLLER_EPOCH
+        self.held_replicas: set[tuple[int, str, int]] = set()
         self.endpoints: dict[int, EndPoint] = {}
         self.failed_attempts = 0
 
@@ -58,7 +61,7 @@ class FakeTransport:
             errors = [
                 LeaderAndIsrResponse.PartitionErrors(
                     topic_name=ts.topic_name, partition_index=ps.partition_index,
-                    error_code=56 if (broker_id, ts.topic_name, ps.partition_index) in self.offline_log_dir_replicas else 0,
+                    error_code=self._leader_and_isr_error((broker_id, ts.topic_name, ps.partition_index)),
                 )
                 for ts in request.topic_states
                 for ps in ts.partition_states
@@ -76,6 +79,11 @@ class FakeTransport:
             ]
             return StopReplicaResponse(error_code=0, partition_errors=errors)
         return UpdateMetadataResponse(error_code=0)
+
+    def _leader_and_isr_error(self, replica: tuple[int, str, int]) -> int:
+        if replica in self.offline_log_dir_replicas:
+            return 56  # KAFKA_STORAGE_ERROR
+        return 11 if replica in self.held_replicas else 0  # STALE_CONTROLLER_EPOCH
 
     async def forget(self, broker_id: int) -> None:
         pass

@@ -117,3 +117,28 @@ def test_context_online_for_excludes_replicas_in_failed_dirs() -> None:
     assert ctx.online_for(T0, {1, 2, 3}) == {1, 3}
     assert ctx.online_for(T1, {1, 2, 3}) == {1, 2, 3}
     assert not ctx.is_replica_online(2, T0)  # not live at all here
+
+
+async def test_replicas_answered_held_are_one_line_and_stay_online(memory_cluster, caplog) -> None:
+    """STALE_CONTROLLER_EPOCH in a LeaderAndIsr answer (the broker holds that
+    leader epoch or a newer one, as after a controller failover) is logged
+    once per answer, not once per partition, and takes nothing offline."""
+    c = memory_cluster
+    ctl = await c.boot((1, 2, 3))
+    await c.create_topic("t", {0: (2, 1, 3), 1: (1, 2, 3), 2: (3, 2, 1)})
+    await c.until(lambda: c.state("t", 2), "partition states")
+    await c.settle()
+    c.transport.held_replicas = {(2, "t", 0), (2, "t", 1), (2, "t", 2)}
+    caplog.clear()
+    with caplog.at_level("INFO", logger="kavka.state.change"):
+        await c.clients[2].create_log_dir_event_notification(2)
+        await c.until(lambda: _notifications_handled(c), "the notification handled")
+        await c.settle()
+    lines = [r.getMessage() for r in caplog.records if "response from broker 2" in r.getMessage()]
+    assert len(lines) == 1 and "the same or a newer leader epoch for 3 partitions" in lines[0]
+    assert 2 not in ctl.active.context.replicas_on_offline_dirs
+    assert (await c.state("t", 0)).leader == 2
+
+
+async def _notifications_handled(c) -> bool:
+    return await _notifications(c) == []
