@@ -82,8 +82,8 @@ lint: venv
 # on Spark's JVM more than they use a core, so they run beside the main suite
 # (in a session of their own, stopped with it on an interrupt), their output
 # going to $(SPARK_LOG), shown when they end. The fault matrix's
-# full_matrix half runs in make chaos (the cells make test runs cover every
-# fault and target).
+# full_matrix cells run in make chaos (make test runs one cell of each
+# fault, covering both targets and both idempotence settings).
 SPARK_LOG := .cache/test-spark.log
 test: venv deps lint
 	$(BIN)/python -m compileall -q kavka tests pipelines >/dev/null
