@@ -79,6 +79,7 @@ from kavka.replication.delayed_produce import DelayedProduce, ProducePartitionSt
 from kavka.replication.fetcher.assignments import FetcherAssignments, FetcherManager, InitialFetchState
 from kavka.replication.isr import IsrChangeListener, IsrChangePropagation, IsrPropagationConfig, IsrWriter
 from kavka.replication.isr_updates import IsrUpdates
+from kavka.replication.leader_and_isr_entries import sort_entries
 from kavka.replication.log_dir_events import LogDirEventNotifier
 from kavka.replication.partition import Partition
 from kavka.replication.purgatory import DelayedOperationPurgatory
@@ -736,58 +737,9 @@ class ReplicaManager:
             stale = int(ErrorCode.STALE_CONTROLLER_EPOCH)
             return LeaderAndIsrResult(stale, {s.topic_partition: stale for s in states})
         self.controller_epoch = controller_epoch
-        errors: dict[TopicPartition, int] = {}
-        accepted: dict[TopicPartition, PartitionState] = {}
-        held: list[TopicPartition] = []
         # Step 2: keep entries with a newer leader epoch that name this broker.
-        for state in states:
-            tp = state.topic_partition
-            if tp in self._offline:
-                # KIP-112: the controller learns from this answer that the replica is offline.
-                state_change_logger.warning(
-                    "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: its log directory is offline",
-                    self.broker_id, tp, controller_id, controller_epoch,
-                )
-                errors[tp] = int(ErrorCode.KAFKA_STORAGE_ERROR)
-                continue
-            current = self._partitions.get(tp)
-            local_epoch = current.leader_epoch if current is not None else -1
-            # A leader stopped by the loss of its ZooKeeper session leads
-            # again once a controller confirms it: after the new session's
-            # registration the controller sends every replica's state
-            # (seed 000 §Broker 启动过程), unchanged when nobody else was elected.
-            confirmed = (current is not None and current.session_fenced and state.leader == self.broker_id
-                         and state.leader_epoch == local_epoch)
-            if state.leader_epoch > local_epoch or confirmed:
-                if self.broker_id in state.replicas:
-                    accepted[tp] = state
-                else:
-                    state_change_logger.warning(
-                        "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: it is not among the "
-                        "assigned replicas %s", self.broker_id, tp, controller_id, controller_epoch, list(state.replicas),
-                    )
-                    errors[tp] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            else:
-                # Seed 000 2.2 names StaleLeaderEpochCode, which later protocol
-                # versions fold into STALE_CONTROLLER_EPOCH (seed 002 §6.8 (1)).
-                if state.leader_epoch == local_epoch:
-                    held.append(tp)  # the state this broker has: counted below
-                else:
-                    state_change_logger.warning(
-                        "broker %d ignored LeaderAndIsr for %s from controller %d epoch %d: leader epoch %d is older "
-                        "than the current %d", self.broker_id, tp, controller_id, controller_epoch,
-                        state.leader_epoch, local_epoch,
-                    )
-                errors[tp] = int(ErrorCode.STALE_CONTROLLER_EPOCH)
-        if held:
-            # A new controller sends every replica's state (seed 000 §Controller
-            # failover): a broker that lived through it already holds most of
-            # them, thousands of partitions, so one line for them all.
-            state_change_logger.info(
-                "broker %d kept its state of %d partitions from LeaderAndIsr of controller %d epoch %d, whose leader "
-                "epochs it already holds (the first: %s)", self.broker_id, len(held), controller_id, controller_epoch,
-                ", ".join(map(str, held[:5])),
-            )
+        entries = sort_entries(self.broker_id, controller_id, controller_epoch, states, self._partitions, self._offline)
+        errors, accepted = entries.errors, entries.accepted
         for tp, state in accepted.items():
             if state.topic_id is not None:
                 self._topic_names[state.topic_id] = tp.topic
