@@ -124,8 +124,8 @@ spark-cluster: venv deps
 
 # The chaos tests (tests/chaos: the smoke make test runs too, and the unsafe
 # configuration's losses found by the checker), every cell of the fault
-# matrix (tests/cluster/test_fault_matrix.py, half of which make test
-# runs), the Spark cluster test (tests/spark_cluster, make spark-cluster),
+# matrix (tests/cluster/test_fault_matrix.py, a quarter of which make
+# test runs), the Spark cluster test (tests/spark_cluster, make spark-cluster),
 # then the chaos run
 # (kavka/testing/chaos.py): 5 brokers and 3 ZooKeeper servers,
 # each in its own network namespace on a bridge (needs root and iproute2's
