@@ -166,12 +166,25 @@ def _stacks(threads: list[threading.Thread]) -> str:
 def drain(cluster: LocalCluster, topic: str, partitions: int, timeout: float = 60.0) -> list[Record]:
     """Every record of every partition, from offset 0 to the high watermark
     each partition has when the drain starts."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     c = Consumer({**cluster.client_config(), "group.id": f"{topic}-drain",
                   "enable.auto.commit": False, "auto.offset.reset": "error", "fetch.wait.max.ms": 100})
+
+    def high(p: int) -> int:
+        # Right after a broker restart the client's metadata may not name the
+        # partition yet ("Unknown partition"): ask again until it does.
+        until = time.monotonic() + timeout
+        while True:
+            try:
+                return int(c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1])
+            except KafkaException:
+                if time.monotonic() > until:
+                    raise
+                time.sleep(0.5)
+
     try:
-        highs = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
+        highs = {p: high(p) for p in range(partitions)}
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions) if highs[p] > 0])
         out: list[Record] = []
         next_offset = {p: 0 for p in range(partitions)}
