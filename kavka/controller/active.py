@@ -201,7 +201,10 @@ class ActiveController:
             if r not in self.context.live_brokers and not self.deletion.is_queued(tp.topic)
         ]
         if dead:
-            await self.replicas.handle_state_changes(dead, ReplicaState.OFFLINE)
+            # Every state was read in this failover (step 7), after these
+            # brokers were gone, or written by its elections since: the ISR
+            # removals read none of them again.
+            await self.replicas.handle_state_changes(dead, ReplicaState.OFFLINE, confirmed=frozenset(self.context.leadership))
 
     async def on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
         """Seed 000 §创建 Topic 3: NEW, then the first leader and ISR, ONLINE."""
@@ -253,7 +256,11 @@ class ActiveController:
         # many as the elections), which would keep the partitions it led
         # without a leader that knows it until those writes are done.
         self.batch.send_requests()
-        await self.replicas.handle_state_changes([r for r in replicas if not self.deletion.is_queued(r.tp.topic)], ReplicaState.OFFLINE)
+        # The elections just wrote (or, where none was possible, read) the
+        # state of every partition in set_p, whose new ISR holds no offline
+        # replica: removing the replicas from them reads nothing again.
+        await self.replicas.handle_state_changes([r for r in replicas if not self.deletion.is_queued(r.tp.topic)], ReplicaState.OFFLINE,
+                                                 confirmed=set(set_p))
         await self.deletion.fail_replicas([r for r in replicas if self.deletion.is_queued(r.tp.topic)])
         if not set_p:
             self.batch.add_update_metadata(self.context.live_brokers, [])

@@ -11,6 +11,18 @@ all batches in flight, each guarded by the controller epoch's znode
 version — seed 001's "batch with multi"); partitions that lost a version
 race are re-read together and decided again, up to ``max_rounds`` rounds.
 
+Step 3.1 reads ZooKeeper only where the controller's cache cannot stand in
+for it. A decision to write is made on the cached state and written on
+the cached znode version: if the cache was stale the write conflicts, and
+the partition is re-read and decided again, so such a decision lands only
+on the state it was made from. A decision to write nothing ("nothing to
+change", "cannot be decided") never meets a version check, so it is made
+on a fresh read — unless the caller names the partition ``confirmed``: its
+cached state was read from or written to ZooKeeper in the same controller
+event, after what the event handles (a broker's death) was known. At a
+broker failure of 10,000 partitions that saves reading every state the
+elections just wrote and every state the ISR removals are about to write.
+
 A state written by a controller with a higher epoch means this one is
 deposed: ``ControllerMovedError``. Runs on the controller's event task;
 with a ``LoopSlice`` (``kavka.common.loop_slice``) the reading, deciding and
@@ -22,7 +34,7 @@ LeaderAndIsr goes out first).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from kavka.common.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
@@ -103,20 +115,33 @@ async def update_leader_and_isr(
     tps: Iterable[TopicPartition],
     decide: Decide,
     *,
+    confirmed: Collection[TopicPartition] = (),
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     loop_slice: LoopSlice | None = None,
 ) -> UpdateResult:
     """See module doc."""
     result = UpdateResult()
     remaining = sorted(set(tps))
-    # 3.1 reads ZooKeeper, not this controller's cache (as Kafka's controller
-    # reads the partition states before each election or ISR removal): a
-    # leader changes the ISR itself and the controller hears of it only by a
-    # later notification. A stale ISR that makes ``decide`` answer "nothing to
-    # change" or "no live replica in the isr" never reaches the version check
-    # below, so a dead broker the leader had just put back in the ISR would
-    # stay there, or a live one be missed in an election.
-    for tp in await reload_leadership(zk, context, remaining, loop_slice):
+    # 3.1 on the cache: a write decided here is checked by its version. What
+    # writes nothing is read first (as Kafka's controller reads every state
+    # before an election or ISR removal): a leader changes the ISR itself and
+    # the controller hears of it only by a later notification, so a stale
+    # ISR could make ``decide`` answer "nothing to change" or "no live
+    # replica in the isr" — a dead broker the leader had just put back in the
+    # ISR would stay there, or a live one be missed in an election.
+    to_read: list[TopicPartition] = []
+    on_cache: dict[TopicPartition, LeaderAndIsr | str | None] = {}  # the first round's verdicts, made here
+    for tp in remaining:
+        entry = context.leadership.get(tp)
+        if entry is not None:
+            _check_epoch(context, tp, entry, claim)
+            verdict = on_cache[tp] = decide(tp, entry.leader_and_isr)
+        if entry is None or (tp not in confirmed and not isinstance(verdict, LeaderAndIsr)):
+            to_read.append(tp)
+            on_cache.pop(tp, None)
+        if loop_slice is not None:
+            await loop_slice.pause()
+    for tp in await reload_leadership(zk, context, to_read, loop_slice):
         result.failed[tp] = "its state znode does not exist"
         remaining.remove(tp)
     for _ in range(max_rounds):
@@ -129,8 +154,11 @@ async def update_leader_and_isr(
             if entry is None:
                 result.failed[tp] = "no leader and isr known for the partition"
                 continue
-            _check_epoch(context, tp, entry, claim)
-            verdict = decide(tp, entry.leader_and_isr)
+            if tp in on_cache:
+                verdict = on_cache.pop(tp)
+            else:
+                _check_epoch(context, tp, entry, claim)
+                verdict = decide(tp, entry.leader_and_isr)
             if verdict is None:
                 result.unchanged.append(tp)
             elif isinstance(verdict, str):
@@ -158,7 +186,8 @@ async def update_leader_and_isr(
                 conflicts.append(tp)
             if loop_slice is not None:
                 await loop_slice.pause()
-        # Seed 000 3.3: the version moved (a leader changed the ISR): re-read and decide again.
+        # Seed 000 3.3: the version moved (a leader changed the ISR, or the
+        # cache was stale): re-read and decide again.
         for tp in await reload_leadership(zk, context, conflicts, loop_slice):
             result.failed[tp] = "its state znode disappeared"
             conflicts.remove(tp)

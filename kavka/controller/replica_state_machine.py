@@ -29,7 +29,7 @@ Used only from the controller's event task.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from kavka.common.ids import BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
@@ -77,8 +77,13 @@ class ReplicaStateMachine:
         for replica in list(self.states.of_topic(topic)):
             self.states.set_initial(replica, ReplicaState.NON_EXISTENT)
 
-    async def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState) -> list[PartitionReplica]:
-        """Move ``replicas`` to ``target``; returns those refused (illegal transitions)."""
+    async def handle_state_changes(
+        self, replicas: Iterable[PartitionReplica], target: ReplicaState, *, confirmed: Collection[TopicPartition] = ()
+    ) -> list[PartitionReplica]:
+        """Move ``replicas`` to ``target``; returns those refused (illegal
+        transitions). ``confirmed``: partitions whose cached state the
+        caller read or wrote in this event, after the replicas were known
+        offline (``update_leader_and_isr`` reads no other copy of them)."""
         done, refused = self.states.transition(sorted(set(replicas)), target)
         for r in refused:
             self.state_log.illegal_transition(str(r))
@@ -89,7 +94,7 @@ class ReplicaStateMachine:
         elif target is ReplicaState.ONLINE:
             self._on_online(done)
         elif target is ReplicaState.OFFLINE:
-            await self._on_offline(done)
+            await self._on_offline(done, confirmed)
         elif target is ReplicaState.DELETION_STARTED:
             for t in done:
                 self.batch.add_stop_replica([t.replica.replica], t.replica.tp, delete=True)
@@ -114,7 +119,7 @@ class ReplicaStateMachine:
             elif self.context.leader_and_isr(tp) is not None:
                 self.batch.add_leader_and_isr([r], tp)
 
-    async def _on_offline(self, done: list[ReplicaTransition]) -> None:
+    async def _on_offline(self, done: list[ReplicaTransition], confirmed: Collection[TopicPartition]) -> None:
         # A broker's failure takes it out of the ISR of every partition it
         # followed (at 10,000 partitions of RF 3, twice as many as its
         # elections): seconds of the event loop's time, after the elections'
@@ -138,7 +143,8 @@ class ReplicaStateMachine:
                 new = remove_replica_from_isr(lai, r)
                 return None if new == lai else new
 
-            outcome = await update_leader_and_isr(self.zk, self.claim, self.context, tps, decide, loop_slice=loop_slice)
+            outcome = await update_leader_and_isr(self.zk, self.claim, self.context, tps, decide, confirmed=confirmed,
+                                                  loop_slice=loop_slice)
             for tp, lai in outcome.written.items():
                 self.state_log.leader_and_isr_written(tp, lai, f"replica {r} went offline")
                 others = [b for b in self.context.partition_replicas(tp) if b != r]

@@ -45,6 +45,61 @@ async def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_
     assert last.broker_epoch == stat.czxid  # the new registration's epoch
 
 
+def _count_state_reads(store, monkeypatch) -> list[str]:
+    """The partition-state paths ``store`` reads in batches from now on."""
+    read: list[str] = []
+    get_many = store.get_many
+
+    async def counting(paths):
+        read.extend(p for p in paths if p.endswith("/state"))
+        return await get_many(paths)
+
+    monkeypatch.setattr(store, "get_many", counting)
+    return read
+
+
+async def test_a_broker_failure_reads_no_partition_state(memory_cluster, monkeypatch) -> None:
+    """The elections decide on the controller's cached states and write
+    them conditionally; the ISR removals after them skip the partitions
+    just elected (their new ISR holds no dead replica) and write the rest
+    the same way. With a cache that is current nothing is read."""
+    c = memory_cluster
+    await c.boot((1, 2, 3))
+    n = 20
+    await c.create_topic("t", {p: ((2, 3, 1) if p % 2 == 0 else (3, 2, 1)) for p in range(n)})
+    await c.until(lambda: c.state("t", n - 1), "partition states")
+    await c.settle()
+    read = _count_state_reads(c.stores[1], monkeypatch)
+    await c.kill_broker(2)
+    await c.until(lambda: _isr_is(c, "t", 1, (3, 1)), "broker 2 out of the ISR of the partitions it followed")
+    await c.settle()
+    for p in range(n):
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
+    assert read == [], read
+
+
+async def test_a_new_controller_reads_each_state_once(memory_cluster, monkeypatch) -> None:
+    """A controller's failover reads every partition state (seed 000
+    failover step 7) after it learned which brokers are gone; the elections
+    and the dead replicas' ISR removals that follow read none again."""
+    c = memory_cluster
+    await c.boot((1, 2, 3))
+    await c.start_controller(3)
+    n = 20
+    # Broker 1 (the controller) leads the even partitions and follows in the odd ones.
+    await c.create_topic("t", {p: ((1, 3, 2) if p % 2 == 0 else (3, 1, 2)) for p in range(n)})
+    await c.until(lambda: c.state("t", n - 1), "partition states")
+    await c.settle()
+    read = _count_state_reads(c.stores[3], monkeypatch)
+    await c.kill_broker(1)
+    await c.until(lambda: c.controllers[3].is_active, "broker 3 to take over")
+    await c.until(lambda: _isr_is(c, "t", 1, (3, 2)), "broker 1 out of the ISR of the partitions it followed")
+    await c.settle()
+    for p in range(n):
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 2), 2)
+    assert sorted(read) == sorted(PartitionStateZNode.path("t", p) for p in range(n)), read
+
+
 async def _leader_is(c, topic: str, partition: int, leader: int) -> bool:
     s = await c.state(topic, partition)
     return s is not None and s.leader == leader
