@@ -44,6 +44,11 @@ class LeaderAndIsr:
         same znode version (the write is conditional on it)."""
         return LeaderAndIsr(leader, LeaderEpoch(self.leader_epoch + 1), tuple(isr), self.zk_version)
 
+    def with_isr(self, isr: Iterable[BrokerId]) -> LeaderAndIsr:
+        """The same leadership (leader and epoch) with another ISR, on the
+        same znode version (the write is conditional on it)."""
+        return LeaderAndIsr(self.leader, self.leader_epoch, tuple(isr), self.zk_version)
+
     def with_zk_version(self, zk_version: int) -> LeaderAndIsr:
         """The same state as written at ``zk_version``."""
         return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, zk_version)

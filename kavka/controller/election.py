@@ -97,13 +97,28 @@ def apply_election(current: LeaderAndIsr, result: ElectionResult | None) -> Lead
     return current.new_leader_and_isr(result.leader, result.isr)
 
 
-def remove_replica_from_isr(current: LeaderAndIsr, replica: BrokerId) -> LeaderAndIsr:
+def remove_replica_from_isr(current: LeaderAndIsr, replica: BrokerId, *, fence: bool = True) -> LeaderAndIsr:
     """A replica goes offline (its broker died, or it is being removed by a
     reassignment, seed 000 step 8): drop it from the ISR unless it is the
     last member, and if it led, leave the partition leaderless until an
-    election. Unchanged (same epoch) if the replica is not involved."""
+    election. Unchanged (same epoch) if the replica is not involved.
+
+    The leader epoch goes up when the leadership changes, and otherwise
+    only with ``fence``: a new epoch fails the replica's fetches at the
+    leader (FENCED_LEADER_EPOCH), which keeps a broker that is shutting
+    down, or whose replica moves away, from catching up and rejoining the
+    ISR. A dead broker's replica needs no fence (leaders add to the ISR
+    only followers on live brokers), and without a new epoch the leader and
+    the other followers of the partition only take the new ISR: no
+    follower starts its fetch over, and no leader-epoch checkpoint is
+    written. Kafka's KRaft controller stopped bumping the epoch on an ISR
+    shrink for the same reason (KAFKA-15021): the epoch orders leaderships
+    for log truncation, not ISR changes."""
     if replica not in current.isr and replica != current.leader:
         return current
     isr = current.isr if current.isr == (replica,) else tuple(i for i in current.isr if i != replica)
-    leader = NO_LEADER if current.leader == replica else current.leader
-    return current.new_leader_and_isr(leader, isr)
+    if current.leader == replica:
+        return current.new_leader_and_isr(NO_LEADER, isr)
+    if fence:
+        return current.new_leader_and_isr(current.leader, isr)
+    return current.with_isr(isr)

@@ -14,7 +14,10 @@ What each move does besides updating the table and ``state-change.log``:
 - -> ``OFFLINE``: StopReplica (no delete) to its broker if alive; then,
   unless the topic is being deleted, the replica leaves the ISR (and the
   leadership if it led: leader -1, seed 000 §Broker failover 3.2 "all
-  replicas down") by a conditional write; LeaderAndIsr to the remaining
+  replicas down") by a conditional write, with a new leader epoch only
+  where the leadership changes or the replica's broker is alive (shutting
+  down, a failed log directory: the epoch fences its fetches; see
+  ``election.remove_replica_from_isr``); LeaderAndIsr to the remaining
   live replicas of partitions that changed, UpdateMetadata to every live
   broker for all of them. This is a broker failure's longest work (every
   partition the broker followed), so it hands the event loop a turn every
@@ -139,8 +142,13 @@ class ReplicaStateMachine:
         # round, so several dead replicas of one partition are removed in turn.
         for r, tps in sorted(removals.items()):
 
-            def decide(tp: TopicPartition, lai: LeaderAndIsr, r: BrokerId = r) -> LeaderAndIsr | None:
-                new = remove_replica_from_isr(lai, r)
+            # A live broker's replica (controlled shutdown, a failed log
+            # directory) is fenced by a new leader epoch; a dead one's is not
+            # (see remove_replica_from_isr).
+            fence = r in self.context.live_brokers
+
+            def decide(tp: TopicPartition, lai: LeaderAndIsr, r: BrokerId = r, fence: bool = fence) -> LeaderAndIsr | None:
+                new = remove_replica_from_isr(lai, r, fence=fence)
                 return None if new == lai else new
 
             outcome = await update_leader_and_isr(self.zk, self.claim, self.context, tps, decide, confirmed=confirmed,

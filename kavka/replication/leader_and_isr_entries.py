@@ -1,16 +1,20 @@
 """Which entries of a LeaderAndIsr request a broker applies (seed 000
 §LeaderAndIsrRequest 响应过程 step 2; seed 002 §6.8 (1)).
 
-An entry is applied when its leader epoch is newer than the replica's, or
+An entry is applied when its leader epoch is newer than the replica's,
 when it confirms a leader stopped by the loss of its ZooKeeper session
-(the same epoch naming this broker leader again), and it names this broker
-among the assigned replicas. The others get an error each:
+(the same epoch naming this broker leader again), or when it keeps the
+leader and its epoch on a newer version of the state znode (the
+controller took a dead broker's replica out of the ISR: no new epoch, see
+``kavka.controller.election.remove_replica_from_isr``) — and it names
+this broker among the assigned replicas. The others get an error each:
 
 - the replica's log directory has failed: KAFKA_STORAGE_ERROR, so that the
   controller learns the replica is offline (KIP-112);
 - this broker is not assigned the partition: UNKNOWN_TOPIC_OR_PARTITION;
-- the epoch is not newer: STALE_CONTROLLER_EPOCH (seed 000 names it
-  StaleLeaderEpochCode; later protocol versions fold it in).
+- the epoch is not newer (nor the same on a newer znode version):
+  STALE_CONTROLLER_EPOCH (seed 000 names it StaleLeaderEpochCode; later
+  protocol versions fold it in).
 
 Each refusal is a state-change line, except the entries whose epoch the
 broker already holds: a new controller re-sends every replica's state, so
@@ -75,7 +79,12 @@ def sort_entries(
         # (seed 000 §Broker 启动过程), unchanged when nobody else was elected.
         confirmed = (current is not None and current.session_fenced and state.leader == broker_id
                      and state.leader_epoch == local_epoch)
-        if state.leader_epoch > local_epoch or confirmed:
+        # The same leadership with a newer state znode: the controller took
+        # a dead broker's replica out of the ISR without a new epoch
+        # (kavka.controller.election.remove_replica_from_isr).
+        isr_changed = (current is not None and state.leader_epoch == local_epoch and state.leader == current.leader_id
+                       and state.zk_version > current.zk_version)
+        if state.leader_epoch > local_epoch or confirmed or isr_changed:
             if broker_id in state.replicas:
                 out.accepted[tp] = state
             else:

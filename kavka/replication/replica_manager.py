@@ -245,6 +245,7 @@ class ReplicaManager:
         replica_rack: Callable[[int, str], tuple[bool, str | None]] | None = None,
         log_dir_event_notifier: LogDirEventNotifier | None = None,
         read_buffers: ReadBuffers | None = None,
+        broker_alive: Callable[[int], bool] | None = None,
     ) -> None:
         self.broker_id = broker_id
         # Where the Fetch reads land (kavka.storage.read_buffers); None: a new bytes per read
@@ -269,6 +270,12 @@ class ReplicaManager:
         # and (broker, listener) -> (alive with an endpoint there, its rack)
         self.replica_selector = replica_selector
         self._replica_rack = replica_rack or (lambda broker_id, listener: (False, None))
+        # Whether the metadata cache names a broker alive. Only followers on
+        # live brokers join the ISR (Kafka's isReplicaIsrEligible, KIP-841):
+        # the controller takes a dead broker's replica out of the ISR without
+        # a new leader epoch, so a broker it declared dead (its ZooKeeper
+        # session expired) that still fetches is not fenced by the epoch.
+        self._broker_alive = broker_alive or (lambda broker_id: True)
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Produce")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
         self.topic_stats = BrokerTopicStats()
@@ -644,7 +651,7 @@ class ReplicaManager:
                 replica_id, req.fetch_offset, req.log_start_offset, now, result.leader_end_offset
             ):
                 continue
-            proposal = partition.maybe_expand_isr(BrokerId(replica_id))
+            proposal = partition.maybe_expand_isr(BrokerId(replica_id)) if self._broker_alive(replica_id) else None
             if proposal is not None:
                 _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
             if partition.maybe_increment_hw():

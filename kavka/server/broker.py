@@ -346,7 +346,8 @@ class KafkaServer:
             leader_quota=LeaderReplicationQuota.for_broker(self.broker_id, lambda: configs.current),
             known_partition=lambda tp: cache.partition(tp.topic, tp.partition) is not None,
             replica_selector=replica_selector("replica.selector.class", cfg["replica.selector.class"]),
-            replica_rack=replica_rack, read_buffers=ReadBuffers())
+            replica_rack=replica_rack, read_buffers=ReadBuffers(),
+            broker_alive=lambda broker_id: cache.alive_broker(broker_id) is not None)
         rm.start()
         # num.replica.fetchers changed live: the fetchers are resized at once
         configs.add_listener(lambda c: fetchers.resize_thread_pool(int(c["num.replica.fetchers"])))

@@ -73,8 +73,8 @@ async def test_a_broker_failure_reads_no_partition_state(memory_cluster, monkeyp
     await c.kill_broker(2)
     await c.until(lambda: _isr_is(c, "t", 1, (3, 1)), "broker 2 out of the ISR of the partitions it followed")
     await c.settle()
-    for p in range(n):
-        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
+    for p in range(n):  # elected (even: a new epoch) or shrunk (odd: the same epoch)
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1 - p % 2, (3, 1), 1)
     assert read == [], read
 
 
@@ -95,8 +95,8 @@ async def test_a_new_controller_reads_each_state_once(memory_cluster, monkeypatc
     await c.until(lambda: c.controllers[3].is_active, "broker 3 to take over")
     await c.until(lambda: _isr_is(c, "t", 1, (3, 2)), "broker 1 out of the ISR of the partitions it followed")
     await c.settle()
-    for p in range(n):
-        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 2), 2)
+    for p in range(n):  # elected (even: a new epoch) or shrunk (odd: the same epoch)
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1 - p % 2, (3, 2), 2)
     assert sorted(read) == sorted(PartitionStateZNode.path("t", p) for p in range(n)), read
 
 
@@ -118,8 +118,8 @@ async def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memo
     await c.settle()
     assert await c.state("t", 0) == PartitionStateZNode("t", 0, 3, 1, (3, 1), 1)
     assert await c.state("t", 1) == PartitionStateZNode("t", 1, 1, 1, (1, 3), 1)
-    # A dead follower only leaves the ISR (one epoch bump, same leader).
-    assert await c.state("t", 2) == PartitionStateZNode("t", 2, 3, 1, (3, 1), 1)
+    # A dead follower only leaves the ISR: the same leader at the same epoch.
+    assert await c.state("t", 2) == PartitionStateZNode("t", 2, 3, 0, (3, 1), 1)
     # Batched per broker, in Kafka's two steps: the elections (the new
     # leaders are told at once), then the dead follower out of the ISR of p2.
     assert sorted(c.transport.brokers_sent("LeaderAndIsr")) == [1, 1, 3, 3]
@@ -127,8 +127,8 @@ async def test_rf3_leader_death_elects_from_live_isr_and_batches_per_broker(memo
         elected, shrunk = c.transport.requests("LeaderAndIsr", b)
         got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(elected).items()}
         assert got == {("t", 0): (3, 1, [3, 1]), ("t", 1): (1, 1, [1, 3])}
-        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr)) for k, ps in c.partitions_of(shrunk).items()}
-        assert got == {("t", 2): (3, 1, [3, 1])}
+        got = {k: (ps.leader, ps.leader_epoch, list(ps.isr), ps.partition_epoch) for k, ps in c.partitions_of(shrunk).items()}
+        assert got == {("t", 2): (3, 0, [3, 1], 1)}  # the same epoch, the znode's next version
         assert not any(ps.is_new for r in (elected, shrunk) for ps in c.partitions_of(r).values())
     # Every live broker learns the new leaders before the ISR writes too.
     for b in (1, 3):
@@ -225,8 +225,8 @@ async def test_a_dead_followers_isr_removals_hand_the_event_loop_turns(memory_cl
     # written, at least: the loop ran other tasks (the ticker) in between.
     assert used.turns >= 2 * n
     assert ticks >= used.turns
-    for p in range(n):  # elected (even) or shrunk (odd): leader 3, ISR [3, 1], one epoch bump
-        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1, (3, 1), 1)
+    for p in range(n):  # elected (even: a new epoch) or shrunk (odd: the same epoch): leader 3, ISR [3, 1]
+        assert await c.state("t", p) == PartitionStateZNode("t", p, 3, 1 - p % 2, (3, 1), 1)
 
 
 async def _isr_is(c, topic: str, partition: int, isr: tuple[int, ...]) -> bool:

@@ -17,8 +17,8 @@ from .conftest import state
 BROKER = 1
 
 
-def hosted(epoch: int, session_fenced: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(leader_epoch=epoch, session_fenced=session_fenced)
+def hosted(epoch: int, session_fenced: bool = False, leader: int = BROKER, zk_version: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(leader_epoch=epoch, session_fenced=session_fenced, leader_id=leader, zk_version=zk_version)
 
 
 def test_each_refusal_gets_its_error():
@@ -47,18 +47,43 @@ def test_a_session_fenced_leader_is_confirmed_by_its_own_epoch():
     assert other.errors == {tp: ErrorCode.STALE_CONTROLLER_EPOCH}
 
 
-@given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 5), st.booleans()), min_size=1, max_size=20))
+def test_the_same_leadership_on_a_newer_znode_version_is_applied():
+    """The controller took a dead broker's replica out of the ISR without a
+    new epoch: the leader and its followers take the new ISR. The same
+    version again, an older one, or another leader at the same epoch are
+    refused as before."""
+    tps = [TopicPartition("t", p) for p in range(5)]
+    local = {tps[0]: hosted(3, zk_version=4), tps[1]: hosted(3, leader=2, zk_version=4),
+             tps[2]: hosted(3, zk_version=4), tps[3]: hosted(3, zk_version=4), tps[4]: hosted(3, leader=2, zk_version=4)}
+    states = [
+        state(1, 3, (1, 2), (1, 2, 3), tp=tps[0], zk_version=5),   # leads here: the new ISR
+        state(2, 3, (2, 1), (2, 1, 3), tp=tps[1], zk_version=5),   # follows 2 here: the new ISR
+        state(1, 3, (1, 2), (1, 2, 3), tp=tps[2], zk_version=4),   # the version it holds
+        state(1, 3, (1, 2), (1, 2, 3), tp=tps[3], zk_version=3),   # an older version
+        state(3, 3, (3, 1), (3, 1, 2), tp=tps[4], zk_version=5),   # another leader at the same epoch
+    ]
+    out = sort_entries(BROKER, 0, 7, states, local, ())  # type: ignore[arg-type]
+    assert set(out.accepted) == {tps[0], tps[1]}
+    assert out.errors == {tp: ErrorCode.STALE_CONTROLLER_EPOCH for tp in tps[2:]}
+
+
+@given(st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 5), st.booleans(), st.integers(0, 3), st.integers(1, 2)),
+                min_size=1, max_size=20))
 def test_every_entry_is_either_applied_or_answered_with_an_error(entries):
-    """(hosted epoch or -1 when not hosted, request epoch, assigned here)."""
+    """(hosted epoch or -1 when not hosted, request epoch, assigned here,
+    request znode version against the hosted 1, hosted leader)."""
     states, local = [], {}
-    for p, (hosted_epoch, epoch, assigned) in enumerate(entries):
+    for p, (hosted_epoch, epoch, assigned, version, hosted_leader) in enumerate(entries):
         tp = TopicPartition("t", p)
-        states.append(state(1 if assigned else 2, epoch, (1, 2) if assigned else (2, 3), tp=tp))
+        states.append(state(1 if assigned else 2, epoch, (1, 2) if assigned else (2, 3), tp=tp, zk_version=version))
         if hosted_epoch >= 0:
-            local[tp] = hosted(hosted_epoch)
+            local[tp] = hosted(hosted_epoch, leader=hosted_leader, zk_version=1)
     out = sort_entries(BROKER, 0, 1, states, local, ())  # type: ignore[arg-type]
     assert not set(out.accepted) & set(out.errors)
     assert set(out.accepted) | set(out.errors) == {s.topic_partition for s in states}
     for s in states:
-        newer = s.leader_epoch > (local[s.topic_partition].leader_epoch if s.topic_partition in local else -1)
-        assert (s.topic_partition in out.accepted) == (newer and BROKER in s.replicas)
+        held = local.get(s.topic_partition)
+        newer = s.leader_epoch > (held.leader_epoch if held is not None else -1)
+        same_leadership_newer_state = (held is not None and s.leader_epoch == held.leader_epoch
+                                       and s.leader == held.leader_id and s.zk_version > held.zk_version)
+        assert (s.topic_partition in out.accepted) == ((newer or same_leadership_newer_state) and BROKER in s.replicas)

@@ -21,7 +21,7 @@ LIVE = {b: BrokerEndPoint(b, "127.0.0.1", 9090 + b) for b in (1, 2, 3)}
 TP1 = TopicPartition("orders", 1)
 
 
-def make_rm(log_manager, clock, broker_id: int = 1, **config) -> ReplicaManager:
+def make_rm(log_manager, clock, broker_id: int = 1, broker_alive=None, **config) -> ReplicaManager:
     return ReplicaManager(
         broker_id,
         log_manager,
@@ -29,6 +29,7 @@ def make_rm(log_manager, clock, broker_id: int = 1, **config) -> ReplicaManager:
         isr_writer=MemoryIsrZnodes(),
         isr_change_listener=RecordingIsrListener(),
         clock=clock,
+        broker_alive=broker_alive,
     )
 
 
@@ -159,6 +160,58 @@ async def test_acks_all_waits_for_the_follower_then_succeeds(log_manager, clock)
     result = await asyncio.wait_for(produce, 5)
     assert result[TP].error is ErrorCode.NONE and result[TP].base_offset == 0
     assert rm.get_partition(TP).log.high_watermark == 3
+
+
+async def test_a_dead_follower_out_of_the_isr_at_the_same_epoch_completes_acks_all(log_manager, clock):
+    """The controller takes a dead broker's replica out of the ISR without
+    a new leader epoch (a newer znode version): the leader takes the ISR
+    and answers the acks=all produce that waited for the dead follower."""
+    rm = make_rm(log_manager, clock)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2, 3), zk_version=0)], LIVE)
+    produce = asyncio.ensure_future(rm.append_records(30_000, -1, {TP: batch(3)}))
+    await asyncio.sleep(0)
+    assert rm.produce_purgatory.delayed == 1
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(0, 1 << 20)})
+    await rm.fetch_messages(follower(2), {TP: FetchPartition(3, 1 << 20)})
+    await asyncio.sleep(0)
+    assert not produce.done()  # broker 3 (dead, still in the ISR) holds the HW
+    result = rm.become_leader_or_follower(0, 1, [state(1, 0, (1, 2), (1, 2, 3), zk_version=1)], LIVE)
+    assert result.partition_errors == {TP: ErrorCode.NONE}
+    p = rm.get_partition(TP)
+    assert (p.leader_epoch, p.isr, p.zk_version) == (0, (1, 2), 1)
+    assert (await asyncio.wait_for(produce, 5))[TP].error is ErrorCode.NONE
+    assert p.log.high_watermark == 3
+
+
+def test_a_follower_keeps_its_fetch_when_only_the_isr_changed(log_manager, clock):
+    """Following at the same epoch, a newer state (the ISR lost a dead
+    broker) changes no fetcher: the follower does not start over."""
+    rm = make_rm(log_manager, clock)
+    fetchers = rm.fetcher_manager
+    assert isinstance(fetchers, FetcherAssignments)
+    rm.become_leader_or_follower(0, 1, [state(2, 0, (2, 1, 3), zk_version=0)], LIVE)
+    before = fetchers.partitions()[TP]
+    result = rm.become_leader_or_follower(0, 1, [state(2, 0, (2, 1), (2, 1, 3), zk_version=1)], LIVE)
+    assert result.partition_errors == {TP: ErrorCode.NONE}
+    assert fetchers.partitions()[TP] is before
+    assert rm.get_partition(TP).zk_version == 1
+
+
+async def test_only_a_follower_on_a_live_broker_joins_the_isr(log_manager, clock):
+    """Kafka's isReplicaIsrEligible (KIP-841): a broker the metadata cache
+    does not name alive (declared dead, yet still fetching) catches up but
+    is not added; once alive again it is."""
+    alive = {1, 2}
+    rm = make_rm(log_manager, clock, broker_alive=lambda b: b in alive)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2, 3))], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(2)})
+    await rm.fetch_messages(follower(3), {TP: FetchPartition(2, 1 << 20)})
+    await settle(rm)
+    assert rm.get_partition(TP).isr == (1,) and rm.isr_updates.expands == 0
+    alive.add(3)
+    await rm.fetch_messages(follower(3), {TP: FetchPartition(2, 1 << 20)})
+    await settle(rm)
+    assert rm.get_partition(TP).isr == (1, 3)
 
 
 async def test_a_follower_fetch_rechecks_delayed_requests_only_where_the_hw_moved(log_manager, clock):
