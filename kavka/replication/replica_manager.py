@@ -627,10 +627,22 @@ class ReplicaManager:
         stats = self.topic_stats
         for tp, req in skipped.items():
             partition = self.get_partition(tp)
-            if partition is not None:
-                partition.update_follower_fetch_state(replica_id, req.fetch_offset, req.log_start_offset, now,
-                                                      req.fetch_offset)
+            if partition is not None and partition.update_follower_fetch_state(
+                    replica_id, req.fetch_offset, req.log_start_offset, now, req.fetch_offset):
+                # A read would propose a caught-up follower for the ISR;
+                # one refused as not alive, skipped since, is proposed here
+                # once the metadata cache names its broker alive again.
+                self._maybe_expand_isr(partition, replica_id)
             stats.record_fetch(tp.topic, False)
+
+    def _maybe_expand_isr(self, partition: Partition, replica_id: int) -> None:
+        """Propose a follower that caught up for the ISR if its broker is
+        alive (Kafka's isReplicaIsrEligible, KIP-841; see ``__init__``)."""
+        if replica_id in partition.isr or not self._broker_alive(replica_id):
+            return
+        proposal = partition.maybe_expand_isr(BrokerId(replica_id))
+        if proposal is not None:
+            _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
 
     def _update_follower_fetch_states(
         self, replica_id: int, partitions: Mapping[TopicPartition, FetchPartition], results: Mapping[TopicPartition, LogReadResult]
@@ -651,9 +663,7 @@ class ReplicaManager:
                 replica_id, req.fetch_offset, req.log_start_offset, now, result.leader_end_offset
             ):
                 continue
-            proposal = partition.maybe_expand_isr(BrokerId(replica_id)) if self._broker_alive(replica_id) else None
-            if proposal is not None:
-                _ = self.isr_updates.submit(partition, proposal)  # held by isr_updates until written
+            self._maybe_expand_isr(partition, replica_id)
             if partition.maybe_increment_hw():
                 self.complete_delayed_requests(tp)
 

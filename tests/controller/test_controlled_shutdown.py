@@ -30,7 +30,8 @@ async def test_controlled_shutdown_moves_leadership_and_shrinks_isrs(memory_clus
     assert result.error is ErrorCode.NONE and result.remaining == ()
     s0, s1, s2, s3 = [await c.state("t", p) for p in range(4)]
     assert (s0.leader, s0.isr) == (2, (2,))
-    assert (s1.leader, s1.isr) == (2, (2,))
+    # The follower still runs: a new epoch fences its fetches, so it cannot rejoin the ISR.
+    assert (s1.leader, s1.leader_epoch, s1.isr) == (2, 1, (2,))
     assert (s2.leader, s2.isr) == (1, (1,))  # single replica: stays, not reported
     assert (s3.leader, s3.isr) == (3, (3, 2))  # not on broker 1: untouched
     await c.settle()

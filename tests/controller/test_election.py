@@ -101,18 +101,20 @@ def test_new_partition_election(p):
         assert result == ElectionResult(live_assigned[0], live_assigned)
 
 
-@given(partitions(), st.integers(0, 1000), st.sampled_from(BROKERS))
-def test_remove_replica_from_isr(p, epoch, replica):
+@given(partitions(), st.integers(0, 1000), st.sampled_from(BROKERS), st.booleans())
+def test_remove_replica_from_isr(p, epoch, replica, fence):
+    """The epoch goes up when the leader goes, or to fence a live broker's
+    replica; a dead broker's follower leaves at the same epoch."""
     assignment, isr, _ = p
     if not isr:
         return
     leader = isr[0]
     current = LeaderAndIsr(leader, epoch, tuple(isr), zk_version=5)
-    after = remove_replica_from_isr(current, replica)
+    after = remove_replica_from_isr(current, replica, fence=fence)
     if replica not in isr:
         assert after == current
         return
-    assert after.leader_epoch == epoch + 1 and after.zk_version == 5
+    assert after.leader_epoch == (epoch + 1 if fence or replica == leader else epoch) and after.zk_version == 5
     assert after.isr, "the ISR keeps its last member"
     if len(isr) > 1:
         assert replica not in after.isr and set(after.isr) == set(isr) - {replica}

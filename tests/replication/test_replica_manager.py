@@ -10,6 +10,7 @@ from kavka.common.errors import ErrorCode
 from kavka.common.topic_partition import TopicPartition
 from kavka.protocol.records.batch import iter_batches
 from kavka.replication.fetcher.assignments import FetcherAssignments
+from kavka.replication.quiet_partitions import QuietPartitions
 from kavka.replication.replica_manager import ReplicaManager, ReplicaManagerConfig
 from kavka.replication.requests import FetchIsolation, FetchParams, FetchPartition
 from kavka.replication.state import BrokerEndPoint
@@ -210,6 +211,26 @@ async def test_only_a_follower_on_a_live_broker_joins_the_isr(log_manager, clock
     assert rm.get_partition(TP).isr == (1,) and rm.isr_updates.expands == 0
     alive.add(3)
     await rm.fetch_messages(follower(3), {TP: FetchPartition(2, 1 << 20)})
+    await settle(rm)
+    assert rm.get_partition(TP).isr == (1, 3)
+
+
+async def test_a_follower_refused_as_not_alive_joins_once_alive_though_its_fetches_are_skipped(log_manager, clock):
+    """Its partition quiet, the follower's next fetches skip the read
+    (kavka.replication.quiet_partitions): what the read would propose, the
+    skip proposes, so the broker joins once the cache names it alive."""
+    alive = {1, 2}
+    rm = make_rm(log_manager, clock, broker_alive=lambda b: b in alive)
+    rm.become_leader_or_follower(0, 1, [state(1, 0, (1,), (1, 2, 3))], LIVE)
+    await rm.append_records(1000, 1, {TP: batch(2)})
+    quiet = QuietPartitions({})
+    await rm.fetch_messages(follower(3), {TP: FetchPartition(2, 1 << 20)}, quiet)
+    await settle(rm)
+    assert rm.get_partition(TP).isr == (1,) and TP in quiet.found
+    alive.add(3)
+    again = QuietPartitions(quiet.found)
+    answer = await rm.fetch_messages(follower(3), {TP: FetchPartition(2, 1 << 20)}, again)
+    assert TP not in answer  # skipped, not read
     await settle(rm)
     assert rm.get_partition(TP).isr == (1, 3)
 
