@@ -25,9 +25,9 @@ a time with no client, until it has settled (``settled_idle_cpu``): what
 replication's idle fetch rounds cost at this partition count, and a
 cluster done creating its partitions when the first kill comes. Before each
 kill a producer (acks=all, ``linger.ms=5``) has written one record to
-every partition the victim leads (the warm-up, timed), so its connections
-and metadata are warm. At the kill it writes one more record to each of them,
-and the figures are:
+every partition the victim leads or follows in sync (the warm-up, timed),
+so its connections and metadata are warm. At the kill it writes one more
+record to each of them, and the figures are:
 
 * detection: kill -> the victim's ZooKeeper registration
   (``/brokers/ids/<id>``, broker failover) or ``/controller`` (controller
@@ -40,7 +40,12 @@ and the figures are:
 * recovery: that deletion -> the last of those records acknowledged
   (acks=all), with the p50 over the partitions: the controller's election
   and LeaderAndIsr, the new leaders' and followers' handling of it, and the
-  client's own metadata refresh.
+  client's own metadata refresh;
+* isr recovery: the same for the partitions the victim followed in sync.
+  Their leaders live on, but an acks=all write waits for every ISR member
+  until the dead one leaves the ISR: the controller's ISR removals (or the
+  leader's own shrink after ``replica.lag.time.max.ms``). A client writing
+  to every partition waits for both.
 """
 
 from __future__ import annotations
@@ -161,8 +166,12 @@ def settled_idle_cpu(cluster: LocalCluster, readings: int = 6) -> list[float]:
 
 
 def leaders(cluster: LocalCluster, names: list[str]) -> dict[tuple[str, int], int]:
+    return {tp: leader for tp, (leader, _) in leaders_and_isrs(cluster, names).items()}
+
+
+def leaders_and_isrs(cluster: LocalCluster, names: list[str]) -> dict[tuple[str, int], tuple[int, list[int]]]:
     md = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=60)
-    return {(n, p.id): p.leader for n in names if n in md.topics for p in md.topics[n].partitions.values()}
+    return {(n, p.id): (p.leader, list(p.isrs)) for n in names if n in md.topics for p in md.topics[n].partitions.values()}
 
 
 class Deletion:
@@ -215,14 +224,16 @@ def write_all(producer: Producer, targets: list[tuple[str, int]], deadline: floa
 
 def failover(cluster: LocalCluster, names: list[str], zk: KazooClient, victim: int, path: str,
              timeout: float) -> dict[str, float]:
-    led = sorted(tp for tp, leader in leaders(cluster, names).items() if leader == victim)
+    states = leaders_and_isrs(cluster, names)
+    led = sorted(tp for tp, (leader, _) in states.items() if leader == victim)
+    followed = sorted(tp for tp, (leader, isr) in states.items() if leader != victim and victim in isr)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5, "log_level": 2,
                          "message.timeout.ms": int(timeout * 1000), "retry.backoff.ms": 50,
                          "retry.backoff.max.ms": 200, "topic.metadata.refresh.fast.interval.ms": 50})
     t0 = time.perf_counter()
-    write_all(producer, led, time.monotonic() + timeout)  # warm: connections and metadata
-    say(f"warm-up: one acks=all record to each of the {len(led)} partitions broker {victim} leads "
-        f"in {time.perf_counter() - t0:.2f} s")
+    write_all(producer, led + followed, time.monotonic() + timeout)  # warm: connections and metadata
+    say(f"warm-up: one acks=all record to each of the {len(led)} partitions broker {victim} leads and the "
+        f"{len(followed)} it follows in sync in {time.perf_counter() - t0:.2f} s")
     deletion = Deletion(zk, path)
     moved: list[float] = []
     watcher = threading.Thread(target=watch_leaders, args=(cluster, led, victim, moved, time.monotonic() + timeout),
@@ -231,13 +242,16 @@ def failover(cluster: LocalCluster, names: list[str], zk: KazooClient, victim: i
     killed = time.perf_counter()
     cluster.kill_broker(victim)
     watcher.start()
-    acked = write_all(producer, led, time.monotonic() + timeout)
+    acked = write_all(producer, led + followed, time.monotonic() + timeout)
     detected = deletion.wait(timeout)
     watcher.join(timeout)
-    after = sorted(t - detected for t in acked.values())
+    after = sorted(acked[tp] - detected for tp in led)
+    isr_after = sorted(acked[tp] - detected for tp in followed)
     producer.flush(10)
     return {"partitions": len(led), "detection": detected - killed, "recovery": after[-1],
-            "recovery_p50": statistics.median(after), "moved": moved[0] - detected if moved else math.nan}
+            "recovery_p50": statistics.median(after), "moved": moved[0] - detected if moved else math.nan,
+            "followed": len(followed), "isr_recovery": isr_after[-1] if isr_after else math.nan,
+            "isr_recovery_p50": statistics.median(isr_after) if isr_after else math.nan}
 
 
 def watch_leaders(cluster: LocalCluster, led: list[tuple[str, int]], victim: int, moved: list[float],
@@ -299,15 +313,18 @@ def run(args: argparse.Namespace) -> None:
         print(f"\nreal-process failover: {args.partitions} partitions x RF 3 on 3 brokers, "
               f"zookeeper.session.timeout.ms={args.session_timeout_ms} (wall-clock; a shared machine)")
         print(f"{'kill -9 of':<12} {'partitions':>10} {'detection s':>12} {'leaders moved s':>16} "
-              f"{'recovery s':>11} {'p50 s':>7}")
+              f"{'recovery s':>11} {'p50 s':>7} {'followed':>9} {'isr recovery s':>15} {'p50 s':>7}")
         for kind, r in results.items():
             print(f"{kind:<12} {r['partitions']:10.0f} {r['detection']:12.2f} {r['moved']:16.2f} "
-                  f"{r['recovery']:11.2f} {r['recovery_p50']:7.2f}")
+                  f"{r['recovery']:11.2f} {r['recovery_p50']:7.2f} {r['followed']:9.0f} {r['isr_recovery']:15.2f} "
+                  f"{r['isr_recovery_p50']:7.2f}")
         print("idle brokers' CPU before the kills (share of one core each): "
               + ", ".join(f"{c:.2f}" for c in idle) + f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print("detection: the kill until ZooKeeper deleted the victim's znode (its session expired); "
               "leaders moved: from then until Metadata named a live leader for every partition it led; "
-              "recovery: from then until every one of them acknowledged an acks=all write")
+              "recovery: from then until every one of them acknowledged an acks=all write; "
+              "isr recovery: the same for the partitions it followed in sync (followed), whose acks=all "
+              "writes wait until it leaves their ISR")
     finally:
         if zk is not None:
             zk.stop()

@@ -18,8 +18,9 @@ What each move does besides updating the table and ``state-change.log``:
   where the leadership changes or the replica's broker is alive (shutting
   down, a failed log directory: the epoch fences its fetches; see
   ``election.remove_replica_from_isr``); LeaderAndIsr to the remaining
-  live replicas of partitions that changed, UpdateMetadata to every live
-  broker for all of them. This is a broker failure's longest work (every
+  live replicas of partitions that changed (to the leader alone where the
+  leadership stayed: only a leader keeps an ISR), UpdateMetadata to every
+  live broker for all of them. This is a broker failure's longest work (every
   partition the broker followed), so it hands the event loop a turn every
   slice of it (``kavka.common.loop_slice``).
 - -> ``DELETION_STARTED``: StopReplica with delete to its broker; the answer
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from kavka.common.ids import BrokerId
+from kavka.common.ids import NO_LEADER, BrokerId
 from kavka.common.leader_and_isr import LeaderAndIsr
 from kavka.common.loop_slice import LoopSlice
 from kavka.common.topic_partition import TopicPartition
@@ -155,8 +156,14 @@ class ReplicaStateMachine:
                                                   loop_slice=loop_slice)
             for tp, lai in outcome.written.items():
                 self.state_log.leader_and_isr_written(tp, lai, f"replica {r} went offline")
-                others = [b for b in self.context.partition_replicas(tp) if b != r]
-                self.batch.add_leader_and_isr(others, tp)
+                if fence or lai.leader == NO_LEADER:
+                    self.batch.add_leader_and_isr([b for b in self.context.partition_replicas(tp) if b != r], tp)
+                else:
+                    # The same leadership with a smaller ISR: only the leader
+                    # keeps the ISR (a follower holds none, seed 002 §6.8
+                    # makeFollower (3)), so only it is told; the others learn
+                    # the ISR from UpdateMetadata with every live broker.
+                    self.batch.add_leader_and_isr([lai.leader], tp)
                 await loop_slice.pause()
             for tp, why in outcome.failed.items():
                 self.state_log.election_failed(tp, f"could not remove replica {r} from the isr: {why}")
