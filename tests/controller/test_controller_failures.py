@@ -45,6 +45,15 @@ async def test_rf1_partition_goes_leaderless_and_returns_with_its_broker(memory_
     assert last.broker_epoch == stat.czxid  # the new registration's epoch
 
 
+async def _broker_2_leads_even_follows_odd(c, n: int) -> None:
+    """Brokers 1-3 (the controller on 1) and topic t of ``n`` partitions:
+    broker 2 leads the even ones and follows in the odd ones."""
+    await c.boot((1, 2, 3))
+    await c.create_topic("t", {p: ((2, 3, 1) if p % 2 == 0 else (3, 2, 1)) for p in range(n)})
+    await c.until(lambda: c.state("t", n - 1), "partition states")
+    await c.settle()
+
+
 def _count_state_reads(store, monkeypatch) -> list[str]:
     """The partition-state paths ``store`` reads in batches from now on."""
     read: list[str] = []
@@ -64,11 +73,8 @@ async def test_a_broker_failure_reads_no_partition_state(memory_cluster, monkeyp
     just elected (their new ISR holds no dead replica) and write the rest
     the same way. With a cache that is current nothing is read."""
     c = memory_cluster
-    await c.boot((1, 2, 3))
     n = 20
-    await c.create_topic("t", {p: ((2, 3, 1) if p % 2 == 0 else (3, 2, 1)) for p in range(n)})
-    await c.until(lambda: c.state("t", n - 1), "partition states")
-    await c.settle()
+    await _broker_2_leads_even_follows_odd(c, n)
     read = _count_state_reads(c.stores[1], monkeypatch)
     await c.kill_broker(2)
     await c.until(lambda: _isr_is(c, "t", 1, (3, 1)), "broker 2 out of the ISR of the partitions it followed")
@@ -212,12 +218,8 @@ async def test_a_dead_followers_isr_removals_hand_the_event_loop_turns(memory_cl
 
     monkeypatch.setattr(rsm, "LoopSlice", every_pause_yields)
     c = memory_cluster
-    await c.boot((1, 2, 3))
     n = 60
-    # Broker 2 leads the even partitions and follows in the odd ones.
-    await c.create_topic("t", {p: ((2, 3, 1) if p % 2 == 0 else (3, 2, 1)) for p in range(n)})
-    await c.until(lambda: c.state("t", n - 1), "partition states")
-    await c.settle()
+    await _broker_2_leads_even_follows_odd(c, n)
     slices.clear()
     ticker = Ticker()
     await c.kill_broker(2)
