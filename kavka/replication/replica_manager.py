@@ -754,7 +754,8 @@ class ReplicaManager:
             stale = int(ErrorCode.STALE_CONTROLLER_EPOCH)
             return LeaderAndIsrResult(stale, {s.topic_partition: stale for s in states})
         self.controller_epoch = controller_epoch
-        # Step 2: keep entries with a newer leader epoch that name this broker.
+        # Step 2: keep entries with a newer leader epoch (or the same leadership
+        # on a newer znode version) that name this broker.
         entries = sort_entries(self.broker_id, controller_id, controller_epoch, states, self._partitions, self._offline)
         errors, accepted = entries.errors, entries.accepted
         for tp, state in accepted.items():

@@ -59,8 +59,8 @@ def _setup_logging(level: str, state_change_path: str | None, authorizer_path: s
     # No handler writes the caller, thread or process of a line, so the
     # records do not gather them (the knobs of the logging HOWTO's
     # "Optimization" section): a failover writes a state-change line per
-    # partition on the event loop, and the caller's frame walk alone was a
-    # third of a line's cost (bench/README.md).
+    # partition on the event loop, and these lookups were a fifth of a
+    # line's cost (bench/log_lines.py).
     logging._srcfile = None
     logging.logThreads = False
     logging.logProcesses = False

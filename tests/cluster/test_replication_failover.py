@@ -5,7 +5,9 @@ acknowledged record is read back at exactly the offset it was acknowledged
 at, offsets strictly increase, and the three replicas' logs end identical
 batch by batch (offset, leader epoch, CRC) — the restarted old leader
 truncated whatever it had appended that the new leader never had (KIP-101
-truncation by leader epoch over the wire)."""
+truncation by leader epoch over the wire). A follower killed the same way
+leaves the ISR at the same leader epoch, with every write acknowledged,
+and rejoins once it is back."""
 
 from __future__ import annotations
 
@@ -98,3 +100,25 @@ def test_acks_all_survives_the_leader_killed_and_replicas_converge(make_cluster)
     print("batches", len(logs[0]), "records", len(consumed), "epochs", sorted({e for _, e, _ in logs[0]}))
     print("victim log:", [ln for ln in cluster.brokers[victim].log_path.read_text().splitlines() if "truncat" in ln][:5])
     assert logs[0][-1][0] <= offsets[-1] and {e for _, e, _ in logs[0]} >= {first["leader_epoch"], after["leader_epoch"]}
+
+
+def test_a_killed_follower_leaves_the_isr_at_the_same_epoch_and_rejoins(make_cluster):
+    """Only the controller takes the follower out of the ISR here (the
+    leader's own shrink would wait for replica.lag.time.max.ms): without a
+    new leader epoch, so the leader keeps leading and the writes waiting
+    for the dead follower are acknowledged. Restarted, it is named alive
+    again and the leader takes it back into the ISR."""
+    cluster = make_cluster(brokers=3, config={**REPLICATION_CONFIG, "replica.lag.time.max.ms": "60000"})
+    create_topic(cluster, TOPIC, config={"min.insync.replicas": "2"})
+    first = wait_state(cluster, TOPIC, lambda s: len(s["isr"]) == 3, "an ISR of 3")
+    victim = next(b for b in first["isr"] if b != first["leader"])
+
+    acked = produce(cluster, RECORDS // 2, lambda: cluster.kill_broker(victim))
+    assert len(acked) == RECORDS
+    after = wait_state(cluster, TOPIC, lambda s: victim not in s["isr"], "the killed follower out of the ISR")
+    assert (after["leader"], after["leader_epoch"]) == (first["leader"], first["leader_epoch"])
+
+    cluster.start_broker(victim)
+    cluster.wait_registered({victim}, 60)
+    back = wait_state(cluster, TOPIC, lambda s: len(s["isr"]) == 3, "the restarted follower back in the ISR", 60)
+    assert (back["leader"], back["leader_epoch"]) == (first["leader"], first["leader_epoch"])

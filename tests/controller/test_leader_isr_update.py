@@ -67,7 +67,7 @@ def cache(context: ControllerContext, p: int, isr: tuple[int, ...]) -> None:
     context.leadership[tp] = LeaderIsrAndControllerEpoch(stale, entry.controller_epoch)
 
 
-async def leader_writes_isr(zk: KavkaZkClient, claim: ControllerClaim, p: int, isr: tuple[int, ...]) -> None:
+async def leader_writes_isr(zk: KavkaZkClient, p: int, isr: tuple[int, ...]) -> None:
     """A leader changes the ISR itself: the controller's cache does not hear of it."""
     (state, version), = (await zk.get_partition_states([("t", p)])).values()
     written = await zk.maybe_update_leader_and_isr(
@@ -95,8 +95,8 @@ async def test_a_stale_cache_that_would_write_nothing_is_read_first() -> None:
     has not heard: on its cache there is nothing to remove. The state is
     read, and the broker leaves the ISR."""
     store, zk, claim, context = await setup(3)
-    await leader_writes_isr(zk, claim, 0, (1, 2))
-    await leader_writes_isr(zk, claim, 0, (1, 2, 3))
+    await leader_writes_isr(zk, 0, (1, 2))
+    await leader_writes_isr(zk, 0, (1, 2, 3))
     cache(context, 0, (1, 2))  # the cache missed the second write
     tps = [TopicPartition("t", p) for p in range(3)]
     store.read_paths.clear()
@@ -110,7 +110,7 @@ async def test_a_stale_cache_that_would_write_conflicts_and_is_decided_again() -
     """The cache holds an older version: the write decided on it is refused,
     the state re-read, and the decision made again on what ZooKeeper holds."""
     store, zk, claim, context = await setup(2)
-    await leader_writes_isr(zk, claim, 1, (1, 3))  # the leader dropped 2: version moved
+    await leader_writes_isr(zk, 1, (1, 3))  # the leader dropped 2: version moved
     store.read_paths.clear()
     result = await update_leader_and_isr(zk, claim, context, [TopicPartition("t", 1)], remove_dead)
     assert store.read_paths == [PartitionStateZNode.path("t", 1)]  # after the conflict only
@@ -123,7 +123,7 @@ async def test_confirmed_partitions_are_decided_on_the_cache() -> None:
     even where the decision writes nothing."""
     store, zk, claim, context = await setup(4)
     for p in range(4):
-        await leader_writes_isr(zk, claim, p, (1, 2))
+        await leader_writes_isr(zk, p, (1, 2))
         cache(context, p, (1, 2))
         entry = context.leadership[TopicPartition("t", p)]
         context.leadership[TopicPartition("t", p)] = LeaderIsrAndControllerEpoch(
